@@ -1,0 +1,477 @@
+"""A python-chess-like Board over the numba kernels: JFEN, moves, push/pop, outcome.
+
+    >>> board = Board()
+    >>> len(board.legal_moves)
+    24
+    >>> board.push("a3a4")
+    >>> board.jfen()
+    'l5t/1d3c1/r1p1w1e/7/7/E6/2W1P1R/1C3D1/T5L b 1 1'
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple, Optional, Union
+
+import numpy as np
+
+from envs import kernels as K
+from envs.rules import DEFAULT_RULES, RuleSet
+
+START_JFEN = "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1"
+
+FILE_NAMES = "abcdefg"
+RANK_NAMES = "123456789"
+SQUARE_NAMES = tuple(f + r for r in RANK_NAMES for f in FILE_NAMES)
+
+
+class JFENError(ValueError):
+    """A malformed or impossible JFEN string."""
+
+
+class InvalidMoveError(ValueError):
+    """A move string that is not of the form `a3a4`."""
+
+
+class IllegalMoveError(ValueError):
+    """A well-formed move that is not legal in the position."""
+
+
+class Side(enum.IntEnum):
+    RED = K.RED
+    BLUE = K.BLUE
+
+    @property
+    def other(self) -> "Side":
+        return Side(1 - self)
+
+
+class Animal(enum.IntEnum):
+    RAT = K.RAT
+    CAT = K.CAT
+    DOG = K.DOG
+    WOLF = K.WOLF
+    LEOPARD = K.LEOPARD
+    TIGER = K.TIGER
+    LION = K.LION
+    ELEPHANT = K.ELEPHANT
+
+    @property
+    def letter(self) -> str:
+        return K.ANIMAL_LETTERS[self]
+
+
+class Termination(enum.Enum):
+    """Why a game ended: rules 8-12 of RULES.md."""
+
+    DEN = K.TERM_DEN
+    ALL_CAPTURED = K.TERM_ALL_CAPTURED
+    NO_MOVES = K.TERM_NO_MOVES
+    REPETITION = K.TERM_REPETITION
+    NO_CAPTURE_LIMIT = K.TERM_NO_CAPTURE_LIMIT
+
+
+class Outcome(NamedTuple):
+    """The end of a game; `winner` is None for a draw."""
+
+    winner: Optional[Side]
+    termination: Termination
+
+    def result(self) -> str:
+        """`1-0` (Red won), `0-1` (Blue won) or `1/2-1/2`."""
+        if self.winner is None:
+            return "1/2-1/2"
+        return "1-0" if self.winner == Side.RED else "0-1"
+
+
+@dataclass(frozen=True)
+class Piece:
+    animal: Animal
+    side: Side
+
+    @property
+    def letter(self) -> str:
+        """JFEN letter: upper case Red, lower case Blue."""
+        ch = self.animal.letter
+        return ch if self.side == Side.RED else ch.lower()
+
+    @classmethod
+    def from_code(cls, code: int) -> "Piece":
+        return cls(Animal(abs(code)), Side.RED if code > 0 else Side.BLUE)
+
+    @property
+    def code(self) -> int:
+        return int(self.animal) if self.side == Side.RED else -int(self.animal)
+
+    def __str__(self) -> str:
+        return self.letter
+
+
+def parse_square(name: str) -> int:
+    """`'a1'` -> 0 ... `'g9'` -> 62; ValueError naming the text otherwise."""
+    if not isinstance(name, str) or len(name) != 2 or name[0] not in FILE_NAMES or name[1] not in RANK_NAMES:
+        raise ValueError(f"not a square: {name!r} (files a-g, ranks 1-9)")
+    return K.square_index(FILE_NAMES.index(name[0]), RANK_NAMES.index(name[1]))
+
+
+@dataclass(frozen=True, order=True)
+class Move:
+    """A move from one square to another (a jump is written the same way)."""
+
+    from_square: int
+    to_square: int
+
+    @classmethod
+    def from_str(cls, text: str) -> "Move":
+        """Parse `a3a4`; raises InvalidMoveError naming the text."""
+        if not isinstance(text, str):
+            raise InvalidMoveError(f"a move must be a string like 'a3a4', got {text!r}")
+        t = text.strip()
+        if len(t) != 4:
+            raise InvalidMoveError(f"malformed move {text!r}: expected four characters like 'a3a4'")
+        try:
+            frm, to = parse_square(t[:2]), parse_square(t[2:])
+        except ValueError:
+            raise InvalidMoveError(f"malformed move {text!r}: squares are a1..g9") from None
+        if frm == to:
+            raise InvalidMoveError(f"malformed move {text!r}: from and to are the same square")
+        return cls(frm, to)
+
+    @classmethod
+    def from_int(cls, m: int) -> "Move":
+        return cls(int(m) >> 6, int(m) & 63)
+
+    def to_int(self) -> int:
+        """The kernels' encoding: from << 6 | to."""
+        return (self.from_square << 6) | self.to_square
+
+    def mirror(self) -> "Move":
+        """The left-right mirrored move (file a <-> g)."""
+        return Move(mirror_square(self.from_square), mirror_square(self.to_square))
+
+    def __str__(self) -> str:
+        return SQUARE_NAMES[self.from_square] + SQUARE_NAMES[self.to_square]
+
+    def __repr__(self) -> str:
+        return f"Move.from_str({str(self)!r})"
+
+
+def mirror_square(sq: int) -> int:
+    return (sq // K.N_FILES) * K.N_FILES + (K.N_FILES - 1 - sq % K.N_FILES)
+
+
+MoveLike = Union[Move, str]
+
+
+class LegalMoves:
+    """The legal moves of a position: iterable, sized, supports `in`."""
+
+    def __init__(self, ints: np.ndarray) -> None:
+        self._ints = ints
+        self._set = {int(m) for m in ints}
+
+    def __len__(self) -> int:
+        return len(self._ints)
+
+    def __iter__(self) -> Iterator[Move]:
+        return (Move.from_int(m) for m in self._ints)
+
+    def __contains__(self, move: object) -> bool:
+        if isinstance(move, str):
+            try:
+                move = Move.from_str(move)
+            except InvalidMoveError:
+                return False
+        return isinstance(move, Move) and move.to_int() in self._set
+
+    def __bool__(self) -> bool:
+        return len(self._ints) > 0
+
+    def __repr__(self) -> str:
+        return f"<LegalMoves ({', '.join(sorted(str(m) for m in self))})>"
+
+
+class Board:
+    """A Jungle position with its game history (for repetition and anti-chase)."""
+
+    def __init__(self, jfen: str = START_JFEN, rules: Optional[RuleSet] = None) -> None:
+        self.rules = rules if rules is not None else DEFAULT_RULES
+        self.flags = self.rules.flags()
+        self.state = parse_jfen(jfen)
+        self.hist = np.zeros((64, K.HIST_WIDTH), dtype=np.int16)
+        self.hashes = np.zeros(65, dtype=np.uint64)
+        self.hashes[0] = K.compute_hash(self.state)
+        self.move_stack: list[Move] = []
+
+    @classmethod
+    def from_jfen(cls, text: str, rules: Optional[RuleSet] = None) -> "Board":
+        return cls(text, rules=rules)
+
+    # -- reading ------------------------------------------------------------------
+    def jfen(self) -> str:
+        return state_to_jfen(self.state)
+
+    @property
+    def side_to_move(self) -> Side:
+        return Side(int(self.state[K.S_SIDE]))
+
+    @property
+    def ply(self) -> int:
+        """Plies played on this board since its first position."""
+        return int(self.state[K.S_PLY])
+
+    @property
+    def halfmove_clock(self) -> int:
+        """Plies since the last capture."""
+        return int(self.state[K.S_CLOCK])
+
+    @property
+    def move_number(self) -> int:
+        return int(self.state[K.S_MOVENO])
+
+    def piece_at(self, square: Union[str, int]) -> Optional[Piece]:
+        sq = parse_square(square) if isinstance(square, str) else int(square)
+        if not 0 <= sq < K.N_SQUARES:
+            raise ValueError(f"not a square index: {square!r}")
+        code = int(self.state[sq])
+        return None if code == 0 else Piece.from_code(code)
+
+    def pieces(self, side: Side) -> dict[str, Piece]:
+        """Square name -> piece for one side."""
+        out = {}
+        for a in range(1, 9):
+            sq = int(self.state[K.S_PIECES + 8 * side + a - 1])
+            if sq >= 0:
+                out[SQUARE_NAMES[sq]] = Piece(Animal(a), side)
+        return out
+
+    @property
+    def legal_moves(self) -> LegalMoves:
+        return LegalMoves(self.legal_move_ints())
+
+    def legal_move_ints(self) -> np.ndarray:
+        """Legal moves in the kernels' int encoding, generation order."""
+        buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+        n = K.generate_moves(self.state, self.hist, self.flags, buf)
+        return buf[:n].copy()
+
+    def is_legal(self, move: MoveLike) -> bool:
+        return move in self.legal_moves
+
+    def zobrist_hash(self) -> int:
+        return int(self.hashes[self.ply])
+
+    def repetition_count(self) -> int:
+        return int(K.repetition_count(self.state, self.hashes))
+
+    def outcome(self) -> Optional[Outcome]:
+        term, winner = K.outcome(self.state, self.hist, self.hashes, self.flags)
+        if term == K.TERM_NONE:
+            return None
+        return Outcome(None if winner == K.DRAW else Side(int(winner)), Termination(int(term)))
+
+    def is_game_over(self) -> bool:
+        return self.outcome() is not None
+
+    # -- changing -----------------------------------------------------------------
+    def parse_move(self, move: MoveLike) -> Move:
+        """A Move from a Move or string, checked for legality (IllegalMoveError)."""
+        m = move if isinstance(move, Move) else Move.from_str(move)
+        if not isinstance(m, Move):
+            raise InvalidMoveError(f"not a move: {move!r}")
+        if m not in self.legal_moves:
+            over = self.outcome()
+            why = f"the game is over ({over.termination.name.lower()})" if over else self._why_illegal(m)
+            raise IllegalMoveError(f"illegal move {str(m)!r} in {self.jfen()!r}: {why}")
+        return m
+
+    def _why_illegal(self, m: Move) -> str:
+        piece = self.piece_at(m.from_square)
+        if piece is None:
+            return f"no piece on {SQUARE_NAMES[m.from_square]}"
+        if piece.side != self.side_to_move:
+            return f"{SQUARE_NAMES[m.from_square]} holds a {piece.side.name.lower()} piece, {self.side_to_move.name.lower()} is to move"
+        return f"the {K.ANIMAL_NAMES[piece.animal]} on {SQUARE_NAMES[m.from_square]} cannot go to {SQUARE_NAMES[m.to_square]}"
+
+    def push(self, move: MoveLike) -> None:
+        """Play a legal move (a Move or a string like `a3a4`)."""
+        m = self.parse_move(move)
+        self._ensure_room(1)
+        K.make_move(self.state, self.hist, self.hashes, m.to_int())
+        self.move_stack.append(m)
+
+    def pop(self) -> Move:
+        """Take back the last move pushed on this board."""
+        if not self.move_stack:
+            raise IndexError("pop from a board with no moves pushed")
+        K.unmake_move(self.state, self.hist)
+        return self.move_stack.pop()
+
+    def peek(self) -> Move:
+        return self.move_stack[-1]
+
+    def copy(self) -> "Board":
+        b = Board.__new__(Board)
+        b.rules, b.flags = self.rules, self.flags
+        b.state, b.hist, b.hashes = self.state.copy(), self.hist.copy(), self.hashes.copy()
+        b.move_stack = list(self.move_stack)
+        return b
+
+    def mirror(self) -> "Board":
+        """The left-right mirrored position (history dropped)."""
+        st = self.state.copy()
+        for sq in range(K.N_SQUARES):
+            st[mirror_square(sq)] = self.state[sq]
+        return Board(state_to_jfen(st), rules=self.rules)
+
+    def _ensure_room(self, plies: int) -> None:
+        need = self.ply + plies + 1
+        if need > len(self.hist):
+            cap = max(need, 2 * len(self.hist))
+            hist = np.zeros((cap, K.HIST_WIDTH), dtype=np.int16)
+            hist[: len(self.hist)] = self.hist
+            hashes = np.zeros(cap + 1, dtype=np.uint64)
+            hashes[: len(self.hashes)] = self.hashes
+            self.hist, self.hashes = hist, hashes
+
+    # -- display ------------------------------------------------------------------
+    def __str__(self) -> str:
+        return render_text(self.state)
+
+    def __repr__(self) -> str:
+        return f"Board({self.jfen()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Board) and self.jfen() == other.jfen() and self.rules == other.rules
+
+
+# --- JFEN ------------------------------------------------------------------------------
+def parse_jfen(text: str) -> np.ndarray:
+    """JFEN -> state array; JFENError naming the text and what is wrong."""
+    if not isinstance(text, str):
+        raise JFENError(f"JFEN must be a string, got {type(text).__name__}")
+
+    def fail(why: str) -> JFENError:
+        return JFENError(f"bad JFEN {text!r}: {why}")
+
+    fields = text.split()
+    if len(fields) != 4:
+        raise fail(f"expected 4 space-separated fields (placement, side, clock, move number), got {len(fields)}")
+    placement, side, clock, moveno = fields
+    ranks = placement.split("/")
+    if len(ranks) != K.N_RANKS:
+        raise fail(f"expected 9 ranks separated by '/', got {len(ranks)}")
+    st = np.zeros(K.STATE_LEN, dtype=np.int16)
+    st[K.S_PIECES : K.S_PIECES + 16] = -1
+    for i, row in enumerate(ranks):
+        rank = K.N_RANKS - 1 - i
+        f = 0
+        for ch in row:
+            if ch.isdigit() and ch.isascii():
+                if ch == "0":
+                    raise fail(f"rank {rank + 1} uses '0'; empty runs are 1-7")
+                f += int(ch)
+                continue
+            upper = ch.upper()
+            if upper not in K.ANIMAL_LETTERS[1:] or not ch.isascii():
+                raise fail(f"unknown letter {ch!r} in rank {rank + 1}")
+            if f >= K.N_FILES:
+                raise fail(f"rank {rank + 1} ({row!r}) is longer than 7 squares")
+            animal = K.ANIMAL_LETTERS.index(upper)
+            side_ = K.RED if ch.isupper() else K.BLUE
+            sq = K.square_index(f, rank)
+            slot = K.S_PIECES + 8 * side_ + animal - 1
+            who = f"{'Red' if side_ == K.RED else 'Blue'} {K.ANIMAL_NAMES[animal]}"
+            if st[slot] >= 0:
+                raise fail(f"two of one animal on a side: a second {who} on {SQUARE_NAMES[sq]}")
+            if K.WATER[sq] and animal != K.RAT:
+                raise fail(f"{who} in the water on {SQUARE_NAMES[sq]}; only rats swim")
+            if sq == K.DEN[side_]:
+                raise fail(f"{who} in its own den on {SQUARE_NAMES[sq]}")
+            st[sq] = animal if side_ == K.RED else -animal
+            st[slot] = sq
+            st[K.S_COUNT + side_] += 1
+            f += 1
+        if f != K.N_FILES:
+            raise fail(f"rank {rank + 1} ({row!r}) has {f} squares, not 7")
+    if side not in ("r", "b"):
+        raise fail(f"side to move {side!r} is not 'r' or 'b'")
+    st[K.S_SIDE] = K.RED if side == "r" else K.BLUE
+    for name, value, lo in (("plies since capture", clock, 0), ("move number", moveno, 1)):
+        if not (value.isascii() and value.isdigit()) or int(value) < lo or int(value) > 30000:
+            raise fail(f"{name} {value!r} is not an integer in {lo}..30000")
+    st[K.S_CLOCK] = int(clock)
+    st[K.S_MOVENO] = int(moveno)
+    return st
+
+
+def state_to_jfen(st: np.ndarray) -> str:
+    rows = []
+    for rank in range(K.N_RANKS - 1, -1, -1):
+        row, empty = "", 0
+        for f in range(K.N_FILES):
+            c = int(st[K.square_index(f, rank)])
+            if c == 0:
+                empty += 1
+                continue
+            if empty:
+                row += str(empty)
+                empty = 0
+            row += Piece.from_code(c).letter
+        rows.append(row + (str(empty) if empty else ""))
+    side = "r" if st[K.S_SIDE] == K.RED else "b"
+    return f"{'/'.join(rows)} {side} {int(st[K.S_CLOCK])} {int(st[K.S_MOVENO])}"
+
+
+def render_text(st: np.ndarray) -> str:
+    """A text board with coordinates: pieces as JFEN letters, `~` water, `#` trap, `*` den."""
+    lines = []
+    for rank in range(K.N_RANKS - 1, -1, -1):
+        cells = []
+        for f in range(K.N_FILES):
+            sq = K.square_index(f, rank)
+            c = int(st[sq])
+            if c:
+                cells.append(Piece.from_code(c).letter)
+            elif K.WATER[sq]:
+                cells.append("~")
+            elif sq in (int(K.DEN[0]), int(K.DEN[1])):
+                cells.append("*")
+            elif K.TRAP_OWNER[sq] >= 0:
+                cells.append("#")
+            else:
+                cells.append(".")
+        lines.append(f"{rank + 1} " + " ".join(cells))
+    lines.append("  " + " ".join(FILE_NAMES))
+    lines.append(f"  {'Red' if st[K.S_SIDE] == K.RED else 'Blue'} to move")
+    return "\n".join(lines)
+
+
+# --- perft ---------------------------------------------------------------------------
+def _work_arrays(board: Board, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    b = board.copy()
+    b._ensure_room(depth + 1)
+    return b.state, b.hist, b.hashes
+
+
+def perft(board: Board, depth: int, *, bulk: bool = True) -> int:
+    """Number of legal move sequences of `depth` plies (RULES.md); draws ignored.
+
+    `bulk=False` makes every leaf too (the same count, for benchmarking)."""
+    if depth < 0:
+        raise ValueError(f"perft depth must be >= 0, got {depth}")
+    st, hist, hashes = _work_arrays(board, depth)
+    fn = K.perft if bulk else K.perft_full
+    return int(fn(st, hist, hashes, board.flags, depth))
+
+
+def perft_divide(board: Board, depth: int) -> dict[str, int]:
+    """Per-move perft counts at the root: move string -> leaf count of depth-1 subtree."""
+    if depth < 1:
+        raise ValueError(f"perft divide depth must be >= 1, got {depth}")
+    st, hist, hashes = _work_arrays(board, depth)
+    moves = np.empty(K.MAX_MOVES, dtype=np.int64)
+    counts = np.zeros(K.MAX_MOVES, dtype=np.int64)
+    n = K.perft_divide(st, hist, hashes, board.flags, depth, moves, counts)
+    return {str(Move.from_int(moves[i])): int(counts[i]) for i in range(n)}

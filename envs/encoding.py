@@ -1,0 +1,163 @@
+"""Actions and observations in the side-to-move's (canonical) frame.
+
+Canonical frame: the board as the side to move sees it. For Red it is the
+board itself; for Blue it is the board rotated 180 degrees, which maps the
+terrain and the start position onto themselves. A canonical square is
+``csq = sq`` for Red and ``csq = 62 - sq`` for Blue, so the mover's own den is
+always canonical d1 (csq 3) and the enemy den canonical d9 (csq 59).
+
+Actions (the one encode/decode pair, `move_to_action` / `action_to_move`)::
+
+    action = csq_from * 4 + cdir          0 <= action < 252
+
+with ``cdir`` 0 forward (towards the enemy den), 1 right, 2 back, 3 left as
+the mover sees it. A jump is the direction of the jump. For Blue the
+absolute direction is ``(cdir + 2) % 4``.
+
+Observation planes ``[N_PLANES, 9, 7]`` float32, indexed ``[plane, crank,
+cfile]`` with ``csq = crank * 7 + cfile`` (row 0 is the mover's back rank):
+
+====  =====================================================================
+0-7   the mover's Rat, Cat, Dog, Wolf, Leopard, Tiger, Lion, Elephant (1 where it stands)
+8-15  the opponent's pieces in the same order
+16    water
+17    the mover's traps (canonical c1 e1 d2)
+18    the opponent's traps (canonical c9 e9 d8)
+19    the mover's den (canonical d1)
+20    the opponent's den (canonical d9)
+21    plies since the last capture / no-capture limit (constant plane;
+      the limit is 120 when the rule is off)
+22    (occurrences of this position so far - 1) / 2 (constant: 0, 0.5, 1)
+23    1 when Blue is to move (the real colour, constant)
+====  =====================================================================
+
+The left-right mirror (file a <-> g) is a symmetry of the rules; in the
+canonical frame it maps ``cfile -> 6 - cfile`` and swaps directions 1 and 3
+(`mirror_action`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from envs import kernels as K
+from envs.rules import F_NO_CAPTURE_LIMIT
+
+N_ACTIONS = 252
+N_PLANES = 24
+OBS_SHAPE = (N_PLANES, K.N_RANKS, K.N_FILES)
+
+
+@njit(cache=True, inline="always")
+def canonical_square(sq: int, side: int) -> int:
+    return sq if side == K.RED else 62 - sq
+
+
+@njit(cache=True)
+def move_to_action(m: int, side: int) -> int:
+    """Kernel move (from << 6 | to) played by `side` -> action index."""
+    frm = m >> 6
+    to = m & 63
+    df = to % 7 - frm % 7
+    dr = to // 7 - frm // 7
+    if dr > 0:
+        d = K.NORTH
+    elif dr < 0:
+        d = K.SOUTH
+    elif df > 0:
+        d = K.EAST
+    else:
+        d = K.WEST
+    if side == K.BLUE:
+        return (62 - frm) * 4 + (d + 2) % 4
+    return frm * 4 + d
+
+
+@njit(cache=True)
+def action_to_move(st: np.ndarray, action: int) -> int:
+    """Action index -> kernel move for the side to move in `st`, or -1 if the
+    action leaves the board. The move is geometric (a jump when the first
+    square is water and the piece is not a rat); legality is not checked."""
+    side = st[K.S_SIDE]
+    csq = action // 4
+    cdir = action % 4
+    if side == K.BLUE:
+        frm = 62 - csq
+        d = (cdir + 2) % 4
+    else:
+        frm = csq
+        d = cdir
+    to = K.STEP[frm, d]
+    if to < 0:
+        return -1
+    if K.WATER[to] and abs(st[frm]) != K.RAT and K.JUMP[frm, d] >= 0:
+        to = K.JUMP[frm, d]
+    return (frm << 6) | to
+
+
+@njit(cache=True)
+def legal_action_mask(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
+    """Fill bool `out[252]` with the legal actions; return how many."""
+    out[:] = False
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    n = K.generate_moves(st, hist, flags, buf)
+    side = st[K.S_SIDE]
+    for i in range(n):
+        out[move_to_action(buf[i], side)] = True
+    return n
+
+
+@njit(cache=True)
+def encode_observation(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray, out: np.ndarray) -> None:
+    """Fill float32 `out[N_PLANES, 9, 7]` for the side to move (see module doc)."""
+    out[:] = 0.0
+    side = st[K.S_SIDE]
+    for sq in range(K.N_SQUARES):
+        csq = canonical_square(sq, side)
+        r = csq // 7
+        f = csq % 7
+        c = st[sq]
+        if c != 0:
+            own = (c > 0) == (side == K.RED)
+            out[abs(c) - 1 + (0 if own else 8), r, f] = 1.0
+        if K.WATER[sq]:
+            out[16, r, f] = 1.0
+        owner = K.TRAP_OWNER[sq]
+        if owner >= 0:
+            out[17 if owner == side else 18, r, f] = 1.0
+    out[19, 0, 3] = 1.0
+    out[20, 8, 3] = 1.0
+    limit = flags[F_NO_CAPTURE_LIMIT]
+    if limit <= 0:
+        limit = 120
+    clock = st[K.S_CLOCK] / limit
+    out[21, :, :] = min(clock, 1.0)
+    reps = K.repetition_count(st, hashes)
+    out[22, :, :] = min((reps - 1) / 2.0, 1.0)
+    if side == K.BLUE:
+        out[23, :, :] = 1.0
+
+
+# Left-right mirror of an action index (canonical frame).
+def _mirror_table() -> np.ndarray:
+    t = np.empty(N_ACTIONS, dtype=np.int64)
+    for a in range(N_ACTIONS):
+        csq, cdir = divmod(a, 4)
+        r, f = divmod(csq, 7)
+        mdir = {0: 0, 1: 3, 2: 2, 3: 1}[cdir]
+        t[a] = (r * 7 + (6 - f)) * 4 + mdir
+    return t
+
+
+MIRROR_ACTION = _mirror_table()
+
+
+def mirror_action(action: int) -> int:
+    """The action that mirrors `action` left-right in the canonical frame."""
+    return int(MIRROR_ACTION[action])
+
+
+def mirror_observation(obs: np.ndarray) -> np.ndarray:
+    """Observation planes `[..., C, 9, 7]` mirrored left-right."""
+    return obs[..., ::-1].copy()

@@ -1,0 +1,542 @@
+"""The rules of Jungle as numba kernels over small integer arrays.
+
+Everything here is `@njit(cache=True)` and allocation-free on the hot path.
+The Python layer (`envs.board`, `envs.env`, the agents) calls these; it never
+loops per move itself.
+
+Square numbering: ``sq = rank_index * 7 + file_index`` with ``a1 = 0``,
+``g1 = 6``, ``a9 = 56``, ``g9 = 62``.
+
+A position is an int16 array of length ``STATE_LEN`` laid out as:
+
+====================  ==================================================
+``st[0:63]``          board: 0 empty, +animal Red, -animal Blue
+``st[S_SIDE]``        side to move: 0 Red, 1 Blue
+``st[S_CLOCK]``       plies since the last capture (JFEN field 3)
+``st[S_MOVENO]``      move number (JFEN field 4)
+``st[S_PLY]``         plies made since the game's first position; index
+                      into the history arrays below
+``st[S_PIECES+8*side+animal-1]``  square of that piece or -1
+``st[S_COUNT+side]``  number of pieces of that side
+====================  ==================================================
+
+Beside it every kernel that needs the game's past takes
+
+* ``hashes``: uint64[cap+1], ``hashes[p]`` the Zobrist hash after ``p`` plies
+  (``hashes[st[S_PLY]]`` is the current position's hash);
+* ``hist``: int16[cap, 5], one row per ply made: from, to, animal, captured
+  board code, clock before the move.
+
+A move is an int: ``from << 6 | to``. Directions are absolute:
+0 north (towards rank 9), 1 east (towards file g), 2 south, 3 west.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from envs.rules import (
+    F_ENEMY_RAT_BLOCKS,
+    F_KEEPS_RANK,
+    F_NO_CAPTURE_LIMIT,
+    F_ANTI_CHASE,
+    F_RANK,
+    F_RATS_IGNORE_WATER,
+    F_REPETITION_DRAW,
+)
+
+# --- the domain, named once ---------------------------------------------------
+N_FILES = 7
+N_RANKS = 9
+N_SQUARES = 63
+RED = 0
+BLUE = 1
+EMPTY = 0
+RAT, CAT, DOG, WOLF, LEOPARD, TIGER, LION, ELEPHANT = 1, 2, 3, 4, 5, 6, 7, 8
+ANIMAL_LETTERS = ".RCDWPTLE"  # index by animal
+ANIMAL_NAMES = ("", "Rat", "Cat", "Dog", "Wolf", "Leopard", "Tiger", "Lion", "Elephant")
+NORTH, EAST, SOUTH, WEST = 0, 1, 2, 3
+MAX_MOVES = 32  # 8 pieces x 4 directions
+
+DEN = np.array([3, 59], dtype=np.int64)  # d1 (Red's), d9 (Blue's)
+TRAPS = ((2, 4, 10), (58, 60, 52))  # c1 e1 d2 (Red's); c9 e9 d8 (Blue's)
+
+# State layout.
+S_SIDE = 63
+S_CLOCK = 64
+S_MOVENO = 65
+S_PLY = 66
+S_PIECES = 67
+S_COUNT = 83
+STATE_LEN = 85
+HIST_WIDTH = 5
+
+# Termination codes (rules 8-12) and winners.
+TERM_NONE = 0
+TERM_DEN = 1
+TERM_ALL_CAPTURED = 2
+TERM_NO_MOVES = 3
+TERM_REPETITION = 4
+TERM_NO_CAPTURE_LIMIT = 5
+DRAW = 2
+
+
+def square_index(file: int, rank: int) -> int:
+    """0-based file and rank to a square index."""
+    return rank * N_FILES + file
+
+
+def _build_tables() -> tuple[np.ndarray, ...]:
+    water = np.zeros(N_SQUARES, dtype=np.bool_)
+    for r in (3, 4, 5):
+        for f in (1, 2, 4, 5):
+            water[square_index(f, r)] = True
+    trap_owner = np.full(N_SQUARES, -1, dtype=np.int64)
+    for side, squares in enumerate(TRAPS):
+        for s in squares:
+            trap_owner[s] = side
+    step = np.full((N_SQUARES, 4), -1, dtype=np.int64)
+    jump = np.full((N_SQUARES, 4), -1, dtype=np.int64)
+    jump_over = np.full((N_SQUARES, 4, 3), -1, dtype=np.int64)
+    deltas = ((0, 1), (1, 0), (0, -1), (-1, 0))
+    for sq in range(N_SQUARES):
+        f0, r0 = sq % N_FILES, sq // N_FILES
+        for d, (df, dr) in enumerate(deltas):
+            f, r = f0 + df, r0 + dr
+            if not (0 <= f < N_FILES and 0 <= r < N_RANKS):
+                continue
+            t = square_index(f, r)
+            step[sq, d] = t
+            if water[sq] or not water[t]:
+                continue
+            over = []
+            while 0 <= f < N_FILES and 0 <= r < N_RANKS and water[square_index(f, r)]:
+                over.append(square_index(f, r))
+                f, r = f + df, r + dr
+            jump[sq, d] = square_index(f, r)
+            jump_over[sq, d, : len(over)] = over
+    rng = np.random.default_rng(0x4A554E474C45)  # fixed: hashes are stable across runs
+    zobrist = rng.integers(1, 2**63, size=(17, N_SQUARES), dtype=np.int64).astype(np.uint64)
+    zobrist[8, :] = 0  # the empty square
+    zside = np.uint64(rng.integers(1, 2**63, dtype=np.int64))
+    return water, trap_owner, step, jump, jump_over, zobrist, np.array([zside], dtype=np.uint64)
+
+
+WATER, TRAP_OWNER, STEP, JUMP, JUMP_OVER, ZOBRIST, ZSIDE_ARR = _build_tables()
+ZSIDE = ZSIDE_ARR[0]
+
+
+# --- move generation ------------------------------------------------------------
+@njit(cache=True, inline="always")
+def can_capture(
+    st: np.ndarray, flags: np.ndarray, side: int, attacker: int, frm: int, victim: int, to: int
+) -> bool:
+    """Whether `side`'s `attacker` on `frm` may take enemy `victim` on `to` (rules 5-7)."""
+    if WATER[frm] != WATER[to]:
+        if not (flags[F_RATS_IGNORE_WATER] != 0 and attacker == RAT and victim == RAT):
+            return False
+    if TRAP_OWNER[to] == side:
+        return True  # the victim stands in its opponent's trap: rank 0
+    if TRAP_OWNER[frm] == 1 - side and flags[F_KEEPS_RANK] == 0:
+        return False  # a trapped attacker is powerless
+    if attacker == RAT and victim == ELEPHANT:
+        return True
+    if attacker == ELEPHANT and victim == RAT:
+        return False
+    return flags[F_RANK + attacker] >= flags[F_RANK + victim]
+
+
+@njit(cache=True, inline="always")
+def target(st: np.ndarray, flags: np.ndarray, side: int, animal: int, frm: int, d: int) -> int:
+    """Landing square of `side`'s `animal` on `frm` moving in direction `d`, or -1.
+
+    Applies rules 1-7 (not the anti-chase rules, which need the history)."""
+    to = STEP[frm, d]
+    if to < 0:
+        return -1
+    if WATER[to]:
+        if animal != RAT:
+            if animal != LION and animal != TIGER:
+                return -1
+            to = JUMP[frm, d]
+            if to < 0:
+                return -1
+            own_rat = RAT if side == RED else -RAT
+            for k in range(3):
+                w = JUMP_OVER[frm, d, k]
+                if w < 0:
+                    break
+                c = st[w]
+                if c == RAT or c == -RAT:
+                    if flags[F_ENEMY_RAT_BLOCKS] == 0 or c != own_rat:
+                        return -1
+    if to == DEN[side]:
+        return -1
+    c = st[to]
+    if c != 0:
+        if (c > 0) == (side == RED):
+            return -1
+        if not can_capture(st, flags, side, animal, frm, abs(c), to):
+            return -1
+    return to
+
+
+@njit(cache=True)
+def is_attacked(st: np.ndarray, flags: np.ndarray, sq: int) -> bool:
+    """Whether the piece on `sq` could be captured if it were its enemy's turn."""
+    c = st[sq]
+    if c == 0:
+        return False
+    enemy = BLUE if c > 0 else RED
+    for a in range(1, 9):
+        frm = st[S_PIECES + 8 * enemy + a - 1]
+        if frm < 0:
+            continue
+        for d in range(4):
+            if target(st, flags, enemy, a, frm, d) == sq:
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _add_square(visited: np.ndarray, nv: int, sq: int) -> int:
+    for i in range(nv):
+        if visited[i] == sq:
+            return nv
+    visited[nv] = sq
+    return nv + 1
+
+
+@njit(cache=True)
+def anti_chase_allows(
+    st: np.ndarray, hist: np.ndarray, flags: np.ndarray, animal: int, frm: int, to: int
+) -> bool:
+    """The anti-chase rules 7-3 and 17-5 for a candidate move of the side to move.
+
+    Only the side to move's own previous moves count (plies ply-2, ply-4, ...).
+    "Entered a trap" means a move whose destination is any of the six traps.
+    For 17-5 the squares "visited" are those the piece stood on during the 17
+    moves: each move's destination plus the first move's origin.
+    """
+    ply = st[S_PLY]
+    # 7-3
+    entries = 0
+    exempt = False
+    for k in range(1, 8):
+        p = ply - 2 * k
+        if p < 0:
+            break
+        if TRAP_OWNER[hist[p, 1]] >= 0:
+            exempt = True
+        if hist[p, 2] == animal and hist[p, 1] == to:
+            entries += 1
+    if entries >= 3 and not exempt and not is_attacked(st, flags, frm):
+        return False
+    # 17-5
+    if ply - 34 < 0:
+        return True
+    visited = np.empty(18, dtype=np.int64)
+    nv = 0
+    for k in range(1, 18):
+        p = ply - 2 * k
+        if hist[p, 2] != animal:
+            return True
+        if TRAP_OWNER[hist[p, 1]] >= 0:
+            return True
+        nv = _add_square(visited, nv, hist[p, 1])
+        if k == 17:
+            nv = _add_square(visited, nv, hist[p, 0])
+    if nv > 5:
+        return True
+    for i in range(nv):
+        if visited[i] == to:
+            return False
+    return True
+
+
+@njit(cache=True)
+def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
+    """Write the legal moves of the side to move into `out[:n]`; return n.
+
+    Order: by animal (Rat first), then direction (N, E, S, W). `out` needs
+    room for MAX_MOVES."""
+    side = st[S_SIDE]
+    n = 0
+    chase = flags[F_ANTI_CHASE] != 0
+    for a in range(1, 9):
+        frm = st[S_PIECES + 8 * side + a - 1]
+        if frm < 0:
+            continue
+        for d in range(4):
+            to = target(st, flags, side, a, frm, d)
+            if to < 0:
+                continue
+            if chase and not anti_chase_allows(st, hist, flags, a, frm, to):
+                continue
+            out[n] = (frm << 6) | to
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
+    """Number of legal moves of the side to move (no buffer)."""
+    side = st[S_SIDE]
+    n = 0
+    chase = flags[F_ANTI_CHASE] != 0
+    for a in range(1, 9):
+        frm = st[S_PIECES + 8 * side + a - 1]
+        if frm < 0:
+            continue
+        for d in range(4):
+            to = target(st, flags, side, a, frm, d)
+            if to >= 0:
+                if chase and not anti_chase_allows(st, hist, flags, a, frm, to):
+                    continue
+                n += 1
+    return n
+
+
+@njit(cache=True)
+def has_legal_move(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> bool:
+    side = st[S_SIDE]
+    chase = flags[F_ANTI_CHASE] != 0
+    for a in range(1, 9):
+        frm = st[S_PIECES + 8 * side + a - 1]
+        if frm < 0:
+            continue
+        for d in range(4):
+            to = target(st, flags, side, a, frm, d)
+            if to >= 0:
+                if chase and not anti_chase_allows(st, hist, flags, a, frm, to):
+                    continue
+                return True
+    return False
+
+
+# --- making and unmaking moves ------------------------------------------------------
+@njit(cache=True)
+def compute_hash(st: np.ndarray) -> np.uint64:
+    """Zobrist hash of the placement and the side to move (counters excluded)."""
+    h = np.uint64(0)
+    for sq in range(N_SQUARES):
+        c = st[sq]
+        if c != 0:
+            h ^= ZOBRIST[c + 8, sq]
+    if st[S_SIDE] == BLUE:
+        h ^= ZSIDE
+    return h
+
+
+@njit(cache=True)
+def make_move(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, m: int) -> int:
+    """Play move `m` (assumed legal); return the captured board code (0 if none).
+
+    The caller keeps `hist` and `hashes` large enough for one more ply."""
+    frm = m >> 6
+    to = m & 63
+    side = st[S_SIDE]
+    c = st[frm]
+    a = abs(c)
+    cap = st[to]
+    ply = st[S_PLY]
+    hist[ply, 0] = frm
+    hist[ply, 1] = to
+    hist[ply, 2] = a
+    hist[ply, 3] = cap
+    hist[ply, 4] = st[S_CLOCK]
+    h = hashes[ply] ^ ZOBRIST[c + 8, frm] ^ ZOBRIST[c + 8, to] ^ ZSIDE
+    if cap != 0:
+        h ^= ZOBRIST[cap + 8, to]
+        st[S_PIECES + 8 * (1 - side) + abs(cap) - 1] = -1
+        st[S_COUNT + 1 - side] -= 1
+        st[S_CLOCK] = 0
+    else:
+        st[S_CLOCK] += 1
+    st[to] = c
+    st[frm] = 0
+    st[S_PIECES + 8 * side + a - 1] = to
+    if side == BLUE:
+        st[S_MOVENO] += 1
+    st[S_SIDE] = 1 - side
+    st[S_PLY] = ply + 1
+    hashes[ply + 1] = h
+    return cap
+
+
+@njit(cache=True)
+def unmake_move(st: np.ndarray, hist: np.ndarray) -> None:
+    """Take back the last move recorded in `hist`."""
+    ply = st[S_PLY] - 1
+    frm = hist[ply, 0]
+    to = hist[ply, 1]
+    a = hist[ply, 2]
+    cap = hist[ply, 3]
+    side = 1 - st[S_SIDE]
+    c = st[to]
+    st[frm] = c
+    st[to] = cap
+    st[S_PIECES + 8 * side + a - 1] = frm
+    if cap != 0:
+        st[S_PIECES + 8 * (1 - side) + abs(cap) - 1] = to
+        st[S_COUNT + 1 - side] += 1
+    st[S_CLOCK] = hist[ply, 4]
+    if side == BLUE:
+        st[S_MOVENO] -= 1
+    st[S_SIDE] = side
+    st[S_PLY] = ply
+
+
+# --- game end -----------------------------------------------------------------------
+@njit(cache=True)
+def won_by_last_move(st: np.ndarray) -> bool:
+    """Whether the side that just moved has won by rule 8 (den) or 9 (all captured)."""
+    mover = 1 - st[S_SIDE]
+    den = st[DEN[1 - mover]]
+    if den != 0 and (den > 0) == (mover == RED):
+        return True
+    return st[S_COUNT + 1 - mover] == 0
+
+
+@njit(cache=True)
+def repetition_count(st: np.ndarray, hashes: np.ndarray) -> int:
+    """How many times the current position has occurred in the game so far.
+
+    Only positions since the last capture can match (a capture changes the
+    material for good), and only those with the same side to move."""
+    ply = st[S_PLY]
+    h = hashes[ply]
+    first = ply - st[S_CLOCK]
+    if first < 0:
+        first = 0
+    n = 0
+    p = ply
+    while p >= first:
+        if hashes[p] == h:
+            n += 1
+        p -= 2
+    return n
+
+
+@njit(cache=True)
+def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> tuple:
+    """(termination, winner) of the current position; (TERM_NONE, -1) while it goes on.
+
+    winner is RED, BLUE or DRAW. Wins (rules 8-10) come before draws
+    (11, then 12)."""
+    if st[DEN[BLUE]] > 0:
+        return TERM_DEN, RED
+    if st[DEN[RED]] < 0:
+        return TERM_DEN, BLUE
+    if st[S_COUNT + BLUE] == 0:
+        return TERM_ALL_CAPTURED, RED
+    if st[S_COUNT + RED] == 0:
+        return TERM_ALL_CAPTURED, BLUE
+    if not has_legal_move(st, hist, flags):
+        return TERM_NO_MOVES, 1 - st[S_SIDE]
+    if flags[F_REPETITION_DRAW] != 0 and repetition_count(st, hashes) >= 3:
+        return TERM_REPETITION, DRAW
+    limit = flags[F_NO_CAPTURE_LIMIT]
+    if limit > 0 and st[S_CLOCK] >= limit:
+        return TERM_NO_CAPTURE_LIMIT, DRAW
+    return TERM_NONE, -1
+
+
+# --- perft ---------------------------------------------------------------------------
+@njit(cache=True)
+def perft(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int) -> int:
+    """Leaf count of the legal move tree of `depth` plies (RULES.md's perft).
+
+    A move that wins (den, all captured) ends its line: it counts at the last
+    ply and contributes nothing earlier. Bulk-counts the last ply. The caller
+    makes room for `depth` more plies in `hist`/`hashes`."""
+    if depth <= 0:
+        return 1
+    if depth == 1:
+        return count_moves(st, hist, flags)
+    buf = np.empty(MAX_MOVES, dtype=np.int64)
+    n = generate_moves(st, hist, flags, buf)
+    total = 0
+    for i in range(n):
+        make_move(st, hist, hashes, buf[i])
+        if not won_by_last_move(st):
+            total += perft(st, hist, hashes, flags, depth - 1)
+        unmake_move(st, hist)
+    return total
+
+
+@njit(cache=True)
+def perft_full(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int) -> int:
+    """Like `perft` but makes and unmakes every node, the last ply included."""
+    if depth <= 0:
+        return 1
+    buf = np.empty(MAX_MOVES, dtype=np.int64)
+    n = generate_moves(st, hist, flags, buf)
+    total = 0
+    for i in range(n):
+        make_move(st, hist, hashes, buf[i])
+        if depth == 1:
+            total += 1
+        elif not won_by_last_move(st):
+            total += perft_full(st, hist, hashes, flags, depth - 1)
+        unmake_move(st, hist)
+    return total
+
+
+@njit(cache=True)
+def perft_divide(
+    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int, out_moves: np.ndarray, out_counts: np.ndarray
+) -> int:
+    """Per-move subtree counts at the root; returns the number of root moves."""
+    n = generate_moves(st, hist, flags, out_moves)
+    for i in range(n):
+        make_move(st, hist, hashes, out_moves[i])
+        if depth <= 1:
+            out_counts[i] = 1
+        elif won_by_last_move(st):
+            out_counts[i] = 0
+        else:
+            out_counts[i] = perft(st, hist, hashes, flags, depth - 1)
+        unmake_move(st, hist)
+    return n
+
+
+# --- random play ----------------------------------------------------------------------
+@njit(cache=True)
+def _seed(seed: int) -> None:
+    np.random.seed(seed)
+
+
+@njit(cache=True)
+def random_games(
+    st0: np.ndarray, flags: np.ndarray, n_games: int, max_plies: int, seed: int, results: np.ndarray
+) -> int:
+    """Play `n_games` uniformly random games from `st0`; return plies played in all.
+
+    `results[g]` = termination * 4 + winner (winner 3 when the ply cap hit)."""
+    np.random.seed(seed)
+    st = st0.copy()
+    hist = np.zeros((max_plies + st0[S_PLY] + 1, HIST_WIDTH), dtype=np.int16)
+    hashes = np.zeros(max_plies + st0[S_PLY] + 2, dtype=np.uint64)
+    buf = np.empty(MAX_MOVES, dtype=np.int64)
+    total = 0
+    base = st0[S_PLY]
+    for g in range(n_games):
+        st[:] = st0
+        hashes[base] = compute_hash(st)
+        res = 3
+        for _ in range(max_plies):
+            term, winner = outcome(st, hist, hashes, flags)
+            if term != TERM_NONE:
+                res = term * 4 + winner
+                break
+            n = generate_moves(st, hist, flags, buf)
+            make_move(st, hist, hashes, buf[np.random.randint(n)])
+            total += 1
+        else:
+            term, winner = outcome(st, hist, hashes, flags)
+            if term != TERM_NONE:
+                res = term * 4 + winner
+        results[g] = res
+    return total

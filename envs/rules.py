@@ -1,0 +1,136 @@
+"""Rule sets: the named variants of RULES.md as one frozen dataclass.
+
+A `RuleSet` is data. It compiles to a small int64 array (`RuleSet.flags()`)
+that the numba kernels read; nothing else in the code base branches on a
+variant name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+# Indices into the int64 flag array the kernels read.
+F_DOG_OVER_WOLF = 0
+F_RATS_IGNORE_WATER = 1
+F_ENEMY_RAT_BLOCKS = 2
+F_KEEPS_RANK = 3
+F_REPETITION_DRAW = 4
+F_NO_CAPTURE_LIMIT = 5
+F_ANTI_CHASE = 6
+F_RANK = 8  # F_RANK + animal (1..8) -> that animal's rank
+N_FLAGS = 17
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "rank_order": ("standard", "dog_over_wolf"),
+    "river_rats": ("strict", "rats_ignore_water"),
+    "jump_blocking": ("any_rat", "enemy_rat"),
+    "trapped_attacker": ("powerless", "keeps_rank"),
+    "repetition": ("draw", "off"),
+    "anti_chase": ("off", "7-3+17-5"),
+}
+
+
+class RuleSetError(ValueError):
+    """An unknown rule key or value."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """One complete rule set of Jungle; the defaults are RULES.md's default rules."""
+
+    rank_order: str = "standard"
+    """`standard` (Wolf 4 > Dog 3) or `dog_over_wolf` (Dog 4 > Wolf 3)."""
+    river_rats: str = "strict"
+    """`strict` (water and land never capture each other) or `rats_ignore_water`."""
+    jump_blocking: str = "any_rat"
+    """`any_rat` (any rat in the river blocks a jump) or `enemy_rat`."""
+    trapped_attacker: str = "powerless"
+    """`powerless` (a piece in an opponent's trap captures nothing) or `keeps_rank`."""
+    repetition: str = "draw"
+    """`draw` (third occurrence of a position draws) or `off`."""
+    no_capture_draw: int = 120
+    """Plies without capture that draw the game; 0 switches the rule off."""
+    anti_chase: str = "off"
+    """`off` or `7-3+17-5` (the anti-chase rules of RULES.md)."""
+
+    def __post_init__(self) -> None:
+        for key, allowed in _CHOICES.items():
+            value = getattr(self, key)
+            if value not in allowed:
+                raise RuleSetError(
+                    f"rule {key}={value!r} is not one of {', '.join(allowed)}"
+                )
+        limit = self.no_capture_draw
+        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
+            raise RuleSetError(
+                f"rule no_capture_draw={limit!r} must be a non-negative integer (0 = off)"
+            )
+        if limit > 30000:
+            raise RuleSetError(f"rule no_capture_draw={limit!r} is above 30000")
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "RuleSet":
+        """Build from a mapping (a Hydra config node, say); unknown keys are errors."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known - {"name"})
+        if unknown:
+            raise RuleSetError(
+                f"unknown rule key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
+            )
+        kwargs = {k: v for k, v in values.items() if k in known}
+        if "no_capture_draw" in kwargs:
+            kwargs["no_capture_draw"] = _as_int("no_capture_draw", kwargs["no_capture_draw"])
+        return cls(**kwargs)
+
+    def with_overrides(self, overrides: Iterable[str]) -> "RuleSet":
+        """Apply `key=value` strings, e.g. `["rank_order=dog_over_wolf"]`."""
+        changes: dict[str, Any] = {}
+        known = {f.name for f in fields(self)}
+        for item in overrides:
+            if "=" not in item:
+                raise RuleSetError(f"rule override {item!r} is not of the form key=value")
+            key, value = (s.strip() for s in item.split("=", 1))
+            if key not in known:
+                raise RuleSetError(
+                    f"unknown rule key {key!r}; known keys: {', '.join(sorted(known))}"
+                )
+            changes[key] = _as_int(key, value) if key == "no_capture_draw" else value
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    # -- compilation ---------------------------------------------------------
+    def ranks(self) -> tuple[int, ...]:
+        """Rank of each animal, indexed 0..8 (0 unused): Rat 1 ... Elephant 8."""
+        r = [0, 1, 2, 3, 4, 5, 6, 7, 8]
+        if self.rank_order == "dog_over_wolf":
+            r[3], r[4] = 4, 3
+        return tuple(r)
+
+    def flags(self) -> np.ndarray:
+        """The int64[N_FLAGS] array the kernels read."""
+        f = np.zeros(N_FLAGS, dtype=np.int64)
+        f[F_DOG_OVER_WOLF] = self.rank_order == "dog_over_wolf"
+        f[F_RATS_IGNORE_WATER] = self.river_rats == "rats_ignore_water"
+        f[F_ENEMY_RAT_BLOCKS] = self.jump_blocking == "enemy_rat"
+        f[F_KEEPS_RANK] = self.trapped_attacker == "keeps_rank"
+        f[F_REPETITION_DRAW] = self.repetition == "draw"
+        f[F_NO_CAPTURE_LIMIT] = int(self.no_capture_draw)
+        f[F_ANTI_CHASE] = self.anti_chase != "off"
+        f[F_RANK : F_RANK + 9] = self.ranks()
+        return f
+
+
+def _as_int(key: str, value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise RuleSetError(f"rule {key}={value!r} must be an integer") from None
+
+
+DEFAULT_RULES = RuleSet()
