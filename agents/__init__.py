@@ -1,0 +1,1 @@
+"""Agents for Jungle: players, alpha-beta baseline, AlphaZero (network, MCTS, self-play), tournaments."""

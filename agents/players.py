@@ -1,0 +1,111 @@
+"""Players: anything that picks a move for a Board, built from a spec string.
+
+    >>> p = make_player("random", seed=1)
+    >>> move = p.select_move(Board())
+
+A spec is ``kind`` or ``kind:key=value,key=value``: ``random``,
+``alphabeta:depth=4``, ``alphabeta:level=expert``, ``alphabeta:time=0.5``,
+``checkpoint:path=checkpoints/run/best.pt,sims=200``.
+Each kind registers a factory with `register_player`; factories take the
+parsed keyword arguments plus ``rules`` and ``seed``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
+
+import numpy as np
+
+from envs import Board, Move
+from envs.rules import RuleSet
+
+
+class PlayerSpecError(ValueError):
+    """An unknown or malformed player spec."""
+
+
+@runtime_checkable
+class Player(Protocol):
+    """Picks a move for the side to move. `reset()` starts a new game."""
+
+    name: str
+
+    def select_move(self, board: Board) -> Move: ...
+
+    def reset(self) -> None: ...
+
+
+class RandomPlayer:
+    """Uniformly random legal moves, from its own seeded generator."""
+
+    def __init__(self, seed: Optional[int] = None, name: str = "random") -> None:
+        self.name = name
+        self._seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    def select_move(self, board: Board) -> Move:
+        moves = board.legal_move_ints()
+        if len(moves) == 0:
+            raise ValueError(f"no legal move in {board.jfen()!r}")
+        return Move.from_int(int(moves[self.rng.integers(len(moves))]))
+
+    def reset(self) -> None:
+        pass
+
+
+Factory = Callable[..., Player]
+_FACTORIES: dict[str, Factory] = {}
+# Kinds whose module registers itself on import (kept lazy: no torch import for `random`).
+_LAZY: dict[str, str] = {
+    "alphabeta": "agents.alphabeta_player",
+    "checkpoint": "agents.checkpoint_player",
+}
+
+
+def register_player(kind: str, factory: Factory) -> None:
+    _FACTORIES[kind] = factory
+
+
+register_player("random", lambda rules=None, seed=None, **kw: _random_factory(seed=seed, **kw))
+
+
+def _random_factory(seed: Optional[int] = None, **kwargs: Any) -> Player:
+    if kwargs:
+        raise PlayerSpecError(f"player 'random' takes no options, got {', '.join(kwargs)}")
+    return RandomPlayer(seed=seed)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """`'alphabeta:depth=4,noise=0.1'` -> `('alphabeta', {'depth': '4', 'noise': '0.1'})`."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise PlayerSpecError(f"empty player spec {spec!r}")
+    kind, _, rest = spec.strip().partition(":")
+    options: dict[str, str] = {}
+    if rest:
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise PlayerSpecError(f"player spec {spec!r}: option {item!r} is not key=value")
+            options[key.strip()] = value.strip()
+    return kind.strip(), options
+
+
+def known_kinds() -> list[str]:
+    return sorted(set(_FACTORIES) | set(_LAZY))
+
+
+def make_player(spec: str, *, rules: Optional[RuleSet] = None, seed: Optional[int] = None) -> Player:
+    """Build a player from its spec; PlayerSpecError names what is wrong."""
+    kind, options = parse_spec(spec)
+    if kind not in _FACTORIES and kind in _LAZY:
+        importlib.import_module(_LAZY[kind])
+    if kind not in _FACTORIES:
+        raise PlayerSpecError(f"unknown player kind {kind!r} in spec {spec!r}; known: {', '.join(known_kinds())}")
+    try:
+        player = _FACTORIES[kind](rules=rules, seed=seed, **options)
+    except TypeError as e:
+        raise PlayerSpecError(f"player spec {spec!r}: {e}") from None
+    if not getattr(player, "name", None) or player.name == kind:
+        player.name = spec
+    return player
