@@ -1,0 +1,126 @@
+"""Game records: one JSON object per line (JSONL), shared by tournaments,
+self-play and the play page.
+
+Fields of a record:
+
+``start``        JFEN the game started from
+``moves``        list of move strings (``"a3a4"``) in order
+``result``       ``"1-0"`` Red won, ``"0-1"`` Blue won, ``"1/2-1/2"``, ``"*"`` unfinished
+``termination``  ``den``, ``all_captured``, ``no_moves``, ``repetition``,
+                 ``no_capture_limit``, ``ply_cap``, ``resign`` or null
+``red``/``blue`` player names (specs)
+``rules``        the RuleSet as a dict
+``seed``         the seed the game was played with, or null
+``extra``        free-form dict (timings, search values, tournament round...)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional
+
+from envs import Board, RuleSet
+from envs.board import START_JFEN, Outcome
+
+from agents.io import PathLike, atomic_write_text
+
+RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
+TERMINATIONS = ("den", "all_captured", "no_moves", "repetition", "no_capture_limit", "ply_cap", "resign", None)
+
+
+class RecordError(ValueError):
+    """A malformed game record (names the file and line where there is one)."""
+
+
+@dataclass
+class GameRecord:
+    start: str = START_JFEN
+    moves: list[str] = field(default_factory=list)
+    result: str = "*"
+    termination: Optional[str] = None
+    red: str = ""
+    blue: str = ""
+    rules: dict[str, Any] = field(default_factory=lambda: RuleSet().to_dict())
+    seed: Optional[int] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_board(cls, board: Board, start: str, *, red: str = "", blue: str = "", seed: Optional[int] = None,
+                   termination: Optional[str] = None, result: Optional[str] = None, **extra: Any) -> "GameRecord":
+        """Record a game played on `board` from `start` (the board's move stack is the game)."""
+        out = board.outcome()
+        if result is None:
+            result = out.result() if out is not None else "*"
+        if termination is None and out is not None:
+            termination = out.termination.name.lower()
+        return cls(start=start, moves=[str(m) for m in board.move_stack], result=result, termination=termination,
+                   red=red, blue=blue, rules=board.rules.to_dict(), seed=seed, extra=dict(extra))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "record") -> "GameRecord":
+        if not isinstance(d, dict):
+            raise RecordError(f"{where}: a record must be a JSON object, got {type(d).__name__}")
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise RecordError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        rec = cls(**d)
+        if not isinstance(rec.moves, list) or not all(isinstance(m, str) for m in rec.moves):
+            raise RecordError(f"{where}: 'moves' must be a list of move strings")
+        if rec.result not in RESULTS:
+            raise RecordError(f"{where}: result {rec.result!r} is not one of {', '.join(RESULTS)}")
+        if rec.termination not in TERMINATIONS:
+            raise RecordError(f"{where}: unknown termination {rec.termination!r}")
+        return rec
+
+    def replay(self) -> Board:
+        """The final board, every move checked by the rules engine (ValueError naming the bad move)."""
+        try:
+            board = Board.from_jfen(self.start, rules=RuleSet.from_dict(self.rules))
+            for i, m in enumerate(self.moves):
+                board.push(m)
+        except ValueError as e:
+            raise RecordError(f"record does not replay: {e}") from None
+        return board
+
+
+def outcome_fields(out: Optional[Outcome]) -> tuple[str, Optional[str]]:
+    """(result, termination) strings for a Board outcome (or an unfinished game)."""
+    if out is None:
+        return "*", None
+    return out.result(), out.termination.name.lower()
+
+
+def write_jsonl(path: PathLike, records: Iterable[GameRecord]) -> None:
+    """Write all records atomically (replaces the file)."""
+    atomic_write_text(path, "".join(r.to_json() + "\n" for r in records))
+
+
+def append_jsonl(path: PathLike, records: Iterable[GameRecord]) -> None:
+    """Append records (one line each, flushed) for logs that grow during a run."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "a", encoding="utf-8") as f:
+        for r in records:
+            f.write(r.to_json() + "\n")
+
+
+def read_jsonl(path: PathLike) -> Iterator[GameRecord]:
+    """Read records; RecordError names the file and line of a malformed one."""
+    p = Path(path)
+    if not p.is_file():
+        raise RecordError(f"no game record file at {str(p)!r}")
+    with open(p, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RecordError(f"{p}:{i}: not valid JSON ({e.msg})") from None
+            yield GameRecord.from_dict(d, where=f"{p}:{i}")
