@@ -1,0 +1,162 @@
+"""Checkpoints: atomic, code-free (``torch.load(weights_only=True)``) snapshots.
+
+A checkpoint is a dict of tensors and plain containers::
+
+    format        "jungle-zero/1"
+    model         state_dict of the network
+    network       NetworkConfig as a dict (the shape; checked on load)
+    rules         RuleSet as a dict (checked on load)
+    config        the full training config as a YAML string ("" if none)
+    counters      {"iteration", "learner_steps", "positions", "games", ...}
+    learner       optimizer + grad scaler state and step count   (training only)
+    replay        replay buffer state (contents, or counters only)  (training only)
+    rng           python / numpy / torch / CUDA generator states     (training only)
+    extra         anything else plain (evaluation history, Elo, reference model...)
+
+A run directory ``checkpoints/<run>/`` holds ``latest.pt`` (everything,
+rewritten each iteration), ``best.pt`` (model only, the best evaluation so
+far) and one small ``iter_NNNNNN.pt`` per checkpointed iteration (model
+only). Every file is written with a temp file and a rename, so a crash never
+leaves a half-written ``latest.pt``.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import torch
+
+from agents.io import PathLike, atomic_write_bytes
+from agents.network import JungleNet, NetworkConfig, build_network
+from envs.rules import RuleSet
+
+FORMAT = "jungle-zero/1"
+LATEST = "latest.pt"
+BEST = "best.pt"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, or does not fit (names the path)."""
+
+
+def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
+    """Write `state` to `path` atomically (temp file, fsync, rename)."""
+    path = Path(path)
+    buf = io.BytesIO()
+    torch.save(dict(state, format=FORMAT), buf)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> Path:
+    """A file, a run directory (its `latest.pt`), or a run name under `root` -> the file path.
+
+    Raises CheckpointError naming what was looked for when nothing exists.
+    """
+    p = Path(spec)
+    candidates = [p, p / LATEST, Path(root) / p / LATEST]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise CheckpointError(f"no checkpoint at {str(spec)!r} (looked for {', '.join(str(c) for c in candidates)})")
+
+
+def load_checkpoint(path: PathLike) -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True`` (it can never run code).
+
+    A missing, truncated or corrupt file raises CheckpointError naming the path.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file {str(path)!r} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError... on bad bytes
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated and cannot be read: {first}") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise CheckpointError(f"{str(path)!r} is not a Jungle Zero checkpoint (format {found!r}, expected {FORMAT!r})")
+    for key in ("model", "network", "rules"):
+        if key not in state:
+            raise CheckpointError(f"checkpoint {str(path)!r} lacks its {key!r} entry")
+    return state
+
+
+def check_compatible(state: Mapping[str, Any], path: PathLike, *, network: Optional[NetworkConfig] = None,
+                     rules: Optional[RuleSet] = None) -> None:
+    """Raise CheckpointError when the checkpoint's network shape or rule set differ from the given ones."""
+    if network is not None:
+        theirs = dict(state["network"])
+        ours = network.to_dict()
+        if theirs != ours:
+            diff = ", ".join(f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
+                             for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
+            raise CheckpointError(f"checkpoint {str(path)!r} holds another network shape ({diff})")
+    if rules is not None:
+        theirs = dict(state["rules"])
+        ours = rules.to_dict()
+        if theirs != ours:
+            diff = ", ".join(f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
+                             for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
+            raise CheckpointError(f"checkpoint {str(path)!r} was trained under another rule set ({diff})")
+
+
+def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Optional[NetworkConfig] = None,
+               device: torch.device | str = "cpu") -> tuple[JungleNet, dict[str, Any]]:
+    """The network stored in a checkpoint (eval mode, on `device`) and the checkpoint dict.
+
+    When `rules` / `network` are given they must match the checkpoint's.
+    """
+    path = resolve_checkpoint_path(path)
+    state = load_checkpoint(path)
+    check_compatible(state, path, network=network, rules=rules)
+    try:
+        model = build_network(NetworkConfig.from_dict(state["network"]))
+        model.load_state_dict(state["model"])
+    except (ValueError, RuntimeError) as e:
+        raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stored shape: {e}") from None
+    model.to(device).eval()
+    return model, state
+
+
+def rules_of(state: Mapping[str, Any]) -> RuleSet:
+    return RuleSet.from_dict(dict(state["rules"]))
+
+
+# -- random generator states ---------------------------------------------------------------
+def rng_state() -> dict[str, Any]:
+    """Python, numpy (global), torch and CUDA generator states as tensors/plain containers."""
+    np_state = np.random.get_state(legacy=False)
+    assert isinstance(np_state, dict)
+    np_plain = dict(np_state)
+    np_plain["state"] = {"key": torch.from_numpy(np_state["state"]["key"].astype(np.int64)),
+                         "pos": int(np_state["state"]["pos"])}
+    state: dict[str, Any] = {"python": _to_plain(random.getstate()), "numpy": np_plain,
+                             "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore what `rng_state` saved."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    np_state = dict(state["numpy"])
+    np_state["state"] = {"key": state["numpy"]["state"]["key"].numpy().astype(np.uint32),
+                         "pos": int(state["numpy"]["state"]["pos"])}
+    np.random.set_state(np_state)
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _to_plain(obj: Any) -> Any:
+    if isinstance(obj, tuple):
+        return [_to_plain(x) for x in obj]
+    return obj

@@ -1,0 +1,185 @@
+"""The learner: one optimizer step of the AlphaZero loss on a replay batch.
+
+Loss = policy cross-entropy against the search policy (positions searched
+in full only; playout-cap cheap searches train the value alone)
++ ``value_weight`` x value loss (MSE of the tanh value against the final
+outcome, or cross-entropy of WDL logits against the outcome class). Values
+and outcomes are from the side to move. Weight decay is the optimizer's.
+
+The learning rate is a pure function of the step (`lr_at`), so the schedule
+needs no state of its own beyond the step counter in the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agents.network import autocast_dtype, mask_logits
+from agents.replay import Batch
+
+OPTIMIZERS = ("sgd", "adamw")
+SCHEDULES = ("constant", "cosine", "step")
+
+
+class LearnerConfigError(ValueError):
+    """An unknown optimizer or schedule name, or a bad number."""
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Optimizer and loss settings (plain values; read from `configs/train/`)."""
+
+    optimizer: str = "adamw"
+    """`sgd` (with Nesterov momentum) or `adamw`."""
+    lr: float = 2e-3
+    """Peak learning rate."""
+    momentum: float = 0.9
+    """SGD momentum (ignored by AdamW)."""
+    weight_decay: float = 1e-4
+    """L2 / decoupled weight decay."""
+    schedule: str = "cosine"
+    """`constant`, `cosine` (to `lr * final_lr_fraction` at `total_steps`) or `step` (x0.1 at 50% and 75%)."""
+    warmup_steps: int = 100
+    """Linear warm-up steps from 0 to `lr`."""
+    total_steps: int = 10000
+    """Length of the schedule (steps beyond it keep the final rate)."""
+    final_lr_fraction: float = 0.05
+    """Cosine floor as a fraction of `lr`."""
+    value_weight: float = 1.0
+    """Weight of the value loss in the total."""
+    grad_clip: float = 5.0
+    """Gradient-norm clip (0 switches it off)."""
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise LearnerConfigError(f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
+        if self.schedule not in SCHEDULES:
+            raise LearnerConfigError(f"lr schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        if not self.lr > 0:
+            raise LearnerConfigError(f"learning rate must be > 0, got {self.lr!r}")
+
+
+def lr_at(step: int, cfg: LearnerConfig) -> float:
+    """Learning rate for optimizer step `step` (0-based)."""
+    if cfg.warmup_steps > 0 and step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    t = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.total_steps - cfg.warmup_steps))
+    if cfg.schedule == "cosine":
+        floor = cfg.final_lr_fraction
+        return cfg.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t)))
+    if cfg.schedule == "step":
+        return cfg.lr * (0.01 if t >= 0.75 else 0.1 if t >= 0.5 else 1.0)
+    return cfg.lr
+
+
+def outcome_class(z: torch.Tensor) -> torch.Tensor:
+    """Outcome [B] in {-1, 0, 1} (mover's view) -> WDL class [B]: 0 win, 1 draw, 2 loss."""
+    return torch.where(z > 0.5, 0, torch.where(z < -0.5, 2, 1))
+
+
+def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, policy: torch.Tensor,
+                   value: torch.Tensor, full_search: torch.Tensor, value_weight: float = 1.0
+                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Total loss and its parts (detached) for one batch; see the module doc."""
+    logits, v = model(obs)
+    logits = mask_logits(logits.float(), mask)
+    logp = F.log_softmax(logits, dim=-1)
+    # Target is 0 on illegal actions, and masked log-probs are finite: 0 * finite = 0.
+    ce = -(policy * logp).sum(-1)
+    weight = full_search.float()
+    policy_loss = (ce * weight).sum() / weight.sum().clamp_min(1.0)
+    if v.dim() == 2:
+        value_loss = F.cross_entropy(v.float(), outcome_class(value))
+    else:
+        value_loss = F.mse_loss(v.float(), value)
+    total = policy_loss + value_weight * value_loss
+    with torch.no_grad():
+        p = logp.exp()
+        entropy = -(p * logp).masked_fill(~mask, 0.0).sum(-1).mean()
+    parts = {"policy": policy_loss.detach(), "value": value_loss.detach(), "total": total.detach(),
+             "policy_entropy": entropy}
+    return total, parts
+
+
+class Learner:
+    """Owns the optimizer; `step(batch)` trains `model` once and returns metrics.
+
+    AMP on CUDA: bf16 autocast where supported, else fp16 autocast with a
+    GradScaler. On CPU it runs in float32.
+    """
+
+    def __init__(self, model: nn.Module, config: LearnerConfig, *, device: torch.device,
+                 amp: bool = False) -> None:
+        self.model = model
+        self.config = config
+        self.device = device
+        self.step_count = 0
+        decay: list[nn.Parameter] = []
+        no_decay: list[nn.Parameter] = []
+        for name, p in model.named_parameters():
+            (no_decay if p.dim() <= 1 else decay).append(p)  # no decay on biases and norms
+        groups = [{"params": decay, "weight_decay": config.weight_decay},
+                  {"params": no_decay, "weight_decay": 0.0}]
+        self.optimizer: torch.optim.Optimizer
+        if config.optimizer == "sgd":
+            self.optimizer = torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum, nesterov=True)
+        else:
+            self.optimizer = torch.optim.AdamW(groups, lr=config.lr)
+        self.amp_dtype = autocast_dtype(device, amp)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
+
+    def _tensors(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+        d = self.device
+        return tuple(torch.from_numpy(np.ascontiguousarray(a)).to(d, non_blocking=True)
+                     for a in (batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32),
+                               batch.full_search))
+
+    def step(self, batch: Batch) -> dict[str, float]:
+        """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/entropy, lr}."""
+        lr = lr_at(self.step_count, self.config)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        self.model.train()
+        obs, mask, policy, value, full = self._tensors(batch)
+        ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
+        with ctx:
+            total, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(total).backward()
+        grad_norm = torch.tensor(0.0)
+        if self.config.grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.step_count += 1
+        out = {f"loss/{k}": float(v) for k, v in parts.items()}
+        out["loss/grad_norm"] = float(grad_norm)
+        out["lr"] = lr
+        return out
+
+    @torch.no_grad()
+    def evaluate_loss(self, batch: Batch) -> dict[str, float]:
+        """The loss parts on `batch` without training (eval mode)."""
+        self.model.eval()
+        obs, mask, policy, value, full = self._tensors(batch)
+        _, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight)
+        return {f"loss/{k}": float(v) for k, v in parts.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
+                "step_count": self.step_count}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        self.step_count = int(state["step_count"])

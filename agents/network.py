@@ -1,0 +1,192 @@
+"""The policy/value network: a residual tower over the canonical observation.
+
+Input ``obs [B, 24, 9, 7]`` float32 (`envs.encoding`, side to move's frame).
+Output ``(logits [B, 252], value)`` where ``value`` is ``[B]`` in [-1, 1]
+(``value_head="scalar"``, tanh) or ``[B, 3]`` win/draw/loss logits
+(``value_head="wdl"``). Values are always from the side to move.
+
+Illegal actions are masked with the dtype's most negative finite number
+(`mask_logits`), never ``-inf``: a softmax over a row stays finite, and a row
+with every action masked becomes the uniform distribution over all 252
+actions (every entry is equal), so no NaN can appear downstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
+
+VALUE_HEADS = ("scalar", "wdl")
+
+# An evaluator maps (obs float32 [n, 24, 9, 7], legal mask bool [n, 252]) to
+# (logits float32 [n, 252], value float32 [n] in [-1, 1], side to move's view).
+Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+class NetworkShapeError(ValueError):
+    """A network configuration that cannot be built (names the bad field)."""
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Shape of the residual network; stored in every checkpoint."""
+
+    blocks: int = 4
+    """Residual blocks in the tower."""
+    channels: int = 32
+    """Convolution channels in the tower."""
+    value_head: str = "scalar"
+    """`scalar` (tanh value in [-1, 1]) or `wdl` (win/draw/loss logits)."""
+    value_hidden: int = 64
+    """Width of the value head's hidden layer."""
+    policy_channels: int = 4
+    """1x1 convolution channels feeding the policy head."""
+
+    def __post_init__(self) -> None:
+        for key in ("blocks", "channels", "value_hidden", "policy_channels"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "blocks" else 1):
+                raise NetworkShapeError(f"network {key}={v!r} must be a positive integer")
+        if self.value_head not in VALUE_HEADS:
+            raise NetworkShapeError(f"network value_head={self.value_head!r} is not one of {', '.join(VALUE_HEADS)}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "NetworkConfig":
+        """Build from a mapping (a Hydra node or a checkpoint); unknown keys are errors."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known - {"name"})
+        if unknown:
+            raise NetworkShapeError(f"unknown network key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ResidualBlock(nn.Module):
+    """conv-bn-relu-conv-bn plus the input, then relu."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
+class JungleNet(nn.Module):
+    """Residual tower with a 252-logit policy head and a value head."""
+
+    def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
+        super().__init__()
+        self.config = config
+        c = config.channels
+        squares = OBS_SHAPE[1] * OBS_SHAPE[2]
+        self.stem = nn.Sequential(nn.Conv2d(N_PLANES, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+        self.tower = nn.Sequential(*[ResidualBlock(c) for _ in range(config.blocks)])
+        pc = config.policy_channels
+        self.policy_conv = nn.Sequential(nn.Conv2d(c, pc, 1, bias=False), nn.BatchNorm2d(pc), nn.ReLU())
+        self.policy_fc = nn.Linear(pc * squares, N_ACTIONS)
+        self.value_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
+        out = 3 if config.value_head == "wdl" else 1
+        self.value_fc = nn.Sequential(
+            nn.Linear(2 * squares, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, out)
+        )
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs [B, 24, 9, 7] -> (logits [B, 252], value [B] tanh or WDL logits [B, 3])."""
+        x = self.tower(self.stem(obs))
+        logits = self.policy_fc(self.policy_conv(x).flatten(1))
+        v = self.value_fc(self.value_conv(x).flatten(1))
+        if self.config.value_head == "wdl":
+            return logits, v
+        return logits, torch.tanh(v.squeeze(-1))
+
+
+def build_network(config: NetworkConfig | Mapping[str, Any]) -> JungleNet:
+    """A fresh network of the given shape."""
+    if not isinstance(config, NetworkConfig):
+        config = NetworkConfig.from_dict(config)
+    return JungleNet(config)
+
+
+def mask_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Illegal entries of logits [B, 252] set to the dtype's minimum (finite, never -inf).
+
+    A row whose mask is all False becomes constant, i.e. the uniform
+    distribution over all 252 actions after a softmax: defined and NaN-free.
+    """
+    return logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
+
+
+def scalar_value(value_out: torch.Tensor) -> torch.Tensor:
+    """Network value output -> [B] expected score in [-1, 1] for the side to move.
+
+    A WDL output [B, 3] gives P(win) - P(loss); a scalar output passes through.
+    """
+    if value_out.dim() == 2:
+        p = torch.softmax(value_out.float(), dim=-1)
+        return p[:, 0] - p[:, 2]
+    return value_out
+
+
+def resolve_device(device: str) -> torch.device:
+    """`auto` -> CUDA when present, else CPU; anything else as torch reads it."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"unknown device {device!r}: {e}") from None
+
+
+def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
+    """The mixed-precision dtype for `device` (bf16 where supported, else fp16), or None."""
+    if not amp or device.type != "cuda":
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", amp: bool = False) -> Evaluator:
+    """Wrap `model` as an `Evaluator` for the search: batched, no grad, eval mode.
+
+    Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
+    (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
+    from the side to move. `amp` autocasts on CUDA only (ignored on CPU).
+    """
+    dev = torch.device(device) if isinstance(device, str) else device
+    dtype = autocast_dtype(dev, amp)
+
+    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(obs) == 0:
+            return np.zeros((0, N_ACTIONS), np.float32), np.zeros(0, np.float32)
+        model.eval()
+        with torch.inference_mode():
+            x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
+            m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
+            if dtype is not None:
+                with torch.autocast(dev.type, dtype=dtype):
+                    logits, v = model(x)
+            else:
+                logits, v = model(x)
+            logits = mask_logits(logits.float(), m)
+            value = scalar_value(v).float().clamp(-1.0, 1.0)
+            return logits.cpu().numpy(), value.cpu().numpy()
+
+    return evaluate
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,182 @@
+"""Replay buffer: a numpy ring of self-play positions with mirror augmentation.
+
+Each position holds the observation (side to move's frame), the legal mask,
+the search policy target, the final outcome from the mover's view and
+whether the policy target came from a full search (playout-cap
+randomisation marks cheap searches, which train the value only).
+
+Observations are stored compactly: planes 0-20 are 0/1 and packed to bits,
+planes 21-23 are constant per position (see `envs.encoding`) and stored as
+three floats; policies are stored as float16. A position costs about 0.9 KB,
+so a 100 000-position buffer is ~90 MB and fits in a checkpoint.
+
+Sampling mirrors each position left-right with probability 1/2 (a symmetry
+of the rules): planes flip files, and the policy and mask are permuted by
+`envs.encoding.MIRROR_ACTION` (an involution, so it is its own inverse).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE
+
+_BINARY_PLANES = 21
+_SQUARES = OBS_SHAPE[1] * OBS_SHAPE[2]
+_BITS = _BINARY_PLANES * _SQUARES
+_PACKED = (_BITS + 7) // 8
+
+
+class ReplayError(ValueError):
+    """Bad data offered to the buffer or a state dict that does not fit it."""
+
+
+@dataclass
+class Batch:
+    """A training batch (numpy): obs [B,24,9,7] f32, mask [B,252] bool, policy [B,252] f32,
+    value [B] f32 (outcome, mover's view), full_search [B] bool."""
+
+    obs: np.ndarray
+    mask: np.ndarray
+    policy: np.ndarray
+    value: np.ndarray
+    full_search: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+def pack_observations(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """obs [n,24,9,7] -> (bits uint8 [n, 166], scalars float32 [n, 3])."""
+    n = len(obs)
+    bits = np.packbits(obs[:, :_BINARY_PLANES].reshape(n, -1) > 0.5, axis=1)
+    scalars = np.ascontiguousarray(obs[:, _BINARY_PLANES:, 0, 0], dtype=np.float32)
+    return bits, scalars
+
+
+def unpack_observations(bits: np.ndarray, scalars: np.ndarray) -> np.ndarray:
+    """Inverse of `pack_observations` -> float32 [n, 24, 9, 7]."""
+    n = len(bits)
+    out = np.empty((n,) + OBS_SHAPE, dtype=np.float32)
+    out[:, :_BINARY_PLANES] = np.unpackbits(bits, axis=1, count=_BITS).reshape(n, _BINARY_PLANES, *OBS_SHAPE[1:])
+    out[:, _BINARY_PLANES:] = scalars[:, :, None, None]
+    return out
+
+
+class ReplayBuffer:
+    """Ring buffer of the last `capacity` positions.
+
+    `add_count` counts every position ever added (the write head is
+    ``add_count % capacity``); it survives a checkpoint even when contents
+    are not saved.
+    """
+
+    def __init__(self, capacity: int, *, mirror: bool = True, seed: int | None = None) -> None:
+        if capacity < 1:
+            raise ReplayError(f"replay capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self.mirror = mirror
+        self.rng = np.random.default_rng(seed)
+        self.bits = np.zeros((capacity, _PACKED), np.uint8)
+        self.scalars = np.zeros((capacity, OBS_SHAPE[0] - _BINARY_PLANES), np.float32)
+        self.mask = np.zeros((capacity, N_ACTIONS), np.bool_)
+        self.policy = np.zeros((capacity, N_ACTIONS), np.float16)
+        self.value = np.zeros(capacity, np.float32)
+        self.full_search = np.zeros(capacity, np.bool_)
+        self.add_count = 0
+
+    def __len__(self) -> int:
+        return min(self.add_count, self.capacity)
+
+    def add(self, obs: np.ndarray, mask: np.ndarray, policy: np.ndarray, value: np.ndarray,
+            full_search: np.ndarray | None = None) -> None:
+        """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]."""
+        n = len(obs)
+        if full_search is None:
+            full_search = np.ones(n, np.bool_)
+        if obs.shape[1:] != OBS_SHAPE:
+            raise ReplayError(f"observations must be [n, {', '.join(map(str, OBS_SHAPE))}], got {list(obs.shape)}")
+        for name, arr, shape in (("mask", mask, (n, N_ACTIONS)), ("policy", policy, (n, N_ACTIONS)),
+                                 ("value", value, (n,)), ("full_search", full_search, (n,))):
+            if arr.shape != shape:
+                raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")
+        if n == 0:
+            return
+        if n > self.capacity:  # only the newest fit
+            obs, mask, policy, value, full_search = (a[-self.capacity:] for a in (obs, mask, policy, value, full_search))
+            self.add_count += n - self.capacity
+            n = self.capacity
+        bits, scalars = pack_observations(obs)
+        idx = (self.add_count + np.arange(n)) % self.capacity
+        self.bits[idx] = bits
+        self.scalars[idx] = scalars
+        self.mask[idx] = mask
+        self.policy[idx] = policy
+        self.value[idx] = value
+        self.full_search[idx] = full_search
+        self.add_count += n
+
+    def get(self, idx: np.ndarray, mirror: np.ndarray | None = None) -> Batch:
+        """Positions at `idx`, each mirrored where `mirror` [len(idx)] is True."""
+        obs = unpack_observations(self.bits[idx], self.scalars[idx])
+        mask = self.mask[idx].copy()
+        policy = self.policy[idx].astype(np.float32)
+        if mirror is not None and mirror.any():
+            obs[mirror] = obs[mirror][..., ::-1]
+            mask[mirror] = mask[mirror][:, MIRROR_ACTION]
+            policy[mirror] = policy[mirror][:, MIRROR_ACTION]
+        return Batch(obs, mask, policy, self.value[idx].copy(), self.full_search[idx].copy())
+
+    def sample(self, batch_size: int) -> Batch:
+        """A uniform random batch (with replacement), mirrored at random when enabled."""
+        if len(self) == 0:
+            raise ReplayError("cannot sample from an empty replay buffer")
+        idx = self.rng.integers(0, len(self), size=batch_size)
+        mirror = self.rng.random(batch_size) < 0.5 if self.mirror else None
+        return self.get(idx, mirror)
+
+    # -- checkpoints ---------------------------------------------------------
+    def nbytes(self) -> int:
+        n = len(self)
+        per = _PACKED + self.scalars.shape[1] * 4 + N_ACTIONS * (1 + 2) + 4 + 1
+        return n * per
+
+    def state_dict(self, contents: bool = True) -> dict[str, Any]:
+        """Plain tensors and ints (loads with weights_only=True).
+
+        With ``contents=False`` only the position counters and the sampling
+        generator are saved: a resumed run then refills an empty buffer.
+        """
+        n = len(self)
+        state: dict[str, Any] = {
+            "capacity": self.capacity,
+            "add_count": self.add_count,
+            "rng": self.rng.bit_generator.state,
+            "has_contents": bool(contents),
+        }
+        if contents:
+            state.update(
+                bits=torch.from_numpy(self.bits[:n].copy()),
+                scalars=torch.from_numpy(self.scalars[:n].copy()),
+                mask=torch.from_numpy(self.mask[:n].copy()),
+                policy=torch.from_numpy(self.policy[:n].copy()),
+                value=torch.from_numpy(self.value[:n].copy()),
+                full_search=torch.from_numpy(self.full_search[:n].copy()),
+            )
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["capacity"]) != self.capacity:
+            raise ReplayError(f"replay buffer capacity {self.capacity} differs from the checkpoint's {state['capacity']}")
+        self.rng.bit_generator.state = state["rng"]
+        if state.get("has_contents"):
+            self.add_count = int(state["add_count"])
+            n = len(state["value"])
+            for name in ("bits", "scalars", "mask", "policy", "value", "full_search"):
+                getattr(self, name)[:n] = state[name].numpy()
+        else:
+            self.add_count = 0  # contents were not saved: start empty, keep sampling the same way

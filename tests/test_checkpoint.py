@@ -1,0 +1,95 @@
+"""Checkpoints: round trip, weights_only loading, clear errors for bad files and mismatches."""
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_model,
+    resolve_checkpoint_path,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from agents.learner import Learner, LearnerConfig
+from agents.network import NetworkConfig, build_network
+from agents.replay import ReplayBuffer
+from envs import RuleSet
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+
+TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
+
+
+def _state(model: torch.nn.Module, rules: RuleSet = RuleSet()) -> dict:
+    learner = Learner(model, LearnerConfig(), device=torch.device("cpu"))
+    buf = ReplayBuffer(4, seed=0)
+    rng = np.random.default_rng(0)
+    buf.add(rng.integers(0, 2, (3,) + OBS_SHAPE).astype(np.float32), np.ones((3, N_ACTIONS), bool),
+            np.full((3, N_ACTIONS), 1 / N_ACTIONS, np.float32), np.array([1.0, 0.0, -1.0], np.float32))
+    return {"model": model.state_dict(), "network": TINY.to_dict(), "rules": rules.to_dict(),
+            "config": "seed: 1\n", "counters": {"iteration": 3, "learner_steps": 7},
+            "learner": learner.state_dict(), "replay": buf.state_dict(), "rng": rng_state(),
+            "extra": {"elo": [0.0, 12.5]}}
+
+
+def test_round_trip_with_weights_only(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = build_network(TINY)
+    path = save_checkpoint(tmp_path / "run" / "latest.pt", _state(model))
+    raw = torch.load(path, weights_only=True)  # must not need any unsafe global
+    assert raw["counters"]["learner_steps"] == 7
+    loaded, state = load_model(tmp_path / "run")  # a run directory resolves to its latest.pt
+    x = torch.randn(2, *OBS_SHAPE)
+    model.eval()
+    for a, b in zip(model(x), loaded(x)):
+        assert torch.equal(a, b)
+    buf = ReplayBuffer(4)
+    buf.load_state_dict(state["replay"])
+    assert len(buf) == 3 and buf.value[2] == -1.0
+    Learner(build_network(TINY), LearnerConfig(), device=torch.device("cpu")).load_state_dict(state["learner"])
+
+
+def test_rng_states_restore(tmp_path: Path) -> None:
+    random.seed(1); np.random.seed(2); torch.manual_seed(3)
+    save_checkpoint(tmp_path / "c.pt", {"model": {}, "network": {}, "rules": {}, "rng": rng_state()})
+    want = (random.random(), np.random.rand(), torch.rand(1).item())
+    random.seed(9); np.random.seed(9); torch.manual_seed(9)
+    set_rng_state(load_checkpoint(tmp_path / "c.pt")["rng"])
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == want
+
+
+def test_truncated_and_garbage_files_are_refused_naming_the_path(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "latest.pt", _state(build_network(TINY)))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="corrupt or truncated") as e:
+        load_checkpoint(path)
+    assert str(path) in str(e.value)
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match=str(path)):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+    with pytest.raises(CheckpointError, match="no checkpoint at"):
+        resolve_checkpoint_path(tmp_path / "nowhere")
+
+
+def test_a_pickled_object_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "jungle-zero/1", "model": {}, "network": {}, "rules": {}, "obj": Path("x")}, path)
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        load_checkpoint(path)
+
+
+def test_other_shape_or_rules_are_refused(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "c.pt", _state(build_network(TINY)))
+    with pytest.raises(CheckpointError, match="another network shape.*channels"):
+        load_model(path, network=NetworkConfig(blocks=1, channels=16, value_hidden=8, policy_channels=2))
+    with pytest.raises(CheckpointError, match="another rule set.*rank_order"):
+        load_model(path, rules=RuleSet(rank_order="dog_over_wolf"))
+    load_model(path, network=TINY, rules=RuleSet())

@@ -1,0 +1,149 @@
+"""The learner lowers the loss; the replay buffer's mirror augmentation agrees with the rules."""
+
+import numpy as np
+import pytest
+import torch
+
+from agents.learner import Learner, LearnerConfig, LearnerConfigError, lr_at
+from agents.network import NetworkConfig, build_network
+from agents.replay import ReplayBuffer, ReplayError, pack_observations, unpack_observations
+from envs import Board, Move
+from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask, move_to_action
+
+TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
+
+
+def _random_positions(n: int, seed: int = 0) -> list[Board]:
+    """Positions from random games (several games, so both colours and captures appear)."""
+    rng = np.random.default_rng(seed)
+    boards: list[Board] = []
+    board = Board()
+    while len(boards) < n:
+        if board.is_game_over() or board.ply > 60:
+            board = Board()
+        boards.append(board.copy())
+        moves = board.legal_move_ints()
+        board.push(Move.from_int(int(moves[rng.integers(len(moves))])))
+    return boards
+
+
+def _encode(board: Board) -> tuple[np.ndarray, np.ndarray]:
+    obs = np.zeros(OBS_SHAPE, np.float32)
+    mask = np.zeros(N_ACTIONS, np.bool_)
+    encode_observation(board.state, board.hashes, board.flags, obs)
+    legal_action_mask(board.state, board.hist, board.flags, mask)
+    return obs, mask
+
+
+def _fill(buffer: ReplayBuffer, boards: list[Board], seed: int = 0) -> list[int]:
+    """Add each board with a one-hot policy on a random legal move; return those moves (ints)."""
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for b in boards:
+        obs, mask = _encode(b)
+        moves = b.legal_move_ints()
+        m = int(moves[rng.integers(len(moves))])
+        policy = np.zeros(N_ACTIONS, np.float32)
+        policy[move_to_action(m, int(b.side_to_move))] = 1.0
+        buffer.add(obs[None], mask[None], policy[None], np.array([1.0], np.float32))
+        chosen.append(m)
+    return chosen
+
+
+def test_mirror_augmentation_matches_the_rules() -> None:
+    boards = _random_positions(60)
+    buf = ReplayBuffer(100, seed=0)
+    chosen = _fill(buf, boards)
+    idx = np.arange(len(boards))
+    mirrored = buf.get(idx, mirror=np.ones(len(boards), np.bool_))
+    for i, b in enumerate(boards):
+        mb = b.mirror()
+        obs, mask = _encode(mb)
+        # the mirrored board's legal actions are exactly the mirrored actions
+        np.testing.assert_array_equal(mirrored.mask[i], mask, err_msg=b.jfen())
+        # the observation of the mirrored board (repetition plane 22 aside: mirror() drops history)
+        keep = [p for p in range(OBS_SHAPE[0]) if p != 22]
+        np.testing.assert_array_equal(mirrored.obs[i][keep], obs[keep], err_msg=b.jfen())
+        # the policy target points at the mirrored move, as the rules decode it on the mirrored board
+        a = int(np.argmax(mirrored.policy[i]))
+        assert mirrored.policy[i, a] == 1.0
+        assert action_to_move(mb.state, a) == Move.from_int(chosen[i]).mirror().to_int(), b.jfen()
+        assert mb.is_legal(Move.from_int(action_to_move(mb.state, a)))
+
+
+def test_unmirrored_get_round_trips_and_sampling_mirrors_about_half() -> None:
+    boards = _random_positions(30, seed=1)
+    buf = ReplayBuffer(30, seed=0)
+    _fill(buf, boards)
+    plain = buf.get(np.arange(30))
+    for i, b in enumerate(boards):
+        obs, mask = _encode(b)
+        np.testing.assert_array_equal(plain.obs[i], obs)
+        np.testing.assert_array_equal(plain.mask[i], mask)
+    bits, scalars = pack_observations(plain.obs)
+    np.testing.assert_array_equal(unpack_observations(bits, scalars), plain.obs)
+    s = buf.sample(400)
+    assert len(s) == 400
+    mirrored_masks = plain.mask[:, MIRROR_ACTION]
+    flipped = sum(any(np.array_equal(m, x) for x in mirrored_masks) and not any(np.array_equal(m, x) for x in plain.mask)
+                  for m in s.mask)
+    assert 100 < flipped < 300  # mirrored at random, about half the time (asymmetric positions only count)
+    # every sampled target is legal under its own (possibly mirrored) mask
+    assert np.all(s.policy[~s.mask] == 0)
+
+
+def test_ring_overwrites_oldest_and_state_dict_round_trips() -> None:
+    boards = _random_positions(12, seed=2)
+    buf = ReplayBuffer(8, seed=3)
+    _fill(buf, boards)
+    assert len(buf) == 8 and buf.add_count == 12
+    other = ReplayBuffer(8, seed=99)
+    other.load_state_dict(buf.state_dict())
+    np.testing.assert_array_equal(other.sample(16).obs, buf.sample(16).obs)
+    counters_only = ReplayBuffer(8)
+    counters_only.load_state_dict(buf.state_dict(contents=False))
+    assert len(counters_only) == 0
+    with pytest.raises(ReplayError, match="capacity"):
+        ReplayBuffer(9).load_state_dict(buf.state_dict())
+    with pytest.raises(ReplayError, match="mask"):
+        buf.add(np.zeros((1,) + OBS_SHAPE, np.float32), np.zeros((1, 3), bool), np.zeros((1, N_ACTIONS)), np.zeros(1))
+
+
+@pytest.mark.parametrize("head", ["scalar", "wdl"])
+def test_one_learner_step_lowers_the_loss_on_a_fixed_batch(head: str) -> None:
+    torch.manual_seed(0)
+    boards = _random_positions(64, seed=4)
+    buf = ReplayBuffer(64, mirror=False, seed=0)
+    _fill(buf, boards)
+    buf.value[:] = np.where(np.arange(64) % 3 == 0, -1.0, 1.0)
+    buf.full_search[::4] = False  # playout-cap positions: value target only
+    batch = buf.get(np.arange(64))
+    model = build_network(NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, value_head=head))
+    learner = Learner(model, LearnerConfig(optimizer="sgd", lr=0.05, warmup_steps=0, schedule="constant"),
+                      device=torch.device("cpu"))
+    before = learner.evaluate_loss(batch)
+    metrics = learner.step(batch)
+    after = learner.evaluate_loss(batch)
+    assert after["loss/total"] < before["loss/total"]
+    assert set(metrics) >= {"loss/policy", "loss/value", "loss/total", "loss/policy_entropy", "lr"}
+    assert learner.step_count == 1
+
+
+def test_policy_loss_ignores_cheap_searches() -> None:
+    boards = _random_positions(8, seed=5)
+    buf = ReplayBuffer(8, mirror=False)
+    _fill(buf, boards)
+    buf.full_search[:] = False
+    model = build_network(TINY)
+    learner = Learner(model, LearnerConfig(), device=torch.device("cpu"))
+    assert learner.evaluate_loss(buf.get(np.arange(8)))["loss/policy"] == 0.0
+
+
+def test_lr_schedule_and_config_errors() -> None:
+    cfg = LearnerConfig(lr=1.0, warmup_steps=10, total_steps=110, schedule="cosine", final_lr_fraction=0.0)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(60, cfg) == pytest.approx(0.5)
+    assert lr_at(500, cfg) == pytest.approx(0.0)
+    with pytest.raises(LearnerConfigError, match="adam"):
+        LearnerConfig(optimizer="adam")
