@@ -255,12 +255,23 @@ def anti_chase_allows(
     return True
 
 
+@njit(cache=True, inline="always")
+def game_won(st: np.ndarray) -> bool:
+    """Whether the game is already won by rule 8 (a piece in the enemy den) or 9 (a side has no pieces).
+
+    Such a position is final: it has no legal moves (a careful arbiter's
+    reading of "wins at once"; RULES.md lets such a JFEN parse)."""
+    return st[DEN[BLUE]] > 0 or st[DEN[RED]] < 0 or st[S_COUNT + RED] == 0 or st[S_COUNT + BLUE] == 0
+
+
 @njit(cache=True)
 def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
     """Write the legal moves of the side to move into `out[:n]`; return n.
 
     Order: by animal (Rat first), then direction (N, E, S, W). `out` needs
     room for MAX_MOVES."""
+    if game_won(st):
+        return 0
     side = st[S_SIDE]
     n = 0
     chase = flags[F_ANTI_CHASE] != 0
@@ -282,6 +293,8 @@ def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.
 @njit(cache=True)
 def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
     """Number of legal moves of the side to move (no buffer)."""
+    if game_won(st):
+        return 0
     side = st[S_SIDE]
     n = 0
     chase = flags[F_ANTI_CHASE] != 0
@@ -300,6 +313,9 @@ def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
 
 @njit(cache=True)
 def has_legal_move(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> bool:
+    """Whether the side to move has a legal move (none once the game is won)."""
+    if game_won(st):
+        return False
     side = st[S_SIDE]
     chase = flags[F_ANTI_CHASE] != 0
     for a in range(1, 9):

@@ -8,7 +8,8 @@ variant name.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Union
 
 import numpy as np
 
@@ -82,6 +83,10 @@ class RuleSet:
                 f"unknown rule key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
             )
         kwargs = {k: v for k, v in values.items() if k in known}
+        for key in _CHOICES:
+            # YAML 1.1 readers turn a bare `off` into False; take it as meant.
+            if kwargs.get(key) is False and "off" in _CHOICES[key]:
+                kwargs[key] = "off"
         if "no_capture_draw" in kwargs:
             kwargs["no_capture_draw"] = _as_int("no_capture_draw", kwargs["no_capture_draw"])
         return cls(**kwargs)
@@ -134,3 +139,44 @@ def _as_int(key: str, value: Any) -> int:
 
 
 DEFAULT_RULES = RuleSet()
+
+
+RULES_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
+"""The Hydra config group of named rule sets (one yaml file per set)."""
+
+
+def rule_set_names() -> list[str]:
+    """Names of the rule sets in `configs/rules/` (file stems), sorted."""
+    return sorted(p.stem for p in RULES_DIR.glob("*.yaml"))
+
+
+def load_rules(name_or_path: Union[str, Path]) -> RuleSet:
+    """The RuleSet of a named set in `configs/rules/` (`"dog_over_wolf"`) or of a yaml file.
+
+    A file sets only RuleSet fields; the fields it leaves out keep their
+    defaults. Raises RuleSetError naming the set, the file or the key at fault."""
+    from omegaconf import OmegaConf  # lazy: only this helper needs it
+
+    text = str(name_or_path)
+    path = Path(text)
+    if not (path.suffix in (".yaml", ".yml") or path.is_file()):
+        path = RULES_DIR / f"{text}.yaml"
+        if not path.is_file():
+            raise RuleSetError(
+                f"unknown rule set {text!r}; known sets: {', '.join(rule_set_names())} (or a path to a yaml file)"
+            )
+    elif not path.is_file():
+        raise RuleSetError(f"rule set file {text!r} does not exist")
+    try:
+        node = OmegaConf.load(path)
+    except Exception as e:  # the yaml parser's own errors
+        raise RuleSetError(f"rule set file {str(path)!r} is not valid yaml: {e}") from None
+    values = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise RuleSetError(f"rule set file {str(path)!r} must hold a mapping of rule keys, not a list")
+    try:
+        return RuleSet.from_dict({str(k): v for k, v in values.items()})
+    except RuleSetError as e:
+        raise RuleSetError(f"rule set file {str(path)!r}: {e}") from None

@@ -1,0 +1,95 @@
+"""Command line for the rules engine: perft and move lists of a JFEN position.
+
+    python -m envs perft "<jfen>" <depth> [--divide] [--rule-set NAME] [--rules key=value ...]
+    python -m envs moves "<jfen>" [--rule-set NAME] [--rules key=value ...]
+
+`perft` prints the leaf count (with `--divide`: one `move count` line per
+root move, sorted, then `total count`); `moves` prints one legal move per
+line, sorted. The rule set starts from `--rule-set` (a name in
+`configs/rules/` or a yaml path; default rules otherwise) and `--rules`
+overrides single keys. Bad input prints `error: ...` and exits with 2.
+Installed as the console script `jungle-perft`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Optional, Sequence
+
+from envs.board import Board, perft, perft_divide
+from envs.rules import DEFAULT_RULES, RuleSet, load_rules, rule_set_names
+
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m envs", description="Jungle rules engine: perft and legal moves of a JFEN position."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_rules(p: argparse.ArgumentParser) -> None:
+        p.add_argument("jfen", help='position, e.g. "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1"')
+        p.add_argument(
+            "--rule-set",
+            metavar="NAME",
+            help=f"named rule set ({', '.join(rule_set_names())}) or a yaml file; default rules otherwise",
+        )
+        p.add_argument(
+            "--rules",
+            metavar="KEY=VALUE",
+            action="append",
+            default=[],
+            help="override one rule, e.g. rank_order=dog_over_wolf (repeatable)",
+        )
+
+    p_perft = sub.add_parser("perft", help="count the legal move sequences of a given depth")
+    add_rules(p_perft)
+    p_perft.add_argument("depth", type=int, help="plies (>= 0)")
+    p_perft.add_argument("--divide", action="store_true", help="print the count under each root move")
+    p_perft.add_argument("--time", action="store_true", help="print the elapsed time and rate on stderr")
+
+    p_moves = sub.add_parser("moves", help="list the legal moves, one per line, sorted")
+    add_rules(p_moves)
+    return parser
+
+
+def _rules(args: argparse.Namespace) -> RuleSet:
+    base = load_rules(args.rule_set) if args.rule_set else DEFAULT_RULES
+    return base.with_overrides(args.rules)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 bad input)."""
+    args = _parser().parse_args(argv)
+    try:
+        board = Board.from_jfen(args.jfen, rules=_rules(args))
+        if args.command == "moves":
+            for m in sorted(str(m) for m in board.legal_moves):
+                print(m)
+            return 0
+        if args.depth < 0 or (args.divide and args.depth < 1):
+            raise ValueError(f"depth {args.depth} must be >= {1 if args.divide else 0}")
+        t0 = time.perf_counter()
+        if args.divide:
+            counts = perft_divide(board, args.depth)
+            for move in sorted(counts):
+                print(f"{move} {counts[move]}")
+            total = sum(counts.values())
+            print(f"total {total}")
+        else:
+            total = perft(board, args.depth)
+            print(total)
+        if args.time:
+            dt = time.perf_counter() - t0
+            print(f"{total} leaves in {dt:.3f} s ({total / max(dt, 1e-9) / 1e6:.1f} M leaves/s)", file=sys.stderr)
+        return 0
+    except ValueError as e:  # JFENError, RuleSetError and friends are ValueErrors
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The Board API: construction, reading, push/pop, copy, moves, outcome, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from envs import (
+    START_JFEN,
+    Animal,
+    Board,
+    IllegalMoveError,
+    InvalidMoveError,
+    JFENError,
+    Move,
+    Outcome,
+    Piece,
+    RuleSet,
+    Side,
+    Termination,
+)
+
+
+def test_default_board_is_the_start_position() -> None:
+    board = Board()
+    assert board.jfen() == START_JFEN
+    assert board.side_to_move == Side.RED
+    assert board.rules == RuleSet()
+    assert len(board.legal_moves) == 24
+    assert board.outcome() is None
+
+
+def test_piece_at() -> None:
+    board = Board()
+    assert board.piece_at("a1") == Piece(Animal.TIGER, Side.RED)
+    assert board.piece_at("g9") == Piece(Animal.TIGER, Side.BLUE)
+    assert board.piece_at("a3") == Piece(Animal.ELEPHANT, Side.RED)
+    assert board.piece_at("d5") is None
+    assert str(board.piece_at("c7")) == "p"
+    with pytest.raises(ValueError, match="h1"):
+        board.piece_at("h1")
+
+
+def test_legal_moves_membership_and_len() -> None:
+    moves = Board().legal_moves
+    assert "a3a4" in moves and Move.from_str("a3a4") in moves
+    assert "a3a5" not in moves and "nonsense" not in moves and 42 not in moves
+    assert len(list(moves)) == len(moves) == 24
+    assert all(isinstance(m, Move) for m in moves)
+
+
+def test_push_pop_round_trip() -> None:
+    board = Board()
+    before_hash = board.zobrist_hash()
+    board.push("a3a4")
+    assert board.jfen() == "l5t/1d3c1/r1p1w1e/7/7/E6/2W1P1R/1C3D1/T5L b 1 1"
+    assert board.side_to_move == Side.BLUE
+    board.push(Move.from_str("g7g6"))
+    assert board.move_number == 2
+    assert board.pop() == Move.from_str("g7g6")
+    assert board.pop() == Move.from_str("a3a4")
+    assert board.jfen() == START_JFEN and board.zobrist_hash() == before_hash
+    with pytest.raises(IndexError):
+        board.pop()
+
+
+def test_copy_is_independent() -> None:
+    board = Board()
+    board.push("a3a4")
+    twin = board.copy()
+    twin.push("g7g6")
+    assert board.jfen() != twin.jfen()
+    assert board.move_stack == [Move.from_str("a3a4")]
+    assert twin.pop() == Move.from_str("g7g6")
+    assert twin == board
+
+
+def test_move_round_trip() -> None:
+    for text in ("a3a4", "a4d4", "b3b7", "g9g8"):
+        m = Move.from_str(text)
+        assert str(m) == text
+        assert Move.from_int(m.to_int()) == m
+        assert m.mirror().mirror() == m
+    assert str(Move.from_str("a4d4").mirror()) == "g4d4"
+
+
+@pytest.mark.parametrize("text", ["", "a3", "a3a4a5", "a0a1", "h1h2", "a3a3", "A3A4", "3a4a", "a3-a4"])
+def test_bad_move_string(text: str) -> None:
+    with pytest.raises(InvalidMoveError) as info:
+        Move.from_str(text)
+    assert repr(text) in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_illegal_move_names_the_move() -> None:
+    board = Board()
+    with pytest.raises(IllegalMoveError, match="a3a5") as info:
+        board.push("a3a5")
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(IllegalMoveError, match="a9"):
+        board.push("a9a8")  # a Blue piece while Red is to move
+    with pytest.raises(InvalidMoveError):
+        board.push("zz")
+    assert board.jfen() == START_JFEN
+
+
+def test_outcome_enum() -> None:
+    assert {t.name for t in Termination} == {"DEN", "ALL_CAPTURED", "NO_MOVES", "REPETITION", "NO_CAPTURE_LIMIT"}
+    board = Board.from_jfen("7/3L3/7/7/7/7/7/7/6l r 0 1")
+    board.push("d8d9")
+    outcome = board.outcome()
+    assert outcome == Outcome(Side.RED, Termination.DEN)
+    assert outcome is not None and outcome.result() == "1-0"
+    assert board.is_game_over()
+
+
+@pytest.mark.parametrize(
+    "jfen, fragment",
+    [
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5 r 0 1", "rank 1"),  # short rank
+        ("l5t/1d3c1/r1p1w1e/7/7/8/E1W1P1R/1C3D1/T5L r 0 1", "rank 4"),  # long rank
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1X/1C3D1/T5L r 0 1", "'X'"),  # unknown letter
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5T r 0 1", "two of one animal"),
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T2L2 r 0 1", "own den"),
+        ("l5t/1d3c1/r1p1w1e/7/7/1E5/2W1P1R/1C3D1/T5L r 0 1", "water"),
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1 r 0 1", "9 ranks"),
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L x 0 1", "'x'"),
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r -1 1", "'-1'"),
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 0", "'0'"),
+        ("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0", "4 space-separated"),
+    ],
+)
+def test_bad_jfen(jfen: str, fragment: str) -> None:
+    with pytest.raises(JFENError) as info:
+        Board.from_jfen(jfen)
+    assert isinstance(info.value, ValueError)
+    assert fragment in str(info.value)
+    assert repr(jfen) in str(info.value)
+
+
+def test_finished_jfen_parses() -> None:
+    """RULES.md: a JFEN whose game is over parses, and outcome() reports it."""
+    no_blue = Board.from_jfen("7/7/7/7/7/7/7/7/6L b 0 1")
+    assert no_blue.outcome() == Outcome(Side.RED, Termination.ALL_CAPTURED)
+    in_den = Board.from_jfen("3L3/7/7/7/7/7/7/7/6l b 0 1")
+    assert in_den.outcome() == Outcome(Side.RED, Termination.DEN)
+
+
+def test_rules_travel_with_the_board() -> None:
+    rules = RuleSet(rank_order="dog_over_wolf")
+    board = Board.from_jfen(START_JFEN, rules=rules)
+    assert board.rules is rules and board.copy().rules == rules
+    assert board.mirror().rules == rules
+
+
+def test_mirror() -> None:
+    board = Board()
+    mirrored = board.mirror()
+    assert mirrored.piece_at("g1") == board.piece_at("a1")
+    assert {m.mirror() for m in board.legal_moves} == set(mirrored.legal_moves)

@@ -1,0 +1,111 @@
+"""Invariants over many random games (hypothesis draws the rule set and the game)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from envs import START_JFEN, Board, Move, RuleSet, perft
+from envs import kernels as K
+
+VARIANT_SETS = [
+    RuleSet(),
+    RuleSet(rank_order="dog_over_wolf"),
+    RuleSet(river_rats="rats_ignore_water"),
+    RuleSet(jump_blocking="enemy_rat"),
+    RuleSet(trapped_attacker="keeps_rank"),
+    RuleSet(anti_chase="7-3+17-5"),
+    RuleSet(repetition="off", no_capture_draw=200),
+    RuleSet(
+        rank_order="dog_over_wolf",
+        river_rats="rats_ignore_water",
+        jump_blocking="enemy_rat",
+        trapped_attacker="keeps_rank",
+        anti_chase="7-3+17-5",
+    ),
+]
+
+rule_sets = hs.sampled_from(VARIANT_SETS)
+seeds = hs.integers(min_value=0, max_value=2**32 - 1)
+
+
+def random_game(rules: RuleSet, seed: int, max_plies: int = 200) -> Board:
+    """A random game from the start, stopped at its end or at `max_plies`."""
+    rng = random.Random(seed)
+    board = Board(rules=rules)
+    while board.ply < max_plies and board.outcome() is None:
+        moves = sorted(board.legal_move_ints())
+        board.push(Move.from_int(rng.choice(moves)))
+    return board
+
+
+def replay(board: Board) -> list[Board]:
+    """Every position of `board`'s game, as boards with their history."""
+    b = Board.from_jfen(START_JFEN, rules=board.rules)
+    out = [b.copy()]
+    for m in board.move_stack:
+        b.push(m)
+        out.append(b.copy())
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(rules=rule_sets, seed=seeds)
+def test_jfen_round_trips_and_state_matches(rules: RuleSet, seed: int) -> None:
+    for b in replay(random_game(rules, seed)):
+        text = b.jfen()
+        parsed = Board.from_jfen(text, rules=rules)
+        assert parsed.jfen() == text
+        # Everything but the ply counter (a parsed board starts a new history).
+        keep = np.ones(K.STATE_LEN, dtype=bool)
+        keep[K.S_PLY] = False
+        assert np.array_equal(parsed.state[keep], b.state[keep]), text
+        assert parsed.zobrist_hash() == b.zobrist_hash()
+
+
+@settings(max_examples=25, deadline=None)
+@given(rules=rule_sets, seed=seeds)
+def test_incremental_hash_and_push_pop(rules: RuleSet, seed: int) -> None:
+    board = random_game(rules, seed)
+    # Pop the whole game back: every position's hash is its recomputed hash.
+    while board.move_stack:
+        assert board.zobrist_hash() == int(K.compute_hash(board.state))
+        state, hist_len = board.state.copy(), board.ply
+        move = board.pop()
+        snapshot = (board.state.copy(), board.zobrist_hash())
+        board.push(move)
+        assert np.array_equal(board.state, state) and board.ply == hist_len
+        board.pop()
+        assert np.array_equal(board.state, snapshot[0]) and board.zobrist_hash() == snapshot[1]
+    assert board.jfen() == START_JFEN
+
+
+@settings(max_examples=25, deadline=None)
+@given(rules=rule_sets, seed=seeds)
+def test_moves_exist_until_the_end_and_perft_1(rules: RuleSet, seed: int) -> None:
+    for b in replay(random_game(rules, seed)):
+        n = len(b.legal_moves)
+        if b.outcome() is None:
+            assert n > 0, b.jfen()
+        assert perft(b, 1) == n
+        assert K.count_moves(b.state, b.hist, b.flags) == n
+        assert K.has_legal_move(b.state, b.hist, b.flags) == (n > 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(rules=rule_sets, seed=seeds)
+def test_mirror_symmetry(rules: RuleSet, seed: int) -> None:
+    """The left-right mirrored game has the mirrored legal moves and the same outcome."""
+    game = random_game(rules, seed)
+    mirrored = Board().mirror().jfen()
+    m_board = Board.from_jfen(mirrored, rules=rules)
+    board = Board(rules=rules)
+    for move in [*game.move_stack, None]:
+        assert {m.mirror() for m in board.legal_moves} == set(m_board.legal_moves), board.jfen()
+        assert board.outcome() == m_board.outcome()
+        if move is not None:
+            board.push(move)
+            m_board.push(move.mirror())
