@@ -17,12 +17,21 @@ from envs.board import (
     perft_divide,
 )
 from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError
+from envs.env import GameOverError, IllegalActionError, JungleEnv  # noqa: E402  (needs Board first)
+
+import gymnasium as _gym
+
+if "Jungle-v0" not in _gym.registry:
+    _gym.register(id="Jungle-v0", entry_point="envs.env:JungleEnv")
 
 __all__ = [
     "START_JFEN",
     "Animal",
     "Board",
     "DEFAULT_RULES",
+    "GameOverError",
+    "IllegalActionError",
+    "JungleEnv",
     "IllegalMoveError",
     "InvalidMoveError",
     "JFENError",
