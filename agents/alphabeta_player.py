@@ -1,0 +1,112 @@
+"""The `alphabeta` player kind: the alpha-beta baseline behind the Player protocol.
+
+Specs (options combine; limits given together all apply, the first reached stops):
+
+``alphabeta``                      the ``normal`` level
+``alphabeta:level=beginner``       1 ply, and a random legal move 20% of the time
+``alphabeta:level=normal``         3 plies
+``alphabeta:level=expert``         6 plies
+``alphabeta:depth=4``              an explicit depth in plies
+``alphabeta:time=0.5``             seconds per move (iterative deepening; machine-dependent)
+``alphabeta:nodes=100000``         positions per move (reproducible)
+``alphabeta:depth=4,noise=20``     evaluation noise in [-20, 20] (a Dog = 300) so games differ
+``alphabeta:level=expert,tt=22``   a 2**22-entry transposition table (default 2**20)
+
+``random=0.1`` sets the chance of a random move at any level. A seed passed to
+`make_player` makes the noise and the random moves reproducible.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from envs import Board, Move
+from envs.rules import RuleSet
+
+from agents.alphabeta import MAX_PLY, AlphaBeta, SearchResult
+from agents.players import PlayerSpecError, register_player
+
+LEVELS: dict[str, dict[str, Any]] = {
+    "beginner": {"depth": 1, "random": 0.2},
+    "normal": {"depth": 3, "random": 0.0},
+    "expert": {"depth": 6, "random": 0.0},
+}
+"""Named levels: search depth in plies and the chance of a random move."""
+
+
+class AlphaBetaPlayer:
+    """Plays the alpha-beta search's best move; `last_result` holds the last search (or None)."""
+
+    def __init__(self, *, depth: Optional[int] = None, nodes: Optional[int] = None, time: Optional[float] = None,
+                 noise: int = 0, random: float = 0.0, tt_bits: int = 20, rules: Optional[RuleSet] = None,
+                 seed: Optional[int] = None, name: str = "alphabeta") -> None:
+        if depth is None and nodes is None and time is None:
+            depth = LEVELS["normal"]["depth"]
+        if not 0.0 <= random <= 1.0:
+            raise PlayerSpecError(f"alphabeta option random={random} must be in [0, 1]")
+        self.name = name
+        self.depth, self.nodes, self.time = depth, nodes, time
+        self.random = float(random)
+        self.rng = np.random.default_rng(seed)
+        engine_seed = int(self.rng.integers(0, 2**63 - 1))
+        self.engine = AlphaBeta(rules, tt_bits=tt_bits, noise=noise, seed=engine_seed)
+        self.last_result: Optional[SearchResult] = None
+
+    def select_move(self, board: Board) -> Move:
+        if self.random > 0 and self.rng.random() < self.random:
+            moves = board.legal_move_ints()
+            if len(moves) == 0:
+                raise ValueError(f"no legal move in {board.jfen()!r}")
+            self.last_result = None
+            return Move.from_int(int(moves[self.rng.integers(len(moves))]))
+        result = self.engine.search(board, depth=self.depth, nodes=self.nodes, time=self.time)
+        self.last_result = result
+        if result.move is None:
+            raise ValueError(f"no legal move in {board.jfen()!r}")
+        return result.move
+
+    def reset(self) -> None:
+        self.engine.clear()
+        self.last_result = None
+
+
+def _number(spec_key: str, text: Any, kind: type, low: float, high: float) -> Any:
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        raise PlayerSpecError(f"alphabeta option {spec_key}={text!r} is not a{'n integer' if kind is int else ' number'}") from None
+    if not low <= value <= high:
+        raise PlayerSpecError(f"alphabeta option {spec_key}={text!r} must be in [{low}, {high}]")
+    return value
+
+
+def make_alphabeta_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> AlphaBetaPlayer:
+    """Factory for `make_player('alphabeta:...')`; PlayerSpecError names a bad option."""
+    known = {"level", "depth", "nodes", "time", "noise", "random", "tt"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise PlayerSpecError(f"unknown alphabeta option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    kwargs: dict[str, Any] = {}
+    if "level" in options:
+        level = str(options["level"])
+        if level not in LEVELS:
+            raise PlayerSpecError(f"unknown alphabeta level {level!r}; known: {', '.join(LEVELS)}")
+        kwargs.update(LEVELS[level])
+    if "depth" in options:
+        kwargs["depth"] = _number("depth", options["depth"], int, 1, MAX_PLY - 16)
+    if "nodes" in options:
+        kwargs["nodes"] = _number("nodes", options["nodes"], int, 1, 10**12)
+    if "time" in options:
+        kwargs["time"] = _number("time", options["time"], float, 1e-3, 1e6)
+    if "noise" in options:
+        kwargs["noise"] = _number("noise", options["noise"], int, 0, 10000)
+    if "random" in options:
+        kwargs["random"] = _number("random", options["random"], float, 0.0, 1.0)
+    if "tt" in options:
+        kwargs["tt_bits"] = _number("tt", options["tt"], int, 4, 28)
+    return AlphaBetaPlayer(rules=rules, seed=seed, **kwargs)
+
+
+register_player("alphabeta", make_alphabeta_player)
