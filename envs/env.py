@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import operator
 import weakref
-from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, SupportsFloat, Union
 
 import gymnasium as gym
@@ -31,7 +30,7 @@ from envs.encoding import action_to_move as _action_to_move_kernel
 from envs.encoding import move_to_action as _move_to_action_kernel
 from envs.env_kernels import JFEN_MAX, NOT_LEGAL, OFF_BOARD, OK, env_observe, env_step_action, env_step_move
 from envs.render import IMAGE_SHAPE, render_ansi, render_rgb
-from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError
+from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError, load_rules
 
 OpponentFn = Callable[[Board], Union[Move, str]]
 RulesLike = Union[RuleSet, Mapping[str, Any], str, None]
@@ -81,8 +80,8 @@ class LegalActionSpace(spaces.Discrete):
 def resolve_rules(rules: RulesLike) -> RuleSet:
     """A RuleSet from a RuleSet, a mapping of rule keys, or a rule-set name.
 
-    A name is `default` or the stem of a file in `configs/rules/` (the Hydra
-    config group of named variant sets)."""
+    A name is one of the Hydra config group `configs/rules/` (`"default"`,
+    `"dog_over_wolf"`, ...) or a path to such a yaml file (`load_rules`)."""
     if rules is None:
         return DEFAULT_RULES
     if isinstance(rules, RuleSet):
@@ -90,18 +89,7 @@ def resolve_rules(rules: RulesLike) -> RuleSet:
     if isinstance(rules, Mapping):
         return RuleSet.from_dict(rules)
     if isinstance(rules, str):
-        if rules == "default":
-            return DEFAULT_RULES
-        path = Path(__file__).resolve().parent.parent / "configs" / "rules" / f"{rules}.yaml"
-        if not path.is_file():
-            known = sorted(p.stem for p in path.parent.glob("*.yaml")) if path.parent.is_dir() else []
-            raise RuleSetError(f"unknown rule set {rules!r}; known: {', '.join(['default', *known])}")
-        from omegaconf import OmegaConf  # lazy: only named rule sets need it
-
-        values = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-        if not isinstance(values, dict):
-            raise RuleSetError(f"rule set file {path} does not hold a mapping")
-        return RuleSet.from_dict({str(k): v for k, v in values.items()})
+        return load_rules(rules)
     raise RuleSetError(f"rules must be a RuleSet, a mapping or a rule-set name, got {rules!r}")
 
 
@@ -250,6 +238,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         self._moves = np.empty(K.MAX_MOVES, dtype=np.int64)
         self._text = np.empty(JFEN_MAX, dtype=np.uint8)
         self._legal = np.zeros(N_ACTIONS, dtype=np.int8)
+        self._move_ints: list[int] = []  # the kernel moves played; Board.move_stack is filled on demand
         self._agent_side = Side.RED
         self._over = True
         self._started = False
@@ -269,6 +258,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
     @property
     def board(self) -> Board:
         """A copy of the current position with its history, as a `Board`."""
+        self._sync_move_stack()
         return self._board.copy()
 
     @property
@@ -291,6 +281,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         if over is not None:
             raise ValueError(f"the start position {jfen!r} is already over ({over.termination.name.lower()})")
         self._board = board
+        self._move_ints = []
         if self.agent_side_choice == "random":
             self._agent_side = _SIDES[int(self.np_random.integers(2))]
         else:
@@ -309,12 +300,13 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             opp_move = self._opponent_move()
             self._ensure_room(1)
             status, term, winner, n, _ = self._play(opp_move.to_int(), obs)
-            self._board.move_stack.append(opp_move)
+            self._move_ints.append(opp_move.to_int())
             info["opponent_move"] = str(opp_move)
             if term != K.TERM_NONE:
+                self._over = True
                 raise ValueError(f"the opponent's first move {opp_move} from {jfen!r} ended the game; pick another start")
         self._result = ""
-        info.update(self._info(n, 0.0))
+        info.update(self._info(n))
         return obs, info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -336,12 +328,12 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             )
         if status != OK:
             return self._illegal(action, a, status, mover, obs)
-        board.move_stack.append(Move.from_int(m))
+        self._move_ints.append(m)
         info: dict[str, Any] = {}
         if self._opponent is not None and term == K.TERM_NONE and not self._at_cap():
             opp_move = self._opponent_move()
             status, term, winner, n, _ = self._play(opp_move.to_int(), obs)
-            board.move_stack.append(opp_move)
+            self._move_ints.append(opp_move.to_int())
             info["opponent_move"] = str(opp_move)
         viewer = mover if self._opponent is None else int(self._agent_side)
         terminated = term != K.TERM_NONE
@@ -363,7 +355,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'")
             return None
-        last = self._board.move_stack[-1] if self._board.move_stack else None
+        last = Move.from_int(self._move_ints[-1]) if self._move_ints else None
         if self.render_mode == "ansi":
             return render_ansi(self._board.state, last, self._status_line())
         return render_rgb(self._board.state, last)
@@ -469,8 +461,12 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             raise IllegalMoveError(f"the opponent played illegal move {Move.from_int(m)} in {b.jfen()!r}")
         return status, term, winner, n, mv
 
+    def _sync_move_stack(self) -> None:
+        stack = self._board.move_stack
+        stack.extend(Move.from_int(m) for m in self._move_ints[len(stack) :])
+
     def _opponent_move(self) -> Move:
-        board = self._board.copy()
+        board = self.board
         if callable(getattr(self._opponent, "select_move", None)):
             move = self._opponent.select_move(board)
         else:
@@ -495,12 +491,12 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             hashes[: len(b.hashes)] = b.hashes
             b.hist, b.hashes = hist, hashes
 
-    def _info(self, n: int, side_rewards: Any) -> dict[str, Any]:
+    def _info(self, n: int, side_rewards: Optional[np.ndarray] = None) -> dict[str, Any]:
         info: dict[str, Any] = {
             "action_mask": self._legal.copy(),
             "jfen": self._text[:n].tobytes().decode("ascii"),
             "side_to_move": _SIDES[int(self._board.state[K.S_SIDE])],
-            "side_rewards": side_rewards if isinstance(side_rewards, np.ndarray) else np.zeros(2, dtype=np.float32),
+            "side_rewards": np.zeros(2, dtype=np.float32) if side_rewards is None else side_rewards,
         }
         if self._opponent is not None:
             info["agent_side"] = self._agent_side

@@ -194,8 +194,15 @@ def env_step_action(
     text: np.ndarray,
 ) -> tuple:
     """Play `action` (canonical frame of the side to move) if legal, then fill
-    the outputs; same duties as `env_step_move`."""
+    the outputs; same duties as `env_step_move`.
+
+    Legality is read from `mask` on entry, which must hold the current
+    position's mask (as the previous call left it)."""
     m = action_to_move(st, action)
     if m < 0:
         return OFF_BOARD, K.TERM_NONE, -1, 0, -1
-    return env_step_move(st, hist, hashes, flags, m, moves, mask, obs, text)
+    if mask[action] == 0:
+        return NOT_LEGAL, K.TERM_NONE, -1, 0, m
+    K.make_move(st, hist, hashes, m)
+    term, winner, length = _fill(st, hist, hashes, flags, moves, mask, obs, text)
+    return OK, term, winner, length, m

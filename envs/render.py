@@ -189,8 +189,11 @@ def render_rgb(st: np.ndarray, last_move: Optional[Move] = None) -> np.ndarray:
     Terrain: green land, blue water, hatched ochre traps, brown dens with the
     owner's colour at the centre. Pieces: discs in their side's colour
     (red, blue) with the animal's letter in white. The last move's origin
-    and destination squares are framed in yellow."""
+    and destination squares are framed in yellow; a bar in the mover's
+    colour runs along its own edge of the board (bottom Red, top Blue)."""
     img = _BACKGROUND_IMAGE.copy()
+    bar = slice(IMAGE_SHAPE[0] - 5, IMAGE_SHAPE[0] - 1) if st[K.S_SIDE] == K.RED else slice(1, 5)
+    img[bar, MARGIN : IMAGE_SHAPE[1] - MARGIN] = _SIDE_COLOURS[int(st[K.S_SIDE])]
     if last_move is not None:
         for sq in (last_move.from_square, last_move.to_square):
             y, x = _cell_origin(sq)

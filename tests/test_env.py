@@ -100,6 +100,7 @@ def test_action_space_samples_legal_actions_and_pickles_as_discrete() -> None:
 
 def test_rules_by_name_dict_and_errors() -> None:
     assert JungleEnv(rules="default").rules == RuleSet()
+    assert JungleEnv(rules="dog_over_wolf").rules == RuleSet(rank_order="dog_over_wolf")
     assert JungleEnv(rules=RuleSet(repetition="off")).rules.repetition == "off"
     with pytest.raises(ValueError, match="no-such-rules"):
         JungleEnv(rules="no-such-rules")
