@@ -416,3 +416,10 @@ def test_render_without_mode_warns() -> None:
     env.reset()
     with pytest.warns(UserWarning, match="render_mode"):
         assert env.render() is None
+
+
+def test_alphabeta_opponent_by_spec() -> None:
+    env = JungleEnv(opponent="alphabeta:depth=2,tt=12", start_jfen=BLUE_WINS_NEXT)
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(env.move_to_action("a9b9"))
+    assert info["opponent_move"] == "d2d1" and (reward, terminated) == (-1.0, True)
