@@ -1,0 +1,189 @@
+"""B games of Jungle as stacked kernel arrays, for lockstep self-play and batched search.
+
+Game ``i`` is the position ``state[i]`` with its history ``hist[i]`` and
+``hashes[i]`` (the layout of `envs.kernels`). Games start from a JFEN and end
+by the rules (`outcome`) or when ``max_plies`` plies have been played
+(``truncated[i]``: no result by the rules, a draw for training purposes).
+Observations and legal-action masks of many games come from one numba call.
+
+    >>> games = GameBatch(4, RuleSet().flags())
+    >>> obs, mask = games.observations(), games.masks()      # [4, 24, 9, 7], [4, 252]
+    >>> games.play(0, int(np.flatnonzero(mask[0])[0]))
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+from numba import njit
+
+from envs import kernels as K
+from envs.board import START_JFEN, Board, IllegalMoveError, Move, parse_jfen, state_to_jfen
+from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask
+from envs.rules import RuleSet
+
+IndexLike = Union[None, int, Sequence[int], np.ndarray]
+
+
+@njit(cache=True)
+def encode_batch(state: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """`out[k]` = observation of game `idx[k]` (float32 [n, 24, 9, 7])."""
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        encode_observation(state[i], hashes[i], flags, out[k])
+
+
+@njit(cache=True)
+def mask_batch(state: np.ndarray, hist: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """`out[k]` = legal-action mask of game `idx[k]` (bool [n, 252])."""
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        legal_action_mask(state[i], hist[i], flags, out[k])
+
+
+@njit(cache=True)
+def _play(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, action: int) -> int:
+    """Play `action` (canonical index) if legal; return the kernel move, or -1 if illegal."""
+    m = action_to_move(state, action)
+    if m < 0:
+        return -1
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    n = K.generate_moves(state, hist, flags, buf)
+    for j in range(n):
+        if buf[j] == m:
+            K.make_move(state, hist, hashes, m)
+            return m
+    return -1
+
+
+class GameBatch:
+    """B games advanced independently (one `play` per game), read in batches.
+
+    Attributes (all indexed by game): ``state`` int16 [B, STATE_LEN], ``hist``
+    int16 [B, max_plies, 5], ``hashes`` uint64 [B, max_plies + 1], ``done``,
+    ``truncated`` bool [B], ``term`` / ``winner`` int64 [B] (``TERM_NONE`` / -1
+    while a game goes on or when it was truncated), ``start`` list of JFENs.
+    """
+
+    def __init__(self, n: int, flags: np.ndarray, start_jfen: str = START_JFEN, max_plies: int = 1000) -> None:
+        if n < 1:
+            raise ValueError(f"a GameBatch needs at least one game, got n={n}")
+        if max_plies < 1:
+            raise ValueError(f"max_plies must be >= 1, got {max_plies}")
+        self.n = int(n)
+        self.flags = np.asarray(flags, dtype=np.int64)
+        self.max_plies = int(max_plies)
+        self.state = np.zeros((n, K.STATE_LEN), dtype=np.int16)
+        self.hist = np.zeros((n, self.max_plies, K.HIST_WIDTH), dtype=np.int16)
+        self.hashes = np.zeros((n, self.max_plies + 1), dtype=np.uint64)
+        self.done = np.zeros(n, dtype=np.bool_)
+        self.truncated = np.zeros(n, dtype=np.bool_)
+        self.term = np.zeros(n, dtype=np.int64)
+        self.winner = np.full(n, -1, dtype=np.int64)
+        self.start: list[str] = [start_jfen] * n
+        for i in range(n):
+            self.reset(i, start_jfen)
+
+    def __len__(self) -> int:
+        return self.n
+
+    # -- changing ------------------------------------------------------------------
+    def reset(self, i: int, jfen: Optional[str] = None) -> None:
+        """Start game `i` again from `jfen` (default: its previous start). JFENError on a bad JFEN."""
+        jfen = self.start[i] if jfen is None else jfen
+        st = parse_jfen(jfen)
+        self.start[i] = jfen
+        self.state[i] = st
+        self.hist[i] = 0
+        self.hashes[i] = 0
+        self.hashes[i, 0] = K.compute_hash(st)
+        self.truncated[i] = False
+        self._update_outcome(i)
+
+    def play(self, i: int, action: int) -> None:
+        """Play canonical `action` in game `i`; IllegalMoveError if it is not legal there."""
+        if self.done[i]:
+            raise IllegalMoveError(f"game {i} is over; action {action} cannot be played")
+        m = _play(self.state[i], self.hist[i], self.hashes[i], self.flags, int(action))
+        if m < 0:
+            raise IllegalMoveError(f"action {action} is not legal in game {i} ({state_to_jfen(self.state[i])!r})")
+        self._update_outcome(i)
+
+    def _update_outcome(self, i: int) -> None:
+        term, winner = K.outcome(self.state[i], self.hist[i], self.hashes[i], self.flags)
+        self.term[i], self.winner[i] = term, winner
+        self.done[i] = term != K.TERM_NONE
+        if not self.done[i] and self.plies(i) >= self.max_plies:
+            self.done[i] = True
+            self.truncated[i] = True
+
+    # -- reading -------------------------------------------------------------------
+    def _index(self, idx: IndexLike) -> np.ndarray:
+        if idx is None:
+            return np.arange(self.n, dtype=np.int64)
+        return np.atleast_1d(np.asarray(idx, dtype=np.int64))
+
+    def observations(self, idx: IndexLike = None) -> np.ndarray:
+        """Observations float32 [n, 24, 9, 7] of games `idx` (default all), from the side to move."""
+        ix = self._index(idx)
+        out = np.empty((len(ix),) + OBS_SHAPE, dtype=np.float32)
+        encode_batch(self.state, self.hashes, self.flags, ix, out)
+        return out
+
+    def masks(self, idx: IndexLike = None) -> np.ndarray:
+        """Legal-action masks bool [n, 252] of games `idx` (default all); all False for a finished game."""
+        ix = self._index(idx)
+        out = np.zeros((len(ix), N_ACTIONS), dtype=np.bool_)
+        mask_batch(self.state, self.hist, self.flags, ix, out)
+        out[self.done[ix] & ~self.truncated[ix]] = False
+        return out
+
+    def outcome(self, i: int) -> tuple[int, int]:
+        """(termination, winner) of game `i` by the rules: (TERM_NONE, -1) while it goes on or if truncated."""
+        return int(self.term[i]), int(self.winner[i])
+
+    def plies(self, i: int) -> int:
+        """Plies played in game `i` since its start."""
+        return int(self.state[i, K.S_PLY])
+
+    def side_to_move(self, i: int) -> int:
+        """RED (0) or BLUE (1)."""
+        return int(self.state[i, K.S_SIDE])
+
+    def moves(self, i: int) -> list[str]:
+        """The moves of game `i` so far, as strings like `a3a4`."""
+        return [str(Move(int(f), int(t))) for f, t in self.hist[i, : self.plies(i), :2]]
+
+    def board(self, i: int, rules: Optional[RuleSet] = None) -> Board:
+        """Game `i` as a Board (a copy: start position plus the moves played)."""
+        board = Board.from_jfen(self.start[i], rules=rules if rules is not None else _rules_of(self.flags))
+        for m in self.moves(i):
+            board.push(m)
+        return board
+
+
+def _rules_of(flags: np.ndarray) -> RuleSet:
+    """The RuleSet whose flags are `flags` (GameBatch only keeps the flags)."""
+    from envs.rules import (
+        F_ANTI_CHASE,
+        F_DOG_OVER_WOLF,
+        F_ENEMY_RAT_BLOCKS,
+        F_KEEPS_RANK,
+        F_NO_CAPTURE_LIMIT,
+        F_RATS_IGNORE_WATER,
+        F_REPETITION_DRAW,
+    )
+
+    rules = RuleSet(
+        rank_order="dog_over_wolf" if flags[F_DOG_OVER_WOLF] else "standard",
+        river_rats="rats_ignore_water" if flags[F_RATS_IGNORE_WATER] else "strict",
+        jump_blocking="enemy_rat" if flags[F_ENEMY_RAT_BLOCKS] else "any_rat",
+        trapped_attacker="keeps_rank" if flags[F_KEEPS_RANK] else "powerless",
+        repetition="draw" if flags[F_REPETITION_DRAW] else "off",
+        no_capture_draw=int(flags[F_NO_CAPTURE_LIMIT]),
+        anti_chase="7-3+17-5" if flags[F_ANTI_CHASE] else "off",
+    )
+    if not np.array_equal(rules.flags(), flags):
+        raise ValueError(f"flags {flags.tolist()} do not come from a RuleSet")
+    return rules

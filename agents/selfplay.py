@@ -1,0 +1,224 @@
+"""Self-play: B games in lockstep, searched by one `BatchedMCTS`, recorded as training data.
+
+    >>> data = play_games(uniform_evaluator, num_games=8, parallel=4, mcts=MCTSConfig(num_simulations=16),
+    ...                   rules=RuleSet(), seed=0)
+    >>> data.obs.shape, data.policy.shape, data.value.shape
+    ((N, 24, 9, 7), (N, 252), (N,))
+
+Each position played yields (observation, legal mask, search policy, final
+outcome from the view of the side to move there). A game slot that finishes
+is refilled with the next game until `num_games` have started, then idles.
+Game ``k`` (in start order) draws its search noise and its playout-cap coin
+from generators seeded by ``(seed, k)``, whatever slot it runs in.
+
+Playout-cap randomisation (KataGo): with probability `playout_cap_fraction`
+a move is searched cheaply (`cheap_simulations`, no noise); such positions
+keep their value target but are flagged ``full_search = False`` so that the
+learner does not use their policy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+from tqdm import tqdm
+
+from envs import kernels as K
+from envs.board import START_JFEN, Termination
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.rules import RuleSet
+
+from agents.gamebatch import GameBatch
+from agents.mcts import BatchedMCTS, Evaluator, MCTSConfig
+from agents.records import GameRecord
+
+RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
+
+
+@dataclass
+class SelfPlayData:
+    """N positions of self-play (in the order games finished) and the games' records."""
+
+    obs: np.ndarray
+    """float32 [N, 24, 9, 7]: observations, side to move's frame."""
+    mask: np.ndarray
+    """bool [N, 252]: legal actions."""
+    policy: np.ndarray
+    """float32 [N, 252]: search policy (0 off the mask)."""
+    value: np.ndarray
+    """float32 [N]: final outcome from the side to move's view (+1 win, -1 loss, 0 draw or truncation)."""
+    full_search: np.ndarray
+    """bool [N]: False for playout-capped cheap moves (not policy targets)."""
+    records: list[GameRecord] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.value.shape[0])
+
+
+class _Game:
+    """Positions of one game in progress."""
+
+    def __init__(self, index: int, seed: int) -> None:
+        self.index = index
+        self.seed = seed
+        self.obs: list[np.ndarray] = []
+        self.mask: list[np.ndarray] = []
+        self.policy: list[np.ndarray] = []
+        self.side: list[int] = []
+        self.full: list[bool] = []
+        self.coin = np.random.default_rng([seed, 2])
+
+
+def game_seed(seed: int, index: int) -> int:
+    """The seed of game `index` of a self-play call seeded with `seed`."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def play_games(
+    evaluator: Evaluator,
+    *,
+    num_games: int,
+    parallel: int,
+    mcts: MCTSConfig,
+    rules: RuleSet,
+    seed: int,
+    max_plies: int = 400,
+    playout_cap_fraction: float = 0.0,
+    cheap_simulations: int = 8,
+    progress: bool = False,
+    player_names: tuple[str, str] = ("selfplay", "selfplay"),
+    start_jfen: str = START_JFEN,
+) -> SelfPlayData:
+    """Play `num_games` self-play games, `parallel` at a time, with the search `mcts` over `evaluator`.
+
+    Games longer than `max_plies` are cut (termination ``ply_cap``, value 0)."""
+    if num_games < 1 or parallel < 1:
+        raise ValueError(f"num_games ({num_games}) and parallel ({parallel}) must be >= 1")
+    if not 0.0 <= playout_cap_fraction <= 1.0:
+        raise ValueError(f"playout_cap_fraction={playout_cap_fraction!r} must lie in [0, 1]")
+    t0 = time.perf_counter()
+    flags = rules.flags()
+    n = min(parallel, num_games)
+    games = GameBatch(n, flags, start_jfen=start_jfen, max_plies=max_plies)
+    search = BatchedMCTS(evaluator, mcts, flags, seed=seed, n_games=n)
+    slots: list[Optional[_Game]] = [None] * n
+    started = 0
+
+    def start(slot: int) -> None:
+        nonlocal started
+        g = _Game(started, game_seed(seed, started))
+        started += 1
+        slots[slot] = g
+        games.reset(slot, start_jfen)
+        search.advance(slot, -1)
+        search.reseed(slot, g.seed)
+
+    for s in range(n):
+        start(s)
+
+    obs_out: list[np.ndarray] = []
+    mask_out: list[np.ndarray] = []
+    policy_out: list[np.ndarray] = []
+    value_out: list[np.ndarray] = []
+    full_out: list[np.ndarray] = []
+    records: list[GameRecord] = []
+    simulations = 0
+    counts = {"red_wins": 0, "blue_wins": 0, "draws": 0, "truncated": 0}
+    terms: dict[str, int] = {}
+    bar = tqdm(total=num_games, desc="self-play", unit="game", disable=not progress)
+    while any(g is not None for g in slots):
+        active = np.array([g is not None for g in slots])
+        cheap = np.zeros(n, dtype=np.bool_)
+        if playout_cap_fraction > 0:
+            for s, g in enumerate(slots):
+                if g is not None:
+                    cheap[s] = g.coin.random() < playout_cap_fraction
+        idx = np.flatnonzero(active)
+        obs = games.observations(idx)
+        masks = games.masks(idx)
+        full = search.search(games, active & ~cheap, add_noise=True)
+        out_cheap = None
+        if cheap.any():
+            out_cheap = search.search(games, active & cheap, add_noise=False, num_simulations=cheap_simulations)
+        simulations += int((active & ~cheap).sum()) * mcts.num_simulations + int(cheap.sum()) * cheap_simulations
+        for r, s in enumerate(idx.tolist()):
+            g = slots[s]
+            assert g is not None
+            out = out_cheap if cheap[s] and out_cheap is not None else full
+            g.obs.append(obs[r])
+            g.mask.append(masks[r])
+            g.policy.append(out.policy[s].copy())
+            g.side.append(games.side_to_move(s))
+            g.full.append(not cheap[s])
+            action = int(out.action[s])
+            games.play(s, action)
+            search.advance(s, action)
+            if not games.done[s]:
+                continue
+            values, record = _finish(games, s, g, rules, player_names)
+            obs_out.append(np.stack(g.obs))
+            mask_out.append(np.stack(g.mask))
+            policy_out.append(np.stack(g.policy))
+            value_out.append(values)
+            full_out.append(np.asarray(g.full, dtype=np.bool_))
+            records.append(record)
+            counts[{"1-0": "red_wins", "0-1": "blue_wins"}.get(record.result, "draws")] += 1
+            counts["truncated"] += int(games.truncated[s])
+            terms[str(record.termination)] = terms.get(str(record.termination), 0) + 1
+            bar.update(1)
+            if started < num_games:
+                start(s)
+            else:
+                slots[s] = None
+    bar.close()
+    seconds = time.perf_counter() - t0
+    positions = int(sum(len(v) for v in value_out))
+    stats: dict[str, Any] = {
+        "games": len(records),
+        "positions": positions,
+        "full_search_positions": int(sum(int(f.sum()) for f in full_out)),
+        "simulations": simulations,
+        "seconds": seconds,
+        "mean_length": positions / max(len(records), 1),
+        **counts,
+        "games_per_s": len(records) / seconds,
+        "positions_per_s": positions / seconds,
+        "simulations_per_s": simulations / seconds,
+    }
+    for name, c in terms.items():
+        stats[f"termination_{name}"] = c
+    return SelfPlayData(
+        obs=np.concatenate(obs_out) if obs_out else np.zeros((0,) + OBS_SHAPE, np.float32),
+        mask=np.concatenate(mask_out) if mask_out else np.zeros((0, N_ACTIONS), np.bool_),
+        policy=np.concatenate(policy_out) if policy_out else np.zeros((0, N_ACTIONS), np.float32),
+        value=np.concatenate(value_out) if value_out else np.zeros(0, np.float32),
+        full_search=np.concatenate(full_out) if full_out else np.zeros(0, np.bool_),
+        records=records,
+        stats=stats,
+    )
+
+
+def _finish(games: GameBatch, s: int, g: _Game, rules: RuleSet,
+            player_names: tuple[str, str]) -> tuple[np.ndarray, GameRecord]:
+    """Value targets (from each position's side to move) and the record of the game in slot `s`."""
+    term, winner = games.outcome(s)
+    sides = np.asarray(g.side)
+    if games.truncated[s]:
+        result, termination = "1/2-1/2", "ply_cap"
+        values = np.zeros(len(sides), dtype=np.float32)
+    else:
+        result, termination = RESULT_OF_WINNER[winner], Termination(term).name.lower()
+        if winner == K.DRAW:
+            values = np.zeros(len(sides), dtype=np.float32)
+        else:
+            values = np.where(sides == winner, 1.0, -1.0).astype(np.float32)
+    record = GameRecord(
+        start=games.start[s], moves=games.moves(s), result=result, termination=termination,
+        red=player_names[0], blue=player_names[1], rules=rules.to_dict(), seed=g.seed,
+        extra={"game_index": g.index, "plies": len(sides)},
+    )
+    return values, record

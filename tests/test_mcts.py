@@ -1,0 +1,273 @@
+"""Batched MCTS: sign conventions in both colours, targets, terminals, batching and subtree reuse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs import Board, Move, RuleSet
+from envs.encoding import move_to_action
+from agents.gamebatch import GameBatch
+from agents.mcts import (
+    ROOT,
+    UNVISITED,
+    BatchedMCTS,
+    MCTSConfig,
+    MCTSConfigError,
+    considered_visits,
+    uniform_evaluator,
+)
+
+FLAGS = RuleSet().flags()
+ALGORITHMS = ("puct", "gumbel")
+
+# Red Elephant on d8 enters Blue's den d9 in one.
+DEN_IN_ONE = "7/3E3/6e/7/7/7/7/7/7 r 0 1"
+# Blue's Rat stands on d2, next to Red's den: every Red move but the capture Ed3xd2 (a trapped
+# rat may be taken even by the Elephant) lets Blue enter d1 next ply.
+STOP_DEN_ENTRY = "6e/7/7/7/C6/7/3E3/3r3/7 r 0 1"
+
+
+def rotate(jfen: str) -> str:
+    """The position turned 180 degrees with colours swapped: the same game for the other side."""
+    placement, side, clock, moveno = jfen.split()
+    rows = placement.split("/")
+    rotated = "/".join(row[::-1].swapcase() for row in reversed(rows))
+    return f"{rotated} {'b' if side == 'r' else 'r'} {clock} {moveno}"
+
+
+def rotate_move(move: str) -> str:
+    files = "abcdefg"
+
+    def sq(s: str) -> str:
+        return files[6 - files.index(s[0])] + str(10 - int(s[1]))
+
+    return sq(move[:2]) + sq(move[2:])
+
+
+def action_of(jfen: str, move: str) -> int:
+    board = Board.from_jfen(jfen)
+    return int(move_to_action(Move.from_str(move).to_int(), int(board.side_to_move)))
+
+
+def linear_evaluator(seed: int = 0):
+    """A fixed, row-wise deterministic evaluator (so batching cannot change its answers)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(24 * 9 * 7, 252)).astype(np.float32) * 0.3
+    v = rng.normal(size=24 * 9 * 7).astype(np.float32) * 0.1
+
+    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        flat = obs.reshape(len(obs), -1)
+        # Row by row: a batched product may round differently with the batch size.
+        logits = np.stack([row @ w for row in flat]) if len(flat) else np.zeros((0, 252), np.float32)
+        return logits, np.tanh(np.array([row @ v for row in flat], dtype=np.float32))
+
+    return evaluate
+
+
+def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
+               seed: int = 0):
+    games = GameBatch(1, FLAGS, start_jfen=jfen)
+    mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims), FLAGS, seed=seed)
+    return games, mcts, mcts.search(games, add_noise=add_noise)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("colour", ("red", "blue"))
+def test_enters_the_den_in_one(algorithm: str, colour: str) -> None:
+    jfen, move = DEN_IN_ONE, "d8d9"
+    if colour == "blue":
+        jfen, move = rotate(DEN_IN_ONE), rotate_move(move)
+    assert Board.from_jfen(jfen).side_to_move.name.lower() == colour
+    for noise in (False, True):
+        _, _, out = search_one(jfen, algorithm, 48, add_noise=noise, seed=3)
+        # With noise PUCT draws its move from the visits (temperature): the target must still prefer the den.
+        assert out.policy[0].argmax() == action_of(jfen, move), (algorithm, colour, noise)
+        if not noise:
+            assert out.action[0] == action_of(jfen, move), (algorithm, colour)
+        assert out.root_value[0] > 0.5  # the side to move is winning
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("colour", ("red", "blue"))
+def test_stops_the_opponent_entering_the_den(algorithm: str, colour: str) -> None:
+    jfen, move = STOP_DEN_ENTRY, "d3d2"
+    if colour == "blue":
+        jfen, move = rotate(STOP_DEN_ENTRY), rotate_move(move)
+    board = Board.from_jfen(jfen)
+    assert board.side_to_move.name.lower() == colour
+    # The rules confirm the trap: after any other move the opponent can enter the den.
+    for m in board.legal_moves:
+        if str(m) != move:
+            board.push(m)
+            assert _has_den_entry(board), str(m)
+            board.pop()
+    _, _, out = search_one(jfen, algorithm, 200)
+    assert out.action[0] == action_of(jfen, move), (algorithm, colour)
+
+
+def _has_den_entry(board: Board) -> bool:
+    for m in board.legal_moves:
+        board.push(m)
+        over = board.outcome()
+        board.pop()
+        if over is not None and over.termination.name == "DEN":
+            return True
+    return False
+
+
+def test_gumbel_policy_is_a_distribution_over_legal_actions() -> None:
+    games = GameBatch(3, FLAGS)
+    for i, moves in enumerate(([], ["a3a4"], ["a3a4", "g7g6", "g3g4"])):
+        for m in moves:
+            games.play(i, action_of_state(games, i, m))
+    mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm="gumbel", num_simulations=24), FLAGS, seed=1)
+    out = mcts.search(games)
+    mask = games.masks()
+    np.testing.assert_allclose(out.policy.sum(axis=1), 1.0, atol=1e-5)
+    assert np.all(out.policy[~mask] == 0)
+    assert np.all(out.policy[mask] > 0)
+    assert all(mask[i, out.action[i]] for i in range(3))
+
+
+def action_of_state(games: GameBatch, i: int, move: str) -> int:
+    return int(move_to_action(Move.from_str(move).to_int(), games.side_to_move(i)))
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_root_visits_sum_to_the_simulations(algorithm: str) -> None:
+    for sims in (1, 7, 50):
+        games, _, out = search_one(Board().jfen(), algorithm, sims, evaluator=linear_evaluator(), add_noise=True)
+        assert out.visits[0].sum() == sims
+        if algorithm == "puct":
+            np.testing.assert_allclose(out.policy[0], out.visits[0] / sims, atol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_game_searches_the_same_alone_and_beside_others(algorithm: str) -> None:
+    cfg = MCTSConfig(algorithm=algorithm, num_simulations=40)
+    ev = linear_evaluator(2)
+    alone = GameBatch(1, FLAGS)
+    mcts_alone = BatchedMCTS(ev, cfg, FLAGS, seed=5, n_games=1)
+    mcts_alone.reseed(0, 77)
+    crowd = GameBatch(3, FLAGS)
+    for i, m in ((0, "a3a4"), (1, "g3g4"), (1, "a7a6")):
+        crowd.play(i, action_of_state(crowd, i, m))
+    mcts_crowd = BatchedMCTS(ev, cfg, FLAGS, seed=9, n_games=3)
+    mcts_crowd.reseed(2, 77)
+    for _ in range(3):  # several moves: noise, temperature and reuse stay per game
+        a = mcts_alone.search(alone)
+        c = mcts_crowd.search(crowd)
+        np.testing.assert_array_equal(a.visits[0], c.visits[2])
+        np.testing.assert_array_equal(a.policy[0], c.policy[2])
+        assert a.action[0] == c.action[2]
+        for games, mcts, out in ((alone, mcts_alone, a), (crowd, mcts_crowd, c)):
+            for i in range(games.n):
+                games.play(i, int(out.action[i]))
+                mcts.advance(i, int(out.action[i]))
+
+
+def test_finished_and_inactive_games_are_skipped() -> None:
+    games = GameBatch(3, FLAGS)
+    games.reset(1, "7/3E3/6e/7/7/7/7/7/7 r 0 1")
+    games.play(1, action_of_state(games, 1, "d8d9"))
+    assert games.done[1]
+    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(num_simulations=8), FLAGS, seed=0)
+    out = mcts.search(games, active=np.array([True, True, False]))
+    assert out.action.tolist()[1:] == [-1, -1]
+    assert out.action[0] >= 0
+    assert np.all(out.policy[1:] == 0) and np.all(out.visits[1:] == 0)
+
+
+def _child(mcts: BatchedMCTS, node: int, action: int) -> int:
+    t = mcts.tree
+    fc = t.first_child[0, node]
+    assert fc != UNVISITED
+    for c in range(fc, fc + t.num_children[0, node]):
+        if t.action[0, c] == action:
+            return int(c)
+    raise AssertionError(f"no child with action {action}")
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_terminal_values_are_exact_in_the_tree(algorithm: str) -> None:
+    # Den entry: the child is terminal, lost for its side to move.
+    games, mcts, _ = search_one(DEN_IN_ONE, algorithm, 16)
+    c = _child(mcts, ROOT, action_of(DEN_IN_ONE, "d8d9"))
+    assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == -1.0
+    assert mcts.tree.value_sum[0, c] == -mcts.tree.visits[0, c]
+    # No-capture limit: at 119 plies without capture every quiet move draws, a capture does not.
+    jfen = "7/7/7/7/7/7/7/2Ee3/7 r 119 80"
+    games, mcts, _ = search_one(jfen, algorithm, 16)
+    t = mcts.tree
+    fc = t.first_child[0, ROOT]
+    assert t.num_children[0, ROOT] == 4
+    for c in range(fc, fc + t.num_children[0, ROOT]):
+        assert t.terminal[0, c]
+        # Capturing the last piece (a trapped Elephant) wins; every quiet move draws.
+        capture = t.action[0, c] == action_of(jfen, "c2d2")
+        assert t.raw_value[0, c] == (-1.0 if capture else 0.0)
+
+
+def test_repetition_is_judged_on_game_history_plus_path() -> None:
+    # Elephants shuffle: after these 6 plies, Red a4a3 then Blue g6g7 repeats the start position a third time.
+    shuffle = ["a3a4", "g7g6", "a4a3", "g6g7", "a3a4", "g7g6"]
+    games = GameBatch(1, FLAGS)
+    for m in shuffle:
+        games.play(0, action_of_state(games, 0, m))
+    board = games.board(0)
+    board.push("a4a3")
+    board.push("g6g7")
+    assert board.outcome() is not None and board.outcome().termination.name == "REPETITION"
+    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=3000), FLAGS, seed=0)
+    mcts.search(games, add_noise=False)
+    c = _child(mcts, ROOT, action_of_state(games, 0, "a4a3"))
+    assert not mcts.tree.terminal[0, c]
+    grand = _child(mcts, c, int(move_to_action(Move.from_str("g6g7").to_int(), 1)))
+    assert mcts.tree.visits[0, grand] > 0
+    assert mcts.tree.terminal[0, grand] and mcts.tree.raw_value[0, grand] == 0.0
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> None:
+    games = GameBatch(1, FLAGS)
+    mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm=algorithm, num_simulations=64), FLAGS, seed=0)
+    out = mcts.search(games, add_noise=False)
+    a = int(out.action[0])
+    kept = int(out.visits[0, a])
+    assert kept > 1
+    games.play(0, a)
+    mcts.advance(0, a)
+    assert mcts.root_visits(0) == kept
+    out2 = mcts.search(games, add_noise=False, num_simulations=10)
+    # The kept root was evaluated once; its children hold the rest, plus the 10 new simulations.
+    assert out2.visits[0].sum() == kept - 1 + 10
+    # Without reuse the tree starts afresh.
+    mcts_fresh = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm=algorithm, num_simulations=64,
+                                                            reuse_tree=False), FLAGS, seed=0)
+    games = GameBatch(1, FLAGS)
+    out = mcts_fresh.search(games, add_noise=False)
+    games.play(0, int(out.action[0]))
+    mcts_fresh.advance(0, int(out.action[0]))
+    assert mcts_fresh.search(games, num_simulations=10).visits[0].sum() == 10
+
+
+def test_a_stale_tree_is_discarded() -> None:
+    games = GameBatch(1, FLAGS)
+    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=20), FLAGS, seed=0)
+    out = mcts.search(games)
+    games.play(0, int(out.action[0]))  # no advance: the tree no longer matches the game
+    assert mcts.search(games).visits[0].sum() == 20
+
+
+def test_sequential_halving_schedule() -> None:
+    # 4 sampled actions get 2 visits each, then the best 2 share the rest.
+    assert considered_visits(4, 16).tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert considered_visits(1, 5).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_bad_config_is_refused() -> None:
+    with pytest.raises(MCTSConfigError, match="algorithm"):
+        MCTSConfig(algorithm="alphabeta")
+    with pytest.raises(MCTSConfigError, match="simulations_typo"):
+        MCTSConfig.from_dict({"num_simulations_typo": 3})

@@ -1,0 +1,105 @@
+"""Self-play driver: data shapes, legality, value signs checked against the rules, records, playout caps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs import Board, RuleSet
+from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask
+from agents.gamebatch import GameBatch
+from agents.mcts import MCTSConfig, uniform_evaluator
+from agents.records import GameRecord, read_jsonl, write_jsonl
+from agents.selfplay import SelfPlayData, play_games
+
+RULES = RuleSet(no_capture_draw=40)
+
+
+def _play(algorithm: str, **kw) -> SelfPlayData:
+    return play_games(uniform_evaluator, num_games=5, parallel=3, mcts=MCTSConfig(algorithm=algorithm,
+                      num_simulations=6), rules=RULES, seed=11, max_plies=60, **kw)
+
+
+@pytest.fixture(scope="module", params=("puct", "gumbel"))
+def data(request: pytest.FixtureRequest) -> SelfPlayData:
+    return _play(request.param)
+
+
+def test_shapes_and_counts(data: SelfPlayData) -> None:
+    n = len(data)
+    assert data.obs.shape == (n,) + OBS_SHAPE and data.obs.dtype == np.float32
+    assert data.mask.shape == (n, N_ACTIONS) and data.mask.dtype == np.bool_
+    assert data.policy.shape == (n, N_ACTIONS) and data.value.shape == (n,) and data.full_search.shape == (n,)
+    assert len(data.records) == data.stats["games"] == 5
+    assert n == data.stats["positions"] == sum(len(r.moves) for r in data.records)
+    assert data.stats["red_wins"] + data.stats["blue_wins"] + data.stats["draws"] == 5
+    assert data.full_search.all()
+
+
+def test_masks_legal_and_policy_inside_them(data: SelfPlayData) -> None:
+    assert data.mask.any(axis=1).all()
+    assert np.all(data.policy[~data.mask] == 0)
+    np.testing.assert_allclose(data.policy.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_positions_values_and_records_agree_with_the_rules(data: SelfPlayData) -> None:
+    """Replay each record with the Board: observations, masks and values must match it."""
+    row = 0
+    obs = np.zeros(OBS_SHAPE, dtype=np.float32)
+    mask = np.zeros(N_ACTIONS, dtype=np.bool_)
+    for rec in data.records:
+        board = Board.from_jfen(rec.start, rules=RuleSet.from_dict(rec.rules))
+        sides = []
+        for m in rec.moves:
+            encode_observation(board.state, board.hashes, board.flags, obs)
+            legal_action_mask(board.state, board.hist, board.flags, mask)
+            np.testing.assert_array_equal(data.obs[row + len(sides)], obs)
+            np.testing.assert_array_equal(data.mask[row + len(sides)], mask)
+            sides.append(int(board.side_to_move))
+            board.push(m)
+        final = rec.replay()
+        assert final.jfen() == board.jfen()
+        out = board.outcome()
+        if rec.termination == "ply_cap":
+            assert out is None and len(rec.moves) == 60 and rec.result == "1/2-1/2"
+        else:
+            assert out is not None and out.result() == rec.result
+            assert out.termination.name.lower() == rec.termination
+        values = data.value[row : row + len(sides)]
+        for side, v in zip(sides, values):
+            if rec.result == "1/2-1/2":
+                assert v == 0
+            else:
+                winner = 0 if rec.result == "1-0" else 1
+                assert v == (1.0 if side == winner else -1.0)
+        row += len(sides)
+    assert row == len(data)
+
+
+def test_records_round_trip_through_jsonl(data: SelfPlayData, tmp_path) -> None:
+    path = tmp_path / "games.jsonl"
+    write_jsonl(path, data.records)
+    back = list(read_jsonl(path))
+    assert [r.moves for r in back] == [r.moves for r in data.records]
+    assert all(isinstance(r, GameRecord) and r.red == "selfplay" for r in back)
+
+
+def test_playout_cap_marks_cheap_moves() -> None:
+    d = _play("gumbel", playout_cap_fraction=0.5, cheap_simulations=2)
+    assert 0 < d.full_search.sum() < len(d)
+    assert d.stats["full_search_positions"] == int(d.full_search.sum())
+    # Cheap searches are still distributions over the legal actions.
+    assert np.all(d.policy[~d.mask] == 0)
+    np.testing.assert_allclose(d.policy.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_same_seed_same_games() -> None:
+    a, b = _play("puct"), _play("puct")
+    assert [r.moves for r in a.records] == [r.moves for r in b.records]
+    np.testing.assert_array_equal(a.policy, b.policy)
+
+
+def test_gamebatch_refuses_illegal_actions() -> None:
+    games = GameBatch(1, RULES.flags())
+    with pytest.raises(ValueError, match="not legal"):
+        games.play(0, 2)  # the Tiger on a1 moving south, off the board
