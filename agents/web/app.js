@@ -1,0 +1,717 @@
+// Jungle Zero play page: draws the board the server describes and sends the person's
+// requests. The server (agents/playserver.py) checks every request with the rules
+// engine; this page only offers what the server calls legal and shows its refusals.
+"use strict";
+
+const FILES = "abcdefg";
+const ANIMALS = {
+  R: { name: "Rat", index: 1, emoji: "\u{1F400}" },
+  C: { name: "Cat", index: 2, emoji: "\u{1F408}" },
+  D: { name: "Dog", index: 3, emoji: "\u{1F415}" },
+  W: { name: "Wolf", index: 4, emoji: "\u{1F43A}" },
+  P: { name: "Leopard", index: 5, emoji: "\u{1F406}" },
+  T: { name: "Tiger", index: 6, emoji: "\u{1F405}" },
+  L: { name: "Lion", index: 7, emoji: "\u{1F981}" },
+  E: { name: "Elephant", index: 8, emoji: "\u{1F418}" },
+};
+const WATER = new Set(["b4", "c4", "b5", "c5", "b6", "c6", "e4", "f4", "e5", "f5", "e6", "f6"]);
+const TRAPS = { c1: "red", e1: "red", d2: "red", c9: "blue", e9: "blue", d8: "blue" };
+const DENS = { d1: "red", d9: "blue" };
+const TERMINATION_TITLES = {
+  den: "Den entered", all_captured: "All pieces captured", no_moves: "No legal move",
+  repetition: "Draw by repetition", no_capture_limit: "Draw: no-capture limit", resign: "Resignation",
+};
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  info: null,
+  game: null,          // the server's view of the game on screen
+  selected: null,      // square name of the selected piece
+  flipped: false,      // Blue at the bottom
+  userFlip: false,     // the Flip button toggles on top of the automatic orientation
+  replay: null,        // {jsonl, games, frames, index, ply, record, ranks}
+  pollTimer: null,
+  busy: false,
+  bannerClosed: false,
+  emoji: true,
+  drag: null,
+  lastSoundVersion: null,
+};
+const prefs = loadPrefs();
+
+// --- small helpers -------------------------------------------------------------------
+function squareName(index) { return FILES[index % 7] + String(Math.floor(index / 7) + 1); }
+function squareIndex(name) { return (Number(name[1]) - 1) * 7 + FILES.indexOf(name[0]); }
+function sideOf(letter) { return letter === letter.toUpperCase() ? "red" : "blue"; }
+function title(s) { return s ? s[0].toUpperCase() + s.slice(1) : ""; }
+
+function loadPrefs() {
+  try {
+    const p = JSON.parse(localStorage.getItem("jungle-prefs") || "{}");
+    return { hints: p.hints !== false, sound: p.sound !== false };
+  } catch (e) {
+    return { hints: true, sound: true };
+  }
+}
+function savePrefs() {
+  try { localStorage.setItem("jungle-prefs", JSON.stringify(prefs)); } catch (e) { /* private mode */ }
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  let resp;
+  try {
+    resp = await fetch("/api/" + path, opts);
+  } catch (e) {
+    throw new Error("the server does not answer (is play.py still running?)");
+  }
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = null; }
+  if (!resp.ok) {
+    const err = new Error((data && data.error) || `HTTP ${resp.status}`);
+    err.status = resp.status;
+    throw err;
+  }
+  return data;
+}
+
+function say(text, isError) {
+  const m = $("message");
+  m.textContent = text || "";
+  m.className = isError ? "error" : "";
+}
+
+// --- sounds (generated, no files) -----------------------------------------------------
+let audioCtx = null;
+window.jungleSoundLog = [];
+function audio() {
+  if (!audioCtx) {
+    const C = window.AudioContext || window.webkitAudioContext;
+    if (!C) return null;
+    try { audioCtx = new C(); } catch (e) { return null; }
+  }
+  if (audioCtx.state === "suspended") audioCtx.resume();
+  return audioCtx;
+}
+function tone(ctx, t0, f0, f1, dur, type, gain) {
+  const o = ctx.createOscillator();
+  const g = ctx.createGain();
+  o.type = type;
+  o.frequency.setValueAtTime(f0, t0);
+  o.frequency.exponentialRampToValueAtTime(f1, t0 + dur);
+  g.gain.setValueAtTime(0.0001, t0);
+  g.gain.exponentialRampToValueAtTime(gain, t0 + 0.01);
+  g.gain.exponentialRampToValueAtTime(0.0001, t0 + dur);
+  o.connect(g).connect(ctx.destination);
+  o.start(t0);
+  o.stop(t0 + dur + 0.02);
+}
+const SOUNDS = {
+  move: (ctx, t) => tone(ctx, t, 520, 380, 0.08, "triangle", 0.25),
+  capture: (ctx, t) => { tone(ctx, t, 260, 90, 0.16, "square", 0.18); tone(ctx, t + 0.05, 180, 70, 0.14, "sawtooth", 0.12); },
+  jump: (ctx, t) => tone(ctx, t, 300, 1100, 0.22, "sine", 0.25),
+  turn: (ctx, t) => { tone(ctx, t, 660, 660, 0.1, "sine", 0.18); tone(ctx, t + 0.12, 880, 880, 0.14, "sine", 0.18); },
+};
+function playSound(name, delay) {
+  if (!prefs.sound) return;
+  window.jungleSoundLog.push(name);
+  const ctx = audio();
+  if (!ctx) return;
+  SOUNDS[name](ctx, ctx.currentTime + (delay || 0));
+}
+
+// --- emoji check: fall back to letters when the system has no colour emoji font ------
+function hasColourEmoji() {
+  try {
+    const c = document.createElement("canvas");
+    c.width = c.height = 32;
+    const g = c.getContext("2d");
+    g.textBaseline = "top";
+    g.font = "26px sans-serif";
+    g.fillText("\u{1F418}", 2, 2);
+    const d = g.getImageData(0, 0, 32, 32).data;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i + 3] > 0 && (Math.abs(d[i] - d[i + 1]) > 30 || Math.abs(d[i + 1] - d[i + 2]) > 30)) return true;
+    }
+  } catch (e) { /* no canvas */ }
+  return false;
+}
+
+// --- drawing ----------------------------------------------------------------------------
+function buildBoard() {
+  const board = $("board");
+  board.innerHTML = "";
+  for (let row = 0; row < 9; row++) {
+    for (let col = 0; col < 7; col++) {
+      const rank = state.flipped ? row : 8 - row;
+      const file = state.flipped ? 6 - col : col;
+      const name = FILES[file] + String(rank + 1);
+      const sq = document.createElement("div");
+      sq.className = "sq";
+      sq.dataset.square = name;
+      sq.setAttribute("role", "gridcell");
+      let label = "";
+      if (WATER.has(name)) { sq.classList.add("water"); }
+      else if (TRAPS[name]) { sq.classList.add("trap", "trap-" + TRAPS[name]); label = "trap"; }
+      else if (DENS[name]) { sq.classList.add("den", "den-" + DENS[name]); label = "DEN"; }
+      else if ((file + rank) % 2) { sq.classList.add("alt"); }
+      if (label) {
+        const t = document.createElement("span");
+        t.className = "terrain";
+        t.textContent = label;
+        sq.appendChild(t);
+      }
+      board.appendChild(sq);
+    }
+  }
+  $("ranks").innerHTML = "";
+  for (let row = 0; row < 9; row++) {
+    const d = document.createElement("div");
+    d.textContent = String(state.flipped ? row + 1 : 9 - row);
+    $("ranks").appendChild(d);
+  }
+  $("files").innerHTML = "";
+  for (let col = 0; col < 7; col++) {
+    const d = document.createElement("div");
+    d.textContent = state.flipped ? FILES[6 - col] : FILES[col];
+    $("files").appendChild(d);
+  }
+}
+
+function pieceElement(letter, ranks) {
+  const a = ANIMALS[letter.toUpperCase()];
+  const side = sideOf(letter);
+  const el = document.createElement("div");
+  el.className = "piece " + side;
+  el.dataset.piece = letter;
+  const rank = ranks ? ranks[a.index] : a.index;
+  el.title = `${title(side)} ${a.name} (rank ${rank})`;
+  const glyph = document.createElement("span");
+  glyph.className = "glyph" + (state.emoji ? "" : " letter");
+  glyph.textContent = state.emoji ? a.emoji : letter.toUpperCase();
+  const name = document.createElement("span");
+  name.className = "name";
+  name.textContent = a.name;
+  const r = document.createElement("span");
+  r.className = "rank";
+  r.textContent = String(rank);
+  el.append(glyph, name, r);
+  return el;
+}
+
+function sqEl(name) { return document.querySelector(`.sq[data-square="${name}"]`); }
+
+function render() {
+  const wantFlip = Boolean(state.game && state.game.human === "blue" && !state.replay) !== state.userFlip;
+  if (wantFlip !== state.flipped || !$("board").children.length) {
+    state.flipped = wantFlip;
+    buildBoard();
+  }
+  const view = state.replay ? replayView() : state.game;
+  document.querySelectorAll(".sq").forEach((sq) => {
+    sq.classList.remove("last", "last-from", "selected", "hint");
+    sq.querySelectorAll(".piece, .dot, .ring").forEach((e) => e.remove());
+  });
+  if (!view) { renderPanel(null); return; }
+  const ranks = view.ranks;
+  view.board.forEach((letter, i) => {
+    if (letter) sqEl(squareName(i)).appendChild(pieceElement(letter, ranks));
+  });
+  if (view.last) {
+    sqEl(view.last.from).classList.add("last", "last-from");
+    sqEl(view.last.to).classList.add("last");
+  }
+  if (!state.replay) {
+    const g = state.game;
+    if (g.hint) { sqEl(g.hint.slice(0, 2)).classList.add("hint"); sqEl(g.hint.slice(2)).classList.add("hint"); }
+    if (state.selected) {
+      sqEl(state.selected).classList.add("selected");
+      if (prefs.hints) {
+        for (const mv of g.legal) {
+          if (mv.slice(0, 2) !== state.selected) continue;
+          const target = sqEl(mv.slice(2));
+          const mark = document.createElement("div");
+          mark.className = target.querySelector(".piece") ? "ring" : "dot";
+          target.appendChild(mark);
+        }
+      }
+    }
+  }
+  renderPanel(view);
+}
+
+function replayView() {
+  const r = state.replay;
+  const f = r.frames[r.ply];
+  return { board: f.board, last: f.last, ranks: r.ranks, side_to_move: f.side_to_move };
+}
+
+function renderPanel(view) {
+  const g = state.game;
+  document.body.dataset.turn = state.replay ? "replay" : (g ? g.turn : "none");
+  document.body.dataset.version = g ? String(g.version) : "";
+  document.body.dataset.thinking = g && g.thinking ? "1" : "0";
+  const status = $("status");
+  if (state.replay) {
+    const r = state.replay;
+    status.innerHTML = `Replay: move ${r.ply} of ${r.frames.length - 1}, <span class="turn-${view.side_to_move}">${title(view.side_to_move)}</span> to move`;
+    $("rp-pos").textContent = `${r.ply} / ${r.frames.length - 1}`;
+    const rec = r.record;
+    $("replay-info").textContent = `Red: ${rec.red || "?"}, Blue: ${rec.blue || "?"}, result ${rec.result}` +
+      (rec.termination ? ` (${rec.termination.replace(/_/g, " ")})` : "");
+  } else if (g) {
+    const stm = `<span class="turn-${g.side_to_move}">${title(g.side_to_move)}</span>`;
+    if (g.turn === "over") {
+      status.textContent = resultTitle(g) + ": " + g.reason;
+    } else if (g.turn === "computer") {
+      status.innerHTML = `${stm} to move: the computer is thinking…`;
+    } else if (g.mode === "two_players") {
+      status.innerHTML = `${stm} to move`;
+    } else {
+      status.innerHTML = `Your move (${stm})`;
+    }
+    if (g.computer_error) say(g.computer_error, true);
+  }
+  const live = g && !state.replay;
+  $("btn-undo").disabled = !live || !g.can_undo;
+  $("btn-hint").disabled = !live || g.turn !== "human" || g.hints_left <= 0;
+  $("btn-resign").disabled = !live || g.turn === "over";
+  $("hints-left").textContent = g ? String(g.hints_left) : "3";
+  $("download").style.visibility = g && !state.replay ? "visible" : "hidden";
+  if (g) {
+    $("download").href = `/api/games/${g.id}/record`;
+    $("download").setAttribute("download", `jungle-${g.id}.jsonl`);
+    $("banner-download").href = `/api/games/${g.id}/record`;
+    $("opt-pace").value = g.pace;
+    $("opt-pace").disabled = g.mode !== "computer";
+  }
+  $("game-controls").hidden = !!state.replay;
+  $("replay-controls").hidden = !state.replay;
+  renderMoves();
+  const showBanner = live && g.turn === "over" && !state.bannerClosed;
+  $("banner").hidden = !showBanner;
+  if (showBanner) {
+    $("banner-title").textContent = resultTitle(g);
+    $("banner-reason").textContent = `${TERMINATION_TITLES[g.termination] || ""}: ${g.reason}`;
+  }
+}
+
+function resultTitle(g) {
+  if (!g.winner) return "Draw";
+  if (g.mode === "computer") return g.winner === g.human ? "You win" : "The computer wins";
+  return `${title(g.winner)} wins`;
+}
+
+function renderMoves() {
+  const list = $("movelist");
+  const moves = state.replay ? state.replay.record.moves : (state.game ? state.game.moves : []);
+  const upto = state.replay ? state.replay.ply : moves.length;
+  list.innerHTML = "";
+  moves.forEach((mv, i) => {
+    const li = document.createElement("li");
+    li.textContent = mv;
+    if (i === upto - 1) li.className = "current";
+    if (state.replay) li.addEventListener("click", () => { state.replay.ply = i + 1; render(); });
+    list.appendChild(li);
+  });
+  const cur = list.querySelector(".current");
+  if (cur) cur.scrollIntoView({ block: "nearest" });
+}
+
+// --- game state from the server -----------------------------------------------------
+function setGame(view, quietSounds) {
+  const old = state.game;
+  const sameGame = old && old.id === view.id;
+  if (!sameGame) { state.bannerClosed = false; }
+  state.game = view;
+  if (state.selected && (view.turn !== "human" || !view.legal.some((m) => m.startsWith(state.selected)))) {
+    state.selected = null;
+  }
+  if (sameGame && !quietSounds && view.moves.length === old.moves.length + 1 && view.last) {
+    const last = view.last;
+    playSound(last.captured ? "capture" : (last.jump ? "jump" : "move"));
+    if (view.mode === "computer" && view.turn === "human" && old.turn === "computer") playSound("turn", 0.25);
+  }
+  render();
+  schedulePoll();
+}
+
+function schedulePoll() {
+  clearTimeout(state.pollTimer);
+  const g = state.game;
+  if (!g || g.turn !== "computer" || state.replay) return;
+  state.pollTimer = setTimeout(async () => {
+    try {
+      const v = await api("GET", `games/${g.id}`);
+      if (state.game && state.game.id === v.id) {
+        if (v.version !== state.game.version || v.thinking !== state.game.thinking || v.computer_error) setGame(v);
+        else schedulePoll();
+      }
+    } catch (e) {
+      say(e.message, true);
+      state.pollTimer = setTimeout(schedulePoll, 1500);
+    }
+  }, 200);
+}
+
+async function act(action, body) {
+  const g = state.game;
+  if (!g) return null;
+  try {
+    const v = await api("POST", `games/${g.id}/${action}`, body || {});
+    return v;
+  } catch (e) {
+    say(e.message, true);
+    if (e.status === 404) showNewGame();
+    return null;
+  }
+}
+
+async function tryMove(from, to) {
+  const g = state.game;
+  state.selected = null;
+  if (!g || state.busy) return;
+  state.busy = true;
+  const v = await act("move", { move: from + to });
+  state.busy = false;
+  if (v) { say(""); setGame(v); } else render();
+}
+
+async function undo() {
+  if (state.replay || !state.game) return;
+  const v = await act("undo");
+  if (v) {
+    state.selected = null;
+    state.bannerClosed = false;
+    say(`Took back ${v.undone} ${v.undone === 1 ? "move" : "moves"}.`);
+    setGame(v, true);
+  }
+}
+
+async function hint() {
+  if (state.replay || !state.game) return;
+  say("Looking for a good move…");
+  const v = await act("hint");
+  if (v) {
+    say(`Hint: ${v.hint.slice(0, 2)} to ${v.hint.slice(2)} (${v.hints_left} left).`);
+    setGame(v, true);
+  }
+}
+
+function resign() {
+  if (!state.game || state.game.turn === "over" || state.replay) return;
+  $("confirm").hidden = false;
+  $("confirm-no").focus();
+}
+
+async function confirmResign() {
+  $("confirm").hidden = true;
+  const v = await act("resign");
+  if (v) { say(""); setGame(v, true); }
+}
+
+// --- pointer: click-to-move and drag-and-drop ----------------------------------------
+function squareAt(x, y) {
+  const el = document.elementFromPoint(x, y);
+  const sq = el && el.closest ? el.closest(".sq") : null;
+  return sq ? sq.dataset.square : null;
+}
+
+function movable(name) {
+  const g = state.game;
+  return !!(g && !state.replay && g.turn === "human" && g.legal.some((m) => m.startsWith(name)));
+}
+
+function ownPiece(name) {
+  const g = state.game;
+  const letter = g && g.board[squareIndex(name)];
+  return !!(letter && sideOf(letter) === g.side_to_move);
+}
+
+function clickSquare(name) {
+  const g = state.game;
+  if (!g || state.replay) return;
+  if (g.turn === "over") { say("The game is over: start a new game, or undo.", true); return; }
+  if (g.turn === "computer") { say("The computer is thinking; wait for its move (or undo).", true); return; }
+  if (state.selected === name) { state.selected = null; render(); return; }
+  if (ownPiece(name)) {
+    if (!movable(name)) {
+      say(`That ${ANIMALS[g.board[squareIndex(name)].toUpperCase()].name} has no legal move.`, true);
+      state.selected = null;
+      render();
+      return;
+    }
+    state.selected = name;
+    say("");
+    render();
+    return;
+  }
+  if (state.selected) { tryMove(state.selected, name); return; }
+  const letter = g.board[squareIndex(name)];
+  if (letter) say(`That is ${title(sideOf(letter))}'s ${ANIMALS[letter.toUpperCase()].name}; ${title(g.side_to_move)} is to move.`, true);
+}
+
+function onPointerDown(ev) {
+  if (ev.button !== 0) return;
+  const name = squareAt(ev.clientX, ev.clientY);
+  if (!name) return;
+  audio();  // browsers allow sound only after a gesture
+  state.drag = { from: name, x: ev.clientX, y: ev.clientY, active: false, ghost: null, canDrag: movable(name) };
+  $("board").setPointerCapture(ev.pointerId);
+  ev.preventDefault();
+}
+
+function onPointerMove(ev) {
+  const d = state.drag;
+  if (!d || !d.canDrag) return;
+  if (!d.active && Math.hypot(ev.clientX - d.x, ev.clientY - d.y) > 6) {
+    d.active = true;
+    state.selected = d.from;
+    render();
+    const piece = sqEl(d.from).querySelector(".piece");
+    if (piece) {
+      d.ghost = piece.cloneNode(true);
+      d.ghost.classList.add("ghost");
+      document.body.appendChild(d.ghost);
+      piece.classList.add("dragging");
+    }
+  }
+  if (d.active && d.ghost) {
+    d.ghost.style.left = ev.clientX + "px";
+    d.ghost.style.top = ev.clientY + "px";
+  }
+}
+
+function onPointerUp(ev) {
+  const d = state.drag;
+  state.drag = null;
+  if (!d) return;
+  if (d.ghost) d.ghost.remove();
+  if (!d.active) { clickSquare(d.from); return; }
+  const to = squareAt(ev.clientX, ev.clientY);
+  if (!to || to === d.from) { render(); return; }
+  tryMove(d.from, to);
+}
+
+function onPointerCancel() {
+  const d = state.drag;
+  state.drag = null;
+  if (d && d.ghost) d.ghost.remove();
+  render();
+}
+
+// --- new game / continue ---------------------------------------------------------------
+function showNewGame() {
+  const last = state.info && state.info.last_game;
+  const box = $("continue-box");
+  box.hidden = !last;
+  if (last) {
+    const who = last.mode === "computer" ? `you (${last.human}) against ${last.opponent}` : "two players";
+    const res = last.result === "*" ? "in progress" : `finished, ${last.result}`;
+    $("continue-info").textContent = `${who}, ${last.moves} moves, ${res}`;
+  }
+  if (state.info && state.info.load_error) $("newgame-error").textContent = state.info.load_error;
+  $("newgame").hidden = false;
+  $("ng-cancel").hidden = !state.game;
+}
+
+function hideNewGame() { $("newgame").hidden = true; $("newgame-error").textContent = ""; }
+
+async function startGame(ev) {
+  ev.preventDefault();
+  const mode = document.querySelector('input[name="mode"]:checked').value;
+  const body = { mode };
+  if (mode === "computer") {
+    const sel = $("ng-opponent").value;
+    body.opponent = sel === "custom" ? $("ng-spec").value.trim() : sel;
+    body.human = document.querySelector('input[name="side"]:checked').value;
+    body.pace = $("ng-pace").value;
+  }
+  $("ng-start").disabled = true;
+  $("newgame-error").textContent = "";
+  try {
+    const v = await api("POST", "games", body);
+    state.replay = null;
+    state.selected = null;
+    state.userFlip = false;
+    hideNewGame();
+    say(mode === "computer" && body.human === "blue" ? "You play Blue; the computer moves first." : "");
+    setGame(v, true);
+    refreshInfo();
+  } catch (e) {
+    $("newgame-error").textContent = e.message;
+  } finally {
+    $("ng-start").disabled = false;
+  }
+}
+
+async function continueLast() {
+  try {
+    const v = await api("GET", "games/last");
+    state.replay = null;
+    state.selected = null;
+    state.userFlip = false;
+    hideNewGame();
+    say("Continuing the last game.");
+    setGame(v, true);
+  } catch (e) {
+    $("newgame-error").textContent = e.message;
+  }
+}
+
+async function refreshInfo() {
+  try { state.info = await api("GET", "info"); } catch (e) { return; }
+  const info = state.info;
+  $("rules-name").textContent = info.rules_name;
+  const table = $("rules-table");
+  table.innerHTML = "";
+  for (const [k, v] of Object.entries(info.rules)) {
+    const tr = document.createElement("tr");
+    const a = document.createElement("td");
+    const b = document.createElement("td");
+    a.textContent = k.replace(/_/g, " ");
+    b.textContent = k === "no_capture_draw" ? (Number(v) ? `${v} plies` : "off") : String(v).replace(/_/g, " ");
+    tr.append(a, b);
+    table.appendChild(tr);
+  }
+  const tr = document.createElement("tr");
+  tr.innerHTML = "<td>ranks</td><td></td>";
+  tr.lastChild.textContent = Object.entries(ANIMALS).map(([, a]) => `${a.name} ${info.ranks[a.index]}`).join(", ");
+  table.appendChild(tr);
+}
+
+// --- replay viewer -------------------------------------------------------------------------
+async function loadRecordFile(file) {
+  const text = await file.text();
+  await openReplay(text, 0);
+}
+
+async function openReplay(text, index) {
+  try {
+    const r = await api("POST", "replay", { jsonl: text, index });
+    state.replay = { jsonl: text, games: r.games, frames: r.frames, index: r.index, ply: 0, record: r.record, ranks: r.ranks };
+    state.selected = null;
+    clearTimeout(state.pollTimer);
+    const sel = $("replay-game");
+    sel.innerHTML = "";
+    r.games.forEach((g) => {
+      const o = document.createElement("option");
+      o.value = String(g.index);
+      o.textContent = `#${g.index + 1}: ${g.red || "?"} vs ${g.blue || "?"}, ${g.result}, ${g.moves} moves`;
+      sel.appendChild(o);
+    });
+    sel.value = String(r.index);
+    sel.hidden = r.count < 2;
+    say(`Loaded game ${r.index + 1} of ${r.count}. Step with the arrows.`);
+    render();
+  } catch (e) {
+    say("Cannot load the record: " + e.message, true);
+  }
+}
+
+function stepReplay(to) {
+  const r = state.replay;
+  if (!r) return;
+  r.ply = Math.max(0, Math.min(r.frames.length - 1, to));
+  const f = r.frames[r.ply];
+  if (r.ply > 0 && f.last) playSound(f.last.captured ? "capture" : (f.last.jump ? "jump" : "move"));
+  render();
+}
+
+function closeReplay() {
+  state.replay = null;
+  say("");
+  render();
+  schedulePoll();
+  if (!state.game) showNewGame();
+}
+
+// --- wiring -----------------------------------------------------------------------------
+function wire() {
+  const board = $("board");
+  board.addEventListener("pointerdown", onPointerDown);
+  board.addEventListener("pointermove", onPointerMove);
+  board.addEventListener("pointerup", onPointerUp);
+  board.addEventListener("pointercancel", onPointerCancel);
+  $("btn-new").addEventListener("click", showNewGame);
+  $("banner-new").addEventListener("click", showNewGame);
+  $("banner-close").addEventListener("click", () => { state.bannerClosed = true; render(); });
+  $("btn-undo").addEventListener("click", undo);
+  $("btn-hint").addEventListener("click", hint);
+  $("btn-resign").addEventListener("click", resign);
+  $("btn-flip").addEventListener("click", () => { state.userFlip = !state.userFlip; render(); });
+  $("confirm-yes").addEventListener("click", confirmResign);
+  $("confirm-no").addEventListener("click", () => { $("confirm").hidden = true; });
+  $("newgame-form").addEventListener("submit", startGame);
+  $("ng-cancel").addEventListener("click", hideNewGame);
+  $("btn-continue").addEventListener("click", continueLast);
+  $("ng-opponent").addEventListener("change", () => { $("ng-spec").hidden = $("ng-opponent").value !== "custom"; });
+  document.querySelectorAll('input[name="mode"]').forEach((r) => r.addEventListener("change", () => {
+    $("computer-options").disabled = document.querySelector('input[name="mode"]:checked').value !== "computer";
+  }));
+  $("opt-hints").checked = prefs.hints;
+  $("opt-sound").checked = prefs.sound;
+  $("opt-hints").addEventListener("change", () => { prefs.hints = $("opt-hints").checked; savePrefs(); render(); });
+  $("opt-sound").addEventListener("change", () => { prefs.sound = $("opt-sound").checked; savePrefs(); if (prefs.sound) audio(); });
+  $("opt-pace").addEventListener("change", async () => {
+    const v = await act("settings", { pace: $("opt-pace").value });
+    if (v) { say(`Pace: ${v.pace}.`); setGame(v, true); }
+  });
+  $("record-file").addEventListener("change", (ev) => {
+    const f = ev.target.files && ev.target.files[0];
+    if (f) loadRecordFile(f);
+    ev.target.value = "";
+  });
+  $("replay-game").addEventListener("change", () => openReplay(state.replay.jsonl, Number($("replay-game").value)));
+  $("rp-first").addEventListener("click", () => stepReplay(0));
+  $("rp-prev").addEventListener("click", () => stepReplay(state.replay.ply - 1));
+  $("rp-next").addEventListener("click", () => stepReplay(state.replay.ply + 1));
+  $("rp-last").addEventListener("click", () => stepReplay(state.replay.frames.length - 1));
+  $("rp-close").addEventListener("click", closeReplay);
+  document.addEventListener("keydown", (ev) => {
+    if (ev.target && (ev.target.tagName === "INPUT" || ev.target.tagName === "SELECT") && ev.key !== "Escape") return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const modal = !$("newgame").hidden || !$("confirm").hidden;
+    if (ev.key === "Escape") {
+      if (!$("confirm").hidden) { $("confirm").hidden = true; return; }
+      if (!$("newgame").hidden && state.game) { hideNewGame(); return; }
+      state.selected = null;
+      say("");
+      render();
+      return;
+    }
+    if (modal) return;
+    const k = ev.key.toLowerCase();
+    if (state.replay) {
+      if (ev.key === "ArrowLeft") stepReplay(state.replay.ply - 1);
+      else if (ev.key === "ArrowRight") stepReplay(state.replay.ply + 1);
+      else if (ev.key === "Home") stepReplay(0);
+      else if (ev.key === "End") stepReplay(state.replay.frames.length - 1);
+      return;
+    }
+    if (k === "z" || k === "u") { ev.preventDefault(); undo(); }
+    else if (k === "h") { ev.preventDefault(); hint(); }
+  });
+}
+
+async function main() {
+  state.emoji = hasColourEmoji();
+  wire();
+  buildBoard();
+  await refreshInfo();
+  if (state.info && state.info.default_opponent) {
+    const opp = state.info.default_opponent;
+    if (["beginner", "normal", "expert"].includes(opp)) $("ng-opponent").value = opp;
+    else { $("ng-opponent").value = "custom"; $("ng-spec").value = opp; $("ng-spec").hidden = false; }
+    $("ng-pace").value = state.info.default_pace;
+  }
+  $("status").textContent = "Start a new game or continue the last one.";
+  render();
+  showNewGame();
+}
+
+main();

@@ -1,0 +1,92 @@
+"""Play Jungle against any player, in the browser or in the terminal.
+
+    python play.py                              # opens the play page on http://127.0.0.1:8765/
+    python play.py --port 0 --no-browser        # any free port; prints the URL
+    python play.py --terminal --opponent normal --side blue
+    python play.py --rules default --rule rank_order=dog_over_wolf
+
+The page's server uses only the standard library and listens on 127.0.0.1;
+the game in progress is saved in --state-dir so "continue last game" works
+after a restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import webbrowser
+from typing import Optional, Sequence
+
+from envs.rules import RuleSetError
+
+from agents.playgame import PACES, PlayError, PlayGame
+from agents.playserver import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server, resolve_rules
+from agents.playterm import run_terminal
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Play Jungle (Dou Shou Qi) against the computer or a friend.")
+    p.add_argument("--terminal", action="store_true", help="play in the terminal instead of the browser")
+    p.add_argument("--rules", default="default", metavar="NAME", help="rule set configs/rules/NAME.yaml (default: default)")
+    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one rule, e.g. --rule no_capture_draw=200 (repeatable)")
+    p.add_argument("--opponent", default="beginner",
+                   help="beginner, normal, expert, a checkpoint path or a player spec (default: beginner)")
+    p.add_argument("--side", default="red", choices=("red", "blue"), help="terminal: your side (Red moves first)")
+    p.add_argument("--two-players", action="store_true", help="terminal: two people at one keyboard")
+    p.add_argument("--pace", default=None, choices=tuple(PACES),
+                   help="how long the computer takes (default: quick on the page, instant in the terminal)")
+    p.add_argument("--seed", type=int, default=None, help="terminal: seed for the computer player")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"page: port on 127.0.0.1 (0 = any free one; default {DEFAULT_PORT})")
+    p.add_argument("--no-browser", action="store_true", help="page: do not open a browser")
+    p.add_argument("--state-dir", default=str(DEFAULT_STATE_DIR), help="page: where the game in progress is saved")
+    p.add_argument("--verbose", action="store_true", help="page: log every request")
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        rules = resolve_rules(args.rules, args.rule)
+    except (RuleSetError, OSError) as e:
+        print(f"play.py: {e}", file=sys.stderr)
+        return 2
+
+    if args.terminal:
+        try:
+            game = PlayGame.new(mode="two_players" if args.two_players else "computer", human=args.side,
+                                opponent=args.opponent, pace=args.pace or "instant", rules=rules,
+                                rules_name=args.rules, seed=args.seed)
+        except PlayError as e:
+            print(f"play.py: {e}", file=sys.stderr)
+            return 2
+        return run_terminal(game)
+
+    try:
+        server = make_server(port=args.port, state_dir=args.state_dir, rules=rules, rules_name=args.rules,
+                             default_opponent=args.opponent, default_pace=args.pace or "quick", verbose=args.verbose)
+    except OSError as e:
+        print(f"play.py: cannot listen on 127.0.0.1:{args.port}: {e} (try --port 0)", file=sys.stderr)
+        return 2
+    print(f"Jungle play page: {server.url}  (Ctrl-C to stop; games saved in {args.state_dir})", flush=True)
+    if not args.no_browser:
+        threading.Thread(target=_open_browser, args=(server.url,), daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nStopped.")
+    finally:
+        server.server_close()
+    return 0
+
+
+def _open_browser(url: str) -> None:
+    try:
+        webbrowser.open(url)
+    except Exception:  # noqa: BLE001 - no browser is fine: the URL is printed
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

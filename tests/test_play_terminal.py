@@ -1,0 +1,56 @@
+"""`python play.py --terminal` driven through its stdin in a subprocess (no tty)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_play(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "play.py"), "--terminal", *args], input=stdin,
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_terminal_game_against_the_computer() -> None:
+    script = "\n".join(["help", "a3a4", "a3a5", "c3d4", "hello", "hint", "undo", "undo", "resign", "a4a5", "quit"])
+    p = run_play(script + "\n", "--opponent", "random", "--seed", "5")
+    out = p.stdout
+    assert p.returncode == 0, p.stderr
+    assert "Commands:" in out and "a3a4" in out
+    assert out.count("The computer plays") == 1
+    assert "Refused: illegal move a3a5: there is no piece on a3" in out
+    assert "Refused: illegal move c3d4: pieces move one square up, down, left or right, never diagonally" in out
+    assert "Unknown command 'hello'" in out
+    assert "Hint: " in out and "(2 left)" in out
+    assert "Took back 2 plies." in out and "Refused: there is no move to undo" in out
+    assert "Game over: 0-1, Red resigned" in out
+    assert "Refused: the game is over" in out
+    assert out.rstrip().endswith("Bye.")
+    # The board is drawn with coordinates, Red at the bottom.
+    lines = out.splitlines()
+    assert any(line.startswith("1  T") for line in lines) and any(line.startswith("9  l") for line in lines)
+
+
+def test_terminal_two_players_until_end_of_input() -> None:
+    p = run_play("a3a4\na7a6\nundo\nboard\n", "--two-players")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "Blue to move." in out and "Took back 1 ply." in out
+    assert "The computer" not in out
+    assert out.rstrip().endswith("End of input; bye.")
+
+
+def test_terminal_playing_blue_and_bad_options() -> None:
+    p = run_play("quit\n", "--opponent", "random", "--side", "blue")
+    assert p.returncode == 0 and "The computer plays" in p.stdout and "Your move (Blue)" in p.stdout
+    # Blue sits at the bottom when the person plays Blue.
+    lines = p.stdout.splitlines()
+    assert "   g  f  e  d  c  b  a" in lines
+    assert lines[lines.index("   g  f  e  d  c  b  a") - 9].startswith("1  L")
+    bad = run_play("", "--opponent", "nosuchplayer")
+    assert bad.returncode == 2 and "unknown player kind 'nosuchplayer'" in bad.stderr
+    bad = run_play("", "--rule", "rank_order=sideways")
+    assert bad.returncode == 2 and "rank_order" in bad.stderr
