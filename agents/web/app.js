@@ -310,13 +310,23 @@ function renderMoves() {
   const list = $("movelist");
   const moves = state.replay ? state.replay.record.moves : (state.game ? state.game.moves : []);
   const upto = state.replay ? state.replay.ply : moves.length;
+  const start = state.replay ? state.replay.record.start : (state.game ? state.game.start : "");
+  const blueFirst = / b /.test(start);
   list.innerHTML = "";
+  let li = null;
   moves.forEach((mv, i) => {
-    const li = document.createElement("li");
-    li.textContent = mv;
-    if (i === upto - 1) li.className = "current";
-    if (state.replay) li.addEventListener("click", () => { state.replay.ply = i + 1; render(); });
-    list.appendChild(li);
+    const byRed = (i % 2 === 0) !== blueFirst;
+    if (!li || byRed) {
+      li = document.createElement("li");
+      list.appendChild(li);
+      if (!byRed) li.appendChild(document.createElement("span")).textContent = "…";
+    }
+    const span = document.createElement("span");
+    span.className = "mv";
+    span.textContent = mv;
+    if (i === upto - 1) span.classList.add("current");
+    if (state.replay) span.addEventListener("click", () => { state.replay.ply = i + 1; render(); });
+    li.appendChild(span);
   });
   const cur = list.querySelector(".current");
   if (cur) cur.scrollIntoView({ block: "nearest" });
