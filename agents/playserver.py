@@ -34,18 +34,17 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable, Optional
 from urllib.parse import urlsplit
 
 from envs.board import Board, Move
-from envs.rules import RuleSet, RuleSetError
+from envs.rules import RuleSet, RuleSetError, load_rules
 
 from agents.io import atomic_write_json
 from agents.playgame import HINTS_PER_GAME, LEVELS, MODES, PACES, PlayError, PlayGame, UnknownGameError, replay_frames
 from agents.records import GameRecord, RecordError
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
 DEFAULT_PORT = 8765
 DEFAULT_STATE_DIR = Path("~/.jungle-zero")
 SAVE_NAME = "last_game.json"
@@ -53,24 +52,8 @@ MAX_BODY = 32 * 1024 * 1024  # a replay upload may be a whole tournament's JSONL
 
 
 def resolve_rules(name: str = "default", overrides: Iterable[str] = ()) -> RuleSet:
-    """The rule set `configs/rules/<name>.yaml` with `key=value` overrides (RuleSetError if unknown)."""
-    import envs.rules as rules_module
-
-    loader: Optional[Callable[[str], RuleSet]] = getattr(rules_module, "load_rules", None)
-    if loader is not None:
-        base = loader(name)
-    else:
-        path = CONFIG_DIR / f"{name}.yaml"
-        if path.is_file():
-            import yaml  # comes with hydra-core
-
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            base = RuleSet.from_dict({k: v for k, v in data.items() if not str(k).startswith("_")})
-        elif name == "default":
-            base = RuleSet()
-        else:
-            raise RuleSetError(f"unknown rule set {name!r}: no file {path}")
-    return base.with_overrides(list(overrides))
+    """The rule set `configs/rules/<name>.yaml` (or a yaml path) with `key=value` overrides; RuleSetError if unknown."""
+    return load_rules(name).with_overrides(list(overrides))
 
 
 class GameStore:
