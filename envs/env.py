@@ -58,7 +58,8 @@ class LegalActionSpace(spaces.Discrete):
 
     With no mask it samples among the legal actions of its environment's
     current position, so `env.action_space.sample()` is a legal action, as
-    random agents and Gymnasium's env checker expect; an explicit `mask` or
+    random agents and Gymnasium's env checker expect (once the episode is
+    over it samples uniformly, and `step` refuses anyway); an explicit `mask` or
     `probability` behaves exactly as in `Discrete`. It equals `Discrete(252)`
     and pickles as one (the link to the environment is not pickled)."""
 
@@ -192,8 +193,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             `Player` (has ``select_move(board)``) or a callable ``Board -> Move``.
         agent_side: ``"red"``, ``"blue"`` or ``"random"`` (drawn at each reset);
             only with an opponent.
-        max_plies: truncate after this many plies from the start position;
-            None never truncates.
+        max_plies: truncate once this many plies (both sides' moves, the
+            opponent's opening move included) have been played from the start
+            position; None never truncates.
         start_jfen: the position episodes start from (default the start position).
         render_mode: None, ``"ansi"`` or ``"rgb_array"``.
         illegal_action: ``"raise"`` (IllegalActionError) or ``"lose"`` (the
@@ -203,9 +205,11 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         self.flags = self.rules.flags()
         self.start_jfen = start_jfen if start_jfen is not None else Board().jfen()
         Board.from_jfen(self.start_jfen, rules=self.rules)  # fail early on a bad JFEN
-        if max_plies is not None and (isinstance(max_plies, bool) or operator.index(max_plies) < 1):
+        if max_plies is not None and (
+            isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1
+        ):
             raise ValueError(f"max_plies must be a positive integer or None, got {max_plies!r}")
-        self.max_plies = None if max_plies is None else operator.index(max_plies)
+        self.max_plies = None if max_plies is None else int(max_plies)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}")
         self.render_mode = render_mode

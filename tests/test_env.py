@@ -110,8 +110,9 @@ def test_rules_by_name_dict_and_errors() -> None:
         JungleEnv(agent_side="blue")  # self-play has no agent side
     with pytest.raises(ValueError, match="purple"):
         JungleEnv(opponent="random", agent_side="purple")
-    with pytest.raises(ValueError, match="max_plies"):
-        JungleEnv(max_plies=0)
+    for bad in (0, 2.5, "10", True):
+        with pytest.raises(ValueError, match="max_plies"):
+            JungleEnv(max_plies=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="xyz"):
         JungleEnv(start_jfen="xyz")
     with pytest.raises(ValueError, match="nope"):
