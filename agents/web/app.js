@@ -683,7 +683,9 @@ function wire() {
   $("rp-last").addEventListener("click", () => stepReplay(state.replay.frames.length - 1));
   $("rp-close").addEventListener("click", closeReplay);
   document.addEventListener("keydown", (ev) => {
-    if (ev.target && (ev.target.tagName === "INPUT" || ev.target.tagName === "SELECT") && ev.key !== "Escape") return;
+    const t = ev.target;
+    const typing = t && ((t.tagName === "INPUT" && t.type === "text") || t.tagName === "SELECT" || t.tagName === "TEXTAREA");
+    if (typing && ev.key !== "Escape") return;
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const modal = !$("newgame").hidden || !$("confirm").hidden;
     if (ev.key === "Escape") {
