@@ -317,29 +317,66 @@ def select_puct(tree: Tree, b: int, node: int, params: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def select_gumbel_interior(tree: Tree, b: int, node: int, params: np.ndarray, sigma: np.ndarray) -> int:
-    """Deterministic Gumbel selection: argmax over children of pi'(a) - N(a) / (1 + sum N)."""
+def select_gumbel_interior(tree: Tree, b: int, node: int, params: np.ndarray) -> int:
+    """Deterministic Gumbel selection: argmax over children of pi'(a) - N(a) / (1 + sum N), with
+    pi' = softmax(log prior + sigma(completed Q)).
+
+    All unvisited children share the completed Q v_mix and N = 0, so among
+    them only the largest prior can win: one exp for them all."""
     fc = tree.first_child[b, node]
     n = tree.num_children[b, node]
-    completed_sigma(tree, b, node, params, sigma)
     sum_n = 0
-    top = -1e30
+    max_n = 0
+    sum_p = 0.0
+    sum_pq = 0.0
+    best_unvisited = -1
+    best_unvisited_p = -1.0
+    unvisited_p = 0.0
+    top_q = -2.0
     for j in range(n):
-        sum_n += tree.visits[b, fc + j]
-        sigma[j] += math.log(max(tree.prior[b, fc + j], 1e-30))
-        if sigma[j] > top:
-            top = sigma[j]
-    z = 0.0
+        c = fc + j
+        v = tree.visits[b, c]
+        p = tree.prior[b, c]
+        if v > 0:
+            q = child_q(tree, b, c)
+            sum_n += v
+            if v > max_n:
+                max_n = v
+            sum_p += max(p, 1e-30)
+            sum_pq += max(p, 1e-30) * q
+            if q > top_q:
+                top_q = q
+        else:
+            unvisited_p += p
+            if p > best_unvisited_p:
+                best_unvisited_p = p
+                best_unvisited = c
+    v_mix = tree.raw_value[b, node]
+    if sum_n > 0:
+        v_mix = (v_mix + sum_n * (sum_pq / sum_p)) / (1.0 + sum_n)
+    if best_unvisited >= 0 and v_mix > top_q:
+        top_q = v_mix
+    scale = (params[P_C_VISIT] + max_n) * params[P_C_SCALE] * 0.5
+    # pi'(a) = prior(a) * exp(scale * (q(a) - top_q)) / z
+    e_unvisited = math.exp(scale * (v_mix - top_q))
+    z = unvisited_p * e_unvisited
     for j in range(n):
-        sigma[j] = math.exp(sigma[j] - top)
-        z += sigma[j]
-    best = fc
+        c = fc + j
+        if tree.visits[b, c] > 0:
+            z += tree.prior[b, c] * math.exp(scale * (child_q(tree, b, c) - top_q))
+    best = best_unvisited
     best_score = -1e30
+    if best_unvisited >= 0:
+        best_score = best_unvisited_p * e_unvisited / z
+    inv = 1.0 / (1.0 + sum_n)
     for j in range(n):
-        score = sigma[j] / z - tree.visits[b, fc + j] / (1.0 + sum_n)
-        if score > best_score:
-            best_score = score
-            best = fc + j
+        c = fc + j
+        v = tree.visits[b, c]
+        if v > 0:
+            score = tree.prior[b, c] * math.exp(scale * (child_q(tree, b, c) - top_q)) / z - v * inv
+            if score > best_score:
+                best_score = score
+                best = c
     return best
 
 
@@ -398,7 +435,7 @@ def select_leaf(
             if node == ROOT:
                 node = select_gumbel_root(tree, b, params, table, gumbel, base_visits, sim, sigma)
             else:
-                node = select_gumbel_interior(tree, b, node, params, sigma)
+                node = select_gumbel_interior(tree, b, node, params)
         else:
             node = select_puct(tree, b, node, params)
         K.make_move(st, hist, hashes, tree.move[b, node])

@@ -1,0 +1,95 @@
+"""Speed of the batched tree search and of self-play (prints figures; not a test).
+
+    python bench/bench_mcts.py                  # search alone + self-play, uniform evaluator
+    python bench/bench_mcts.py --quick          # a few seconds
+    python bench/bench_mcts.py --net            # also self-play with the default network on this CPU
+
+"Search alone" runs the whole search (selection, the rules kernels for
+expansion and terminal checks, backup) with the uniform evaluator, whose path
+never leaves numba: simulations per second on one core. Positions are those of
+a few random plies from the start, so that trees differ between games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from envs import RuleSet  # noqa: E402
+from agents.gamebatch import GameBatch  # noqa: E402
+from agents.mcts import BatchedMCTS, MCTSConfig, uniform_evaluator  # noqa: E402
+from agents.selfplay import play_games  # noqa: E402
+
+
+def random_openings(games: GameBatch, plies: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for i in range(games.n):
+        for _ in range(int(rng.integers(0, plies + 1))):
+            legal = np.flatnonzero(games.masks(i)[0])
+            if games.done[i] or len(legal) == 0:
+                break
+            games.play(i, int(rng.choice(legal)))
+
+
+def bench_search(algorithm: str, n_games: int, sims: int, repeats: int) -> float:
+    flags = RuleSet().flags()
+    games = GameBatch(n_games, flags)
+    random_openings(games, 10, seed=1)
+    cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False)
+    mcts = BatchedMCTS(uniform_evaluator, cfg, flags, seed=0)
+    mcts.search(games, num_simulations=2)  # compile / load the numba cache
+    t = time.perf_counter()
+    for _ in range(repeats):
+        mcts.search(games)
+    dt = time.perf_counter() - t
+    total = repeats * int((~games.done).sum()) * sims
+    rate = total / dt
+    print(f"search alone  {algorithm:6s} {n_games:4d} games x {sims:4d} sims x {repeats} searches: "
+          f"{rate / 1e3:8.1f} k simulations/s (one core)")
+    return rate
+
+
+def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluator=uniform_evaluator,
+                   label: str = "uniform") -> float:
+    cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims)
+    play_games(evaluator, num_games=2, parallel=2, mcts=MCTSConfig(algorithm=algorithm, num_simulations=2),
+               rules=RuleSet(), seed=0, max_plies=20)
+    data = play_games(evaluator, num_games=games, parallel=parallel, mcts=cfg, rules=RuleSet(), seed=0,
+                      max_plies=400)
+    s = data.stats
+    print(f"self-play     {algorithm:6s} {label:8s} {parallel:4d} parallel, {sims:3d} sims: "
+          f"{s['positions_per_s']:9.1f} positions/s, {s['simulations_per_s'] / 1e3:7.1f} k sims/s, "
+          f"{s['games']} games, mean length {s['mean_length']:.0f} plies, {s['seconds']:.1f} s")
+    return float(s["positions_per_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller runs")
+    ap.add_argument("--net", action="store_true", help="also self-play with the default network (CPU)")
+    args = ap.parse_args()
+    q = args.quick
+    for algorithm in ("puct", "gumbel"):
+        bench_search(algorithm, 64, 64 if q else 200, 1 if q else 3)
+    for algorithm in ("puct", "gumbel"):
+        bench_selfplay(algorithm, 32, 32, 16 if q else 64)
+    if args.net:
+        import torch
+
+        from agents.network import NetworkConfig, build_network, make_evaluator
+
+        torch.set_num_threads(1)
+        model = build_network(NetworkConfig()).eval()
+        ev = make_evaluator(model, "cpu")
+        for algorithm in ("gumbel",):
+            bench_selfplay(algorithm, 64, 32, 8 if q else 32, evaluator=ev, label="net")
+
+
+if __name__ == "__main__":
+    main()
