@@ -6,7 +6,8 @@
 
 "Search alone" runs the whole search (selection, the rules kernels for
 expansion and terminal checks, backup) with the uniform evaluator, whose path
-never leaves numba: simulations per second on one core. Positions are those of
+never leaves numba: simulations per CPU second of the (single-threaded)
+process, i.e. per core, robust to other load on the machine. Positions are those of
 a few random plies from the start, so that trees differ between games.
 """
 
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import RuleSet  # noqa: E402
 from agents.gamebatch import GameBatch  # noqa: E402
-from agents.mcts import BatchedMCTS, MCTSConfig, uniform_evaluator  # noqa: E402
+from agents.mcts import BatchedMCTS, Evaluator, MCTSConfig, uniform_evaluator  # noqa: E402
 from agents.selfplay import play_games  # noqa: E402
 
 
@@ -44,29 +45,32 @@ def bench_search(algorithm: str, n_games: int, sims: int, repeats: int) -> float
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False)
     mcts = BatchedMCTS(uniform_evaluator, cfg, flags, seed=0)
     mcts.search(games, num_simulations=2)  # compile / load the numba cache
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for _ in range(repeats):
         mcts.search(games)
-    dt = time.perf_counter() - t
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
     total = repeats * int((~games.done).sum()) * sims
-    rate = total / dt
+    rate = total / cpu
     print(f"search alone  {algorithm:6s} {n_games:4d} games x {sims:4d} sims x {repeats} searches: "
-          f"{rate / 1e3:8.1f} k simulations/s (one core)")
+          f"{rate / 1e3:8.1f} k simulations per CPU second ({total / wall / 1e3:.1f} k/s wall)")
     return rate
 
 
-def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluator=uniform_evaluator,
-                   label: str = "uniform") -> float:
+def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluator: Evaluator = uniform_evaluator,
+                   label: str = "uniform", max_plies: int = 400) -> float:
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims)
     play_games(evaluator, num_games=2, parallel=2, mcts=MCTSConfig(algorithm=algorithm, num_simulations=2),
                rules=RuleSet(), seed=0, max_plies=20)
+    c = time.process_time()
     data = play_games(evaluator, num_games=games, parallel=parallel, mcts=cfg, rules=RuleSet(), seed=0,
-                      max_plies=400)
+                      max_plies=max_plies)
+    cpu = time.process_time() - c
     s = data.stats
     print(f"self-play     {algorithm:6s} {label:8s} {parallel:4d} parallel, {sims:3d} sims: "
-          f"{s['positions_per_s']:9.1f} positions/s, {s['simulations_per_s'] / 1e3:7.1f} k sims/s, "
-          f"{s['games']} games, mean length {s['mean_length']:.0f} plies, {s['seconds']:.1f} s")
-    return float(s["positions_per_s"])
+          f"{s['positions'] / cpu:9.1f} positions per CPU second ({s['positions_per_s']:.1f}/s wall), "
+          f"{s['simulations'] / cpu / 1e3:7.1f} k sims per CPU second, {s['games']} games, "
+          f"mean length {s['mean_length']:.0f} plies")
+    return float(s["positions"] / cpu)
 
 
 def main() -> None:
@@ -84,11 +88,11 @@ def main() -> None:
 
         from agents.network import NetworkConfig, build_network, make_evaluator
 
-        torch.set_num_threads(1)
+        torch.set_num_threads(1)  # per core, like the search figures
         model = build_network(NetworkConfig()).eval()
         ev = make_evaluator(model, "cpu")
-        for algorithm in ("gumbel",):
-            bench_selfplay(algorithm, 64, 32, 8 if q else 32, evaluator=ev, label="net")
+        # Short games (cut at 40 plies): the rate is the network's, the length does not matter.
+        bench_selfplay("gumbel", 64, 32, 64, evaluator=ev, label="net", max_plies=10 if q else 40)
 
 
 if __name__ == "__main__":
