@@ -58,7 +58,7 @@ def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> P
     Raises CheckpointError naming what was looked for when nothing exists.
     """
     p = Path(spec)
-    candidates = [p, p / LATEST, Path(root) / p / LATEST]
+    candidates = list(dict.fromkeys([p, p / LATEST, Path(root) / p / LATEST]))
     for c in candidates:
         if c.is_file():
             return c

@@ -33,7 +33,7 @@ class LearnerConfigError(ValueError):
     """An unknown optimizer or schedule name, or a bad number."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class LearnerConfig:
     """Optimizer and loss settings (plain values; read from `configs/train/`)."""
 

@@ -34,7 +34,7 @@ class NetworkShapeError(ValueError):
     """A network configuration that cannot be built (names the bad field)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class NetworkConfig:
     """Shape of the residual network; stored in every checkpoint."""
 

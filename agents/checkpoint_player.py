@@ -1,0 +1,107 @@
+"""The player kind ``checkpoint``: a trained network choosing moves with tree search.
+
+    checkpoint:path=checkpoints/my-run/best.pt,sims=200,algorithm=puct,device=cpu
+
+``path`` a checkpoint file, a run directory (its latest.pt) or a run name;
+``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
+``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``.
+The search is deterministic (no exploration noise). A missing or unreadable
+checkpoint, or one trained under other rules than asked for, fails at
+construction with a CheckpointError naming the path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from omegaconf import OmegaConf
+
+from agents.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
+from agents.gamebatch import GameBatch
+from agents.mcts import BatchedMCTS, MCTSConfig
+from agents.network import make_evaluator, resolve_device
+from agents.players import PlayerSpecError, register_player
+from envs import Board, Move, RuleSet
+from envs.encoding import action_to_move, move_to_action
+
+
+class CheckpointPlayer:
+    """Plays the move of a `BatchedMCTS` search (one game) guided by a checkpoint's network."""
+
+    def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
+                 rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "") -> None:
+        file = resolve_checkpoint_path(path)
+        device_t = resolve_device(device)
+        self.model, state = load_model(file, rules=rules, device=device_t)
+        self.rules = rules if rules is not None else rules_of(state)
+        self.path = str(file)
+        self.name = name or "checkpoint"  # make_player names it by its spec
+        mcts = _stored_mcts(state.get("config", ""))
+        if algorithm is not None:
+            mcts = dataclasses.replace(mcts, algorithm=algorithm)
+        self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False)
+        self.evaluator = make_evaluator(self.model, device_t, amp=device_t.type == "cuda")
+        self.search = BatchedMCTS(self.evaluator, self.mcts, self.rules.flags(), seed=0 if seed is None else seed,
+                                  n_games=1)
+        self.last_value = 0.0
+        """The root value of the last search, from the view of the side that was to move."""
+
+    def select_move(self, board: Board) -> Move:
+        games = _as_batch(board)
+        if games.done[0]:
+            raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
+        out = self.search.search(games, add_noise=False)
+        self.last_value = float(out.root_value[0])
+        return Move.from_int(int(action_to_move(games.state[0], int(out.action[0]))))
+
+    def reset(self) -> None:
+        self.search.advance(0, -1)
+
+
+def _stored_mcts(config_yaml: str) -> MCTSConfig:
+    """The search settings of the training run (defaults when the checkpoint holds none)."""
+    if not config_yaml:
+        return MCTSConfig()
+    node = OmegaConf.create(config_yaml)
+    if "mcts" not in node:
+        return MCTSConfig()
+    return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
+
+
+def _as_batch(board: Board) -> GameBatch:
+    """A one-game GameBatch holding `board`'s game (its first position and every move, for repetition)."""
+    first = board.copy()
+    while first.move_stack:
+        first.pop()
+    games = GameBatch(1, board.flags, start_jfen=first.jfen(), max_plies=max(64, len(board.move_stack) + 1024))
+    replay = first
+    for move in board.move_stack:
+        games.play(0, int(move_to_action(move.to_int(), int(replay.side_to_move))))
+        replay.push(move)
+    return games
+
+
+def _factory(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
+    known = {"path", "sims", "algorithm", "device"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if "path" not in options:
+        raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory or run name>")
+    try:
+        sims = int(options.get("sims", 100))
+    except ValueError:
+        raise PlayerSpecError(f"player 'checkpoint': sims={options['sims']!r} is not an integer") from None
+    if sims < 1:
+        raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
+    algorithm = options.get("algorithm")
+    if algorithm is not None and algorithm not in ("puct", "gumbel"):
+        raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
+    return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
+                            rules=rules, seed=seed)
+
+
+register_player("checkpoint", _factory)
+
+__all__ = ["CheckpointError", "CheckpointPlayer"]

@@ -1,0 +1,161 @@
+"""Evaluation during training: the network (with a small search) against a ladder of players.
+
+`play_match` plays ``games`` games between two sides at once, colours
+alternating (side A is Red in even games). A side is either a `Searcher`
+(an evaluator driving a `BatchedMCTS` over all games where it is to move,
+one network call per simulation step for all of them) or any `Player`
+(alpha-beta, random, ...) asked game by game. Scores are from side A's
+view: win 1, draw 1/2, loss 0; a game reaching ``max_plies`` counts as a draw.
+
+`elo_difference` turns a score into an Elo difference (logistic model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+from agents.gamebatch import GameBatch
+from agents.mcts import BatchedMCTS, MCTSConfig
+from agents.network import Evaluator
+from agents.players import Player, make_player
+from envs import Board, Move, RuleSet
+from envs import kernels as K
+from envs.encoding import action_to_move, move_to_action
+
+
+@dataclass
+class Searcher:
+    """A network side of a match: its evaluator and the search it runs (greedy, no noise)."""
+
+    evaluator: Evaluator
+    mcts: MCTSConfig
+    simulations: int
+    name: str = "net"
+
+
+Side = Union[Searcher, Player]
+
+
+@dataclass
+class MatchResult:
+    """Counts from side A's view, and the score in [0, 1]."""
+
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    plies: int = 0
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / max(1, self.games)
+
+
+def greedy(config: MCTSConfig) -> MCTSConfig:
+    """The search settings for evaluation: no exploration temperature."""
+    return dataclasses.replace(config, temperature=0.0, temperature_plies=0)
+
+
+def random_openings(n: int, plies: int, rules: RuleSet, rng: np.random.Generator) -> list[str]:
+    """`n` JFENs reached by `plies` random legal moves from the start (games still going on)."""
+    out: list[str] = []
+    while len(out) < n:
+        board = Board(rules=rules)
+        for _ in range(plies):
+            if board.is_game_over():
+                break
+            moves = board.legal_move_ints()
+            board.push(Move.from_int(int(moves[rng.integers(len(moves))])))
+        if not board.is_game_over():
+            out.append(board.jfen())
+    return out
+
+
+def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, max_plies: int = 400,
+               opening_plies: int = 0) -> MatchResult:
+    """Play `games` games of `a` against `b` in lockstep; colours alternate (a is Red in even games).
+
+    With `opening_plies` > 0 each pair of games (2k, 2k+1) starts from the same
+    position after that many random plies, one game with each colour, so two
+    deterministic players still play varied games.
+    """
+    flags = rules.flags()
+    openings = random_openings((games + 1) // 2, opening_plies, rules, np.random.default_rng(seed))
+    starts = [openings[i // 2] for i in range(games)]
+    batch = GameBatch(games, flags, max_plies=max_plies)
+    for i in range(games):
+        batch.reset(i, starts[i])
+    boards = [Board(starts[i], rules=rules) for i in range(games)]
+    a_side = np.array([K.RED if i % 2 == 0 else K.BLUE for i in range(games)])  # a's colour per game
+    searches: dict[int, BatchedMCTS] = {}
+    for k, s in enumerate((a, b)):
+        if isinstance(s, Searcher):
+            searches[k] = BatchedMCTS(s.evaluator, greedy(s.mcts), flags, seed=seed + 7919 * k)
+        else:
+            s.reset()
+    while not batch.done.all():
+        for k, side in enumerate((a, b)):
+            to_move = batch.state[:, K.S_SIDE].astype(np.int64)
+            mine = ~batch.done & ((to_move == a_side) if k == 0 else (to_move != a_side))
+            idx = np.flatnonzero(mine)
+            if len(idx) == 0:
+                continue
+            if isinstance(side, Searcher):
+                out = searches[k].search(batch, active=mine, add_noise=False, num_simulations=side.simulations)
+                actions = {int(i): int(out.action[i]) for i in idx}
+            else:
+                actions = {}
+                for i in idx:
+                    move = side.select_move(boards[i])
+                    actions[int(i)] = int(move_to_action(move.to_int(), int(to_move[i])))
+            for i, action in actions.items():
+                _play(batch, boards, searches, i, action)
+    result = MatchResult()
+    for i in range(games):
+        result.plies += batch.plies(i)
+        _, winner = batch.outcome(i)
+        if batch.truncated[i] or winner == K.DRAW or winner < 0:
+            result.draws += 1
+        elif winner == a_side[i]:
+            result.wins += 1
+        else:
+            result.losses += 1
+    return result
+
+
+def _play(batch: GameBatch, boards: list[Board], searches: dict[int, BatchedMCTS], i: int, action: int) -> None:
+    """Play `action` in game `i` everywhere the game is tracked (batch, Board, both search trees)."""
+    move = Move.from_int(int(action_to_move(batch.state[i], action)))
+    batch.play(i, action)
+    boards[i].push(move)
+    for s in searches.values():
+        s.advance(i, action)
+
+
+def play_vs_spec(searcher: Searcher, spec: str, *, games: int, rules: RuleSet, seed: int,
+                 max_plies: int = 400, opening_plies: int = 0) -> MatchResult:
+    """Net against the player built from `spec` (`random`, `alphabeta:depth=2`...), one seeded player per match."""
+    opponent = make_player(spec, rules=rules, seed=seed)
+    return play_match(searcher, opponent, games=games, rules=rules, seed=seed, max_plies=max_plies,
+                      opening_plies=opening_plies)
+
+
+def elo_difference(score: float, games: int) -> float:
+    """Elo difference implied by `score` in [0, 1] over `games` games (clipped at 1/(2 games) from 0 and 1)."""
+    eps = 1.0 / (2 * max(1, games))
+    s = min(max(score, eps), 1.0 - eps)
+    return -400.0 * math.log10(1.0 / s - 1.0)
+
+
+def spec_tag(spec: str) -> str:
+    """A TensorBoard-friendly tag for a player spec: `alphabeta:depth=2` -> `alphabeta_depth2`."""
+    kind, _, rest = spec.partition(":")
+    return kind + ("_" + rest.replace("=", "").replace(",", "_") if rest else "")

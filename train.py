@@ -1,0 +1,376 @@
+"""AlphaZero self-play training for Jungle.
+
+    python train.py                                  # CPU training on the embedded default config
+    python train.py model=medium train=gpu           # a GPU run
+    python train.py name=my-run train.iterations=100 # any field can be overridden
+    python train.py resume=my-run                    # continue a run (a name, a run directory or a .pt file)
+    tensorboard --logdir checkpoints                 # watch
+
+The script reads top to bottom: seed -> build -> loop {self-play -> learn ->
+evaluate -> checkpoint}; the machinery lives in `agents/`. Everything a run
+writes is in ``checkpoints/<name>/``: ``latest.pt`` (resumable), ``best.pt``
+and ``iter_NNNNNN.pt`` (weights), ``config.yaml``, the self-play games
+(``games.jsonl``) and the TensorBoard events.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import hydra
+import numpy as np
+import torch
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf
+from torch.utils.tensorboard import SummaryWriter
+
+from agents.checkpoint import (
+    BEST,
+    LATEST,
+    CheckpointError,
+    check_compatible,
+    load_checkpoint,
+    resolve_checkpoint_path,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from agents.evaluation import Searcher, elo_difference, play_match, play_vs_spec, spec_tag
+from agents.learner import Learner, LearnerConfig
+from agents.mcts import MCTSConfig
+from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+from agents.records import append_jsonl
+from agents.replay import ReplayBuffer
+from agents.selfplay import play_games
+from envs import RuleSet
+
+log = logging.getLogger("train")
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration (the embedded default config; YAML groups in configs/ override parts of it)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class EvalConfig:
+    """How the network is measured during training."""
+
+    every: int = 2
+    """Evaluate every this many iterations (and at the last one); 0 switches evaluation off."""
+    games: int = 20
+    """Games per opponent (colours alternate; pairs share a random opening)."""
+    simulations: int = 16
+    """Search simulations per move of the network in evaluation games (no exploration noise)."""
+    opponents: list[str] = field(default_factory=lambda: ["random", "alphabeta:depth=1", "alphabeta:depth=2"])
+    """The ladder: player specs (see agents/players.py); each gets eval/score_<spec>."""
+    vs_previous: bool = True
+    """Also play the network of the previous evaluation; its score drives the running Elo estimate."""
+    opening_plies: int = 2
+    """Random plies before the players take over, so deterministic players give varied games."""
+    max_plies: int = 300
+    """An evaluation game longer than this is a draw."""
+
+
+@dataclass
+class TrainConfig:
+    """The self-play / learning loop (group `train`)."""
+
+    iterations: int = 40
+    """Iterations of {self-play, learn, evaluate, checkpoint}."""
+    games_per_iteration: int = 64
+    """Self-play games per iteration."""
+    parallel: int = 64
+    """Games played in lockstep (one network call per simulation step covers them all)."""
+    max_plies: int = 300
+    """A self-play game longer than this stops and counts as a draw."""
+    playout_cap_fraction: float = 0.0
+    """Fraction of moves searched cheaply (playout-cap randomisation); those train the value only."""
+    cheap_simulations: int = 4
+    """Simulations of a cheap search."""
+    replay_capacity: int = 60000
+    """Replay buffer size in positions (the newest are kept)."""
+    min_replay: int = 2000
+    """No learning before the buffer holds this many positions."""
+    batch_size: int = 256
+    """Positions per learner step."""
+    train_ratio: float = 4.0
+    """Positions sampled for learning per new self-play position (sets the learner steps per iteration)."""
+    max_steps_per_iteration: int = 400
+    """Upper bound on learner steps per iteration."""
+    mirror: bool = True
+    """Left-right mirror augmentation when sampling (a symmetry of the rules)."""
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    """Optimizer, schedule and loss weights."""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """Evaluation ladder."""
+    checkpoint_every: int = 1
+    """Write latest.pt (and iter_NNNNNN.pt) every this many iterations (and at the last one)."""
+    replay_in_checkpoint_mb: float = 512.0
+    """Save the replay contents in latest.pt when they take at most this many MB; above, only its counters."""
+    write_games: bool = True
+    """Append the self-play games to games.jsonl in the run directory."""
+
+
+@dataclass
+class Config:
+    """Top-level training configuration."""
+
+    defaults: list[Any] = field(default_factory=lambda: [
+        "_self_", {"model": "small"}, {"mcts": "gumbel"}, {"rules": "default"}, {"train": "default"},
+        {"override hydra/job_logging": "stdout"},
+    ])
+    name: str = ""
+    """Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>)."""
+    out_dir: str = "checkpoints"
+    """Parent directory of the run directories."""
+    seed: int = 0
+    """The one seed: python, numpy, torch, self-play games and evaluation all derive from it."""
+    device: str = "auto"
+    """`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`..."""
+    amp: bool = True
+    """Mixed precision (bf16, or fp16 with a grad scaler) on CUDA; ignored on CPU."""
+    compile: bool = False
+    """torch.compile the network (GPU runs; slow to start)."""
+    threads: int = 1
+    """torch CPU threads (0: torch's default). One is fastest for self-play's small batches on a busy CPU."""
+    resume: str = ""
+    """Continue a run: a run name, a run directory or a checkpoint file. Its stored config is used;
+    scalar overrides given on the same command line (e.g. train.iterations=80) are applied on top."""
+    model: NetworkConfig = field(default_factory=NetworkConfig)
+    """Network shape (group `model`)."""
+    mcts: MCTSConfig = field(default_factory=MCTSConfig)
+    """Tree search used by self-play and evaluation (group `mcts`)."""
+    rules: dict[str, Any] = field(default_factory=lambda: RuleSet().to_dict())
+    """Rule set (group `rules`; see envs/rules.py)."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """The loop (group `train`)."""
+    hydra: Any = field(default_factory=lambda: {
+        "run": {"dir": "."}, "output_subdir": None, "job": {"chdir": False},
+    })
+
+
+ConfigStore.instance().store(name="config", node=Config)
+GROUPS = ("model", "mcts", "rules", "train")
+
+
+# --------------------------------------------------------------------------------------------
+@hydra.main(version_base=None, config_path="configs", config_name="config")
+def main(cfg: Config) -> None:
+    # -- configuration: a fresh run, or the stored config of the run being resumed --------------
+    resume_from: Optional[dict[str, Any]] = None
+    if cfg.resume:
+        path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
+        resume_from = load_checkpoint(path)
+        cfg = resumed_config(resume_from["config"], path)
+        log.info("resuming %s at iteration %d", path, resume_from["counters"]["iteration"])
+    if not cfg.name:
+        cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.out_dir) / cfg.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_yaml = OmegaConf.to_yaml(cfg)
+    (run_dir / "config.yaml").write_text(config_yaml)
+    rules = RuleSet.from_dict(OmegaConf.to_container(cfg.rules))  # type: ignore[arg-type]
+    net_cfg = NetworkConfig.from_dict(OmegaConf.to_container(cfg.model))  # type: ignore[arg-type]
+    mcts_cfg = MCTSConfig.from_dict(OmegaConf.to_container(cfg.mcts))  # type: ignore[arg-type]
+    learner_cfg = LearnerConfig(**OmegaConf.to_container(cfg.train.learner))  # type: ignore[arg-type]
+    tc = cfg.train
+
+    # -- seed ----------------------------------------------------------------------------------
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+
+    # -- build ---------------------------------------------------------------------------------
+    device = resolve_device(cfg.device)
+    model = build_network(net_cfg).to(device)
+    learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
+    replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=cfg.seed)
+    counters = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
+    history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
+    previous = build_network(net_cfg).to(device)  # the network of the previous evaluation
+    previous.load_state_dict(model.state_dict())
+    if resume_from is not None:
+        check_compatible(resume_from, cfg.resume, network=net_cfg, rules=rules)
+        model.load_state_dict(resume_from["model"])
+        learner.load_state_dict(resume_from["learner"])
+        replay.load_state_dict(resume_from["replay"])
+        counters.update(resume_from["counters"])
+        history.update(resume_from["extra"]["history"])
+        previous.load_state_dict(resume_from["extra"]["previous_model"])
+        set_rng_state(resume_from["rng"])
+    net = torch.compile(model) if cfg.compile else model
+    evaluator = make_evaluator(net, device, cfg.amp)
+    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if resume_from else None)
+    if resume_from is None:
+        writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
+    log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations",
+             cfg.name, net_cfg, count_parameters(model), device, mcts_cfg.algorithm, mcts_cfg.num_simulations)
+
+    # -- loop -----------------------------------------------------------------------------------
+    start_iteration = counters["iteration"] + 1
+    started = time.time()
+    for it in range(start_iteration, tc.iterations + 1):
+        t0 = time.time()
+
+        # self-play
+        data = play_games(evaluator, num_games=tc.games_per_iteration, parallel=tc.parallel, mcts=mcts_cfg,
+                          rules=rules, seed=derive_seed(cfg.seed, "selfplay", it), max_plies=tc.max_plies,
+                          playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
+                          progress=sys.stderr.isatty(), player_names=(cfg.name, cfg.name))
+        replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
+        if tc.write_games:
+            append_jsonl(run_dir / "games.jsonl", data.records)
+        s = data.stats
+        counters["positions"] += int(s["positions"])
+        counters["games"] += int(s["games"])
+        counters["simulations"] += int(s["simulations"])
+        selfplay_seconds = time.time() - t0
+        log_selfplay(writer, it, s, selfplay_seconds)
+
+        # learn
+        t1 = time.time()
+        metrics: dict[str, list[float]] = {}
+        steps = 0
+        if len(replay) >= tc.min_replay:
+            steps = min(tc.max_steps_per_iteration, max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
+            for _ in range(steps):
+                for k, v in learner.step(replay.sample(tc.batch_size)).items():
+                    metrics.setdefault(k, []).append(v)
+        learn_seconds = time.time() - t1
+        for k, v in metrics.items():
+            writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(v)), it)
+        writer.add_scalar("perf/learner_steps", learner.step_count, it)
+        writer.add_scalar("perf/replay_positions", len(replay), it)
+
+        # evaluate
+        t2 = time.time()
+        scores: dict[str, float] = {}
+        last = it == tc.iterations
+        if tc.eval.every > 0 and (it % tc.eval.every == 0 or last):
+            scores = evaluate(evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it, device, cfg.amp, history)
+            for k, v in scores.items():
+                writer.add_scalar(f"eval/{k}", v, it)
+            previous.load_state_dict(model.state_dict())
+        eval_seconds = time.time() - t2
+
+        # checkpoint
+        t3 = time.time()
+        counters["iteration"] = it
+        counters["seconds"] += time.time() - t0
+        if it % tc.checkpoint_every == 0 or last:
+            state = {
+                "model": model.state_dict(), "network": net_cfg.to_dict(), "rules": rules.to_dict(),
+                "config": config_yaml, "counters": dict(counters, learner_steps=learner.step_count),
+            }
+            save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
+            ladder = scores.get("ladder_score")
+            if ladder is not None and ladder >= history["best_score"]:
+                history["best_score"] = ladder
+                save_checkpoint(run_dir / BEST, dict(state, extra={"scores": scores}))
+            keep_contents = replay.nbytes() <= tc.replay_in_checkpoint_mb * 2**20
+            save_checkpoint(run_dir / LATEST, dict(
+                state, learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
+                rng=rng_state(), extra={"history": dict(history), "previous_model": previous.state_dict()},
+            ))
+        checkpoint_seconds = time.time() - t3
+
+        # progress
+        for k, v in (("selfplay", selfplay_seconds), ("learn", learn_seconds), ("eval", eval_seconds),
+                     ("checkpoint", checkpoint_seconds)):
+            writer.add_scalar(f"perf/seconds_{k}", v, it)
+        writer.flush()
+        elapsed = time.time() - started
+        eta = elapsed / (it - start_iteration + 1) * (tc.iterations - it)
+        log.info(
+            "iter %d/%d | %d games %d positions (%.0f pos/s, %.0f sims/s, len %.0f) | %d steps loss %.3f "
+            "(policy %.3f value %.3f) | %s| %.0fs, ETA %s",
+            it, tc.iterations, s["games"], s["positions"], s["positions"] / max(selfplay_seconds, 1e-9),
+            s["simulations"] / max(selfplay_seconds, 1e-9), s["mean_length"], steps,
+            mean_or_nan(metrics, "loss/total"), mean_or_nan(metrics, "loss/policy"),
+            mean_or_nan(metrics, "loss/value"),
+            "".join(f"{k} {v:.2f} " for k, v in scores.items() if k.startswith("score_")) + (
+                f"elo {scores['elo']:.0f} " if "elo" in scores else ""),
+            time.time() - t0, format_seconds(eta),
+        )
+    writer.close()
+    log.info("done: %s (%s)", run_dir, format_seconds(time.time() - started))
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers (kept here because only this script needs them)
+# --------------------------------------------------------------------------------------------
+def resumed_config(stored_yaml: str, path: Path) -> Any:
+    """The run's stored config, with this command line's scalar overrides (not `resume`) on top."""
+    overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")]
+    groups = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in GROUPS]
+    if groups:
+        raise CheckpointError(f"cannot change the config group(s) {', '.join(groups)} of the run in {str(path)!r} "
+                              "when resuming; start a new run instead")
+    cfg = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(stored_yaml))
+    OmegaConf.set_struct(cfg, True)
+    for o in overrides:
+        key, _, value = o.partition("=")
+        OmegaConf.update(cfg, key, OmegaConf.create({"v": value})["v"] if value else value, merge=True)
+    return cfg
+
+
+def derive_seed(seed: int, purpose: str, iteration: int) -> int:
+    """A seed for one purpose and iteration, derived from the run's one seed (stable across resumes)."""
+    tag = sum(ord(c) * 31**i for i, c in enumerate(purpose)) % 1_000_003
+    return int(np.random.SeedSequence([seed, tag, iteration]).generate_state(1)[0])
+
+
+def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: float) -> None:
+    games = max(1, int(s["games"]))
+    writer.add_scalar("selfplay/games_per_s", s["games"] / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/positions_per_s", s["positions"] / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/simulations_per_s", s["simulations"] / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/game_length", s["mean_length"], it)
+    writer.add_scalar("selfplay/red_wins", s["red_wins"] / games, it)
+    writer.add_scalar("selfplay/blue_wins", s["blue_wins"] / games, it)
+    writer.add_scalar("selfplay/draws", s["draws"] / games, it)
+
+
+def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,
+             seed: int, it: int, device: torch.device, amp: bool, history: dict[str, Any]) -> dict[str, float]:
+    """Scores against the ladder and the previous network; updates the running Elo in `history`."""
+    me = Searcher(evaluator, mcts, ec.simulations)
+    out: dict[str, float] = {}
+    ladder = []
+    for spec in ec.opponents:
+        r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, spec, it),
+                         max_plies=ec.max_plies, opening_plies=ec.opening_plies)
+        out[f"score_{spec_tag(spec)}"] = r.score
+        ladder.append(r.score)
+    if ladder:
+        out["ladder_score"] = float(np.mean(ladder))
+    if ec.vs_previous:
+        prev = Searcher(make_evaluator(previous, device, amp), mcts, ec.simulations, name="previous")
+        r = play_match(me, prev, games=ec.games, rules=rules, seed=derive_seed(seed, "previous", it),
+                       max_plies=ec.max_plies, opening_plies=ec.opening_plies)
+        history["elo"] = float(history["elo"]) + elo_difference(r.score, r.games)
+        out["score_previous"] = r.score
+        out["elo"] = history["elo"]
+    return out
+
+
+def mean_or_nan(metrics: dict[str, list[float]], key: str) -> float:
+    return float(np.mean(metrics[key])) if metrics.get(key) else math.nan
+
+
+def format_seconds(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+if __name__ == "__main__":
+    main()
