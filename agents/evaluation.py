@@ -113,11 +113,11 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
                 actions = {int(i): int(out.action[i]) for i in idx}
             else:
                 actions = {}
-                for i in idx:
-                    move = side.select_move(boards[i])
-                    actions[int(i)] = int(move_to_action(move.to_int(), int(to_move[i])))
-            for i, action in actions.items():
-                _play(batch, boards, searches, i, action)
+                for j in idx.tolist():
+                    move = side.select_move(boards[j])
+                    actions[j] = int(move_to_action(move.to_int(), int(to_move[j])))
+            for g, action in actions.items():
+                _play(batch, boards, searches, g, action)
     result = MatchResult()
     for i in range(games):
         result.plies += batch.plies(i)

@@ -93,3 +93,23 @@ def test_other_shape_or_rules_are_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="another rule set.*rank_order"):
         load_model(path, rules=RuleSet(rank_order="dog_over_wolf"))
     load_model(path, network=TINY, rules=RuleSet())
+
+
+def test_checkpoint_player_plays_legal_moves_and_fails_early(tmp_path: Path) -> None:
+    from agents.players import PlayerSpecError, make_player
+    from envs import Board
+
+    save_checkpoint(tmp_path / "run" / "latest.pt", _state(build_network(TINY)))
+    player = make_player(f"checkpoint:path={tmp_path / 'run'},sims=4", seed=0)
+    assert player.name.startswith("checkpoint:")
+    board = Board()
+    for _ in range(4):
+        move = player.select_move(board)
+        assert board.is_legal(move)
+        board.push(move)
+    with pytest.raises(CheckpointError, match="no checkpoint at"):
+        make_player(f"checkpoint:path={tmp_path / 'missing'}")
+    with pytest.raises(CheckpointError, match="another rule set"):
+        make_player(f"checkpoint:path={tmp_path / 'run'}", rules=RuleSet(repetition="off"))
+    with pytest.raises(PlayerSpecError, match="simz"):
+        make_player(f"checkpoint:path={tmp_path / 'run'},simz=3")
