@@ -33,8 +33,11 @@ A move is an int: ``from << 6 | to``. Directions are absolute:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from envs.rules import (
     F_ENEMY_RAT_BLOCKS,
@@ -126,6 +129,72 @@ def _build_tables() -> tuple[np.ndarray, ...]:
 WATER, TRAP_OWNER, STEP, JUMP, JUMP_OVER, ZOBRIST, ZSIDE_ARR = _build_tables()
 ZSIDE = ZSIDE_ARR[0]
 
+# --- bitboards: bit sq of a uint64 is square sq (63 squares, bit 63 unused) ----------
+KIND_RAT, KIND_WALKER, KIND_JUMPER = 0, 1, 2
+KIND = np.array([0, KIND_RAT, 1, 1, 1, 1, KIND_JUMPER, KIND_JUMPER, 1], dtype=np.int64)
+"""Movement kind per animal: the Rat swims, Tiger and Lion jump, the rest walk on land."""
+
+
+def _build_bitboards() -> tuple[np.ndarray, ...]:
+    def bb(squares: "list[int] | range | np.ndarray") -> int:
+        x = 0
+        for q in squares:
+            x |= 1 << int(q)
+        return x
+
+    bit = np.array([1 << i for i in range(64)], dtype=np.uint64)
+    water = bb(np.flatnonzero(WATER))
+    move_bb = np.zeros((3, N_SQUARES), dtype=np.uint64)
+    jump_over_bb = np.zeros((N_SQUARES, 4), dtype=np.uint64)
+    for sq in range(N_SQUARES):
+        neigh = bb([t for t in STEP[sq] if t >= 0])
+        land = neigh & ~water
+        jumps = bb([t for t in JUMP[sq] if t >= 0])
+        move_bb[KIND_RAT, sq] = neigh
+        move_bb[KIND_WALKER, sq] = land
+        move_bb[KIND_JUMPER, sq] = land | jumps
+        for d in range(4):
+            jump_over_bb[sq, d] = bb([w for w in JUMP_OVER[sq, d] if w >= 0])
+    den_bb = np.array([1 << int(DEN[0]), 1 << int(DEN[1])], dtype=np.uint64)
+    return bit, move_bb, jump_over_bb, den_bb
+
+
+BIT, MOVE_BB, JUMP_OVER_BB, DEN_BB = _build_bitboards()
+HAS_JUMP: np.ndarray = np.asarray((JUMP >= 0).any(axis=1), dtype=np.bool_)
+"""Whether a Lion or Tiger on the square has a river to jump (bool[63])."""
+
+
+if TYPE_CHECKING:  # what the two intrinsics below look like to callers
+
+    def popcount(x: np.uint64) -> int:
+        """Number of set bits of a uint64."""
+
+    def lowest_bit(x: np.uint64) -> int:
+        """Index of the lowest set bit of a non-zero uint64."""
+
+else:
+
+    @intrinsic
+    def popcount(typingctx, x):
+        """Number of set bits of a uint64 (one machine instruction)."""
+        sig = types.int64(types.uint64)
+
+        def codegen(context, builder, signature, args):
+            return builder.ctpop(args[0])
+
+        return sig, codegen
+
+
+    @intrinsic
+    def lowest_bit(typingctx, x):
+        """Index of the lowest set bit of a non-zero uint64."""
+        sig = types.int64(types.uint64)
+
+        def codegen(context, builder, signature, args):
+            return builder.cttz(args[0], context.get_constant(types.boolean, True))
+
+        return sig, codegen
+
 
 # --- move generation ------------------------------------------------------------
 @njit(cache=True, inline="always")
@@ -199,15 +268,6 @@ def is_attacked(st: np.ndarray, flags: np.ndarray, sq: int) -> bool:
     return False
 
 
-@njit(cache=True, inline="always")
-def _add_square(visited: np.ndarray, nv: int, sq: int) -> int:
-    for i in range(nv):
-        if visited[i] == sq:
-            return nv
-    visited[nv] = sq
-    return nv + 1
-
-
 @njit(cache=True)
 def anti_chase_allows(
     st: np.ndarray, hist: np.ndarray, flags: np.ndarray, animal: int, frm: int, to: int
@@ -236,23 +296,17 @@ def anti_chase_allows(
     # 17-5
     if ply - 34 < 0:
         return True
-    visited = np.empty(18, dtype=np.int64)
-    nv = 0
+    visited = np.uint64(0)
     for k in range(1, 18):
         p = ply - 2 * k
         if hist[p, 2] != animal:
             return True
         if TRAP_OWNER[hist[p, 1]] >= 0:
             return True
-        nv = _add_square(visited, nv, hist[p, 1])
+        visited |= BIT[hist[p, 1]]
         if k == 17:
-            nv = _add_square(visited, nv, hist[p, 0])
-    if nv > 5:
-        return True
-    for i in range(nv):
-        if visited[i] == to:
-            return False
-    return True
+            visited |= BIT[hist[p, 0]]
+    return popcount(visited) > 5 or (visited & BIT[to]) == 0
 
 
 @njit(cache=True, inline="always")
@@ -264,51 +318,141 @@ def game_won(st: np.ndarray) -> bool:
     return st[DEN[BLUE]] > 0 or st[DEN[RED]] < 0 or st[S_COUNT + RED] == 0 or st[S_COUNT + BLUE] == 0
 
 
-@njit(cache=True)
-def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
-    """Write the legal moves of the side to move into `out[:n]`; return n.
+@njit(cache=True, inline="always")
+def occupancy(st: np.ndarray, side: int) -> np.uint64:
+    """Bitboard of `side`'s pieces, from the piece list."""
+    occ = np.uint64(0)
+    base = S_PIECES + 8 * side
+    for i in range(8):
+        sq = st[base + i]
+        if sq >= 0:
+            occ |= BIT[sq]
+    return occ
 
-    Order: by animal (Rat first), then direction (N, E, S, W). `out` needs
-    room for MAX_MOVES."""
-    if game_won(st):
-        return 0
+
+@njit(cache=True, inline="always")
+def jump_blockers(st: np.ndarray, flags: np.ndarray, side: int) -> np.uint64:
+    """Bitboard of the rats that block `side`'s jumps (only those in water can be flown over)."""
+    blockers = np.uint64(0)
+    enemy_rat = st[S_PIECES + 8 * (1 - side)]
+    if enemy_rat >= 0:
+        blockers |= BIT[enemy_rat]
+    if flags[F_ENEMY_RAT_BLOCKS] == 0:
+        own_rat = st[S_PIECES + 8 * side]
+        if own_rat >= 0:
+            blockers |= BIT[own_rat]
+    return blockers
+
+
+@njit(cache=True, inline="always")
+def piece_targets(
+    st: np.ndarray,
+    flags: np.ndarray,
+    side: int,
+    animal: int,
+    frm: int,
+    own: np.uint64,
+    enemy: np.uint64,
+    blockers: np.uint64,
+) -> np.uint64:
+    """Bitboard of the squares `side`'s `animal` on `frm` may move to by rules 1-7.
+
+    `own` is the mover's occupancy with its own den added, `enemy` the
+    enemy's occupancy, `blockers` from `jump_blockers`. The anti-chase rules
+    are not applied here (they need the history)."""
+    kind = KIND[animal]
+    cand = MOVE_BB[kind, frm] & ~own
+    if kind == KIND_JUMPER and HAS_JUMP[frm] and blockers != 0:
+        for d in range(4):
+            t = JUMP[frm, d]
+            if t >= 0 and (JUMP_OVER_BB[frm, d] & blockers) != 0:
+                cand &= ~BIT[t]
+    victims = cand & enemy
+    while victims != 0:
+        q = lowest_bit(victims)
+        victims &= victims - np.uint64(1)
+        if not can_capture(st, flags, side, animal, frm, abs(st[q]), q):
+            cand &= ~BIT[q]
+    return cand
+
+
+@njit(cache=True, inline="always")
+def move_target(animal: int, frm: int, d: int) -> int:
+    """Where a move of `animal` from `frm` in direction `d` would land (ignoring the position), or -1."""
+    t = STEP[frm, d]
+    if t >= 0 and WATER[t] and animal != RAT:
+        t = JUMP[frm, d]
+    return t
+
+
+@njit(cache=True)
+def _generate(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
+    """`generate_moves` without the game-over test (the caller knows the game goes on)."""
     side = st[S_SIDE]
-    n = 0
+    own = occupancy(st, side) | DEN_BB[side]
+    enemy = occupancy(st, 1 - side)
+    blockers = jump_blockers(st, flags, side)
     chase = flags[F_ANTI_CHASE] != 0
+    n = 0
+    base = S_PIECES + 8 * side
     for a in range(1, 9):
-        frm = st[S_PIECES + 8 * side + a - 1]
+        frm = st[base + a - 1]
         if frm < 0:
             continue
-        for d in range(4):
-            to = target(st, flags, side, a, frm, d)
-            if to < 0:
+        cand = piece_targets(st, flags, side, a, frm, own, enemy, blockers)
+        while cand != 0:
+            t = lowest_bit(cand)
+            cand &= cand - np.uint64(1)
+            if chase and not anti_chase_allows(st, hist, flags, a, frm, t):
                 continue
-            if chase and not anti_chase_allows(st, hist, flags, a, frm, to):
-                continue
-            out[n] = (frm << 6) | to
+            out[n] = (frm << 6) | t
             n += 1
     return n
 
 
 @njit(cache=True)
-def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
-    """Number of legal moves of the side to move (no buffer)."""
-    if game_won(st):
-        return 0
+def _count(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
+    """`count_moves` without the game-over test."""
     side = st[S_SIDE]
-    n = 0
+    own = occupancy(st, side) | DEN_BB[side]
+    enemy = occupancy(st, 1 - side)
+    blockers = jump_blockers(st, flags, side)
     chase = flags[F_ANTI_CHASE] != 0
+    n = 0
+    base = S_PIECES + 8 * side
     for a in range(1, 9):
-        frm = st[S_PIECES + 8 * side + a - 1]
+        frm = st[base + a - 1]
         if frm < 0:
             continue
-        for d in range(4):
-            to = target(st, flags, side, a, frm, d)
-            if to >= 0:
-                if chase and not anti_chase_allows(st, hist, flags, a, frm, to):
-                    continue
+        cand = piece_targets(st, flags, side, a, frm, own, enemy, blockers)
+        if not chase:
+            n += popcount(cand)
+            continue
+        while cand != 0:
+            t = lowest_bit(cand)
+            cand &= cand - np.uint64(1)
+            if anti_chase_allows(st, hist, flags, a, frm, t):
                 n += 1
     return n
+
+
+@njit(cache=True)
+def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
+    """Write the legal moves of the side to move into `out[:n]`; return n.
+
+    Order: by animal (Rat first), then destination square (a1 first). `out` needs
+    room for MAX_MOVES. A position already won (rules 8-9) has none."""
+    if game_won(st):
+        return 0
+    return _generate(st, hist, flags, out)
+
+
+@njit(cache=True)
+def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
+    """Number of legal moves of the side to move (no buffer; bitboard popcounts)."""
+    if game_won(st):
+        return 0
+    return _count(st, hist, flags)
 
 
 @njit(cache=True)
@@ -317,17 +461,16 @@ def has_legal_move(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> bool:
     if game_won(st):
         return False
     side = st[S_SIDE]
-    chase = flags[F_ANTI_CHASE] != 0
+    if flags[F_ANTI_CHASE] != 0:
+        return _count(st, hist, flags) > 0
+    own = occupancy(st, side) | DEN_BB[side]
+    enemy = occupancy(st, 1 - side)
+    blockers = jump_blockers(st, flags, side)
+    base = S_PIECES + 8 * side
     for a in range(1, 9):
-        frm = st[S_PIECES + 8 * side + a - 1]
-        if frm < 0:
-            continue
-        for d in range(4):
-            to = target(st, flags, side, a, frm, d)
-            if to >= 0:
-                if chase and not anti_chase_allows(st, hist, flags, a, frm, to):
-                    continue
-                return True
+        frm = st[base + a - 1]
+        if frm >= 0 and piece_targets(st, flags, side, a, frm, own, enemy, blockers) != 0:
+            return True
     return False
 
 
@@ -461,25 +604,61 @@ def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
 
 # --- perft ---------------------------------------------------------------------------
 @njit(cache=True)
-def perft(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int) -> int:
-    """Leaf count of the legal move tree of `depth` plies (RULES.md's perft).
-
-    A move that wins (den, all captured) ends its line: it counts at the last
-    ply and contributes nothing earlier. Bulk-counts the last ply. The caller
-    makes room for `depth` more plies in `hist`/`hashes`."""
-    if depth <= 0:
-        return 1
-    if depth == 1:
-        return count_moves(st, hist, flags)
-    buf = np.empty(MAX_MOVES, dtype=np.int64)
-    n = generate_moves(st, hist, flags, buf)
+def _perft_bulk(
+    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int, bufs: np.ndarray
+) -> int:
+    """perft for depth >= 2 of a position whose game goes on; `bufs[depth]` holds this ply's moves."""
+    buf = bufs[depth]
+    n = _generate(st, hist, flags, buf)
     total = 0
     for i in range(n):
         make_move(st, hist, hashes, buf[i])
         if not won_by_last_move(st):
-            total += perft(st, hist, hashes, flags, depth - 1)
+            if depth == 2:
+                total += _count(st, hist, flags)
+            else:
+                total += _perft_bulk(st, hist, hashes, flags, depth - 1, bufs)
         unmake_move(st, hist)
     return total
+
+
+@njit(cache=True)
+def _perft_made(
+    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int, bufs: np.ndarray
+) -> int:
+    """Like `_perft_bulk` (depth >= 1) but makes and unmakes every move, the last ply's too."""
+    buf = bufs[depth]
+    n = _generate(st, hist, flags, buf)
+    if depth == 1:
+        for i in range(n):
+            make_move(st, hist, hashes, buf[i])
+            unmake_move(st, hist)
+        return n
+    total = 0
+    for i in range(n):
+        make_move(st, hist, hashes, buf[i])
+        if not won_by_last_move(st):
+            total += _perft_made(st, hist, hashes, flags, depth - 1, bufs)
+        unmake_move(st, hist)
+    return total
+
+
+@njit(cache=True)
+def perft(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int) -> int:
+    """Leaf count of the legal move tree of `depth` plies (RULES.md's perft).
+
+    A move that wins (den, all captured) ends its line: it counts at the last
+    ply and contributes nothing earlier; a won position counts 0. Bulk-counts
+    the last ply (popcounts, no moves made). The caller makes room for
+    `depth` more plies in `hist`/`hashes`."""
+    if depth <= 0:
+        return 1
+    if game_won(st):
+        return 0
+    if depth == 1:
+        return _count(st, hist, flags)
+    bufs = np.empty((depth + 1, MAX_MOVES), dtype=np.int64)
+    return _perft_bulk(st, hist, hashes, flags, depth, bufs)
 
 
 @njit(cache=True)
@@ -487,17 +666,10 @@ def perft_full(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.n
     """Like `perft` but makes and unmakes every node, the last ply included."""
     if depth <= 0:
         return 1
-    buf = np.empty(MAX_MOVES, dtype=np.int64)
-    n = generate_moves(st, hist, flags, buf)
-    total = 0
-    for i in range(n):
-        make_move(st, hist, hashes, buf[i])
-        if depth == 1:
-            total += 1
-        elif not won_by_last_move(st):
-            total += perft_full(st, hist, hashes, flags, depth - 1)
-        unmake_move(st, hist)
-    return total
+    if game_won(st):
+        return 0
+    bufs = np.empty((depth + 1, MAX_MOVES), dtype=np.int64)
+    return _perft_made(st, hist, hashes, flags, depth, bufs)
 
 
 @njit(cache=True)
@@ -524,35 +696,100 @@ def _seed(seed: int) -> None:
     np.random.seed(seed)
 
 
+@njit(cache=True, inline="always")
+def _piece_cands(st: np.ndarray, flags: np.ndarray, cands: np.ndarray) -> int:
+    """Per-piece target bitboards of the side to move into `cands[8]` (rules 1-7); returns the move count."""
+    side = st[S_SIDE]
+    own = occupancy(st, side) | DEN_BB[side]
+    enemy = occupancy(st, 1 - side)
+    blockers = jump_blockers(st, flags, side)
+    base = S_PIECES + 8 * side
+    total = 0
+    for a in range(1, 9):
+        frm = st[base + a - 1]
+        c = np.uint64(0)
+        if frm >= 0:
+            c = piece_targets(st, flags, side, a, frm, own, enemy, blockers)
+        cands[a - 1] = c
+        total += popcount(c)
+    return total
+
+
+@njit(cache=True, inline="always")
+def _nth_move(st: np.ndarray, cands: np.ndarray, r: int) -> int:
+    """The `r`-th move in generation order of the targets in `cands` (see `_piece_cands`)."""
+    base = S_PIECES + 8 * st[S_SIDE]
+    for i in range(8):
+        c = cands[i]
+        k = popcount(c)
+        if r < k:
+            for _ in range(r):
+                c &= c - np.uint64(1)
+            return (st[base + i] << 6) | lowest_bit(c)
+        r -= k
+    return -1
+
+
+REP_TABLE = 4096  # slots of the repetition pre-filter in random_games
+
+
 @njit(cache=True)
 def random_games(
     st0: np.ndarray, flags: np.ndarray, n_games: int, max_plies: int, seed: int, results: np.ndarray
 ) -> int:
     """Play `n_games` uniformly random games from `st0`; return plies played in all.
 
-    `results[g]` = termination * 4 + winner (winner 3 when the ply cap hit)."""
+    `results[g]` = termination * 4 + winner (winner 3 when the ply cap hit).
+    The game's end is judged exactly as `outcome` does, in its order; a
+    counting table of hash slots since the last capture spares the exact
+    repetition scan unless the slot has been reached three times."""
     np.random.seed(seed)
     st = st0.copy()
-    hist = np.zeros((max_plies + st0[S_PLY] + 1, HIST_WIDTH), dtype=np.int16)
-    hashes = np.zeros(max_plies + st0[S_PLY] + 2, dtype=np.uint64)
-    buf = np.empty(MAX_MOVES, dtype=np.int64)
-    total = 0
     base = st0[S_PLY]
+    hist = np.zeros((max_plies + base + 1, HIST_WIDTH), dtype=np.int16)
+    hashes = np.zeros(max_plies + base + 2, dtype=np.uint64)
+    buf = np.empty(MAX_MOVES, dtype=np.int64)
+    cands = np.empty(8, dtype=np.uint64)
+    seen = np.zeros(REP_TABLE, dtype=np.int32)
+    mask = np.uint64(REP_TABLE - 1)
+    chase = flags[F_ANTI_CHASE] != 0
+    repetition = flags[F_REPETITION_DRAW] != 0
+    limit = flags[F_NO_CAPTURE_LIMIT]
+    total = 0
     for g in range(n_games):
         st[:] = st0
         hashes[base] = compute_hash(st)
+        window = base  # first ply of the positions that can still repeat
+        seen[hashes[base] & mask] += 1
         res = 3
-        for _ in range(max_plies):
-            term, winner = outcome(st, hist, hashes, flags)
-            if term != TERM_NONE:
+        while True:
+            if game_won(st):
+                term, winner = outcome(st, hist, hashes, flags)
                 res = term * 4 + winner
                 break
-            n = generate_moves(st, hist, flags, buf)
-            make_move(st, hist, hashes, buf[np.random.randint(n)])
+            # Draw the move only once the game is known to go on (as `outcome` then a pick).
+            n = _generate(st, hist, flags, buf) if chase else _piece_cands(st, flags, cands)
+            if n == 0:
+                res = TERM_NO_MOVES * 4 + 1 - st[S_SIDE]
+                break
+            ply = st[S_PLY]
+            if repetition and seen[hashes[ply] & mask] >= 3 and repetition_count(st, hashes) >= 3:
+                res = TERM_REPETITION * 4 + DRAW
+                break
+            if limit > 0 and st[S_CLOCK] >= limit:
+                res = TERM_NO_CAPTURE_LIMIT * 4 + DRAW
+                break
+            if ply - base == max_plies:
+                break
+            r = np.random.randint(n)
+            m = buf[r] if chase else _nth_move(st, cands, r)
+            if make_move(st, hist, hashes, m) != 0:
+                for p in range(window, ply + 1):
+                    seen[hashes[p] & mask] -= 1
+                window = ply + 1
+            seen[hashes[ply + 1] & mask] += 1
             total += 1
-        else:
-            term, winner = outcome(st, hist, hashes, flags)
-            if term != TERM_NONE:
-                res = term * 4 + winner
+        for p in range(window, st[S_PLY] + 1):
+            seen[hashes[p] & mask] -= 1
         results[g] = res
     return total
