@@ -302,6 +302,8 @@ class PlayHandler(BaseHTTPRequestHandler):
         self._json({"error": message}, status)
 
     def _body(self) -> dict[str, Any]:
+        # Requiring JSON makes a browser ask (CORS preflight) before another site may post here.
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         length_text = self.headers.get("Content-Length", "0") or "0"
         try:
             length = int(length_text)
@@ -312,6 +314,8 @@ class PlayHandler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if not raw.strip():
             return {}
+        if ctype != "application/json":
+            raise PlayError(f"request body must be sent as application/json, not {ctype or 'no content type'!r}")
         try:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -333,6 +337,10 @@ class PlayHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         path = urlsplit(self.path).path
         try:
+            host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
+            if host not in ("127.0.0.1", "localhost", "::1", ""):
+                # A page on another site reaching us through its own DNS name (DNS rebinding).
+                raise PlayError(f"requests must be addressed to 127.0.0.1 or localhost, not {host!r}")
             if path.startswith("/api/"):
                 self._api(method, [p for p in path[len("/api/"):].split("/") if p])
             elif method == "GET":

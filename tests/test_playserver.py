@@ -169,6 +169,19 @@ def test_malformed_json_is_refused_and_game_unchanged(client: Client, raw: bytes
     assert snapshot(client.call("GET", f"/api/games/{v['id']}")) == snapshot(v)
 
 
+def test_posts_must_be_json_for_this_host(client: Client) -> None:
+    req = urllib.request.Request(client.base + "/api/games", data=b'{"opponent": "random"}', method="POST")
+    req.add_header("Content-Type", "text/plain")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=30)
+    assert e.value.code == 400 and "application/json" in json.loads(e.value.read())["error"]
+    req = urllib.request.Request(client.base + "/api/info", headers={"Host": "evil.example:80"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=30)
+    assert e.value.code == 400 and "evil.example" in json.loads(e.value.read())["error"]
+    assert client.call("GET", "/api/info")["last_game"] is None
+
+
 def test_unknown_game_is_404_everywhere(client: Client) -> None:
     for method, path in (("GET", "/api/games/nope"), ("POST", "/api/games/nope/move"),
                          ("POST", "/api/games/nope/undo"), ("POST", "/api/games/nope/hint"),

@@ -260,6 +260,7 @@ function renderPanel(view) {
     const r = state.replay;
     status.innerHTML = `Replay: move ${r.ply} of ${r.frames.length - 1}, <span class="turn-${view.side_to_move}">${title(view.side_to_move)}</span> to move`;
     $("rp-pos").textContent = `${r.ply} / ${r.frames.length - 1}`;
+    $("matchup").textContent = "";
     const rec = r.record;
     $("replay-info").textContent = `Red: ${rec.red || "?"}, Blue: ${rec.blue || "?"}, result ${rec.result}` +
       (rec.termination ? ` (${rec.termination.replace(/_/g, " ")})` : "");
@@ -275,6 +276,9 @@ function renderPanel(view) {
       status.innerHTML = `Your move (${stm})`;
     }
     if (g.computer_error) say(g.computer_error, true);
+    $("matchup").textContent = (g.mode === "computer"
+      ? `You play ${title(g.human)} against ${opponentName(g.opponent)}` : "Two players on one screen") +
+      ` · rules: ${g.rules_name}`;
   }
   const live = g && !state.replay;
   $("btn-undo").disabled = !live || !g.can_undo;
@@ -298,6 +302,11 @@ function renderPanel(view) {
     $("banner-title").textContent = resultTitle(g);
     $("banner-reason").textContent = `${TERMINATION_TITLES[g.termination] || ""}: ${g.reason}`;
   }
+}
+
+function opponentName(spec) {
+  const m = /^alphabeta:level=(\w+)$/.exec(spec || "");
+  return m ? `${title(m[1])} (alpha-beta)` : spec;
 }
 
 function resultTitle(g) {
