@@ -814,6 +814,11 @@ def _permute(a: np.ndarray, order: np.ndarray, count: int) -> None:
     a[:count] = tmp
 
 
+def _default_nodes(sims: int) -> int:
+    """Nodes per game: room for the children of two searches' worth of expansions."""
+    return max(2 * (sims + 1) * K.MAX_MOVES, 4 * K.MAX_MOVES)
+
+
 def considered_visits(max_considered: int, num_simulations: int) -> np.ndarray:
     """Sequential halving schedule: entry i is the visit count (within this search) of the
     actions the root may pick at simulation i, when `max_considered` actions are sampled."""
@@ -850,6 +855,11 @@ class BatchedMCTS:
     `advance` keeps the subtree of the move played (call it after
     `GameBatch.play`, or with action -1 after a reset). A tree that does not
     match its game's current position is discarded by the next search.
+
+    `n_games` fixes the number of slots now (needed for `reseed` before the
+    first search; otherwise the first GameBatch decides). `max_nodes` fixes the
+    nodes per game; by default it is room for two searches' expansions and
+    grows when a search asks for more simulations than the config's.
     """
 
     def __init__(self, evaluator: Evaluator, config: MCTSConfig, flags: np.ndarray, *, seed: int,
@@ -861,6 +871,8 @@ class BatchedMCTS:
         self.params = config.params()
         self._n = n_games
         self._max_nodes = max_nodes
+        self.max_nodes = int(max_nodes) if max_nodes is not None else _default_nodes(config.num_simulations)
+        """Nodes per game's tree."""
         self._tables: dict[int, np.ndarray] = {}
         self._cap = -1
         if n_games is not None:
@@ -868,10 +880,7 @@ class BatchedMCTS:
 
     # -- set-up ----------------------------------------------------------------------
     def _allocate(self, n: int) -> None:
-        cfg = self.config
-        nodes = self._max_nodes or max(2 * (cfg.num_simulations + 1) * K.MAX_MOVES, 4 * K.MAX_MOVES)
         self._n = n
-        self.max_nodes = int(nodes)
         self.tree = new_tree(n, self.max_nodes)
         self._rngs = [np.random.default_rng([self.seed, b]) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
@@ -886,6 +895,25 @@ class BatchedMCTS:
         self._sims_done = np.zeros(n, dtype=np.int32)
         self._order = np.zeros(self.max_nodes, dtype=np.int32)
         self._new_index = np.zeros(self.max_nodes, dtype=np.int32)
+
+    def _grow(self, sims: int) -> None:
+        """Make room for searches of `sims` simulations (unless max_nodes was fixed), keeping the trees."""
+        nodes = _default_nodes(sims)
+        if self._max_nodes is not None or nodes <= self.max_nodes:
+            return
+        if self._n is None:
+            self.max_nodes = nodes
+            return
+        old = self.tree
+        self.tree = new_tree(old.visits.shape[0], nodes)
+        for new, kept in zip(self.tree, old):
+            if kept.ndim == 2:
+                new[:, : kept.shape[1]] = kept
+            else:
+                new[:] = kept
+        self.max_nodes = nodes
+        self._order = np.zeros(nodes, dtype=np.int32)
+        self._new_index = np.zeros(nodes, dtype=np.int32)
 
     def _ensure_work(self, games: Any) -> None:
         if self._n is None:
@@ -906,6 +934,7 @@ class BatchedMCTS:
                 leaf_status=np.zeros(n, dtype=np.int8),
             )
             self._cap = cap
+            self._root_ply[:] = -1  # the trees' positions were in the old arrays
 
     def _table(self, sims: int) -> np.ndarray:
         if sims not in self._tables:
@@ -934,6 +963,7 @@ class BatchedMCTS:
         sims = cfg.num_simulations if num_simulations is None else int(num_simulations)
         if sims < 0:
             raise ValueError(f"num_simulations must be >= 0, got {sims}")
+        self._grow(sims)
         act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
         idx = np.flatnonzero(act).astype(np.int64)
         out = SearchOutput(

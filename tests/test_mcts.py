@@ -252,6 +252,15 @@ def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> N
     assert mcts_fresh.search(games, num_simulations=10).visits[0].sum() == 10
 
 
+def test_trees_grow_for_longer_searches() -> None:
+    games = GameBatch(2, FLAGS)
+    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=4), FLAGS, seed=0)
+    small = mcts.max_nodes
+    out = mcts.search(games, num_simulations=400, add_noise=False)
+    assert out.visits.sum(axis=1).tolist() == [400, 400]
+    assert mcts.max_nodes > small and mcts.tree.num_nodes.min() > small  # expanded beyond the first size
+
+
 def test_a_stale_tree_is_discarded() -> None:
     games = GameBatch(1, FLAGS)
     mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=20), FLAGS, seed=0)
