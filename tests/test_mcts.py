@@ -207,6 +207,12 @@ def test_terminal_values_are_exact_in_the_tree(algorithm: str) -> None:
         # Capturing the last piece (a trapped Elephant) wins; every quiet move draws.
         capture = t.action[0, c] == action_of(jfen, "c2d2")
         assert t.raw_value[0, c] == (-1.0 if capture else 0.0)
+    # No legal move: the Dog on a8 walls in Blue's last piece, a Rat in the corner (the Cat holds b9).
+    jfen = "rC5/7/D6/7/7/7/7/7/7 r 0 1"
+    games, mcts, out = search_one(jfen, algorithm, 32)
+    c = _child(mcts, ROOT, action_of(jfen, "a7a8"))
+    assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == -1.0
+    assert out.action[0] in (action_of(jfen, "a7a8"), action_of(jfen, "b9a9"))  # b9a9 takes the last piece
 
 
 def test_repetition_is_judged_on_game_history_plus_path() -> None:

@@ -99,6 +99,16 @@ def test_same_seed_same_games() -> None:
     np.testing.assert_array_equal(a.policy, b.policy)
 
 
+def test_games_do_not_depend_on_the_number_played_in_parallel() -> None:
+    """Game k draws its noise from its own seed: the lockstep width changes nothing."""
+    cfg = MCTSConfig(algorithm="puct", num_simulations=6)
+    runs = [play_games(uniform_evaluator, num_games=4, parallel=p, mcts=cfg, rules=RULES, seed=5, max_plies=40,
+                       playout_cap_fraction=0.3) for p in (1, 4)]
+    by_index = [sorted(r.records, key=lambda rec: rec.extra["game_index"]) for r in runs]
+    assert [r.moves for r in by_index[0]] == [r.moves for r in by_index[1]]
+    assert len({tuple(r.moves) for r in by_index[0]}) == 4  # and the games differ from each other
+
+
 def test_gamebatch_refuses_illegal_actions() -> None:
     games = GameBatch(1, RULES.flags())
     with pytest.raises(ValueError, match="not legal"):
