@@ -79,8 +79,8 @@ def side_name(side: Side) -> str:
 def opponent_spec(text: Any) -> str:
     """What a person types for an opponent -> a player spec.
 
-    `beginner`/`normal`/`expert` are alpha-beta levels, a path ending in `.pt` (or an
-    existing file) is a checkpoint, anything else must already be a spec
+    `beginner`/`normal`/`expert` are alpha-beta levels, a path ending in `.pt`, an existing
+    file or run directory, or a run name under `checkpoints/` is a checkpoint; anything else must already be a spec
     (`alphabeta:depth=3`, `checkpoint:path=...,sims=200`, `random`).
     """
     if not isinstance(text, str) or not text.strip():
@@ -88,7 +88,7 @@ def opponent_spec(text: Any) -> str:
     t = text.strip()
     if t in LEVELS:
         return f"alphabeta:level={t}"
-    if ":" not in t and (t.endswith(".pt") or "/" in t or Path(t).is_file()):
+    if ":" not in t and (t.endswith(".pt") or "/" in t or Path(t).exists() or (Path("checkpoints") / t).is_dir()):
         return f"checkpoint:path={t}"
     try:
         parse_spec(t)

@@ -60,7 +60,7 @@ def page(browser: Any, server: PlayServer) -> Iterator[Any]:
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.set_default_timeout(30_000)
+    pg.set_default_timeout(120_000)  # a cold numba cache compiles the computer player on first use
     pg.goto(server.url)
     yield pg
     context.close()

@@ -50,7 +50,7 @@ class Client:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=180) as resp:
                 return resp.status, resp.read(), resp.headers
         except urllib.error.HTTPError as e:
             return e.code, e.read(), e.headers
@@ -75,7 +75,7 @@ class Client:
         return self.call("POST", "/api/games", body, status=201)
 
     def settled(self, game_id: str) -> dict[str, Any]:
-        self.server.store.wait_idle(game_id)
+        self.server.store.wait_idle(game_id, timeout=180)  # a cold numba cache compiles on first use
         return self.call("GET", f"/api/games/{game_id}")
 
 
@@ -245,6 +245,22 @@ def test_computer_moves_first_when_the_person_plays_blue(client: Client) -> None
     assert done["human"] == "blue" and len(done["moves"]) == 1 and done["turn"] == "human"
     assert done["side_to_move"] == "blue" and done["legal"]
     assert "no move of yours" in client.error("POST", f"/api/games/{v['id']}/undo")
+
+
+def test_checkpoint_opponent(client: Client, tmp_path: Path) -> None:
+    from agents.checkpoint import save_checkpoint
+    from agents.network import NetworkConfig, build_network
+
+    tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
+    path = save_checkpoint(tmp_path / "run" / "latest.pt", {"model": build_network(tiny).state_dict(),
+                                                            "network": tiny.to_dict(),
+                                                            "rules": RuleSet().to_dict(), "config": ""})
+    assert "no checkpoint at" in client.error("POST", "/api/games", {"opponent": str(tmp_path / "missing.pt")})
+    v = client.new(opponent=f"checkpoint:path={path},sims=4", human="blue")
+    done = client.settled(v["id"])
+    assert len(done["moves"]) == 1 and done["turn"] == "human" and done["computer_error"] is None
+    v = client.new(opponent=str(tmp_path / "run"))
+    assert v["opponent"] == f"checkpoint:path={tmp_path / 'run'}"
 
 
 def test_two_players_take_turns(client: Client) -> None:
