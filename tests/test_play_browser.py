@@ -262,3 +262,21 @@ def test_play_blue_flips_the_board_and_replay_viewer(page: Any, tmp_path: Path) 
     pg.click("#rp-close")
     wait_plies(pg, 1)
     assert pg.eval_on_selector(".sq", "e => e.dataset.square") == "g1"
+
+    # Two players on one screen, with the sound switched off.
+    pg.click("#btn-new")
+    pg.check('input[name="mode"][value="two_players"]')
+    pg.click("#ng-start")
+    wait_plies(pg, 0)
+    assert pg.eval_on_selector(".sq", "e => e.dataset.square") == "a9"
+    pg.uncheck("#opt-sound")
+    sounds = pg.evaluate("window.jungleSoundLog.length")
+    for move, n in (("a3a4", 1), ("a7a6", 2)):
+        pg.click(f'.sq[data-square="{move[:2]}"]')
+        pg.click(f'.sq[data-square="{move[2:]}"]')
+        wait_plies(pg, n)
+    assert pg.evaluate("window.jungleSoundLog.length") == sounds
+    assert "Red to move" in pg.inner_text("#status")
+    pg.keyboard.press("u")
+    wait_plies(pg, 1)
+    assert "Blue to move" in pg.inner_text("#status")
