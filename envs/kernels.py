@@ -697,11 +697,13 @@ def _seed(seed: int) -> None:
 
 
 @njit(cache=True, inline="always")
-def _piece_cands(st: np.ndarray, flags: np.ndarray, cands: np.ndarray) -> int:
-    """Per-piece target bitboards of the side to move into `cands[8]` (rules 1-7); returns the move count."""
+def _piece_cands(st: np.ndarray, flags: np.ndarray, cands: np.ndarray, occ_red: np.uint64, occ_blue: np.uint64) -> int:
+    """Per-piece target bitboards of the side to move into `cands[8]` (rules 1-7); returns the move count.
+
+    `occ_red`/`occ_blue` are the sides' occupancies (kept up to date by the caller)."""
     side = st[S_SIDE]
-    own = occupancy(st, side) | DEN_BB[side]
-    enemy = occupancy(st, 1 - side)
+    own = (occ_red if side == RED else occ_blue) | DEN_BB[side]
+    enemy = occ_blue if side == RED else occ_red
     blockers = jump_blockers(st, flags, side)
     base = S_PIECES + 8 * side
     total = 0
@@ -756,19 +758,22 @@ def random_games(
     repetition = flags[F_REPETITION_DRAW] != 0
     limit = flags[F_NO_CAPTURE_LIMIT]
     total = 0
+    won0 = game_won(st0)
     for g in range(n_games):
         st[:] = st0
         hashes[base] = compute_hash(st)
+        occ_red, occ_blue = occupancy(st, RED), occupancy(st, BLUE)
         window = base  # first ply of the positions that can still repeat
         seen[hashes[base] & mask] += 1
         res = 3
+        won = won0
         while True:
-            if game_won(st):
+            if won:
                 term, winner = outcome(st, hist, hashes, flags)
                 res = term * 4 + winner
                 break
             # Draw the move only once the game is known to go on (as `outcome` then a pick).
-            n = _generate(st, hist, flags, buf) if chase else _piece_cands(st, flags, cands)
+            n = _generate(st, hist, flags, buf) if chase else _piece_cands(st, flags, cands, occ_red, occ_blue)
             if n == 0:
                 res = TERM_NO_MOVES * 4 + 1 - st[S_SIDE]
                 break
@@ -783,10 +788,24 @@ def random_games(
                 break
             r = np.random.randint(n)
             m = buf[r] if chase else _nth_move(st, cands, r)
+            side = st[S_SIDE]
+            frm, to = m >> 6, m & 63
+            moved = BIT[frm] | BIT[to]
+            if side == RED:
+                occ_red ^= moved
+            else:
+                occ_blue ^= moved
             if make_move(st, hist, hashes, m) != 0:
+                if side == RED:
+                    occ_blue ^= BIT[to]
+                else:
+                    occ_red ^= BIT[to]
+                won = st[S_COUNT + 1 - side] == 0
                 for p in range(window, ply + 1):
                     seen[hashes[p] & mask] -= 1
                 window = ply + 1
+            if to == DEN[1 - side]:
+                won = True
             seen[hashes[ply + 1] & mask] += 1
             total += 1
         for p in range(window, st[S_PLY] + 1):
