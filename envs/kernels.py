@@ -29,6 +29,27 @@ Beside it every kernel that needs the game's past takes
 
 A move is an int: ``from << 6 | to``. Directions are absolute:
 0 north (towards rank 9), 1 east (towards file g), 2 south, 3 west.
+
+Move generation works on bitboards: a uint64 whose bit ``sq`` is square
+``sq`` (bit 63 unused). Per piece, a table gives the squares its kind may
+step or jump to; own pieces, the own den, blocked jumps and uncapturable
+victims are masked out, and counting is a popcount (``popcount`` and
+``lowest_bit`` are LLVM intrinsics, one instruction each).
+
+Rulings where RULES.md is silent (each has a test in ``tests/test_rules.py``):
+
+* A position already won by rule 8 or 9 (a piece in the enemy den, a side
+  with no pieces: such a JFEN parses) has no legal moves and perft 0; a
+  position drawn by rule 11 or 12 keeps its moves and ``outcome`` reports
+  the draw (the caller stops), as python-chess does for its draw rules.
+* Anti-chase: only the side to move's own moves count; "entered a trap"
+  means a move whose destination is any of the six traps; for 17-5 the
+  squares "visited" are each move's destination plus the first move's
+  origin, and the rule needs 17 previous moves of the side in this game's
+  history. Moves barred by anti-chase are illegal, so a side whose only
+  moves are barred has no legal move and loses (rule 10).
+* The pieces a 7-3 "attacked" test considers are the enemy's moves by rules
+  1-7 (anti-chase does not limit threats).
 """
 
 from __future__ import annotations

@@ -410,3 +410,18 @@ def test_load_rules_errors(tmp_path: object) -> None:
     bare_off = Path(str(tmp_path)) / "bare_off.yaml"
     bare_off.write_text("repetition: off\nanti_chase: off\n")
     assert load_rules(bare_off) == RuleSet(repetition="off")
+
+
+def test_anti_chase_can_leave_no_move_and_that_loses() -> None:
+    """Ruling: moves barred by anti-chase are illegal, so rule 10 applies to them."""
+    # Red's only piece, a Lion, loops b1 a1 a2 b2 for 17 moves and ends in the corner a1:
+    # both its squares (a2, b1) are in the loop, so 17-5 leaves it nothing.
+    jfen = "r6/6l/7/7/7/7/7/7/1L5 r 0 1"
+    loop = ["b1a1", "a1a2", "a2b2", "b2b1"]
+    line = _loops(loop, 17)
+    stuck = play(jfen, line, anti_chase="7-3+17-5", repetition="off")
+    assert stuck.piece_at("a1") is not None and len(stuck.legal_moves) == 0
+    outcome = stuck.outcome()
+    assert outcome is not None and outcome.winner == Side.BLUE and outcome.termination == Termination.NO_MOVES
+    free = play(jfen, line, anti_chase="off", repetition="off")
+    assert {str(m) for m in free.legal_moves} == {"a1a2", "a1b1"} and free.outcome() is None
