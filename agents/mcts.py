@@ -382,18 +382,18 @@ def select_gumbel_interior(tree: Tree, b: int, node: int, params: np.ndarray) ->
 
 @njit(cache=True)
 def select_gumbel_root(
-    tree: Tree, b: int, params: np.ndarray, table: np.ndarray, gumbel: np.ndarray,
+    tree: Tree, b: int, params: np.ndarray, schedule: np.ndarray, gumbel: np.ndarray,
     base_visits: np.ndarray, sim: int, sigma: np.ndarray,
 ) -> int:
     """Sequential halving at the root: among the children whose visits in this search equal
-    the phase's target count, the one with the largest g + log prior + sigma(completed Q).
+    the phase's target count `schedule[b, sim]`, the one with the largest g + log prior +
+    sigma(completed Q).
 
     The first visits go to the Gumbel-top-k actions (all have 0 visits, the
     largest scores come first), then the better half of them, and so on."""
     fc = tree.first_child[b, ROOT]
     n = tree.num_children[b, ROOT]
-    m = min(table.shape[0] - 1, n)
-    target = table[m, min(sim, table.shape[1] - 1)]
+    target = schedule[b, min(sim, schedule.shape[1] - 1)]
     completed_sigma(tree, b, ROOT, params, sigma)
     best = -1
     best_score = -1e30
@@ -416,7 +416,7 @@ def select_gumbel_root(
 
 @njit(cache=True)
 def select_leaf(
-    tree: Tree, work: Work, b: int, params: np.ndarray, table: np.ndarray, gumbel: np.ndarray,
+    tree: Tree, work: Work, b: int, params: np.ndarray, schedule: np.ndarray, gumbel: np.ndarray,
     base_visits: np.ndarray, sim: int, sigma: np.ndarray,
 ) -> int:
     """Walk from the root to a leaf (unvisited, terminal or at the depth limit), playing the
@@ -433,7 +433,7 @@ def select_leaf(
     while (not tree.terminal[b, node]) and tree.first_child[b, node] != UNVISITED and depth < max_depth:
         if gumbel_algo:
             if node == ROOT:
-                node = select_gumbel_root(tree, b, params, table, gumbel, base_visits, sim, sigma)
+                node = select_gumbel_root(tree, b, params, schedule, gumbel, base_visits, sim, sigma)
             else:
                 node = select_gumbel_interior(tree, b, node, params)
         else:
@@ -511,15 +511,16 @@ def backup(tree: Tree, work: Work, b: int, value: float) -> None:
 @njit(cache=True)
 def simulate(
     tree: Tree, work: Work, flags: np.ndarray, params: np.ndarray, idx: np.ndarray, root_only: bool,
-    uniform: bool, table: np.ndarray, gumbel: np.ndarray, base_visits: np.ndarray, sims_done: np.ndarray,
-    obs_out: np.ndarray, mask_out: np.ndarray, leaf_games: np.ndarray,
+    uniform: bool, schedule: np.ndarray, gumbel: np.ndarray, base_visits: np.ndarray, sims_done: np.ndarray,
+    sims_target: np.ndarray, obs_out: np.ndarray, mask_out: np.ndarray, leaf_games: np.ndarray,
 ) -> int:
     """One simulation step for the games `idx`: select, expand, and back up what needs no network.
 
     Leaves that need the evaluator are written to `obs_out[k]`, `mask_out[k]`
     with their game in `leaf_games[k]`; returns k (always 0 when `uniform`:
     those leaves get uniform priors and value 0 here). With `root_only`,
-    only games whose root is unvisited take part (the root evaluation)."""
+    only games whose root is unvisited take part (the root evaluation);
+    otherwise games that have run their `sims_target` simulations sit out."""
     buf = np.empty(K.MAX_MOVES, dtype=np.int64)
     sigma = np.empty(K.MAX_MOVES, dtype=np.float64)
     k = 0
@@ -533,7 +534,9 @@ def simulate(
             work.path[b, 0] = ROOT
             leaf = ROOT
         else:
-            leaf = select_leaf(tree, work, b, params, table, gumbel, base_visits, sims_done[b], sigma)
+            if sims_done[b] >= sims_target[b]:
+                continue
+            leaf = select_leaf(tree, work, b, params, schedule, gumbel, base_visits, sims_done[b], sigma)
             sims_done[b] += 1
         status = expand(tree, work, b, leaf, flags, buf)
         if status == LEAF_TERMINAL:
@@ -585,14 +588,14 @@ def apply_evaluations(
 
 @njit(cache=True)
 def run_uniform(
-    tree: Tree, work: Work, flags: np.ndarray, params: np.ndarray, idx: np.ndarray, n_sims: int,
-    table: np.ndarray, gumbel: np.ndarray, base_visits: np.ndarray, sims_done: np.ndarray,
-    obs_out: np.ndarray, mask_out: np.ndarray, leaf_games: np.ndarray,
+    tree: Tree, work: Work, flags: np.ndarray, params: np.ndarray, idx: np.ndarray, n_steps: int,
+    schedule: np.ndarray, gumbel: np.ndarray, base_visits: np.ndarray, sims_done: np.ndarray,
+    sims_target: np.ndarray, obs_out: np.ndarray, mask_out: np.ndarray, leaf_games: np.ndarray,
 ) -> None:
-    """All `n_sims` simulation steps with the uniform evaluator, without leaving numba."""
-    for _ in range(n_sims):
-        simulate(tree, work, flags, params, idx, False, True, table, gumbel, base_visits, sims_done,
-                 obs_out, mask_out, leaf_games)
+    """All `n_steps` simulation steps with the uniform evaluator, without leaving numba."""
+    for _ in range(n_steps):
+        simulate(tree, work, flags, params, idx, False, True, schedule, gumbel, base_visits, sims_done,
+                 sims_target, obs_out, mask_out, leaf_games)
 
 
 @njit(cache=True)
@@ -948,22 +951,24 @@ class BatchedMCTS:
         self._rngs[game_index] = np.random.default_rng(seed)
 
     # -- searching ---------------------------------------------------------------------
-    def search(self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: bool = True,
-               num_simulations: Optional[int] = None) -> SearchOutput:
-        """Search the active, unfinished games of `games` (default: all unfinished).
+    def search(self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: Any = True,
+               num_simulations: Any = None) -> SearchOutput:
+        """Search the active, unfinished games of `games` (default: all unfinished) in lockstep.
 
-        `add_noise` switches on self-play exploration (PUCT: Dirichlet noise
-        and the visit temperature for the first plies; Gumbel: Gumbel noise);
-        without it the search is deterministic. `num_simulations` overrides
-        the config's count (e.g. cheap playout-capped searches)."""
+        `add_noise` (a bool, or bool [B] per game) switches on self-play
+        exploration (PUCT: Dirichlet noise and the visit temperature for the
+        first plies; Gumbel: Gumbel noise); without it a game's search is
+        deterministic. `num_simulations` (an int, or int [B] per game)
+        overrides the config's count: games with fewer simulations sit out the
+        last steps, so cheap playout-capped searches share the evaluator
+        batches of the full ones."""
         cfg = self.config
         self._ensure_work(games)
         n = self._n
         assert n is not None
-        sims = cfg.num_simulations if num_simulations is None else int(num_simulations)
-        if sims < 0:
-            raise ValueError(f"num_simulations must be >= 0, got {sims}")
-        self._grow(sims)
+        sims = np.broadcast_to(np.asarray(cfg.num_simulations if num_simulations is None else num_simulations,
+                                          dtype=np.int64), (n,)).astype(np.int32)
+        noise = np.broadcast_to(np.asarray(add_noise, dtype=np.bool_), (n,))
         act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
         idx = np.flatnonzero(act).astype(np.int64)
         out = SearchOutput(
@@ -974,17 +979,19 @@ class BatchedMCTS:
         )
         if len(idx) == 0:
             return out
+        if sims[idx].min() < 0:
+            raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
+        max_sims = int(sims[idx].max())
+        self._grow(max_sims)
         tree, work = self.tree, self.work
         prepare_roots(tree, work, games.state, games.hist, games.hashes, idx, self._root_ply, self._root_hash,
-                      (sims + 1) * K.MAX_MOVES)
+                      (max_sims + 1) * K.MAX_MOVES)
         gumbel_algo = cfg.algorithm == "gumbel"
         temperature = np.zeros(n, dtype=np.float64)
         u = np.zeros(n, dtype=np.float64)
         self._gumbel[idx] = 0.0
-        for b in idx:
+        for b in idx[noise[idx]].tolist():
             rng = self._rngs[b]
-            if not add_noise:
-                continue
             if gumbel_algo:
                 self._gumbel[b] = rng.gumbel(size=K.MAX_MOVES)
             else:
@@ -993,29 +1000,38 @@ class BatchedMCTS:
                 if games.state[b, K.S_PLY] < cfg.temperature_plies:
                     temperature[b] = cfg.temperature
         uniform = self.evaluator is uniform_evaluator
-        table = self._table(sims)
+        schedule = np.zeros((n, max(max_sims, 1)), dtype=np.int32)
         # The root's own evaluation (for a root not kept from the previous search).
-        self._step(idx, True, uniform, table)
-        noisy = add_noise and not gumbel_algo and cfg.dirichlet_fraction > 0
-        if noisy:
-            mix_root_noise(tree, idx, self._noise, cfg.dirichlet_fraction, self._saved)
+        self._step(idx, True, uniform, schedule, sims)
+        noisy = idx[noise[idx]] if not gumbel_algo and cfg.dirichlet_fraction > 0 else idx[:0]
+        mix_root_noise(tree, noisy, self._noise, cfg.dirichlet_fraction, self._saved)
+        if gumbel_algo:
+            self._fill_schedule(schedule, idx, sims)
         record_base_visits(tree, idx, self._base)
         self._sims_done[idx] = 0
         if uniform:
-            run_uniform(tree, work, self.flags, self.params, idx, sims, table, self._gumbel, self._base,
-                        self._sims_done, self._obs, self._mask, self._leaf_games)
+            run_uniform(tree, work, self.flags, self.params, idx, max_sims, schedule, self._gumbel, self._base,
+                        self._sims_done, sims, self._obs, self._mask, self._leaf_games)
         else:
-            for _ in range(sims):
-                self._step(idx, False, False, table)
-        if noisy:
-            restore_root_priors(tree, idx, self._saved)
+            for _ in range(max_sims):
+                self._step(idx, False, False, schedule, sims)
+        restore_root_priors(tree, noisy, self._saved)
         root_outputs(tree, self.params, idx, self._gumbel, self._base, temperature, u, out.policy, out.action,
                      out.root_value, out.visits)
         return out
 
-    def _step(self, idx: np.ndarray, root_only: bool, uniform: bool, table: np.ndarray) -> None:
-        k = simulate(self.tree, self.work, self.flags, self.params, idx, root_only, uniform, table, self._gumbel,
-                     self._base, self._sims_done, self._obs, self._mask, self._leaf_games)
+    def _fill_schedule(self, schedule: np.ndarray, idx: np.ndarray, sims: np.ndarray) -> None:
+        """Row b = sequential-halving schedule of game b: its simulation count and its number of
+        Gumbel-sampled root actions (min(gumbel_max_actions, legal moves))."""
+        considered = np.minimum(self.config.gumbel_max_actions, self.tree.num_children[idx, ROOT])
+        for count in np.unique(sims[idx]).tolist():
+            sel = sims[idx] == count
+            table = self._table(int(count))
+            schedule[idx[sel], : table.shape[1]] = table[considered[sel]]
+
+    def _step(self, idx: np.ndarray, root_only: bool, uniform: bool, schedule: np.ndarray, sims: np.ndarray) -> None:
+        k = simulate(self.tree, self.work, self.flags, self.params, idx, root_only, uniform, schedule, self._gumbel,
+                     self._base, self._sims_done, sims, self._obs, self._mask, self._leaf_games)
         if k == 0:
             return
         logits, values = self.evaluator(self._obs[:k], self._mask[:k])

@@ -140,15 +140,13 @@ def play_games(
         idx = np.flatnonzero(active)
         obs = games.observations(idx)
         masks = games.masks(idx)
-        full = search.search(games, active & ~cheap, add_noise=True)
-        out_cheap = None
-        if cheap.any():
-            out_cheap = search.search(games, active & cheap, add_noise=False, num_simulations=cheap_simulations)
-        simulations += int((active & ~cheap).sum()) * mcts.num_simulations + int(cheap.sum()) * cheap_simulations
+        # One lockstep search: cheap games run fewer simulations, without noise, in the same batches.
+        sims = np.where(cheap, cheap_simulations, mcts.num_simulations)
+        out = search.search(games, active, add_noise=~cheap, num_simulations=sims)
+        simulations += int(sims[active].sum())
         for r, s in enumerate(idx.tolist()):
             g = slots[s]
             assert g is not None
-            out = out_cheap if cheap[s] and out_cheap is not None else full
             g.obs.append(obs[r])
             g.mask.append(masks[r])
             g.policy.append(out.policy[s].copy())

@@ -195,6 +195,24 @@ def test_a_material_evaluator_beats_random_play_in_both_colours(algorithm: str) 
     assert [int(games.winner[i]) for i in range(n)] == searcher_side.tolist()
 
 
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_per_game_simulations_and_noise_match_separate_searches(algorithm: str) -> None:
+    """Playout caps: a cheap noiseless search beside a full noisy one, in the same lockstep batches."""
+    cfg = MCTSConfig(algorithm=algorithm, num_simulations=30)
+    ev = linear_evaluator(3)
+    games = GameBatch(2, FLAGS)
+    games.play(1, action_of_state(games, 1, "a3a4"))
+    mixed = BatchedMCTS(ev, cfg, FLAGS, seed=4, n_games=2)
+    out = mixed.search(games, add_noise=np.array([False, True]), num_simulations=np.array([5, 30]))
+    assert out.visits.sum(axis=1).tolist() == [5, 30]
+    for i, (noise, sims) in enumerate(((False, 5), (True, 30))):
+        ref = BatchedMCTS(ev, cfg, FLAGS, seed=4, n_games=2).search(
+            games, active=np.arange(2) == i, add_noise=noise, num_simulations=sims)
+        np.testing.assert_array_equal(ref.visits[i], out.visits[i])
+        np.testing.assert_array_equal(ref.policy[i], out.policy[i])
+        assert ref.action[i] == out.action[i]
+
+
 def test_finished_and_inactive_games_are_skipped() -> None:
     games = GameBatch(3, FLAGS)
     games.reset(1, "7/3E3/6e/7/7/7/7/7/7 r 0 1")
