@@ -99,7 +99,12 @@ def make_player(spec: str, *, rules: Optional[RuleSet] = None, seed: Optional[in
     """Build a player from its spec; PlayerSpecError names what is wrong."""
     kind, options = parse_spec(spec)
     if kind not in _FACTORIES and kind in _LAZY:
-        importlib.import_module(_LAZY[kind])
+        try:
+            importlib.import_module(_LAZY[kind])
+        except ModuleNotFoundError as e:
+            if e.name != _LAZY[kind]:
+                raise
+            raise PlayerSpecError(f"player kind {kind!r} in spec {spec!r} is not available (no module {e.name})") from None
     if kind not in _FACTORIES:
         raise PlayerSpecError(f"unknown player kind {kind!r} in spec {spec!r}; known: {', '.join(known_kinds())}")
     try:

@@ -1,0 +1,574 @@
+"""Tournaments between players: colour-swapped pairs from seeded openings, in parallel, rated.
+
+    >>> from agents.tournament import run_tournament
+    >>> result = run_tournament(["random", "alphabeta:depth=1", "alphabeta:depth=2"],
+    ...                         games_per_pair=10, seed=0, workers=2)
+    >>> print(result.table())
+    >>> result.score("alphabeta:depth=2", "random")     # mean score of the first against the second
+    >>> result.ratings.elo("alphabeta:depth=2")         # Elo relative to the anchor (default: first player)
+    >>> result.write("runs/eval")                       # results.json, ratings.csv, pairings.csv, games.jsonl
+
+How games are made. Every pairing plays `games_per_pair` games as
+colour-swapped pairs: the two games of a pair start from the same opening,
+each player taking Red once. Opening k is the same for every pairing (fair
+comparisons, less noise): either `opening_plies` uniformly random moves from
+the start position drawn from ``(seed, k)``, or line k of an openings file
+(cycled when the file is shorter). Opening moves are part of the recorded
+game (``extra["opening_plies"]`` says how many), so every record replays.
+
+Reproducibility. Every game's players are built afresh from their specs with
+seeds drawn from ``(seed, pairing, game)``, and searches limited by depth or
+nodes are deterministic, so the same seed replays the same games whatever
+the number of workers. Time-limited players (``alphabeta:time=...``) and
+player objects passed in (rather than specs) are not reproducible this way.
+
+Players are spec strings (see `agents.players`) or objects with the Player
+protocol. Objects cannot be sent to worker processes: use ``workers`` 0 or 1
+with them. Every spec is built once before the first game, so a bad spec, a
+missing checkpoint or a malformed openings file fails at once.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import multiprocessing as mp
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from envs import Board, Move, RuleSet
+from envs.board import START_JFEN, Side
+
+from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
+from agents.players import Player, PlayerSpecError, make_player, parse_spec
+from agents.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
+from agents.records import GameRecord, write_jsonl
+
+MODES = ("round_robin", "gauntlet")
+PlayerLike = Union[str, Player]
+
+
+class TournamentError(ValueError):
+    """A tournament that cannot be run as asked (names the bad setting)."""
+
+
+class OpeningsError(TournamentError):
+    """A malformed openings file (names the file and line)."""
+
+
+@dataclass(frozen=True)
+class Opening:
+    """Where games start: a JFEN plus moves played from it before the players take over."""
+
+    start: str = START_JFEN
+    moves: tuple[str, ...] = ()
+
+    def board(self, rules: RuleSet) -> Board:
+        board = Board.from_jfen(self.start, rules=rules)
+        for m in self.moves:
+            board.push(m)
+        return board
+
+
+def random_openings(count: int, plies: int, seed: int, rules: Optional[RuleSet] = None) -> list[Opening]:
+    """`count` openings of `plies` random legal moves from the start, drawn from (seed, k); distinct when possible."""
+    rules = rules if rules is not None else RuleSet()
+    out: list[Opening] = []
+    seen: set[tuple[str, ...]] = set()
+    for k in range(count):
+        rng = np.random.default_rng([seed, k])
+        opening = Opening()
+        for _attempt in range(20):
+            board = Board(rules=rules)
+            moves: list[str] = []
+            for _ in range(plies):
+                legal = board.legal_move_ints()
+                if len(legal) == 0 or board.outcome() is not None:
+                    break
+                m = Move.from_int(int(legal[rng.integers(len(legal))]))
+                board.push(m)
+                moves.append(str(m))
+            if board.outcome() is not None:
+                continue
+            opening = Opening(START_JFEN, tuple(moves))
+            if opening.moves not in seen:
+                break
+        seen.add(opening.moves)
+        out.append(opening)
+    return out
+
+
+def read_openings(path: PathLike, rules: Optional[RuleSet] = None) -> list[Opening]:
+    """Openings from a text file, one per line; blank lines and `#` comments skipped.
+
+    A line is a JFEN (``l5t/1d3c1/... r 0 1``), a list of moves from the
+    start position (``a3a4 g7g6``), or a JFEN then ``|`` then moves. Every line
+    is checked (JFEN parsed, moves played, game not over); OpeningsError names
+    the file and line of the first bad one."""
+    rules = rules if rules is not None else RuleSet()
+    p = Path(path)
+    if not p.is_file():
+        raise OpeningsError(f"openings file {str(p)!r} does not exist")
+    out = []
+    for i, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "|" in line:
+            jfen, _, rest = line.partition("|")
+            opening = Opening(jfen.strip(), tuple(rest.split()))
+        elif "/" in line:
+            opening = Opening(line, ())
+        else:
+            opening = Opening(START_JFEN, tuple(line.split()))
+        try:
+            board = opening.board(rules)
+        except ValueError as e:
+            raise OpeningsError(f"{p}:{i}: {e}") from None
+        if board.outcome() is not None:
+            raise OpeningsError(f"{p}:{i}: the game is already over in this opening")
+        out.append(opening)
+    if not out:
+        raise OpeningsError(f"openings file {str(p)!r} holds no opening")
+    return out
+
+
+@dataclass(frozen=True)
+class GameTask:
+    """One game to play: who (indices into the player list), from where, with which seeds."""
+
+    index: int
+    pairing: int
+    red: int
+    blue: int
+    opening: Opening
+    opening_index: int
+    seed: int
+    red_seed: int
+    blue_seed: int
+
+
+def schedule(n_players: int, games_per_pair: int, openings: Sequence[Opening], seed: int,
+             mode: str = "round_robin") -> list[GameTask]:
+    """All games of the tournament in a fixed order (colour-swapped pairs, opening k for pair k)."""
+    if mode not in MODES:
+        raise TournamentError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "round_robin":
+        pairs = [(i, j) for i in range(n_players) for j in range(i + 1, n_players)]
+    else:
+        pairs = [(0, j) for j in range(1, n_players)]
+    tasks: list[GameTask] = []
+    for p, (i, j) in enumerate(pairs):
+        for g in range(games_per_pair):
+            red, blue = (i, j) if g % 2 == 0 else (j, i)
+            k = (g // 2) % len(openings)
+            s = np.random.SeedSequence([seed, p, g]).generate_state(3, dtype=np.uint32)
+            tasks.append(GameTask(index=len(tasks), pairing=p, red=red, blue=blue, opening=openings[k],
+                                  opening_index=k, seed=int(s[0]), red_seed=int(s[1]), blue_seed=int(s[2])))
+    return tasks
+
+
+def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules: Optional[RuleSet] = None,
+              max_plies: int = 600, seed: Optional[int] = None, red_name: Optional[str] = None,
+              blue_name: Optional[str] = None, **extra: Any) -> GameRecord:
+    """Play one game from `opening` and return its record.
+
+    `max_plies` counts the players' moves (the opening excluded); a game
+    that reaches it is scored a draw with termination ``ply_cap``. A player
+    that returns an illegal move raises TournamentError naming it."""
+    rules = rules if rules is not None else RuleSet()
+    board = opening.board(rules)
+    red.reset()
+    blue.reset()
+    names = {Side.RED: red_name or red.name, Side.BLUE: blue_name or blue.name}
+    t0 = time.perf_counter()
+    termination: Optional[str] = None
+    result: Optional[str] = None
+    plies = 0
+    while board.outcome() is None:
+        if plies >= max_plies:
+            termination, result = "ply_cap", "1/2-1/2"
+            break
+        side = board.side_to_move
+        player = red if side == Side.RED else blue
+        move = player.select_move(board.copy())
+        if not board.is_legal(move):
+            raise TournamentError(f"player {names[side]!r} chose illegal move {move} in {board.jfen()!r}")
+        board.push(move)
+        plies += 1
+    return GameRecord.from_board(board, opening.start, red=names[Side.RED], blue=names[Side.BLUE], seed=seed,
+                                 termination=termination, result=result, opening_plies=len(opening.moves),
+                                 seconds=round(time.perf_counter() - t0, 4), **extra)
+
+
+# --- worker side --------------------------------------------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(specs: list[str], rules: dict[str, Any], max_plies: int) -> None:
+    _WORKER.update(specs=specs, rules=RuleSet.from_dict(rules), max_plies=max_plies)
+
+
+def _play_task(task: GameTask) -> tuple[int, str]:
+    specs: list[str] = _WORKER["specs"]
+    rules: RuleSet = _WORKER["rules"]
+    red = make_player(specs[task.red], rules=rules, seed=task.red_seed)
+    blue = make_player(specs[task.blue], rules=rules, seed=task.blue_seed)
+    rec = play_game(red, blue, task.opening, rules=rules, max_plies=_WORKER["max_plies"], seed=task.seed,
+                    red_name=specs[task.red], blue_name=specs[task.blue], game=task.index, pairing=task.pairing,
+                    opening_index=task.opening_index, red_seed=task.red_seed, blue_seed=task.blue_seed)
+    return task.index, rec.to_json()
+
+
+# --- results ------------------------------------------------------------------------------------
+def game_result(rec: GameRecord) -> GameResult:
+    """The record as a rating input: Red's score against Blue (ply caps and unfinished games count as draws)."""
+    score = {"1-0": 1.0, "0-1": 0.0}.get(rec.result, 0.5)
+    return GameResult(rec.red, rec.blue, score)
+
+
+@dataclass
+class TournamentResult:
+    """Everything a tournament produced. Scores are from the row player's side."""
+
+    players: list[str]
+    games: list[GameRecord]
+    pairings: list[PairStats]
+    """Head-to-head statistics, `a` being the earlier player in `players`."""
+    ratings: RatingTable
+    points: np.ndarray
+    """[P, P]: points of player i against player j."""
+    counts: np.ndarray
+    """[P, P]: games between i and j."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def score(self, a: str, b: str) -> float:
+        """Mean score of `a` against `b` (NaN if they did not meet)."""
+        i, j = self._index(a), self._index(b)
+        return float(self.points[i, j] / self.counts[i, j]) if self.counts[i, j] else float("nan")
+
+    def pair(self, a: str, b: str) -> PairStats:
+        """Head-to-head statistics from `a`'s side."""
+        for p in self.pairings:
+            if (p.a, p.b) == (a, b):
+                return p
+            if (p.a, p.b) == (b, a):
+                return _flip(p)
+        raise TournamentError(f"{a!r} and {b!r} did not meet")
+
+    def _index(self, name: str) -> int:
+        try:
+            return self.players.index(name)
+        except ValueError:
+            raise TournamentError(f"no player {name!r} in this tournament; players: {', '.join(self.players)}") from None
+
+    def wdl(self, name: str) -> tuple[int, int, int]:
+        """Wins, draws, losses of one player over all its games."""
+        w = d = l_ = 0
+        for rec in self.games:
+            if name not in (rec.red, rec.blue):
+                continue
+            s = game_result(rec).score if rec.red == name else 1.0 - game_result(rec).score
+            w, d, l_ = w + (s == 1.0), d + (s == 0.5), l_ + (s == 0.0)
+        return w, d, l_
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "players": self.players,
+            "settings": self.settings,
+            "seconds": round(self.seconds, 3),
+            "ratings": self.ratings.to_dict(),
+            "pairings": [_pair_dict(p) for p in self.pairings],
+            "crosstable": {
+                "points": self.points.tolist(),
+                "games": self.counts.tolist(),
+            },
+            "terminations": _terminations(self.games),
+        }
+
+    def table(self) -> str:
+        """A readable report: ratings, pairings, crosstable."""
+        out = io.StringIO()
+        width = max(len(p) for p in self.players)
+        rt = self.ratings
+        out.write(f"Ratings (Bradley-Terry, Elo scale, anchor {rt.anchor!r} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n")
+        out.write(f"  {'#':>2}  {'player':<{width}}  {'Elo':>6}  {'95% CI':>15}  {'games':>5}  {'W-D-L':>11}  score\n")
+        for k, r in enumerate(rt.ratings, 1):
+            w, d, l_ = self.wdl(r.name)
+            ci = f"[{r.ci_low:+.0f}, {r.ci_high:+.0f}]"
+            out.write(f"  {k:>2}  {r.name:<{width}}  {r.elo:>+6.0f}  {ci:>15}  {r.games:>5}  "
+                      f"{f'{w}-{d}-{l_}':>11}  {r.score:.3f}\n")
+        out.write("\nPairings (first player's view; p = sign-test p-value of 'first is stronger')\n")
+        for p in self.pairings:
+            out.write(f"  {p.a:<{width}} vs {p.b:<{width}}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
+                      f"Elo {p.elo_diff:+.0f} [{p.elo_low:+.0f}, {p.elo_high:+.0f}]  LOS {p.los:.3f}  "
+                      f"p {p.p_value:.2g}  SPRT(0,30) {p.sprt}\n")
+        out.write("\nCrosstable (row's points / games against column)\n")
+        short = [f"P{k + 1}" for k in range(len(self.players))]
+        out.write(" " * (width + 6) + "".join(f"{s:>9}" for s in short) + "\n")
+        for i, name in enumerate(self.players):
+            cells = "".join(
+                f"{'-':>9}" if i == j or not self.counts[i, j] else f"{_pts(self.points[i, j])}/{int(self.counts[i, j])}".rjust(9)
+                for j in range(len(self.players)))
+            out.write(f"  {short[i]:<3} {name:<{width}}{cells}\n")
+        terms = ", ".join(f"{k} {v}" for k, v in _terminations(self.games).items())
+        out.write(f"\n{len(self.games)} games in {self.seconds:.1f}s; endings: {terms}\n")
+        return out.getvalue()
+
+    def write(self, out_dir: PathLike, *, image: bool = True) -> dict[str, Path]:
+        """Write results.json, ratings.csv, pairings.csv, games.jsonl (and crosstable.png) atomically."""
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        paths = {"json": d / "results.json", "ratings_csv": d / "ratings.csv", "pairings_csv": d / "pairings.csv",
+                 "games": d / "games.jsonl"}
+        atomic_write_json(paths["json"], self.to_dict())
+        atomic_write_text(paths["ratings_csv"], self._ratings_csv())
+        atomic_write_text(paths["pairings_csv"], self._pairings_csv())
+        write_jsonl(paths["games"], self.games)
+        if image:
+            png = crosstable_png(self)
+            if png is not None:
+                paths["image"] = d / "crosstable.png"
+                atomic_write_bytes(paths["image"], png)
+        return paths
+
+    def _ratings_csv(self) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["rank", "player", "elo", "ci_low", "ci_high", "games", "wins", "draws", "losses", "score"])
+        for k, r in enumerate(self.ratings.ratings, 1):
+            w.writerow([k, r.name, f"{r.elo:.1f}", f"{r.ci_low:.1f}", f"{r.ci_high:.1f}", r.games, *self.wdl(r.name),
+                        f"{r.score:.4f}"])
+        return buf.getvalue()
+
+    def _pairings_csv(self) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        keys = list(_pair_dict(self.pairings[0]).keys()) if self.pairings else ["a", "b"]
+        w.writerow(keys)
+        for p in self.pairings:
+            d = _pair_dict(p)
+            w.writerow([f"{d[k]:.4g}" if isinstance(d[k], float) else d[k] for k in keys])
+        return buf.getvalue()
+
+
+def _pts(x: float) -> str:
+    return f"{x:g}"
+
+
+def _flip(p: PairStats) -> PairStats:
+    from agents.ratings import pair_stats
+
+    return pair_stats(p.b, p.a, p.losses, p.draws, p.wins)
+
+
+def _pair_dict(p: PairStats) -> dict[str, Any]:
+    return {"a": p.a, "b": p.b, "games": p.games, "wins": p.wins, "draws": p.draws, "losses": p.losses,
+            "score": p.score, "elo_diff": p.elo_diff, "elo_low": p.elo_low, "elo_high": p.elo_high, "los": p.los,
+            "p_value": p.p_value, "sprt_llr": p.sprt_llr, "sprt": p.sprt}
+
+
+def _terminations(games: Sequence[GameRecord]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for g in games:
+        key = g.termination or "unfinished"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def crosstable_png(result: TournamentResult, cell: int = 64) -> Optional[bytes]:
+    """The crosstable as a PNG (cells coloured by the row's score), or None when Pillow is not installed."""
+    try:
+        from PIL import Image, ImageDraw
+    except ImportError:
+        return None
+    n = len(result.players)
+    label_w = 12 + 7 * max(len(p) for p in result.players)
+    w, h = label_w + n * cell + 8, 28 + n * cell + 8
+    img = Image.new("RGB", (w, h), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    for j in range(n):
+        draw.text((label_w + j * cell + cell // 2 - 6, 8), f"P{j + 1}", fill=(0, 0, 0))
+    for i, name in enumerate(result.players):
+        y = 28 + i * cell
+        draw.text((6, y + cell // 2 - 6), f"P{i + 1} {name}", fill=(0, 0, 0))
+        for j in range(n):
+            x = label_w + j * cell
+            if i == j or not result.counts[i, j]:
+                colour = (220, 220, 220)
+                text = ""
+            else:
+                s = result.points[i, j] / result.counts[i, j]
+                colour = (int(230 - 150 * s), int(80 + 150 * s), 90)
+                text = f"{s:.2f}"
+            draw.rectangle([x, y, x + cell - 2, y + cell - 2], fill=colour)
+            draw.text((x + cell // 2 - 12, y + cell // 2 - 6), text, fill=(0, 0, 0))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+# --- running --------------------------------------------------------------------------------------
+def check_spec(spec: str, rules: RuleSet) -> Player:
+    """Build a spec once to prove it works; a missing checkpoint file is named before anything loads."""
+    kind, options = parse_spec(spec)
+    if kind == "checkpoint":
+        path = options.get("path")
+        if not path:
+            raise PlayerSpecError(f"player spec {spec!r}: a checkpoint player needs path=...")
+        if not Path(path).exists():
+            raise PlayerSpecError(f"player spec {spec!r}: checkpoint file {path!r} does not exist")
+    return make_player(spec, rules=rules, seed=0)
+
+
+def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, seed: int = 0, workers: int = 0,
+                   mode: str = "round_robin", rules: Optional[RuleSet] = None, opening_plies: int = 4,
+                   openings: Optional[Union[PathLike, Sequence[Opening]]] = None, max_plies: int = 600,
+                   anchor: Optional[str] = None, prior_games: float = 1.0, progress: bool = True,
+                   start_method: str = "spawn",
+                   on_game: Optional[Callable[[GameRecord], None]] = None) -> TournamentResult:
+    """Play a round robin (every pair) or a gauntlet (players[0] against each other) and rate it.
+
+    players: spec strings (``"random"``, ``"alphabeta:depth=3"``, ``"checkpoint:path=...,sims=200"``) or
+        Player objects (named by their `.name`; only with workers <= 1). Names must be distinct.
+    games_per_pair: games per pairing, played as colour-swapped pairs (an odd count leaves the last
+        pair half played).
+    seed: decides openings and player seeds; the same seed replays the same games.
+    workers: processes playing games at once; 0 or 1 plays in this process.
+    rules: the RuleSet (default rules when None).
+    opening_plies / openings: random plies from the start, or a file (see `read_openings`) or a list
+        of `Opening`s.
+    max_plies: moves per game (after the opening) before it is scored a draw (``ply_cap``).
+    anchor: the player rated `0` (default players[0]); prior_games: see `agents.ratings`.
+    on_game: called in this process with each finished game's record (in completion order).
+
+    Returns a TournamentResult: `.score(a, b)`, `.pair(a, b)` (W/D/L, Elo difference, tests),
+    `.ratings` (Elo with 95% CIs), `.games` (records in schedule order), `.table()`, `.write(dir)`.
+    Raises PlayerSpecError / OpeningsError / TournamentError before any game for bad input."""
+    rules = rules if rules is not None else RuleSet()
+    if len(players) < 2:
+        raise TournamentError(f"a tournament needs at least two players, got {len(players)}")
+    if games_per_pair < 1:
+        raise TournamentError(f"games_per_pair={games_per_pair} must be >= 1")
+    if max_plies < 1:
+        raise TournamentError(f"max_plies={max_plies} must be >= 1")
+    if opening_plies < 0:
+        raise TournamentError(f"opening_plies={opening_plies} must be >= 0")
+    if mode not in MODES:
+        raise TournamentError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if workers < 0:
+        raise TournamentError(f"workers={workers} must be >= 0")
+    objects: list[Optional[Player]] = []
+    names: list[str] = []
+    for p in players:
+        if isinstance(p, str):
+            check_spec(p, rules)
+            objects.append(None)
+            names.append(p.strip())
+        elif isinstance(p, Player):
+            objects.append(p)
+            names.append(p.name)
+        else:
+            raise TournamentError(f"player {p!r} is neither a spec string nor a Player")
+    if len(set(names)) != len(names):
+        raise TournamentError(f"player names must be distinct, got {names}")
+    if workers > 1 and any(o is not None for o in objects):
+        raise TournamentError("player objects cannot go to worker processes: use workers=0 or 1, or spec strings")
+    if anchor is not None and anchor not in names:
+        raise TournamentError(f"anchor {anchor!r} is not among the players {', '.join(names)}")
+    n_openings = (games_per_pair + 1) // 2
+    if openings is None:
+        opening_list = random_openings(n_openings, opening_plies, seed, rules)
+    elif isinstance(openings, (str, Path)):
+        opening_list = read_openings(openings, rules)
+    else:
+        opening_list = list(openings)  # type: ignore[arg-type]
+        if not opening_list:
+            raise OpeningsError("an empty list of openings")
+    tasks = schedule(len(names), games_per_pair, opening_list, seed, mode)
+
+    records: list[Optional[GameRecord]] = [None] * len(tasks)
+    t0 = time.perf_counter()
+    bar = _progress(len(tasks), progress)
+    tally = [0, 0, 0]
+
+    def finish(index: int, rec: GameRecord) -> None:
+        records[index] = rec
+        s = game_result(rec).score
+        first = names[0]
+        if first in (rec.red, rec.blue):
+            mine = s if rec.red == first else 1.0 - s
+            tally[0 if mine == 1.0 else (1 if mine == 0.5 else 2)] += 1
+        if bar is not None:
+            bar.set_postfix_str(f"{first}: W/D/L {tally[0]}/{tally[1]}/{tally[2]}", refresh=False)
+            bar.update(1)
+        if on_game is not None:
+            on_game(rec)
+
+    try:
+        if workers <= 1:
+            for task in tasks:
+                red = _player(objects[task.red], names[task.red], rules, task.red_seed)
+                blue = _player(objects[task.blue], names[task.blue], rules, task.blue_seed)
+                rec = play_game(red, blue, task.opening, rules=rules, max_plies=max_plies, seed=task.seed,
+                                red_name=names[task.red], blue_name=names[task.blue], game=task.index,
+                                pairing=task.pairing, opening_index=task.opening_index, red_seed=task.red_seed,
+                                blue_seed=task.blue_seed)
+                finish(task.index, rec)
+        else:
+            ctx = mp.get_context(start_method)
+            with ctx.Pool(workers, initializer=_worker_init, initargs=(names, rules.to_dict(), max_plies)) as pool:
+                for index, text in pool.imap_unordered(_play_task, tasks, chunksize=1):
+                    finish(index, GameRecord.from_dict(json.loads(text)))
+    finally:
+        if bar is not None:
+            bar.close()
+    games = [r for r in records if r is not None]
+    return summarize(games, names, anchor=anchor, prior_games=prior_games, seconds=time.perf_counter() - t0,
+                     settings={"mode": mode, "games_per_pair": games_per_pair, "seed": seed, "workers": workers,
+                               "opening_plies": opening_plies, "openings": str(openings) if isinstance(openings, (str, Path)) else None,
+                               "max_plies": max_plies, "rules": rules.to_dict()})
+
+
+def _player(obj: Optional[Player], spec: str, rules: RuleSet, seed: int) -> Player:
+    return obj if obj is not None else make_player(spec, rules=rules, seed=seed)
+
+
+def summarize(games: Sequence[GameRecord], players: Sequence[str], *, anchor: Optional[str] = None,
+              prior_games: float = 1.0, seconds: float = 0.0, settings: Optional[dict[str, Any]] = None) -> TournamentResult:
+    """Rate a list of game records (from `run_tournament` or read back from a games.jsonl)."""
+    players = list(players)
+    index = {p: k for k, p in enumerate(players)}
+    n = len(players)
+    points = np.zeros((n, n))
+    counts = np.zeros((n, n))
+    results = []
+    for rec in games:
+        r = game_result(rec)
+        if r.a not in index or r.b not in index:
+            raise TournamentError(f"game between {r.a!r} and {r.b!r}: not among the players {', '.join(players)}")
+        i, j = index[r.a], index[r.b]
+        points[i, j] += r.score
+        points[j, i] += 1.0 - r.score
+        counts[i, j] += 1
+        counts[j, i] += 1
+        # Orient every result as (earlier player, later player) so pairings read in player order.
+        results.append(r if i < j else GameResult(r.b, r.a, 1.0 - r.score))
+    ratings = fit_ratings(results, players, anchor=anchor, prior_games=prior_games)
+    pairings = sorted(head_to_head(results), key=lambda p: (index[p.a], index[p.b]))
+    return TournamentResult(players=players, games=list(games), pairings=pairings, ratings=ratings, points=points,
+                            counts=counts, settings=dict(settings or {}), seconds=seconds)
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="games", unit="game", dynamic_ncols=True)

@@ -1,0 +1,98 @@
+"""Tournaments end to end: evaluate.py in a subprocess, colour swapping, seeding, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.players import PlayerSpecError, RandomPlayer
+from agents.records import read_jsonl
+from agents.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
+
+
+def run_evaluate(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "evaluate.py"), *overrides, "progress=false"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def test_evaluate_end_to_end_writes_files_and_replays_in_process(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_evaluate(tmp_path, 'players=[random,"alphabeta:depth=1","alphabeta:depth=2"]', "games_per_pair=4",
+                        "workers=2", "seed=5", "opening_plies=3", f"out_dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert "Ratings" in proc.stdout and "Crosstable" in proc.stdout
+    for name in ("results.json", "ratings.csv", "pairings.csv", "games.jsonl"):
+        assert (out / name).is_file(), name
+    results = json.loads((out / "results.json").read_text())
+    assert results["players"] == PLAYERS
+    assert {p["games"] for p in results["pairings"]} == {4}
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 12
+    for rec in games:
+        assert rec.replay().outcome() is not None or rec.termination == "ply_cap"
+        assert rec.extra["opening_plies"] == 3 and rec.seed is not None
+    # Colour-swapped pairs: same opening, colours exchanged.
+    for a, b in zip(games[::2], games[1::2]):
+        assert (a.red, a.blue) == (b.blue, b.red)
+        assert a.moves[:3] == b.moves[:3] and a.extra["opening_index"] == b.extra["opening_index"]
+    # Random plays worse than alpha-beta: it scores below half.
+    rows = {r["name"]: r for r in results["ratings"]["ratings"]}
+    assert rows["random"]["score"] < 0.5
+    assert (out / "ratings.csv").read_text().splitlines()[0].startswith("rank,player,elo")
+    # The same seed in this process (no workers) replays the very same games.
+    again = run_tournament(PLAYERS, games_per_pair=4, seed=5, workers=0, opening_plies=3, progress=False)
+    assert [g.moves for g in again.games] == [g.moves for g in games]
+    assert [g.result for g in again.games] == [g.result for g in games]
+
+
+def test_seeds_decide_the_openings() -> None:
+    a = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=1, progress=False)
+    b = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=1, progress=False)
+    c = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=2, progress=False)
+    assert [g.moves for g in a.games] == [g.moves for g in b.games]
+    assert [g.moves[:4] for g in a.games] != [g.moves[:4] for g in c.games]
+    assert a.games[0].moves[:4] != a.games[2].moves[:4]  # pairs start from different openings
+    p = a.pair("alphabeta:depth=1", "random")
+    assert p.games == 4 and p.wins + p.draws + p.losses == 4
+    assert a.score("alphabeta:depth=1", "random") == pytest.approx(1 - a.score("random", "alphabeta:depth=1"))
+
+
+def test_bad_input_fails_before_any_game(tmp_path: Path) -> None:
+    played = []
+    with pytest.raises(PlayerSpecError, match="nosuch"):
+        run_tournament(["random", "nosuch:x=1"], games_per_pair=2, on_game=played.append, progress=False)
+    with pytest.raises(PlayerSpecError, match="does not exist"):
+        run_tournament(["random", f"checkpoint:path={tmp_path / 'missing.pt'}"], games_per_pair=2,
+                       on_game=played.append, progress=False)
+    bad = tmp_path / "openings.txt"
+    bad.write_text("# two openings\na3a4 g7g6\na3a4 a3a5\n")
+    with pytest.raises(OpeningsError, match=r"openings.txt:3"):
+        run_tournament(["random", "alphabeta:depth=1"], games_per_pair=2, openings=bad, on_game=played.append,
+                       progress=False)
+    with pytest.raises(TournamentError, match="workers"):
+        run_tournament([RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")], workers=2, progress=False)
+    assert played == []
+    proc = run_evaluate(tmp_path, "players=[random,nosuch]", f"out_dir={tmp_path / 'never'}")
+    assert proc.returncode != 0 and "unknown player kind 'nosuch'" in proc.stderr
+    assert not (tmp_path / "never" / "games.jsonl").exists()
+    proc = run_evaluate(tmp_path, "no_such_key=1")
+    assert proc.returncode != 0 and "no_such_key" in proc.stderr
+
+
+def test_openings_file_and_player_objects(tmp_path: Path) -> None:
+    f = tmp_path / "openings.txt"
+    f.write_text("a3a4 g7g6  # Elephant and Rat\nl5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1 | g3g4\n")
+    openings = read_openings(f)
+    assert [o.moves for o in openings] == [("a3a4", "g7g6"), ("g3g4",)]
+    players = [RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")]
+    res = run_tournament(players, games_per_pair=4, openings=f, workers=0, progress=False, mode="gauntlet")
+    assert len(res.games) == 4
+    assert [g.moves[:2] for g in res.games[:2]] == [["a3a4", "g7g6"]] * 2
+    assert res.games[2].moves[0] == "g3g4"
