@@ -54,3 +54,28 @@ def test_terminal_playing_blue_and_bad_options() -> None:
     assert bad.returncode == 2 and "unknown player kind 'nosuchplayer'" in bad.stderr
     bad = run_play("", "--rule", "rank_order=sideways")
     assert bad.returncode == 2 and "rank_order" in bad.stderr
+
+
+def test_play_page_server_entry_point(tmp_path: Path) -> None:
+    """`play.py --port 0 --no-browser` prints its URL and answers the API until stopped."""
+    import json
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "play.py"), "--port", "0", "--no-browser",
+                             "--state-dir", str(tmp_path), "--rules", "dog_over_wolf", "--rule", "no_capture_draw=200"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Jungle play page: http://127.0.0.1:"), line
+        url = line.split()[3]
+        with urllib.request.urlopen(url + "api/info", timeout=60) as resp:
+            info = json.loads(resp.read())
+        assert info["rules_name"] == "dog_over_wolf" and info["rules"]["no_capture_draw"] == 200
+        assert info["ranks"][3:5] == [4, 3]  # Dog 4 over Wolf 3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    bad = subprocess.run([sys.executable, str(ROOT / "play.py"), "--rules", "nosuchset", "--no-browser"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert bad.returncode == 2 and "unknown rule set 'nosuchset'" in bad.stderr

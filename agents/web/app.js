@@ -529,7 +529,7 @@ function showNewGame() {
   const box = $("continue-box");
   box.hidden = !last;
   if (last) {
-    const who = last.mode === "computer" ? `you (${last.human}) against ${last.opponent}` : "two players";
+    const who = last.mode === "computer" ? `You (${title(last.human)}) against ${opponentName(last.opponent)}` : "Two players";
     const res = last.result === "*" ? "in progress" : `finished, ${last.result}`;
     $("continue-info").textContent = `${who}, ${last.moves} moves, ${res}`;
   }
