@@ -82,13 +82,13 @@ class EvalConfig:
 class TrainConfig:
     """The self-play / learning loop (group `train`)."""
 
-    iterations: int = 40
+    iterations: int = 30
     """Iterations of {self-play, learn, evaluate, checkpoint}."""
     games_per_iteration: int = 64
     """Self-play games per iteration."""
     parallel: int = 64
     """Games played in lockstep (one network call per simulation step covers them all)."""
-    max_plies: int = 300
+    max_plies: int = 200
     """A self-play game longer than this stops and counts as a draw."""
     playout_cap_fraction: float = 0.0
     """Fraction of moves searched cheaply (playout-cap randomisation); those train the value only."""

@@ -49,9 +49,9 @@ class LearnerConfig:
     """`constant`, `cosine` (to `lr * final_lr_fraction` at `total_steps`) or `step` (x0.1 at 50% and 75%)."""
     warmup_steps: int = 100
     """Linear warm-up steps from 0 to `lr`."""
-    total_steps: int = 10000
+    total_steps: int = 6000
     """Length of the schedule (steps beyond it keep the final rate)."""
-    final_lr_fraction: float = 0.05
+    final_lr_fraction: float = 0.1
     """Cosine floor as a fraction of `lr`."""
     value_weight: float = 1.0
     """Weight of the value loss in the total."""
