@@ -290,16 +290,17 @@ def main(cfg: Config) -> None:
         writer.flush()
         elapsed = time.time() - started
         eta = elapsed / (it - start_iteration + 1) * (tc.iterations - it)
+        evaluation = " ".join(f"{k[6:]} {v:.2f}" for k, v in scores.items() if k.startswith("score_"))
+        if "elo" in scores:
+            evaluation += f" elo {scores['elo']:.0f}"
         log.info(
-            "iter %d/%d | %d games %d positions (%.0f pos/s, %.0f sims/s, len %.0f) | %d steps loss %.3f "
-            "(policy %.3f value %.3f) | %s| %.0fs, ETA %s",
+            "iter %d/%d | %d games %d positions (%.0f pos/s, %.0f sims/s, len %.0f, red/blue/draw %d/%d/%d) | "
+            "%d steps loss %.3f (policy %.3f value %.3f) | %s%.0fs, %s elapsed, ETA %s",
             it, tc.iterations, s["games"], s["positions"], s["positions"] / max(selfplay_seconds, 1e-9),
-            s["simulations"] / max(selfplay_seconds, 1e-9), s["mean_length"], steps,
-            mean_or_nan(metrics, "loss/total"), mean_or_nan(metrics, "loss/policy"),
-            mean_or_nan(metrics, "loss/value"),
-            "".join(f"{k} {v:.2f} " for k, v in scores.items() if k.startswith("score_")) + (
-                f"elo {scores['elo']:.0f} " if "elo" in scores else ""),
-            time.time() - t0, format_seconds(eta),
+            s["simulations"] / max(selfplay_seconds, 1e-9), s["mean_length"], s["red_wins"], s["blue_wins"],
+            s["draws"], steps, mean_or_nan(metrics, "loss/total"), mean_or_nan(metrics, "loss/policy"),
+            mean_or_nan(metrics, "loss/value"), f"eval: {evaluation} | " if evaluation else "",
+            time.time() - t0, format_seconds(counters["seconds"]), format_seconds(eta),
         )
     writer.close()
     log.info("done: %s (%s)", run_dir, format_seconds(time.time() - started))
