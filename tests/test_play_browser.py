@@ -229,6 +229,12 @@ def test_board_renders(page: Any, tmp_path: Path) -> None:
     assert pg.locator(".sq.den").count() == 2 and pg.locator(".sq.trap").count() == 6
     assert pg.locator(".sq.water").count() == 12
     assert pg.inner_text("#files").split() == list("abcdefg")
+    # The rules panel summarises the rules and shows the rule set in force.
+    pg.click("#rules summary")
+    assert "Only the Rat swims" in pg.inner_text("#rules")
+    assert pg.inner_text("#rules-name") == "default"
+    table = pg.inner_text("#rules-table")
+    assert "rank order" in table and "120 plies" in table and "Elephant 8" in table
     keep = os.environ.get("JUNGLE_SCREENSHOT")
     if keep:
         pg.screenshot(path=keep)

@@ -341,6 +341,16 @@ function renderMoves() {
   if (cur) cur.scrollIntoView({ block: "nearest" });
 }
 
+// A piece that moved without the person's hand (the computer, a replay step) slides in.
+function slide(last) {
+  const piece = sqEl(last.to).querySelector(".piece");
+  const a = sqEl(last.from).getBoundingClientRect();
+  const b = sqEl(last.to).getBoundingClientRect();
+  if (!piece || !piece.animate) return;
+  piece.animate([{ transform: `translate(${a.left - b.left}px, ${a.top - b.top}px)` }, { transform: "none" }],
+    { duration: last.jump ? 260 : 160, easing: "ease-out" });
+}
+
 // --- game state from the server -----------------------------------------------------
 function setGame(view, quietSounds) {
   const old = state.game;
@@ -350,12 +360,18 @@ function setGame(view, quietSounds) {
   if (state.selected && (view.turn !== "human" || !view.legal.some((m) => m.startsWith(state.selected)))) {
     state.selected = null;
   }
+  let arrived = null;
   if (sameGame && !quietSounds && view.moves.length === old.moves.length + 1 && view.last) {
     const last = view.last;
     playSound(last.captured ? "capture" : (last.jump ? "jump" : "move"));
-    if (view.mode === "computer" && view.turn === "human" && old.turn === "computer") playSound("turn", 0.25);
+    if (view.mode === "computer" && view.turn === "human" && old.turn === "computer") {
+      playSound("turn", 0.25);
+      arrived = last;
+    }
   }
+  renderRules(view.rules_name, view.rules, view.ranks);
   render();
+  if (arrived) slide(arrived);
   schedulePoll();
 }
 
@@ -584,11 +600,19 @@ async function continueLast() {
 
 async function refreshInfo() {
   try { state.info = await api("GET", "info"); } catch (e) { return; }
-  const info = state.info;
-  $("rules-name").textContent = info.rules_name;
+  if (!state.game) renderRules(state.info.rules_name, state.info.rules, state.info.ranks);
+}
+
+// The rules panel shows the rule set of the game on screen (a saved game keeps its own).
+let rulesShown = "";
+function renderRules(name, rules, ranks) {
+  const key = JSON.stringify([name, rules]);
+  if (key === rulesShown) return;
+  rulesShown = key;
+  $("rules-name").textContent = name;
   const table = $("rules-table");
   table.innerHTML = "";
-  for (const [k, v] of Object.entries(info.rules)) {
+  for (const [k, v] of Object.entries(rules)) {
     const tr = document.createElement("tr");
     const a = document.createElement("td");
     const b = document.createElement("td");
@@ -599,7 +623,7 @@ async function refreshInfo() {
   }
   const tr = document.createElement("tr");
   tr.innerHTML = "<td>ranks</td><td></td>";
-  tr.lastChild.textContent = Object.entries(ANIMALS).map(([, a]) => `${a.name} ${info.ranks[a.index]}`).join(", ");
+  tr.lastChild.textContent = Object.entries(ANIMALS).map(([, a]) => `${a.name} ${ranks[a.index]}`).join(", ");
   table.appendChild(tr);
 }
 
@@ -635,10 +659,12 @@ async function openReplay(text, index) {
 function stepReplay(to) {
   const r = state.replay;
   if (!r) return;
+  const before = r.ply;
   r.ply = Math.max(0, Math.min(r.frames.length - 1, to));
   const f = r.frames[r.ply];
-  if (r.ply > 0 && f.last) playSound(f.last.captured ? "capture" : (f.last.jump ? "jump" : "move"));
+  if (r.ply !== before && r.ply > 0 && f.last) playSound(f.last.captured ? "capture" : (f.last.jump ? "jump" : "move"));
   render();
+  if (r.ply === before + 1 && f.last) slide(f.last);
 }
 
 function closeReplay() {
