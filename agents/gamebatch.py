@@ -132,11 +132,12 @@ class GameBatch:
         return out
 
     def masks(self, idx: IndexLike = None) -> np.ndarray:
-        """Legal-action masks bool [n, 252] of games `idx` (default all); all False for a finished game."""
+        """Legal-action masks bool [n, 252] of games `idx` (default all); all False for a finished
+        (or truncated) game."""
         ix = self._index(idx)
         out = np.zeros((len(ix), N_ACTIONS), dtype=np.bool_)
         mask_batch(self.state, self.hist, self.flags, ix, out)
-        out[self.done[ix] & ~self.truncated[ix]] = False
+        out[self.done[ix]] = False
         return out
 
     def outcome(self, i: int) -> tuple[int, int]:

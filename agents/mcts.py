@@ -46,7 +46,7 @@ the other games of the batch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import numpy as np

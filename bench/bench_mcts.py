@@ -56,6 +56,27 @@ def bench_search(algorithm: str, n_games: int, sims: int, repeats: int) -> float
     return rate
 
 
+def zero_network(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform priors and zero values through the Python evaluator path (what a network pays besides itself)."""
+    return np.zeros((len(obs), 252), np.float32), np.zeros(len(obs), np.float32)
+
+
+def bench_evaluator_path(algorithm: str, n_games: int, sims: int) -> float:
+    flags = RuleSet().flags()
+    games = GameBatch(n_games, flags)
+    random_openings(games, 10, seed=1)
+    mcts = BatchedMCTS(zero_network, MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False), flags,
+                       seed=0)
+    mcts.search(games, num_simulations=2)
+    c = time.process_time()
+    mcts.search(games)
+    cpu = time.process_time() - c
+    rate = int((~games.done).sum()) * sims / cpu
+    print(f"search + obs  {algorithm:6s} {n_games:4d} games x {sims:4d} sims, Python evaluator returning zeros: "
+          f"{rate / 1e3:8.1f} k simulations per CPU second")
+    return rate
+
+
 def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluator: Evaluator = uniform_evaluator,
                    label: str = "uniform", max_plies: int = 400) -> float:
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims)
@@ -81,6 +102,8 @@ def main() -> None:
     q = args.quick
     for algorithm in ("puct", "gumbel"):
         bench_search(algorithm, 64, 64 if q else 200, 1 if q else 3)
+    for algorithm in ("puct", "gumbel"):
+        bench_evaluator_path(algorithm, 256, 32 if q else 64)
     for algorithm in ("puct", "gumbel"):
         bench_selfplay(algorithm, 32, 32, 16 if q else 64)
     if args.net:
