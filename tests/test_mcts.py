@@ -313,6 +313,44 @@ def test_trees_grow_for_longer_searches() -> None:
     assert mcts.max_nodes > small and mcts.tree.num_nodes.min() > small  # expanded beyond the first size
 
 
+def check_tree(mcts: BatchedMCTS, b: int) -> None:
+    """Structural invariants of game b's tree (links, visit counts, exact terminal sums, priors)."""
+    t = mcts.tree
+    n = int(t.num_nodes[b])
+    assert t.parent[b, ROOT] == -1
+    for k in range(n):
+        v = int(t.visits[b, k])
+        assert abs(float(t.value_sum[b, k])) <= v + 1e-3
+        fc = int(t.first_child[b, k])
+        if t.terminal[b, k]:
+            assert fc == UNVISITED
+            assert np.isclose(t.value_sum[b, k], v * t.raw_value[b, k], atol=1e-3)
+            continue
+        if fc == UNVISITED:
+            assert v == 0  # reached means expanded (nothing here hits the depth or size limits)
+            continue
+        kids = range(fc, fc + int(t.num_children[b, k]))
+        assert fc > k and fc + len(kids) <= n
+        assert all(t.parent[b, c] == k for c in kids)
+        assert v == 1 + sum(int(t.visits[b, c]) for c in kids)
+        assert np.isclose(sum(float(t.prior[b, c]) for c in kids), 1.0, atol=1e-4)
+        assert len({int(t.action[b, c]) for c in kids}) == len(kids)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_tree_invariants_hold_through_play_and_reuse(algorithm: str) -> None:
+    games = GameBatch(4, FLAGS, max_plies=30)
+    mcts = BatchedMCTS(linear_evaluator(4), MCTSConfig(algorithm=algorithm, num_simulations=24), FLAGS, seed=2)
+    while not games.done.all():
+        out = mcts.search(games)
+        for i in np.flatnonzero(~games.done):
+            check_tree(mcts, int(i))
+            assert mcts.root_visits(int(i)) >= 25
+            games.play(int(i), int(out.action[i]))
+            mcts.advance(int(i), int(out.action[i]))
+            check_tree(mcts, int(i))
+
+
 def test_a_stale_tree_is_discarded() -> None:
     games = GameBatch(1, FLAGS)
     mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=20), FLAGS, seed=0)
