@@ -668,7 +668,7 @@ def root_outputs(
 
     PUCT: target = visit distribution; action drawn from N^(1/T) when
     `temperature[b] > 0` (with the uniform draw `u[b]`), else the most visited
-    (ties: higher Q, then higher prior). Gumbel: target = softmax(log prior +
+    (ties: higher Q, then the first generated). Gumbel: target = softmax(log prior +
     sigma(completed Q)); action = among the children most visited in this
     search, the largest g + log prior + sigma.
 

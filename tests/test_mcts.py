@@ -213,6 +213,29 @@ def test_per_game_simulations_and_noise_match_separate_searches(algorithm: str) 
         assert ref.action[i] == out.action[i]
 
 
+def test_only_new_nonterminal_leaves_reach_the_evaluator() -> None:
+    """One row per expansion: terminal leaves, finished games and inactive games never reach the network."""
+    rows: list[int] = []
+
+    def counting(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows.append(len(obs))
+        assert mask.any(axis=1).all()  # every position sent has legal moves: none is over
+        return uniform_evaluator(obs, mask)
+
+    games = GameBatch(3, FLAGS)
+    games.reset(0, DEN_IN_ONE)
+    games.reset(1, DEN_IN_ONE)
+    games.play(1, action_of_state(games, 1, "d8d9"))  # finished
+    mcts = BatchedMCTS(counting, MCTSConfig(algorithm="puct", num_simulations=30), FLAGS, seed=0)
+    mcts.search(games, active=np.array([True, True, False]), add_noise=False)
+    t = mcts.tree
+    expanded = int((t.first_child[0, : t.num_nodes[0]] != UNVISITED).sum())
+    den = _child(mcts, ROOT, action_of(DEN_IN_ONE, "d8d9"))
+    assert t.visits[0, den] > 1  # the terminal child was visited again and again, without the network
+    assert sum(rows) == expanded < 31
+    assert max(rows) == 1  # only game 0 was ever sent
+
+
 def test_finished_and_inactive_games_are_skipped() -> None:
     games = GameBatch(3, FLAGS)
     games.reset(1, "7/3E3/6e/7/7/7/7/7/7 r 0 1")
