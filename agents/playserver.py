@@ -278,6 +278,7 @@ class PlayHandler(BaseHTTPRequestHandler):
 
     server: "PlayServer"
     protocol_version = "HTTP/1.1"
+    _consumed = False  # whether this request's body has been read
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
@@ -299,7 +300,12 @@ class PlayHandler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(obj).encode("utf-8"), "application/json; charset=utf-8")
 
     def _error(self, status: int, message: str) -> None:
-        self._json({"error": message}, status)
+        headers = {}
+        if not self._consumed and (self.headers.get("Content-Length") or "0").strip() not in ("", "0"):
+            # The body was never read: it would be taken for the next request on this connection.
+            self.close_connection = True
+            headers["Connection"] = "close"
+        self._send(status, json.dumps({"error": message}).encode("utf-8"), "application/json; charset=utf-8", headers)
 
     def _body(self) -> dict[str, Any]:
         # Requiring JSON makes a browser ask (CORS preflight) before another site may post here.
@@ -312,6 +318,7 @@ class PlayHandler(BaseHTTPRequestHandler):
         if length < 0 or length > MAX_BODY:
             raise PlayError(f"request body of {length} bytes is not allowed (at most {MAX_BODY})")
         raw = self.rfile.read(length) if length else b""
+        self._consumed = True
         if not raw.strip():
             return {}
         if ctype != "application/json":
@@ -335,6 +342,7 @@ class PlayHandler(BaseHTTPRequestHandler):
         self._dispatch("POST")
 
     def _dispatch(self, method: str) -> None:
+        self._consumed = False
         path = urlsplit(self.path).path
         try:
             host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
@@ -348,7 +356,6 @@ class PlayHandler(BaseHTTPRequestHandler):
             else:
                 self._error(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} {path} is not supported")
         except PlayError as e:
-            # Drain an unread body so the connection stays usable.
             self._error(e.status, str(e))
         except Exception as e:  # noqa: BLE001 - report, never kill the server thread silently
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import urllib.error
@@ -180,6 +181,20 @@ def test_posts_must_be_json_for_this_host(client: Client) -> None:
         urllib.request.urlopen(req, timeout=30)
     assert e.value.code == 400 and "evil.example" in json.loads(e.value.read())["error"]
     assert client.call("GET", "/api/info")["last_game"] is None
+
+
+def test_a_refused_body_does_not_spill_into_the_next_request(client: Client) -> None:
+    port = client.server.server_address[1]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", "/index.html", body=b'{"x": 1}', headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 405 and "not supported" in json.loads(resp.read())["error"]
+        conn.request("GET", "/api/info")  # same client; reconnects if the server closed
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["rules_name"] == "default"
+    finally:
+        conn.close()
 
 
 def test_unknown_game_is_404_everywhere(client: Client) -> None:
