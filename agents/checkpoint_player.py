@@ -4,7 +4,9 @@
 
 ``path`` a checkpoint file, a run directory (its latest.pt) or a run name;
 ``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
-``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``.
+``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
+``threads`` torch CPU threads for the process (default 1: one-position network
+calls of these small nets gain nothing from more, and players often share the CPU).
 The search is deterministic (no exploration noise). A missing or unreadable
 checkpoint, or one trained under other rules than asked for, fails at
 construction with a CheckpointError naming the path.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+import torch
 from omegaconf import OmegaConf
 
 from agents.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
@@ -30,9 +33,12 @@ class CheckpointPlayer:
     """Plays the move of a `BatchedMCTS` search (one game) guided by a checkpoint's network."""
 
     def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
-                 rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "") -> None:
+                 rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
+                 threads: int = 1) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
+        if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         self.model, state = load_model(file, rules=rules, device=device_t)
         self.rules = rules if rules is not None else rules_of(state)
         self.path = str(file)
@@ -74,7 +80,10 @@ def _as_batch(board: Board) -> GameBatch:
     first = board.copy()
     while first.move_stack:
         first.pop()
-    games = GameBatch(1, board.flags, start_jfen=first.jfen(), max_plies=max(64, len(board.move_stack) + 1024))
+    room = 2048  # a fixed history size (grown in steps) lets the search keep its work arrays between moves
+    while room < len(board.move_stack) + 512:
+        room *= 2
+    games = GameBatch(1, board.flags, start_jfen=first.jfen(), max_plies=room)
     replay = first
     for move in board.move_stack:
         games.play(0, int(move_to_action(move.to_int(), int(replay.side_to_move))))
@@ -83,7 +92,7 @@ def _as_batch(board: Board) -> GameBatch:
 
 
 def _factory(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
-    known = {"path", "sims", "algorithm", "device"}
+    known = {"path", "sims", "algorithm", "device", "threads"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -91,15 +100,16 @@ def _factory(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **opti
         raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory or run name>")
     try:
         sims = int(options.get("sims", 100))
+        threads = int(options.get("threads", 1))
     except ValueError:
-        raise PlayerSpecError(f"player 'checkpoint': sims={options['sims']!r} is not an integer") from None
+        raise PlayerSpecError(f"player 'checkpoint': sims and threads must be integers, got {options}") from None
     if sims < 1:
         raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
     algorithm = options.get("algorithm")
     if algorithm is not None and algorithm not in ("puct", "gumbel"):
         raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
-                            rules=rules, seed=seed)
+                            rules=rules, seed=seed, threads=threads)
 
 
 register_player("checkpoint", _factory)
