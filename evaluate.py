@@ -31,7 +31,8 @@ class EvaluateConfig:
     """Player specs: `random`, `alphabeta:depth=4`, `alphabeta:level=expert`, `alphabeta:time=0.5`,
     `checkpoint:path=...,sims=200` (see agents/players.py). Names must be distinct."""
     mode: str = "round_robin"
-    """`round_robin` (every pair meets) or `gauntlet` (the first player meets each of the others)."""
+    """`round_robin` (every pair meets), `gauntlet` (the first player meets each of the others) or
+    `ladder` (each player meets the next in the list)."""
     games_per_pair: int = 20
     """Games per pairing, played as colour-swapped pairs from the same opening."""
     seed: int = 0

@@ -20,7 +20,7 @@ each pairing that was played gets ``prior_games`` virtual games scored as
 draws (default 1; 0 turns it off, at the risk of an infinite rating).
 
 Pairings also get W/D/L, score, an Elo difference from that score with a 95%
-interval, the likelihood of superiority, a one-sided sign test on decisive
+interval (Wilson's, with the trinomial variance), the likelihood of superiority, a one-sided sign test on decisive
 games ("A is stronger than B": the p-value of W or more wins among W + L
 decisive games if both were equal) and a GSPRT on the trinomial scores.
 """
@@ -300,19 +300,33 @@ def sprt(wins: int, draws: int, losses: int, elo0: float = 0.0, elo1: float = 30
     return float(llr), verdict
 
 
+def score_interval(wins: int, draws: int, losses: int) -> tuple[float, float]:
+    """95% interval of the expected score from W/D/L: Wilson's interval with the trinomial variance.
+
+    Unlike the plain normal interval it does not shrink to a point at a clean sweep."""
+    n = wins + draws + losses
+    if n == 0:
+        return 0.0, 1.0
+    s = (wins + 0.5 * draws) / n
+    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s ** 2) / n
+    # Wilson uses the Bernoulli variance s(1-s); scale it by the observed draw dispersion.
+    # (floored: a run of draws alone is weak evidence that every game is a draw).
+    phi = max(var / (s * (1 - s)), 0.1) if 0 < s < 1 else 1.0
+    z2 = Z95 ** 2 * phi
+    centre = (s + z2 / (2 * n)) / (1 + z2 / n)
+    half = math.sqrt(z2) / (1 + z2 / n) * math.sqrt(s * (1 - s) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def pair_stats(a: str, b: str, wins: int, draws: int, losses: int, *, elo0: float = 0.0,
                elo1: float = 30.0) -> PairStats:
     """W/D/L of `a` against `b` turned into score, Elo difference with a 95% interval and tests."""
     n = wins + draws + losses
     s = (wins + 0.5 * draws) / n if n else 0.5
-    if n:
-        var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s ** 2) / n
-        half = Z95 * math.sqrt(var / n)
-    else:
-        half = 0.5
+    low, high = score_interval(wins, draws, losses)
     llr, verdict = sprt(wins, draws, losses, elo0, elo1)
     return PairStats(a=a, b=b, wins=wins, draws=draws, losses=losses, score=s, elo_diff=elo_from_score(s),
-                     elo_low=elo_from_score(s - half), elo_high=elo_from_score(s + half),
+                     elo_low=elo_from_score(low), elo_high=elo_from_score(high),
                      los=likelihood_of_superiority(wins, losses), p_value=sign_test_p_value(wins, losses),
                      sprt_llr=llr, sprt=verdict)
 

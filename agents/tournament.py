@@ -49,7 +49,7 @@ from agents.players import Player, PlayerSpecError, make_player, parse_spec
 from agents.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
 from agents.records import GameRecord, write_jsonl
 
-MODES = ("round_robin", "gauntlet")
+MODES = ("round_robin", "gauntlet", "ladder")
 PlayerLike = Union[str, Player]
 
 
@@ -160,8 +160,10 @@ def schedule(n_players: int, games_per_pair: int, openings: Sequence[Opening], s
         raise TournamentError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     if mode == "round_robin":
         pairs = [(i, j) for i in range(n_players) for j in range(i + 1, n_players)]
-    else:
+    elif mode == "gauntlet":
         pairs = [(0, j) for j in range(1, n_players)]
+    else:
+        pairs = [(i, i + 1) for i in range(n_players - 1)]
     tasks: list[GameTask] = []
     for p, (i, j) in enumerate(pairs):
         for g in range(games_per_pair):
@@ -433,7 +435,8 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
                    anchor: Optional[str] = None, prior_games: float = 1.0, progress: bool = True,
                    start_method: str = "spawn",
                    on_game: Optional[Callable[[GameRecord], None]] = None) -> TournamentResult:
-    """Play a round robin (every pair) or a gauntlet (players[0] against each other) and rate it.
+    """Play a round robin (every pair), a gauntlet (players[0] against each other) or a ladder
+    (each player against the next) and rate all games together.
 
     players: spec strings (``"random"``, ``"alphabeta:depth=3"``, ``"checkpoint:path=...,sims=200"``) or
         Player objects (named by their `.name`; only with workers <= 1). Names must be distinct.

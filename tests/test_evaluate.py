@@ -96,3 +96,18 @@ def test_openings_file_and_player_objects(tmp_path: Path) -> None:
     assert len(res.games) == 4
     assert [g.moves[:2] for g in res.games[:2]] == [["a3a4", "g7g6"]] * 2
     assert res.games[2].moves[0] == "g3g4"
+
+
+def test_schedules_pair_the_right_players() -> None:
+    from agents.tournament import Opening, schedule
+
+    openings = [Opening(), Opening(moves=("a3a4",))]
+    for mode, pairs in (("round_robin", {(0, 1), (0, 2), (1, 2)}), ("gauntlet", {(0, 1), (0, 2)}),
+                        ("ladder", {(0, 1), (1, 2)})):
+        tasks = schedule(3, 4, openings, seed=0, mode=mode)
+        assert {(min(t.red, t.blue), max(t.red, t.blue)) for t in tasks} == pairs
+        assert len(tasks) == 4 * len(pairs)
+        assert [t.opening_index for t in tasks[:4]] == [0, 0, 1, 1]
+        assert len({t.seed for t in tasks}) == len(tasks)
+    with pytest.raises(TournamentError, match="swiss"):
+        schedule(3, 2, openings, seed=0, mode="swiss")
