@@ -295,7 +295,7 @@ class PlayGame:
         if not isinstance(move, str):
             raise PlayError(f"a move must be a string like 'a3a4', got {move!r}")
         if self.over:
-            raise PlayError("the game is over; start a new game or undo")
+            raise PlayError("the game is over; start a new game" + ("" if self.resigned is not None else " or undo"))
         if self.computer_to_move():
             raise PlayError("it is the computer's turn; wait for its move")
         try:

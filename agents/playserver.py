@@ -279,6 +279,7 @@ class PlayHandler(BaseHTTPRequestHandler):
     server: "PlayServer"
     protocol_version = "HTTP/1.1"
     _consumed = False  # whether this request's body has been read
+    disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
