@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 
@@ -194,7 +195,7 @@ def main(cfg: Config) -> None:
     model = build_network(net_cfg).to(device)
     learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
     replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=cfg.seed)
-    counters = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
+    counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
     history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
     previous = build_network(net_cfg).to(device)  # the network of the previous evaluation
     previous.load_state_dict(model.state_dict())
@@ -207,7 +208,7 @@ def main(cfg: Config) -> None:
         history.update(resume_from["extra"]["history"])
         previous.load_state_dict(resume_from["extra"]["previous_model"])
         set_rng_state(resume_from["rng"])
-    net = torch.compile(model) if cfg.compile else model
+    net: Any = torch.compile(model) if cfg.compile else model
     evaluator = make_evaluator(net, device, cfg.amp)
     writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if resume_from else None)
     if resume_from is None:
@@ -246,8 +247,8 @@ def main(cfg: Config) -> None:
                 for k, v in learner.step(replay.sample(tc.batch_size)).items():
                     metrics.setdefault(k, []).append(v)
         learn_seconds = time.time() - t1
-        for k, v in metrics.items():
-            writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(v)), it)
+        for k, values in metrics.items():
+            writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(values)), it)
         writer.add_scalar("perf/learner_steps", learner.step_count, it)
         writer.add_scalar("perf/replay_positions", len(replay), it)
 
@@ -311,16 +312,16 @@ def main(cfg: Config) -> None:
 # --------------------------------------------------------------------------------------------
 def resumed_config(stored_yaml: str, path: Path) -> Any:
     """The run's stored config, with this command line's scalar overrides (not `resume`) on top."""
-    overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("resume=")]
-    groups = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in GROUPS]
+    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
+    overrides = [o for o in parsed if o.key_or_group != "resume"]
+    groups = [o.input_line for o in overrides if o.key_or_group in GROUPS]
     if groups:
-        raise CheckpointError(f"cannot change the config group(s) {', '.join(groups)} of the run in {str(path)!r} "
-                              "when resuming; start a new run instead")
+        raise CheckpointError(f"cannot change the config group(s) {', '.join(map(str, groups))} of the run in "
+                              f"{str(path)!r} when resuming; start a new run instead")
     cfg = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(stored_yaml))
     OmegaConf.set_struct(cfg, True)
     for o in overrides:
-        key, _, value = o.partition("=")
-        OmegaConf.update(cfg, key, OmegaConf.create({"v": value})["v"] if value else value, merge=True)
+        OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)  # unknown keys raise (struct mode)
     return cfg
 
 
