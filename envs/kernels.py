@@ -718,6 +718,29 @@ def _seed(seed: int) -> None:
 
 
 @njit(cache=True, inline="always")
+def rng_seed(seed: int) -> np.ndarray:
+    """State uint64[1] of the kernels' private random generator (xorshift64*), from `seed`.
+
+    Private, so that random play never touches numba's global np.random
+    state; fixed, so that a seed gives the same games everywhere."""
+    x = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = x if x != 0 else np.uint64(1)
+    return state
+
+
+@njit(cache=True, inline="always")
+def rng_below(state: np.ndarray, n: int) -> int:
+    """A uniform integer in [0, n) for 0 < n < 2**32 from the generator `state`, advanced."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return np.int64(((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(32)) * np.uint64(n) >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
 def _piece_cands(st: np.ndarray, flags: np.ndarray, cands: np.ndarray, occ_red: np.uint64, occ_blue: np.uint64) -> int:
     """Per-piece target bitboards of the side to move into `cands[8]` (rules 1-7); returns the move count.
 
@@ -763,10 +786,12 @@ def random_games(
     """Play `n_games` uniformly random games from `st0`; return plies played in all.
 
     `results[g]` = termination * 4 + winner (winner 3 when the ply cap hit).
+    Moves are drawn with `rng_below` from `rng_seed(seed)`: the move with that
+    index in `generate_moves` order.
     The game's end is judged exactly as `outcome` does, in its order; a
     counting table of hash slots since the last capture spares the exact
     repetition scan unless the slot has been reached three times."""
-    np.random.seed(seed)
+    rng = rng_seed(seed)
     st = st0.copy()
     base = st0[S_PLY]
     hist = np.zeros((max_plies + base + 1, HIST_WIDTH), dtype=np.int16)
@@ -807,7 +832,7 @@ def random_games(
                 break
             if ply - base == max_plies:
                 break
-            r = np.random.randint(n)
+            r = rng_below(rng, n)
             m = buf[r] if chase else _nth_move(st, cands, r)
             side = st[S_SIDE]
             frm, to = m >> 6, m & 63

@@ -27,8 +27,8 @@ VARIANT_SETS = {
 def plain_random_games(
     st0: np.ndarray, flags: np.ndarray, n_games: int, max_plies: int, seed: int, results: np.ndarray
 ) -> int:
-    """random_games written the obvious way: outcome(), generate_moves, a uniform pick."""
-    np.random.seed(seed)
+    """random_games written the obvious way: outcome(), generate_moves, a uniform pick (same generator)."""
+    rng = K.rng_seed(seed)
     st = st0.copy()
     hist = np.zeros((max_plies + 1, K.HIST_WIDTH), dtype=np.int16)
     hashes = np.zeros(max_plies + 2, dtype=np.uint64)
@@ -46,7 +46,7 @@ def plain_random_games(
             if ply == max_plies:
                 break
             n = K.generate_moves(st, hist, flags, buf)
-            K.make_move(st, hist, hashes, buf[np.random.randint(n)])
+            K.make_move(st, hist, hashes, buf[K.rng_below(rng, n)])
             total += 1
         results[g] = res
     return total
