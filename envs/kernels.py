@@ -730,7 +730,7 @@ def rng_seed(seed: int) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def rng_below(state: np.ndarray, n: int) -> np.int64:
+def rng_below(state: np.ndarray, n: int) -> int:
     """A uniform integer in [0, n) for 0 < n < 2**32 from the generator `state`, advanced."""
     x = state[0]
     x ^= x >> np.uint64(12)
@@ -738,7 +738,7 @@ def rng_below(state: np.ndarray, n: int) -> np.int64:
     x ^= x >> np.uint64(27)
     state[0] = x
     r = ((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(32)) * np.uint64(n) >> np.uint64(32)
-    return np.int64(r)  # signed, so that callers' int arithmetic stays integer
+    return int(np.int64(r))  # signed, so that callers' int arithmetic stays integer
 
 
 @njit(cache=True, inline="always")
