@@ -1,0 +1,37 @@
+"""Evaluation matches: colours alternate, openings are shared by pairs, scores add up."""
+
+import math
+
+import numpy as np
+import pytest
+
+from agents.evaluation import MatchResult, Searcher, elo_difference, play_match, random_openings, spec_tag
+from agents.mcts import MCTSConfig, uniform_evaluator
+from agents.players import RandomPlayer
+from envs import Board, RuleSet
+
+
+def test_search_side_beats_random_more_often_than_not_and_counts_add_up() -> None:
+    me = Searcher(uniform_evaluator, MCTSConfig(algorithm="gumbel", num_simulations=32), 32)
+    r = play_match(me, RandomPlayer(seed=1), games=6, rules=RuleSet(), seed=2, max_plies=120, opening_plies=2)
+    assert r.games == 6 and r.wins + r.draws + r.losses == 6
+    assert r.plies > 0
+    assert r.losses <= 1  # a 32-simulation search sees dens and captures a random mover walks into
+
+
+def test_openings_are_legal_and_seeded() -> None:
+    a = random_openings(4, 3, RuleSet(), np.random.default_rng(5))
+    b = random_openings(4, 3, RuleSet(), np.random.default_rng(5))
+    assert a == b
+    for jfen in a:
+        board = Board(jfen)
+        assert board.outcome() is None and board.side_to_move == 1  # 3 plies: Blue to move
+
+
+def test_elo_and_tags() -> None:
+    assert elo_difference(0.5, 10) == 0.0
+    assert elo_difference(0.75, 100) == pytest.approx(400 * math.log10(3))
+    assert math.isfinite(elo_difference(1.0, 10))
+    assert elo_difference(1.0, 10) == pytest.approx(-elo_difference(0.0, 10))
+    assert spec_tag("alphabeta:depth=2") == "alphabeta_depth2"
+    assert MatchResult(wins=1, draws=2, losses=1).score == 0.5
