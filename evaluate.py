@@ -20,7 +20,6 @@ from typing import Optional
 
 import hydra
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf  # noqa: F401  (MISSING documents required fields)
 
 
 @dataclass

@@ -578,11 +578,15 @@ class AlphaBeta:
         self.noise = int(noise)
         self.rng = np.random.default_rng(seed)
         self.ws = new_workspace(tt_bits)
+        self._used = False  # whether a search has written to the tables since they were cleared
         self.ws.ctl[C_USE_TT] = int(use_tt)
         self.ws.ctl[C_ORDERING] = int(use_ordering)
 
     def clear(self) -> None:
         """Forget the transposition table, killers and history (a new game)."""
+        if not self._used:
+            return
+        self._used = False
         self.ws.tt_keys[:] = 0
         self.ws.tt_info[:] = 0
         self.ws.killers[:] = 0
@@ -605,6 +609,7 @@ class AlphaBeta:
         if time is not None and not time > 0:
             raise SearchLimitError(f"time={time} must be positive seconds")
         t0 = _time.perf_counter()
+        self._used = True
         if board.rules != self.rules:
             self.rules = board.rules
             self.flags = board.rules.flags()
