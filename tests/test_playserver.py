@@ -479,3 +479,23 @@ def test_saved_game_round_trip_refuses_tampering() -> None:
     bad["moves"] = ["a3a4", "a3a4"]
     with pytest.raises(ValueError, match="does not replay"):
         PlayGame.from_saved(bad)
+
+
+@pytest.mark.parametrize("start, rules, moves, result, termination, reason", [
+    (DEN_IN_ONE, RuleSet(), ["c9d9"], "1-0", "den", "Red entered Blue's den"),
+    ("7/7/7/7/7/7/1Tc4/7/7 r 0 1", RuleSet(), ["b3c3"], "1-0", "all_captured", "Red captured Blue's last piece"),
+    ("cL5/T6/7/7/7/7/7/7/6E r 0 1", RuleSet(), ["g1g2"], "1-0", "no_moves", "Blue has no legal move"),
+    (None, RuleSet(), ["a1a2", "g9g8", "a2a1", "g8g9"] * 2, "1/2-1/2", "repetition",
+     "the same position occurred for the third time"),
+    (None, RuleSet(no_capture_draw=3), ["a1a2", "g9g8", "a2a1"], "1/2-1/2", "no_capture_limit",
+     "3 plies passed without a capture"),
+])
+def test_every_ending_is_named(start: Optional[str], rules: RuleSet, moves: list[str], result: str,
+                               termination: str, reason: str) -> None:
+    g = PlayGame.new(mode="two_players", start=start, rules=rules)
+    for m in moves:
+        assert g.view()["turn"] == "human"
+        g.human_move(m)
+    v = g.view()
+    assert (v["result"], v["termination"], v["reason"], v["turn"]) == (result, termination, reason, "over")
+    assert g.record().termination == termination and g.record().result == result

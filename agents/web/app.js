@@ -540,7 +540,8 @@ function onPointerCancel() {
 }
 
 // --- new game / continue ---------------------------------------------------------------
-function showNewGame() {
+async function showNewGame() {
+  await refreshInfo();
   const last = state.info && state.info.last_game;
   const box = $("continue-box");
   box.hidden = !last;
