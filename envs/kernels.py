@@ -152,7 +152,8 @@ ZSIDE = ZSIDE_ARR[0]
 
 # --- bitboards: bit sq of a uint64 is square sq (63 squares, bit 63 unused) ----------
 KIND_RAT, KIND_WALKER, KIND_JUMPER = 0, 1, 2
-KIND = np.array([0, KIND_RAT, 1, 1, 1, 1, KIND_JUMPER, KIND_JUMPER, 1], dtype=np.int64)
+_W = KIND_WALKER
+KIND = np.array([_W, KIND_RAT, _W, _W, _W, _W, KIND_JUMPER, KIND_JUMPER, _W], dtype=np.int64)
 """Movement kind per animal: the Rat swims, Tiger and Lion jump, the rest walk on land."""
 
 
@@ -395,15 +396,6 @@ def piece_targets(
         if not can_capture(st, flags, side, animal, frm, abs(st[q]), q):
             cand &= ~BIT[q]
     return cand
-
-
-@njit(cache=True, inline="always")
-def move_target(animal: int, frm: int, d: int) -> int:
-    """Where a move of `animal` from `frm` in direction `d` would land (ignoring the position), or -1."""
-    t = STEP[frm, d]
-    if t >= 0 and WATER[t] and animal != RAT:
-        t = JUMP[frm, d]
-    return t
 
 
 @njit(cache=True)
@@ -712,14 +704,9 @@ def perft_divide(
 
 
 # --- random play ----------------------------------------------------------------------
-@njit(cache=True)
-def _seed(seed: int) -> None:
-    np.random.seed(seed)
-
-
 @njit(cache=True, inline="always")
 def rng_seed(seed: int) -> np.ndarray:
-    """State uint64[1] of the kernels' private random generator (xorshift64*), from `seed`.
+    """State uint64[1] of the kernels' private random generator (xorshift64*), from `seed` (0 <= seed < 2**63).
 
     Private, so that random play never touches numba's global np.random
     state; fixed, so that a seed gives the same games everywhere."""
