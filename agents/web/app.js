@@ -364,9 +364,9 @@ function setGame(view, quietSounds) {
   if (sameGame && !quietSounds && view.moves.length === old.moves.length + 1 && view.last) {
     const last = view.last;
     playSound(last.captured ? "capture" : (last.jump ? "jump" : "move"));
-    if (view.mode === "computer" && view.turn === "human" && old.turn === "computer") {
-      playSound("turn", 0.25);
+    if (old.turn === "computer") {
       arrived = last;
+      if (view.turn === "human") playSound("turn", 0.25);
     }
   }
   renderRules(view.rules_name, view.rules, view.ranks);
