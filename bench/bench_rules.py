@@ -80,7 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller depths and fewer games")
     args = parser.parse_args()
-    bulk_depth, full_depth, n_games, repeats = (5, 4, 5_000, 2) if args.quick else (6, 5, 50_000, 3)
+    bulk_depth, full_depth, n_games, repeats = (5, 4, 5_000, 2) if args.quick else (6, 5, 50_000, 5)
 
     board = Board()
     perft(board, 3)
