@@ -73,14 +73,14 @@ def test_incremental_hash_and_push_pop(rules: RuleSet, seed: int) -> None:
     # Pop the whole game back: every position's hash is its recomputed hash.
     while board.move_stack:
         assert board.zobrist_hash() == int(K.compute_hash(board.state))
-        state, hist_len = board.state.copy(), board.ply
+        after, after_hash = board.state.copy(), board.zobrist_hash()
         move = board.pop()
-        snapshot = (board.state.copy(), board.zobrist_hash())
+        before, before_hash = board.state.copy(), board.zobrist_hash()
         board.push(move)
-        assert np.array_equal(board.state, state) and board.ply == hist_len
+        assert np.array_equal(board.state, after) and board.zobrist_hash() == after_hash
         board.pop()
-        assert np.array_equal(board.state, snapshot[0]) and board.zobrist_hash() == snapshot[1]
-    assert board.jfen() == START_JFEN
+        assert np.array_equal(board.state, before) and board.zobrist_hash() == before_hash
+    assert board.jfen() == START_JFEN and board.ply == 0
 
 
 @settings(max_examples=25, deadline=None)
