@@ -166,11 +166,12 @@ GROUPS = ("model", "mcts", "rules", "train")
 def main(cfg: Config) -> None:
     # -- configuration: a fresh run, or the stored config of the run being resumed --------------
     resume_from: Optional[dict[str, Any]] = None
+    resume_path = Path()
     if cfg.resume:
-        path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
-        resume_from = load_checkpoint(path)
-        cfg = resumed_config(resume_from["config"], path)
-        log.info("resuming %s at iteration %d", path, resume_from["counters"]["iteration"])
+        resume_path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
+        resume_from = load_checkpoint(resume_path)
+        cfg = resumed_config(resume_from["config"], resume_path)
+        log.info("resuming %s at iteration %d", resume_path, resume_from["counters"]["iteration"])
     if not cfg.name:
         cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
     run_dir = Path(cfg.out_dir) / cfg.name
@@ -200,7 +201,7 @@ def main(cfg: Config) -> None:
     previous = build_network(net_cfg).to(device)  # the network of the previous evaluation
     previous.load_state_dict(model.state_dict())
     if resume_from is not None:
-        check_compatible(resume_from, cfg.resume, network=net_cfg, rules=rules)
+        check_compatible(resume_from, resume_path, network=net_cfg, rules=rules)
         model.load_state_dict(resume_from["model"])
         learner.load_state_dict(resume_from["learner"])
         replay.load_state_dict(resume_from["replay"])
