@@ -81,7 +81,8 @@ P_FPU_REDUCTION = 2
 P_C_VISIT = 3
 P_C_SCALE = 4
 P_MAX_DEPTH = 5
-N_PARAMS = 6
+P_DECISIVE = 6
+N_PARAMS = 7
 
 # What `expand` found at a leaf.
 LEAF_TERMINAL = 0  # the game is over there: exact value, no network
@@ -124,6 +125,10 @@ class MCTSConfig:
     """Keep the subtree of the move played for the next search."""
     max_depth: int = 256
     """Longest path from the root; a deeper leaf is evaluated without being expanded."""
+    decisive_moves: bool = True
+    """A leaf (not the root) whose side to move can win at once (enter the den, take the last
+    piece) is a proven win: exact value +1, no network call (the "decisive moves" enhancement of
+    Teytaud & Teytaud, 2010). Exact tactics then reach one ply further at almost no cost."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -155,6 +160,7 @@ class MCTSConfig:
         p[P_C_VISIT] = self.gumbel_c_visit
         p[P_C_SCALE] = self.gumbel_c_scale
         p[P_MAX_DEPTH] = self.max_depth
+        p[P_DECISIVE] = 1.0 if self.decisive_moves else 0.0
         return p
 
 
@@ -446,11 +452,27 @@ def select_leaf(
 
 
 @njit(cache=True)
-def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np.ndarray) -> int:
+def has_decisive_move(st: np.ndarray, moves: np.ndarray, n: int) -> bool:
+    """Whether one of `moves[:n]` (legal, side to move in `st`) wins at once: den entry or last capture."""
+    side = st[K.S_SIDE]
+    enemy_den = K.DEN[1 - side]
+    last_piece = st[K.S_COUNT + 1 - side] == 1
+    for j in range(n):
+        to = moves[j] & 63
+        if to == enemy_den or (last_piece and st[to] != 0):
+            return True
+    return False
+
+
+@njit(cache=True)
+def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np.ndarray,
+           decisive: bool = False) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
 
     Judges the end of the game first, in the order of `kernels.outcome`; a
     terminal node keeps its exact value (side to move's view) in raw_value.
+    With `decisive`, a non-root node whose side to move can win at once is
+    terminal too, value +1 (a proven win, not a game end).
     Children get uniform priors until the evaluator's arrive."""
     if tree.terminal[b, node]:
         return LEAF_TERMINAL
@@ -470,6 +492,8 @@ def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np
             over = True
         elif flags[F_NO_CAPTURE_LIMIT] > 0 and st[K.S_CLOCK] >= flags[F_NO_CAPTURE_LIMIT]:
             over = True
+        elif decisive and node != ROOT and has_decisive_move(st, buf, n):
+            value, over = 1.0, True
     if over:
         tree.terminal[b, node] = True
         tree.raw_value[b, node] = value
@@ -538,7 +562,7 @@ def simulate(
                 continue
             leaf = select_leaf(tree, work, b, params, schedule, gumbel, base_visits, sims_done[b], sigma)
             sims_done[b] += 1
-        status = expand(tree, work, b, leaf, flags, buf)
+        status = expand(tree, work, b, leaf, flags, buf, params[P_DECISIVE] != 0.0)
         if status == LEAF_TERMINAL:
             backup(tree, work, b, tree.raw_value[b, leaf])
             continue
@@ -1061,6 +1085,8 @@ class BatchedMCTS:
         self._root_ply[b] = ply + 1
         self._root_hash[b] = self.work.hashes[b, ply + 1]
         reroot(tree, b, child, self._order, self._new_index)
+        if tree.terminal[b, ROOT]:
+            reset_tree(tree, b)  # a proven win (decisive move) is searched afresh as the root
 
     def root_visits(self, game_index: int) -> int:
         """Visits of game `game_index`'s root (including those of a kept subtree)."""

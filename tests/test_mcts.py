@@ -393,3 +393,36 @@ def test_bad_config_is_refused() -> None:
         MCTSConfig(algorithm="alphabeta")
     with pytest.raises(MCTSConfigError, match="simulations_typo"):
         MCTSConfig.from_dict({"num_simulations_typo": 3})
+
+
+@pytest.mark.parametrize("colour", ("red", "blue"))
+def test_decisive_moves_prove_wins_one_ply_early(colour: str) -> None:
+    """With decisive moves, a child after which the opponent can enter the den is a proven loss
+    after one visit: exact value, no expansion; without them it is an ordinary leaf."""
+    jfen, safe = STOP_DEN_ENTRY, "d3d2"
+    if colour == "blue":
+        jfen, safe = rotate(STOP_DEN_ENTRY), rotate_move(safe)
+    n_moves = len(Board.from_jfen(jfen).legal_moves)
+    for decisive in (True, False):
+        games = GameBatch(1, FLAGS, start_jfen=jfen)
+        config = MCTSConfig(algorithm="puct", num_simulations=2 * n_moves, decisive_moves=decisive)
+        mcts = BatchedMCTS(uniform_evaluator, config, FLAGS, seed=0)
+        out = mcts.search(games, add_noise=False)
+        tree = mcts.tree
+        fc, n = tree.first_child[0, ROOT], tree.num_children[0, ROOT]
+        checked = 0
+        for c in range(fc, fc + n):
+            move = str(Move.from_int(int(tree.move[0, c])))
+            if tree.visits[0, c] == 0:
+                continue
+            checked += 1
+            if move == safe:
+                assert not tree.terminal[0, c]
+            else:
+                # The opponent, to move at c, can enter the den: a proven win for it.
+                assert tree.terminal[0, c] == decisive, (move, decisive)
+                if decisive:
+                    assert tree.raw_value[0, c] == 1.0
+        assert checked >= 3
+        if decisive:
+            assert out.action[0] == action_of(jfen, safe)
