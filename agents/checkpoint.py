@@ -91,19 +91,19 @@ def check_compatible(state: Mapping[str, Any], path: PathLike, *, network: Optio
                      rules: Optional[RuleSet] = None) -> None:
     """Raise CheckpointError when the checkpoint's network shape or rule set differ from the given ones."""
     if network is not None:
-        theirs = dict(state["network"])
-        ours = network.to_dict()
-        if theirs != ours:
-            diff = ", ".join(f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
-                             for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
+        diff = _differences(dict(state["network"]), network.to_dict())
+        if diff:
             raise CheckpointError(f"checkpoint {str(path)!r} holds another network shape ({diff})")
     if rules is not None:
-        theirs = dict(state["rules"])
-        ours = rules.to_dict()
-        if theirs != ours:
-            diff = ", ".join(f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
-                             for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
+        diff = _differences(dict(state["rules"]), rules.to_dict())
+        if diff:
             raise CheckpointError(f"checkpoint {str(path)!r} was trained under another rule set ({diff})")
+
+
+def _differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
+    """`key: checkpoint X vs wanted Y` for every key whose values differ ('' when none do)."""
+    return ", ".join(f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
+                     for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
 
 
 def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Optional[NetworkConfig] = None,

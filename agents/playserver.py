@@ -42,7 +42,7 @@ from envs.rules import RuleSet, RuleSetError, load_rules
 
 from agents.io import atomic_write_json
 from agents.playgame import HINTS_PER_GAME, LEVELS, MODES, PACES, PlayError, PlayGame, UnknownGameError, replay_frames
-from agents.records import GameRecord, RecordError
+from agents.records import GameRecord, RecordError, parse_jsonl
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8765
@@ -237,18 +237,10 @@ def replay(body: dict[str, Any]) -> dict[str, Any]:
     text = body.get("jsonl")
     if not isinstance(text, str) or not text.strip():
         raise PlayError("field 'jsonl' must hold the text of a JSONL game-record file")
-    records: list[GameRecord] = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise PlayError(f"line {i} of the record file is not valid JSON ({e.msg})") from None
-        try:
-            records.append(GameRecord.from_dict(d, where=f"line {i}"))
-        except (RecordError, TypeError) as e:
-            raise PlayError(f"line {i}: {e}") from None
+    try:
+        records = list(parse_jsonl(text.splitlines(), lambda i: f"line {i} of the record file"))
+    except (RecordError, TypeError) as e:
+        raise PlayError(str(e)) from None
     index = body.get("index", 0)
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(records):
         raise PlayError(f"index {index!r} is not a game number in 0..{len(records) - 1}")

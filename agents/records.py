@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from envs import Board, RuleSet
 from envs.board import START_JFEN, Outcome
@@ -110,17 +110,22 @@ def append_jsonl(path: PathLike, records: Iterable[GameRecord]) -> None:
             f.write(r.to_json() + "\n")
 
 
+def parse_jsonl(lines: Iterable[str], where: Callable[[int], str]) -> Iterator[GameRecord]:
+    """Records from JSONL lines (blank lines skipped); RecordError starts with `where(line number)`."""
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{where(i)}: not valid JSON ({e.msg})") from None
+        yield GameRecord.from_dict(d, where=where(i))
+
+
 def read_jsonl(path: PathLike) -> Iterator[GameRecord]:
     """Read records; RecordError names the file and line of a malformed one."""
     p = Path(path)
     if not p.is_file():
         raise RecordError(f"no game record file at {str(p)!r}")
     with open(p, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RecordError(f"{p}:{i}: not valid JSON ({e.msg})") from None
-            yield GameRecord.from_dict(d, where=f"{p}:{i}")
+        yield from parse_jsonl(f, lambda i: f"{p}:{i}")

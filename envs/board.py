@@ -424,24 +424,26 @@ def state_to_jfen(st: np.ndarray) -> str:
     return f"{'/'.join(rows)} {side} {int(st[K.S_CLOCK])} {int(st[K.S_MOVENO])}"
 
 
+def square_symbol(st: np.ndarray, sq: int) -> str:
+    """One character for a square of a text board: the piece's JFEN letter, else
+    `~` water, `*` den, `#` trap, `.` land."""
+    c = int(st[sq])
+    if c:
+        return Piece.from_code(c).letter
+    if K.WATER[sq]:
+        return "~"
+    if sq == int(K.DEN[K.RED]) or sq == int(K.DEN[K.BLUE]):
+        return "*"
+    if K.TRAP_OWNER[sq] >= 0:
+        return "#"
+    return "."
+
+
 def render_text(st: np.ndarray) -> str:
     """A text board with coordinates: pieces as JFEN letters, `~` water, `#` trap, `*` den."""
     lines = []
     for rank in range(K.N_RANKS - 1, -1, -1):
-        cells = []
-        for f in range(K.N_FILES):
-            sq = K.square_index(f, rank)
-            c = int(st[sq])
-            if c:
-                cells.append(Piece.from_code(c).letter)
-            elif K.WATER[sq]:
-                cells.append("~")
-            elif sq in (int(K.DEN[0]), int(K.DEN[1])):
-                cells.append("*")
-            elif K.TRAP_OWNER[sq] >= 0:
-                cells.append("#")
-            else:
-                cells.append(".")
+        cells = [square_symbol(st, K.square_index(f, rank)) for f in range(K.N_FILES)]
         lines.append(f"{rank + 1} " + " ".join(cells))
     lines.append("  " + " ".join(FILE_NAMES))
     lines.append(f"  {'Red' if st[K.S_SIDE] == K.RED else 'Blue'} to move")

@@ -302,7 +302,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         info: dict[str, Any] = {}
         if self._opponent is not None and self.side_to_move != self._agent_side:
             opp_move = self._opponent_move()
-            self._ensure_room(1)
+            self._board._ensure_room(1)
             status, term, winner, n, _ = self._play(opp_move.to_int(), obs)
             self._move_ints.append(opp_move.to_int())
             info["opponent_move"] = str(opp_move)
@@ -319,7 +319,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
                 raise GameOverError("call reset() before step()")
             raise GameOverError(f"the episode is over ({self._result}); call reset() before step()")
         a = self._check_action(action)
-        self._ensure_room(2)
+        self._board._ensure_room(2)
         board = self._board
         st = board.state
         mover = int(st[K.S_SIDE])
@@ -483,17 +483,6 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
 
     def _at_cap(self) -> bool:
         return self.max_plies is not None and int(self._board.state[K.S_PLY]) >= self.max_plies
-
-    def _ensure_room(self, plies: int) -> None:
-        b = self._board
-        need = int(b.state[K.S_PLY]) + plies + 1
-        if need > len(b.hist):
-            cap = max(need, 2 * len(b.hist))
-            hist = np.zeros((cap, K.HIST_WIDTH), dtype=np.int16)
-            hist[: len(b.hist)] = b.hist
-            hashes = np.zeros(cap + 1, dtype=np.uint64)
-            hashes[: len(b.hashes)] = b.hashes
-            b.hist, b.hashes = hist, hashes
 
     def _info(self, n: int, side_rewards: Optional[np.ndarray] = None) -> dict[str, Any]:
         info: dict[str, Any] = {

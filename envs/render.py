@@ -13,19 +13,9 @@ from typing import Optional
 import numpy as np
 
 from envs import kernels as K
-from envs.board import FILE_NAMES, Move
+from envs.board import FILE_NAMES, Move, square_symbol
 
 # --- text --------------------------------------------------------------------------------
-
-
-def _terrain_char(sq: int) -> str:
-    if K.WATER[sq]:
-        return "~"
-    if sq == int(K.DEN[K.RED]) or sq == int(K.DEN[K.BLUE]):
-        return "*"
-    if K.TRAP_OWNER[sq] >= 0:
-        return "#"
-    return "."
 
 
 def render_ansi(st: np.ndarray, last_move: Optional[Move] = None, status: str = "") -> str:
@@ -43,12 +33,7 @@ def render_ansi(st: np.ndarray, last_move: Optional[Move] = None, status: str = 
         cells = []
         for f in range(K.N_FILES):
             sq = K.square_index(f, rank)
-            c = int(st[sq])
-            if c:
-                ch = K.ANIMAL_LETTERS[abs(c)]
-                ch = ch if c > 0 else ch.lower()
-            else:
-                ch = _terrain_char(sq)
+            ch = square_symbol(st, sq)
             if sq == to:
                 cells.append(f"[{ch}]")
             elif sq == frm:
