@@ -47,6 +47,7 @@ from agents.checkpoint import (
 from agents.evaluation import Searcher, elo_difference, play_match, play_vs_spec, spec_tag
 from agents.learner import Learner, LearnerConfig
 from agents.mcts import MCTSConfig
+from agents.players import make_player
 from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.records import append_jsonl
 from agents.replay import ReplayBuffer
@@ -95,6 +96,11 @@ class TrainConfig:
     """Fraction of moves searched cheaply (playout-cap randomisation); those train the value only."""
     cheap_simulations: int = 4
     """Simulations of a cheap search."""
+    opponents: list[str] = field(default_factory=list)
+    """Player specs that take one side in a fraction of the self-play games (e.g. a noisy alpha-beta);
+    the network's positions train as usual, the opponent's train the value only."""
+    opponent_fraction: float = 0.0
+    """Fraction of the self-play games played against `opponents` (0: pure self-play)."""
     replay_capacity: int = 60000
     """Replay buffer size in positions (the newest are kept)."""
     min_replay: int = 2000
@@ -192,6 +198,10 @@ def main(cfg: Config) -> None:
         torch.set_num_threads(cfg.threads)
 
     # -- build ---------------------------------------------------------------------------------
+    if tc.opponent_fraction > 0 and not tc.opponents:
+        raise ValueError(f"train.opponent_fraction={tc.opponent_fraction} needs train.opponents (player specs)")
+    for spec in tc.opponents:
+        make_player(spec, rules=rules, seed=0)  # a bad spec fails here, before any game
     device = resolve_device(cfg.device)
     model = build_network(net_cfg).to(device)
     learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
@@ -223,11 +233,14 @@ def main(cfg: Config) -> None:
     for it in range(start_iteration, tc.iterations + 1):
         t0 = time.time()
 
-        # self-play
+        # self-play (a fraction of the games against the opponents, when there are any)
+        opponents = [make_player(spec, rules=rules, seed=derive_seed(cfg.seed, f"opponent {k}", it))
+                     for k, spec in enumerate(tc.opponents) if tc.opponent_fraction > 0]
         data = play_games(evaluator, num_games=tc.games_per_iteration, parallel=tc.parallel, mcts=mcts_cfg,
                           rules=rules, seed=derive_seed(cfg.seed, "selfplay", it), max_plies=tc.max_plies,
                           playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
-                          progress=sys.stderr.isatty(), player_names=(cfg.name, cfg.name))
+                          progress=sys.stderr.isatty(), player_names=(cfg.name, cfg.name),
+                          opponents=opponents, opponent_fraction=tc.opponent_fraction)
         replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
         if tc.write_games:
             append_jsonl(run_dir / "games.jsonl", data.records)
@@ -236,7 +249,7 @@ def main(cfg: Config) -> None:
         counters["games"] += int(s["games"])
         counters["simulations"] += int(s["simulations"])
         selfplay_seconds = time.time() - t0
-        log_selfplay(writer, it, s, selfplay_seconds)
+        log_selfplay(writer, it, s, selfplay_seconds, bool(opponents))
 
         # learn
         t1 = time.time()
@@ -332,7 +345,7 @@ def derive_seed(seed: int, purpose: str, iteration: int) -> int:
     return int(np.random.SeedSequence([seed, tag, iteration]).generate_state(1)[0])
 
 
-def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: float) -> None:
+def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: float, opponents: bool) -> None:
     games = max(1, int(s["games"]))
     writer.add_scalar("selfplay/games_per_s", s["games"] / max(seconds, 1e-9), it)
     writer.add_scalar("selfplay/positions_per_s", s["positions"] / max(seconds, 1e-9), it)
@@ -341,6 +354,10 @@ def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: flo
     writer.add_scalar("selfplay/red_wins", s["red_wins"] / games, it)
     writer.add_scalar("selfplay/blue_wins", s["blue_wins"] / games, it)
     writer.add_scalar("selfplay/draws", s["draws"] / games, it)
+    if opponents:
+        writer.add_scalar("selfplay/opponent_games", s["opponent_games"], it)
+        if s["opponent_games"]:
+            writer.add_scalar("selfplay/opponent_score", s["opponent_score"], it)
 
 
 def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,

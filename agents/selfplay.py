@@ -15,24 +15,34 @@ Playout-cap randomisation (KataGo): with probability `playout_cap_fraction`
 a move is searched cheaply (`cheap_simulations`, no noise); such positions
 keep their value target but are flagged ``full_search = False`` so that the
 learner does not use their policy.
+
+Opponent games (a league in its simplest form): with `opponents` given, a
+fraction `opponent_fraction` of the games is played by the network against
+one of those players (any `Player`: a noisy alpha-beta, an old checkpoint),
+the network taking Red in even-numbered such games and Blue in odd ones. The
+network's positions are recorded as usual; the opponent's positions keep
+their value target only (``full_search = False``: the opponent's move is no
+search policy). Such games show the network attacks that its own play
+rarely makes, which pure self-play with little compute learns to meet late.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 from envs import kernels as K
-from envs.board import START_JFEN, Termination
-from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.board import START_JFEN, Board, Move, Termination
+from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, move_to_action
 from envs.rules import RuleSet
 
 from agents.gamebatch import GameBatch
 from agents.mcts import BatchedMCTS, Evaluator, MCTSConfig
+from agents.players import Player
 from agents.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
@@ -71,6 +81,9 @@ class _Game:
         self.side: list[int] = []
         self.full: list[bool] = []
         self.coin = np.random.default_rng([seed, 2])
+        self.opponent: Optional[Player] = None
+        self.opponent_side = -1
+        self.board: Optional[Board] = None
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -92,14 +105,23 @@ def play_games(
     progress: bool = False,
     player_names: tuple[str, str] = ("selfplay", "selfplay"),
     start_jfen: str = START_JFEN,
+    opponents: Sequence[Player] = (),
+    opponent_fraction: float = 0.0,
 ) -> SelfPlayData:
     """Play `num_games` self-play games, `parallel` at a time, with the search `mcts` over `evaluator`.
 
-    Games longer than `max_plies` are cut (termination ``ply_cap``, value 0)."""
+    Games longer than `max_plies` are cut (termination ``ply_cap``, value 0).
+    With `opponents`, each game is an opponent game with probability
+    `opponent_fraction` (drawn from the game's own seed), against
+    ``opponents[k % len(opponents)]`` for the k-th such game."""
     if num_games < 1 or parallel < 1:
         raise ValueError(f"num_games ({num_games}) and parallel ({parallel}) must be >= 1")
     if not 0.0 <= playout_cap_fraction <= 1.0:
         raise ValueError(f"playout_cap_fraction={playout_cap_fraction!r} must lie in [0, 1]")
+    if not 0.0 <= opponent_fraction <= 1.0:
+        raise ValueError(f"opponent_fraction={opponent_fraction!r} must lie in [0, 1]")
+    if opponent_fraction > 0 and not opponents:
+        raise ValueError(f"opponent_fraction={opponent_fraction!r} needs at least one opponent")
     t0 = time.perf_counter()
     flags = rules.flags()
     n = min(parallel, num_games)
@@ -107,11 +129,18 @@ def play_games(
     search = BatchedMCTS(evaluator, mcts, flags, seed=seed, n_games=n)
     slots: list[Optional[_Game]] = [None] * n
     started = 0
+    opponent_games = 0
 
     def start(slot: int) -> None:
-        nonlocal started
+        nonlocal started, opponent_games
         g = _Game(started, game_seed(seed, started))
         started += 1
+        if opponent_fraction > 0 and np.random.default_rng([g.seed, 3]).random() < opponent_fraction:
+            g.opponent = opponents[opponent_games % len(opponents)]
+            g.opponent_side = K.BLUE if opponent_games % 2 == 0 else K.RED
+            g.board = Board(start_jfen, rules=rules)
+            g.opponent.reset()
+            opponent_games += 1
         slots[slot] = g
         games.reset(slot, start_jfen)
         search.advance(slot, -1)
@@ -128,16 +157,22 @@ def play_games(
     records: list[GameRecord] = []
     simulations = 0
     counts = {"red_wins": 0, "blue_wins": 0, "draws": 0, "truncated": 0}
+    opponent_points: list[float] = []
     terms: dict[str, int] = {}
     bar = tqdm(total=num_games, desc="self-play", unit="game", disable=not progress)
     while any(g is not None for g in slots):
         active = np.array([g is not None for g in slots])
+        # Games whose opponent is to move skip the search and take the opponent's move.
+        theirs = np.array([g is not None and g.opponent is not None and games.side_to_move(s) == g.opponent_side
+                           for s, g in enumerate(slots)], dtype=np.bool_)
+        active &= ~theirs
         cheap = np.zeros(n, dtype=np.bool_)
         if playout_cap_fraction > 0:
             for s, g in enumerate(slots):
                 if g is not None:
                     cheap[s] = g.coin.random() < playout_cap_fraction
-        idx = np.flatnonzero(active)
+        cheap |= theirs
+        idx = np.flatnonzero(active | theirs)
         obs = games.observations(idx)
         masks = games.masks(idx)
         # One lockstep search: cheap games run fewer simulations, without noise, in the same batches.
@@ -147,17 +182,32 @@ def play_games(
         for r, s in enumerate(idx.tolist()):
             g = slots[s]
             assert g is not None
+            side = games.side_to_move(s)
             g.obs.append(obs[r])
             g.mask.append(masks[r])
-            g.policy.append(out.policy[s].copy())
-            g.side.append(games.side_to_move(s))
+            g.side.append(side)
             g.full.append(not cheap[s])
-            action = int(out.action[s])
+            if theirs[s]:
+                assert g.opponent is not None and g.board is not None
+                action = int(move_to_action(g.opponent.select_move(g.board).to_int(), side))
+                g.policy.append(np.zeros(N_ACTIONS, dtype=np.float32))
+            else:
+                action = int(out.action[s])
+                g.policy.append(out.policy[s].copy())
+            if g.board is not None:
+                g.board.push(Move.from_int(int(action_to_move(games.state[s], action))))
             games.play(s, action)
             search.advance(s, action)
             if not games.done[s]:
                 continue
-            values, record = _finish(games, s, g, rules, player_names)
+            names = player_names
+            if g.opponent is not None:
+                names = ((g.opponent.name, player_names[1]) if g.opponent_side == K.RED
+                         else (player_names[0], g.opponent.name))
+            values, record = _finish(games, s, g, rules, names)
+            if g.opponent is not None:
+                mine = np.flatnonzero(np.asarray(g.side) != g.opponent_side)
+                opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
             obs_out.append(np.stack(g.obs))
             mask_out.append(np.stack(g.mask))
             policy_out.append(np.stack(g.policy))
@@ -186,6 +236,8 @@ def play_games(
         "games_per_s": len(records) / seconds,
         "positions_per_s": positions / seconds,
         "simulations_per_s": simulations / seconds,
+        "opponent_games": len(opponent_points),
+        "opponent_score": float(np.mean(opponent_points)) if opponent_points else float("nan"),
     }
     for name, c in terms.items():
         stats[f"termination_{name}"] = c

@@ -113,3 +113,46 @@ def test_gamebatch_refuses_illegal_actions() -> None:
     games = GameBatch(1, RULES.flags())
     with pytest.raises(ValueError, match="not legal"):
         games.play(0, 2)  # the Tiger on a1 moving south, off the board
+
+
+class FirstMove:
+    """A scripted opponent: the first legal move in the engine's order (checkable by replaying)."""
+
+    name = "first-move"
+
+    def __init__(self) -> None:
+        self.resets = 0
+
+    def reset(self) -> None:
+        self.resets += 1
+
+    def select_move(self, board: Board):
+        return next(iter(board.legal_moves))
+
+
+def test_opponent_games_mix_the_players_and_train_only_the_networks_policy() -> None:
+    opponent = FirstMove()
+    d = play_games(uniform_evaluator, num_games=12, parallel=4, mcts=MCTSConfig(num_simulations=6), rules=RULES,
+                   seed=3, max_plies=60, opponents=[opponent], opponent_fraction=0.5)
+    theirs = [r for r in d.records if "first-move" in (r.red, r.blue)]
+    assert 0 < len(theirs) < 12 and d.stats["opponent_games"] == len(theirs) == opponent.resets
+    assert {r.red for r in theirs} == {"first-move", "selfplay"}  # the network plays both colours
+    assert 0.0 <= d.stats["opponent_score"] <= 1.0
+    row = 0
+    for rec in d.records:
+        board = Board.from_jfen(rec.start, rules=RULES)
+        for m in rec.moves:
+            mover = rec.red if board.side_to_move == 0 else rec.blue
+            if mover == "first-move":
+                assert m == str(next(iter(board.legal_moves)))  # the opponent's own move was played
+                assert not d.full_search[row] and not d.policy[row].any()  # a value target only
+            else:
+                assert d.full_search[row] and d.policy[row].sum() == pytest.approx(1.0, abs=1e-5)
+            board.push(m)
+            row += 1
+    assert row == len(d)
+
+
+def test_opponent_fraction_needs_opponents() -> None:
+    with pytest.raises(ValueError, match="opponent"):
+        _play("gumbel", opponent_fraction=0.5)

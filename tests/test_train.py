@@ -27,7 +27,7 @@ def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
-    r = run_train(*TINY, f"out_dir={out}", "name=smoke")
+    r = run_train(*TINY, f"out_dir={out}", "name=smoke", "train.opponents=[random]", "train.opponent_fraction=0.5")
     assert r.returncode == 0, r.stderr[-3000:]
     return out / "smoke"
 
@@ -37,7 +37,7 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
         assert (run_dir / name).is_file(), name
     tags = scalars(run_dir)
     for tag in ("loss/total", "loss/policy", "loss/value", "loss/policy_entropy", "loss/lr",
-                "selfplay/positions_per_s", "selfplay/game_length", "selfplay/draws",
+                "selfplay/positions_per_s", "selfplay/game_length", "selfplay/draws", "selfplay/opponent_games",
                 "eval/score_random", "eval/elo", "perf/seconds_selfplay"):
         assert [s for s, _ in tags[tag]] == [1, 2], tag
     state = load_checkpoint(run_dir / "latest.pt")
@@ -72,5 +72,8 @@ def test_an_unknown_config_key_is_an_error() -> None:
     r = run_train("train.bogus_key=1")
     assert r.returncode != 0
     assert "bogus_key" in r.stderr
+    r = run_train("train.opponents=[alphabeta:depth=-1]")
+    assert r.returncode != 0
+    assert "depth" in r.stderr
     r = run_train("model=huge")
     assert r.returncode != 0 and "huge" in r.stderr
