@@ -72,8 +72,8 @@ def test_an_unknown_config_key_is_an_error() -> None:
     r = run_train("train.bogus_key=1")
     assert r.returncode != 0
     assert "bogus_key" in r.stderr
-    r = run_train("train.opponents=[alphabeta:depth=-1]")
+    r = run_train('train.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec fails before any game
     assert r.returncode != 0
-    assert "depth" in r.stderr
+    assert "depth='-1' must be in" in r.stderr and "iter 1" not in r.stdout
     r = run_train("model=huge")
     assert r.returncode != 0 and "huge" in r.stderr
