@@ -19,7 +19,7 @@ learner does not use their policy.
 Opponent games (a league in its simplest form): with `opponents` given, a
 fraction `opponent_fraction` of the games is played by the network against
 one of those players (any `Player`: a noisy alpha-beta, an old checkpoint),
-the network taking Red in even-numbered such games and Blue in odd ones. The
+the opponent and the network's colour drawn from the game's own seed. The
 network's positions are recorded as usual; the opponent's positions keep
 their value target only (``full_search = False``: the opponent's move is no
 search policy). Such games show the network attacks that its own play
@@ -112,8 +112,8 @@ def play_games(
 
     Games longer than `max_plies` are cut (termination ``ply_cap``, value 0).
     With `opponents`, each game is an opponent game with probability
-    `opponent_fraction` (drawn from the game's own seed), against
-    ``opponents[k % len(opponents)]`` for the k-th such game."""
+    `opponent_fraction`, against one of them with either colour (all drawn
+    from the game's own seed, so a game does not depend on the others)."""
     if num_games < 1 or parallel < 1:
         raise ValueError(f"num_games ({num_games}) and parallel ({parallel}) must be >= 1")
     if not 0.0 <= playout_cap_fraction <= 1.0:
@@ -129,18 +129,17 @@ def play_games(
     search = BatchedMCTS(evaluator, mcts, flags, seed=seed, n_games=n)
     slots: list[Optional[_Game]] = [None] * n
     started = 0
-    opponent_games = 0
 
     def start(slot: int) -> None:
-        nonlocal started, opponent_games
+        nonlocal started
         g = _Game(started, game_seed(seed, started))
         started += 1
-        if opponent_fraction > 0 and np.random.default_rng([g.seed, 3]).random() < opponent_fraction:
-            g.opponent = opponents[opponent_games % len(opponents)]
-            g.opponent_side = K.BLUE if opponent_games % 2 == 0 else K.RED
+        draw = np.random.default_rng([g.seed, 3])
+        if opponent_fraction > 0 and draw.random() < opponent_fraction:
+            g.opponent = opponents[int(draw.integers(len(opponents)))]
+            g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
             g.board = Board(start_jfen, rules=rules)
             g.opponent.reset()
-            opponent_games += 1
         slots[slot] = g
         games.reset(slot, start_jfen)
         search.advance(slot, -1)
