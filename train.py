@@ -20,7 +20,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -51,7 +51,7 @@ from agents.players import make_player
 from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.records import append_jsonl
 from agents.replay import ReplayBuffer
-from agents.selfplay import play_games
+from agents.workers import BACKENDS, SelfPlaySettings, WorkerBackendError, make_selfplay_pool
 from envs import RuleSet
 
 log = logging.getLogger("train")
@@ -101,6 +101,15 @@ class TrainConfig:
     the network's positions train as usual, the opponent's train the value only."""
     opponent_fraction: float = 0.0
     """Fraction of the self-play games played against `opponents` (0: pure self-play)."""
+    workers: int = 0
+    """Self-play worker processes or actors, each with a CPU copy of the network (0: self-play runs in
+    this process, on `device`). A worker plays its share of the games, `parallel` at a time; the games
+    are those the in-process loop would play with the same seed."""
+    worker_backend: str = "process"
+    """Where the workers run when `workers` > 0: `process` (local processes) or `ray` (Ray actors;
+    pip install -e '.[distributed]'); `inprocess` ignores `workers`."""
+    ray_address: str = ""
+    """The Ray cluster to join (`ray.init(address=...)`, e.g. `auto`); empty: start a local one."""
     replay_capacity: int = 60000
     """Replay buffer size in positions (the newest are kept)."""
     min_replay: int = 2000
@@ -202,6 +211,8 @@ def main(cfg: Config) -> None:
         raise ValueError(f"train.opponent_fraction={tc.opponent_fraction} needs train.opponents (player specs)")
     for spec in tc.opponents:
         make_player(spec, rules=rules, seed=0)  # a bad spec fails here, before any game
+    if tc.worker_backend not in BACKENDS:
+        raise WorkerBackendError(f"train.worker_backend={tc.worker_backend!r} is not one of {', '.join(BACKENDS)}")
     device = resolve_device(cfg.device)
     model = build_network(net_cfg).to(device)
     learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
@@ -224,99 +235,106 @@ def main(cfg: Config) -> None:
     writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if resume_from else None)
     if resume_from is None:
         writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
-    log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations",
-             cfg.name, net_cfg, count_parameters(model), device, mcts_cfg.algorithm, mcts_cfg.num_simulations)
+    selfplay_settings = SelfPlaySettings(
+        network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(), parallel=tc.parallel,
+        max_plies=tc.max_plies, playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
+        player_names=(cfg.name, cfg.name), opponents=tuple(tc.opponents) if tc.opponent_fraction > 0 else (),
+        opponent_fraction=tc.opponent_fraction,
+    )
+    pool = make_selfplay_pool(tc.worker_backend, tc.workers, selfplay_settings, evaluator=evaluator,
+                              address=tc.ray_address)
+    log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
+             cfg.name, net_cfg, count_parameters(model), device, mcts_cfg.algorithm, mcts_cfg.num_simulations,
+             f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
 
     # -- loop -----------------------------------------------------------------------------------
-    start_iteration = counters["iteration"] + 1
-    started = time.time()
-    for it in range(start_iteration, tc.iterations + 1):
-        t0 = time.time()
+    with pool:  # the workers stop at the end, and on an error
+        start_iteration = counters["iteration"] + 1
+        started = time.time()
+        for it in range(start_iteration, tc.iterations + 1):
+            t0 = time.time()
 
-        # self-play (a fraction of the games against the opponents, when there are any)
-        opponents = [make_player(spec, rules=rules, seed=derive_seed(cfg.seed, f"opponent {k}", it))
-                     for k, spec in enumerate(tc.opponents) if tc.opponent_fraction > 0]
-        data = play_games(evaluator, num_games=tc.games_per_iteration, parallel=tc.parallel, mcts=mcts_cfg,
-                          rules=rules, seed=derive_seed(cfg.seed, "selfplay", it), max_plies=tc.max_plies,
-                          playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
-                          progress=sys.stderr.isatty(), player_names=(cfg.name, cfg.name),
-                          opponents=opponents, opponent_fraction=tc.opponent_fraction)
-        replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
-        if tc.write_games:
-            append_jsonl(run_dir / "games.jsonl", data.records)
-        s = data.stats
-        counters["positions"] += int(s["positions"])
-        counters["games"] += int(s["games"])
-        counters["simulations"] += int(s["simulations"])
-        selfplay_seconds = time.time() - t0
-        log_selfplay(writer, it, s, selfplay_seconds, bool(opponents))
+            # self-play (a fraction of the games against the opponents, built from their specs, when there are any)
+            opponent_seeds = [derive_seed(cfg.seed, f"opponent {k}", it) for k in range(len(tc.opponents))]
+            data = pool.play(model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
+                             num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
+                             progress=sys.stderr.isatty())
+            replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
+            if tc.write_games:
+                append_jsonl(run_dir / "games.jsonl", data.records)
+            s = data.stats
+            counters["positions"] += int(s["positions"])
+            counters["games"] += int(s["games"])
+            counters["simulations"] += int(s["simulations"])
+            selfplay_seconds = time.time() - t0
+            log_selfplay(writer, it, s, selfplay_seconds, tc.opponent_fraction > 0)
 
-        # learn
-        t1 = time.time()
-        metrics: dict[str, list[float]] = {}
-        steps = 0
-        if len(replay) >= tc.min_replay:
-            steps = min(tc.max_steps_per_iteration, max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
-            for _ in range(steps):
-                for k, v in learner.step(replay.sample(tc.batch_size)).items():
-                    metrics.setdefault(k, []).append(v)
-        learn_seconds = time.time() - t1
-        for k, values in metrics.items():
-            writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(values)), it)
-        writer.add_scalar("perf/learner_steps", learner.step_count, it)
-        writer.add_scalar("perf/replay_positions", len(replay), it)
+            # learn
+            t1 = time.time()
+            metrics: dict[str, list[float]] = {}
+            steps = 0
+            if len(replay) >= tc.min_replay:
+                steps = min(tc.max_steps_per_iteration, max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
+                for _ in range(steps):
+                    for k, v in learner.step(replay.sample(tc.batch_size)).items():
+                        metrics.setdefault(k, []).append(v)
+            learn_seconds = time.time() - t1
+            for k, values in metrics.items():
+                writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(values)), it)
+            writer.add_scalar("perf/learner_steps", learner.step_count, it)
+            writer.add_scalar("perf/replay_positions", len(replay), it)
 
-        # evaluate
-        t2 = time.time()
-        scores: dict[str, float] = {}
-        last = it == tc.iterations
-        if tc.eval.every > 0 and (it % tc.eval.every == 0 or last):
-            scores = evaluate(evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it, device, cfg.amp, history)
-            for k, v in scores.items():
-                writer.add_scalar(f"eval/{k}", v, it)
-            previous.load_state_dict(model.state_dict())
-        eval_seconds = time.time() - t2
+            # evaluate
+            t2 = time.time()
+            scores: dict[str, float] = {}
+            last = it == tc.iterations
+            if tc.eval.every > 0 and (it % tc.eval.every == 0 or last):
+                scores = evaluate(evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it, device, cfg.amp, history)
+                for k, v in scores.items():
+                    writer.add_scalar(f"eval/{k}", v, it)
+                previous.load_state_dict(model.state_dict())
+            eval_seconds = time.time() - t2
 
-        # checkpoint
-        t3 = time.time()
-        counters["iteration"] = it
-        counters["seconds"] += time.time() - t0
-        if it % tc.checkpoint_every == 0 or last:
-            state = {
-                "model": model.state_dict(), "network": net_cfg.to_dict(), "rules": rules.to_dict(),
-                "config": config_yaml, "counters": dict(counters, learner_steps=learner.step_count),
-            }
-            save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
-            ladder = scores.get("ladder_score")
-            if ladder is not None and ladder >= history["best_score"]:
-                history["best_score"] = ladder
-                save_checkpoint(run_dir / BEST, dict(state, extra={"scores": scores}))
-            keep_contents = replay.nbytes() <= tc.replay_in_checkpoint_mb * 2**20
-            save_checkpoint(run_dir / LATEST, dict(
-                state, learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
-                rng=rng_state(), extra={"history": dict(history), "previous_model": previous.state_dict()},
-            ))
-        checkpoint_seconds = time.time() - t3
+            # checkpoint
+            t3 = time.time()
+            counters["iteration"] = it
+            counters["seconds"] += time.time() - t0
+            if it % tc.checkpoint_every == 0 or last:
+                state = {
+                    "model": model.state_dict(), "network": net_cfg.to_dict(), "rules": rules.to_dict(),
+                    "config": config_yaml, "counters": dict(counters, learner_steps=learner.step_count),
+                }
+                save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
+                ladder = scores.get("ladder_score")
+                if ladder is not None and ladder >= history["best_score"]:
+                    history["best_score"] = ladder
+                    save_checkpoint(run_dir / BEST, dict(state, extra={"scores": scores}))
+                keep_contents = replay.nbytes() <= tc.replay_in_checkpoint_mb * 2**20
+                save_checkpoint(run_dir / LATEST, dict(
+                    state, learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
+                    rng=rng_state(), extra={"history": dict(history), "previous_model": previous.state_dict()},
+                ))
+            checkpoint_seconds = time.time() - t3
 
-        # progress
-        for k, v in (("selfplay", selfplay_seconds), ("learn", learn_seconds), ("eval", eval_seconds),
-                     ("checkpoint", checkpoint_seconds)):
-            writer.add_scalar(f"perf/seconds_{k}", v, it)
-        writer.flush()
-        elapsed = time.time() - started
-        eta = elapsed / (it - start_iteration + 1) * (tc.iterations - it)
-        evaluation = " ".join(f"{k[6:]} {v:.2f}" for k, v in scores.items() if k.startswith("score_"))
-        if "elo" in scores:
-            evaluation += f" elo {scores['elo']:.0f}"
-        log.info(
-            "iter %d/%d | %d games %d positions (%.0f pos/s, %.0f sims/s, len %.0f, red/blue/draw %d/%d/%d) | "
-            "%d steps loss %.3f (policy %.3f value %.3f) | %s%.0fs, %s elapsed, ETA %s",
-            it, tc.iterations, s["games"], s["positions"], s["positions"] / max(selfplay_seconds, 1e-9),
-            s["simulations"] / max(selfplay_seconds, 1e-9), s["mean_length"], s["red_wins"], s["blue_wins"],
-            s["draws"], steps, mean_or_nan(metrics, "loss/total"), mean_or_nan(metrics, "loss/policy"),
-            mean_or_nan(metrics, "loss/value"), f"eval: {evaluation} | " if evaluation else "",
-            time.time() - t0, format_seconds(counters["seconds"]), format_seconds(eta),
-        )
+            # progress
+            for k, v in (("selfplay", selfplay_seconds), ("learn", learn_seconds), ("eval", eval_seconds),
+                         ("checkpoint", checkpoint_seconds)):
+                writer.add_scalar(f"perf/seconds_{k}", v, it)
+            writer.flush()
+            elapsed = time.time() - started
+            eta = elapsed / (it - start_iteration + 1) * (tc.iterations - it)
+            evaluation = " ".join(f"{k[6:]} {v:.2f}" for k, v in scores.items() if k.startswith("score_"))
+            if "elo" in scores:
+                evaluation += f" elo {scores['elo']:.0f}"
+            log.info(
+                "iter %d/%d | %d games %d positions (%.0f pos/s, %.0f sims/s, len %.0f, red/blue/draw %d/%d/%d) | "
+                "%d steps loss %.3f (policy %.3f value %.3f) | %s%.0fs, %s elapsed, ETA %s",
+                it, tc.iterations, s["games"], s["positions"], s["positions"] / max(selfplay_seconds, 1e-9),
+                s["simulations"] / max(selfplay_seconds, 1e-9), s["mean_length"], s["red_wins"], s["blue_wins"],
+                s["draws"], steps, mean_or_nan(metrics, "loss/total"), mean_or_nan(metrics, "loss/policy"),
+                mean_or_nan(metrics, "loss/value"), f"eval: {evaluation} | " if evaluation else "",
+                time.time() - t0, format_seconds(counters["seconds"]), format_seconds(eta),
+            )
     writer.close()
     log.info("done: %s (%s)", run_dir, format_seconds(time.time() - started))
 

@@ -8,8 +8,19 @@
 Each position played yields (observation, legal mask, search policy, final
 outcome from the view of the side to move there). A game slot that finishes
 is refilled with the next game until `num_games` have started, then idles.
-Game ``k`` (in start order) draws its search noise and its playout-cap coin
-from generators seeded by ``(seed, k)``, whatever slot it runs in.
+Game ``k`` draws its search noise, its playout-cap coin and its opponent from
+generators seeded by ``game_seed(seed, k)``, whatever slot it runs in, and the
+output lists the games by index. Games are numbered from `first_game`, so a
+call's games can be split into index ranges played apart (by the workers of
+`agents.workers`) and put back together with `merge_selfplay`:
+
+    >>> a = play_games(ev, num_games=3, first_game=0, seed=7, ...)
+    >>> b = play_games(ev, num_games=5, first_game=3, seed=7, ...)
+    >>> merge_selfplay([a, b])       # the games of play_games(ev, num_games=8, seed=7, ...)
+
+The network sees batches of another size then; its CPU kernels may round the
+last bit differently by batch size (about 1e-8), so arrays agree to that
+precision and, barring a near-tie that this flips, the games are the same.
 
 Playout-cap randomisation (KataGo): with probability `playout_cap_fraction`
 a move is searched cheaply (`cheap_simulations`, no noise); such positions
@@ -37,7 +48,7 @@ from tqdm import tqdm
 
 from envs import kernels as K
 from envs.board import START_JFEN, Board, Move, Termination
-from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, move_to_action
+from envs.encoding import N_ACTIONS, action_to_move, move_to_action
 from envs.rules import RuleSet
 
 from agents.gamebatch import GameBatch
@@ -46,11 +57,13 @@ from agents.players import Player
 from agents.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
+TIMING_STATS = ("seconds", "games_per_s", "positions_per_s", "simulations_per_s")
+"""The stats that measure time (all others depend on the games only)."""
 
 
 @dataclass
 class SelfPlayData:
-    """N positions of self-play (in the order games finished) and the games' records."""
+    """N positions of self-play (game by game, in game-index order) and the games' records."""
 
     obs: np.ndarray
     """float32 [N, 24, 9, 7]: observations, side to move's frame."""
@@ -107,15 +120,23 @@ def play_games(
     start_jfen: str = START_JFEN,
     opponents: Sequence[Player] = (),
     opponent_fraction: float = 0.0,
+    first_game: int = 0,
 ) -> SelfPlayData:
-    """Play `num_games` self-play games, `parallel` at a time, with the search `mcts` over `evaluator`.
+    """Play games `first_game` .. `first_game + num_games - 1`, `parallel` at a time, with the search
+    `mcts` over `evaluator`.
 
-    Games longer than `max_plies` are cut (termination ``ply_cap``, value 0).
-    With `opponents`, each game is an opponent game with probability
-    `opponent_fraction`, against one of them with either colour (all drawn
-    from the game's own seed, so a game does not depend on the others)."""
+    Game ``k`` is seeded by ``game_seed(seed, k)`` and recorded with
+    ``extra["game_index"] = k``. Games longer than `max_plies` are cut
+    (termination ``ply_cap``, value 0). With `opponents`, each game is an
+    opponent game with probability `opponent_fraction`, against one of them
+    with either colour (all drawn from the game's own seed). The opponent's
+    moves come from the player object, shared by the games of this call: a
+    player with its own random generator or memory (a noisy alpha-beta) makes
+    its games depend on the others played with it."""
     if num_games < 1 or parallel < 1:
         raise ValueError(f"num_games ({num_games}) and parallel ({parallel}) must be >= 1")
+    if first_game < 0:
+        raise ValueError(f"first_game ({first_game}) must be >= 0")
     if not 0.0 <= playout_cap_fraction <= 1.0:
         raise ValueError(f"playout_cap_fraction={playout_cap_fraction!r} must lie in [0, 1]")
     if not 0.0 <= opponent_fraction <= 1.0:
@@ -128,7 +149,8 @@ def play_games(
     games = GameBatch(n, flags, start_jfen=start_jfen, max_plies=max_plies)
     search = BatchedMCTS(evaluator, mcts, flags, seed=seed, n_games=n)
     slots: list[Optional[_Game]] = [None] * n
-    started = 0
+    started = first_game
+    end = first_game + num_games
 
     def start(slot: int) -> None:
         nonlocal started
@@ -148,12 +170,7 @@ def play_games(
     for s in range(n):
         start(s)
 
-    obs_out: list[np.ndarray] = []
-    mask_out: list[np.ndarray] = []
-    policy_out: list[np.ndarray] = []
-    value_out: list[np.ndarray] = []
-    full_out: list[np.ndarray] = []
-    records: list[GameRecord] = []
+    finished: dict[int, tuple[_Game, np.ndarray, GameRecord]] = {}
     simulations = 0
     counts = {"red_wins": 0, "blue_wins": 0, "draws": 0, "truncated": 0}
     opponent_points: list[float] = []
@@ -207,22 +224,21 @@ def play_games(
             if g.opponent is not None:
                 mine = np.flatnonzero(np.asarray(g.side) != g.opponent_side)
                 opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
-            obs_out.append(np.stack(g.obs))
-            mask_out.append(np.stack(g.mask))
-            policy_out.append(np.stack(g.policy))
-            value_out.append(values)
-            full_out.append(np.asarray(g.full, dtype=np.bool_))
-            records.append(record)
+            finished[g.index] = (g, values, record)
             counts[{"1-0": "red_wins", "0-1": "blue_wins"}.get(record.result, "draws")] += 1
             counts["truncated"] += int(games.truncated[s])
             terms[str(record.termination)] = terms.get(str(record.termination), 0) + 1
             bar.update(1)
-            if started < num_games:
+            if started < end:
                 start(s)
             else:
                 slots[s] = None
     bar.close()
     seconds = time.perf_counter() - t0
+    done = [finished[k] for k in sorted(finished)]
+    records = [record for _, _, record in done]
+    value_out = [values for _, values, _ in done]
+    full_out = [np.asarray(g.full, dtype=np.bool_) for g, _, _ in done]
     positions = int(sum(len(v) for v in value_out))
     stats: dict[str, Any] = {
         "games": len(records),
@@ -241,12 +257,49 @@ def play_games(
     for name, c in terms.items():
         stats[f"termination_{name}"] = c
     return SelfPlayData(
-        obs=np.concatenate(obs_out) if obs_out else np.zeros((0,) + OBS_SHAPE, np.float32),
-        mask=np.concatenate(mask_out) if mask_out else np.zeros((0, N_ACTIONS), np.bool_),
-        policy=np.concatenate(policy_out) if policy_out else np.zeros((0, N_ACTIONS), np.float32),
-        value=np.concatenate(value_out) if value_out else np.zeros(0, np.float32),
-        full_search=np.concatenate(full_out) if full_out else np.zeros(0, np.bool_),
+        obs=np.concatenate([np.stack(g.obs) for g, _, _ in done]),
+        mask=np.concatenate([np.stack(g.mask) for g, _, _ in done]),
+        policy=np.concatenate([np.stack(g.policy) for g, _, _ in done]),
+        value=np.concatenate(value_out),
+        full_search=np.concatenate(full_out),
         records=records,
+        stats=stats,
+    )
+
+
+def merge_selfplay(parts: Sequence[SelfPlayData], seconds: Optional[float] = None) -> SelfPlayData:
+    """The parts' positions and records one after the other, with their stats combined.
+
+    Counts add up; the mean game length and the opponent score (weighted by
+    each part's opponent games) are recomputed. `seconds` is the wall time of
+    the whole (for parts played at once, by workers); by default the parts'
+    times add up (parts played one after the other). Rates follow from it."""
+    if not parts:
+        raise ValueError("merge_selfplay needs at least one part")
+    total = float(sum(float(p.stats.get("seconds", 0.0)) for p in parts)) if seconds is None else float(seconds)
+    stats: dict[str, Any] = {}
+    for p in parts:
+        for key, value in p.stats.items():
+            if key in TIMING_STATS or key in ("mean_length", "opponent_score"):
+                continue
+            stats[key] = stats.get(key, 0) + value
+    games, positions = int(stats.get("games", 0)), int(stats.get("positions", 0))
+    stats["seconds"] = total
+    stats["mean_length"] = positions / max(games, 1)
+    for key, name in (("games_per_s", "games"), ("positions_per_s", "positions"),
+                      ("simulations_per_s", "simulations")):
+        stats[key] = float(stats.get(name, 0)) / total if total > 0 else float("nan")
+    opponent_games = int(stats.get("opponent_games", 0))
+    points = sum(float(p.stats["opponent_score"]) * int(p.stats["opponent_games"])
+                 for p in parts if int(p.stats.get("opponent_games", 0)) > 0)
+    stats["opponent_score"] = points / opponent_games if opponent_games else float("nan")
+    return SelfPlayData(
+        obs=np.concatenate([p.obs for p in parts]),
+        mask=np.concatenate([p.mask for p in parts]),
+        policy=np.concatenate([p.policy for p in parts]),
+        value=np.concatenate([p.value for p in parts]),
+        full_search=np.concatenate([p.full_search for p in parts]),
+        records=[r for p in parts for r in p.records],
         stats=stats,
     )
 

@@ -9,6 +9,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.checkpoint import load_checkpoint
+from agents.records import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3"]
@@ -59,6 +60,23 @@ def test_resume_continues_the_step_counter(run_dir: Path) -> None:
     assert [s for s, _ in tags["eval/score_random"]] == [1, 2, 3]
 
 
+def test_self_play_workers_play_the_games_of_the_in_process_loop(run_dir: Path) -> None:
+    """train.workers=2: the same run as the fixture's (in-process), its self-play in two worker processes."""
+    out = run_dir.parent
+    r = run_train(*TINY, f"out_dir={out}", "name=smoke-workers", "train.opponents=[random]",
+                  "train.opponent_fraction=0.5", "train.workers=2", "train.worker_backend=process")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "self-play on 2 process workers" in r.stdout + r.stderr
+    here = list(read_jsonl(run_dir / "games.jsonl"))[:4]  # iteration 1: the same initial network
+    there = list(read_jsonl(out / "smoke-workers" / "games.jsonl"))
+    assert len(there) == 8 and [g.extra["game_index"] for g in there] == [0, 1, 2, 3] * 2
+    assert [g.seed for g in there[:4]] == [g.seed for g in here]
+    # Opponent and colour come from each game's seed; the network's own games are move for move the same.
+    assert [("random" in (g.red, g.blue)) for g in there[:4]] == [("random" in (g.red, g.blue)) for g in here]
+    selfplay = [k for k, g in enumerate(here) if "random" not in (g.red, g.blue)]
+    assert selfplay and all(here[k].moves == there[k].moves for k in selfplay)
+
+
 def test_a_corrupted_checkpoint_is_refused_with_a_clear_message(run_dir: Path, tmp_path: Path) -> None:
     bad = tmp_path / "latest.pt"
     data = (run_dir / "iter_000001.pt").read_bytes()
@@ -75,5 +93,8 @@ def test_an_unknown_config_key_is_an_error() -> None:
     r = run_train('train.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec fails before any game
     assert r.returncode != 0
     assert "depth='-1' must be in" in r.stderr and "iter 1" not in r.stdout
+    r = run_train("train.worker_backend=threads", "train.workers=2")  # refused before any game
+    assert r.returncode != 0
+    assert "worker_backend='threads'" in r.stderr and "iter 1" not in r.stdout
     r = run_train("model=huge")
     assert r.returncode != 0 and "huge" in r.stderr

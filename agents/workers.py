@@ -1,0 +1,325 @@
+"""Self-play workers: an iteration's games split over local processes or Ray actors.
+
+    settings = SelfPlaySettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict())
+    with make_selfplay_pool("process", workers=4, settings=settings) as pool:
+        data = pool.play(model.state_dict(), seed=7, num_games=256)
+
+A `SelfPlayWorker` holds a CPU copy of the network (one torch thread) and
+plays a range of game indices with `agents.selfplay.play_games`. A pool
+splits a call's games into contiguous index ranges, one per worker, sends the
+current weights once per call (as CPU arrays), plays the ranges at once and
+puts the parts back together in game-index order (`merge_selfplay`). Game
+``k`` draws everything from ``game_seed(seed, k)``, so the games are those of
+one in-process call with the same seed (up to the last-bit rounding of the
+network's CPU kernels by batch size; see `agents.selfplay`).
+
+Backends (`BACKENDS`):
+
+``inprocess``  the caller's own evaluator (a GPU one included), no workers: the default.
+``process``    persistent local processes (``spawn``), one worker each.
+``ray``        Ray actors wrapping the same worker (``pip install -e '.[distributed]'``);
+               ``ray.init(address=...)`` joins a cluster, the default starts a local one.
+               Every node needs this package and, for ``checkpoint`` opponents, the files.
+
+Opponents are player specs built inside each worker, seeded by the
+`opponent_seeds` of the call. A player with its own random generator or
+memory (a noisy alpha-beta) is shared by the games of one worker, so its
+games depend on the worker count; the games against a deterministic player
+and the pure self-play games do not.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from envs.rules import RuleSet
+
+from agents.mcts import Evaluator, MCTSConfig
+from agents.network import NetworkConfig, build_network, make_evaluator
+from agents.players import Player, make_player
+from agents.selfplay import SelfPlayData, merge_selfplay, play_games
+
+BACKENDS = ("inprocess", "process", "ray")
+"""Where self-play runs: in the caller, in local processes, in Ray actors."""
+
+DISTRIBUTED_HINT = "pip install -e '.[distributed]'"
+
+
+class WorkerBackendError(ValueError):
+    """An unknown self-play backend, a bad worker count, or a backend that is not installed."""
+
+
+@dataclass(frozen=True)
+class SelfPlaySettings:
+    """Everything a worker needs besides the weights: plain data, so it travels to processes and actors."""
+
+    network: Mapping[str, Any]
+    """`NetworkConfig` fields (the shape the weights fit)."""
+    mcts: Mapping[str, Any]
+    """`MCTSConfig` fields."""
+    rules: Mapping[str, Any]
+    """`RuleSet` fields."""
+    parallel: int = 64
+    """Games in lockstep in each worker."""
+    max_plies: int = 400
+    """A game longer than this stops (a draw for training)."""
+    playout_cap_fraction: float = 0.0
+    """Fraction of moves searched cheaply (value target only)."""
+    cheap_simulations: int = 8
+    """Simulations of a cheap search."""
+    player_names: tuple[str, str] = ("selfplay", "selfplay")
+    """Names of the network in the records (Red, Blue)."""
+    opponents: tuple[str, ...] = ()
+    """Player specs of the opponents (see agents/players.py)."""
+    opponent_fraction: float = 0.0
+    """Fraction of games played against `opponents`."""
+    threads: int = 1
+    """torch CPU threads in each worker process (0: torch's default)."""
+
+    def validate(self) -> None:
+        """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""
+        NetworkConfig.from_dict(self.network)
+        MCTSConfig.from_dict(self.mcts)
+        rules = RuleSet.from_dict(self.rules)
+        for spec in self.opponents:
+            make_player(spec, rules=rules, seed=0)
+        if self.opponent_fraction > 0 and not self.opponents:
+            raise ValueError(f"opponent_fraction={self.opponent_fraction} needs opponents (player specs)")
+
+
+def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
+    """Contiguous ``(first_game, num_games)`` ranges covering ``0 .. num_games - 1``, at most one per worker,
+    sizes differing by one at most (the larger first)."""
+    if num_games < 1 or workers < 1:
+        raise ValueError(f"num_games ({num_games}) and workers ({workers}) must be >= 1")
+    base, extra = divmod(num_games, workers)
+    ranges, first = [], 0
+    for w in range(min(workers, num_games)):
+        count = base + (w < extra)
+        ranges.append((first, count))
+        first += count
+    return ranges
+
+
+def opponent_seed(seed: int, k: int) -> int:
+    """The seed of opponent `k` for a call seeded `seed`, when the caller gives none."""
+    return int(np.random.SeedSequence([seed, 0x6F70706F, k]).generate_state(1)[0])
+
+
+def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """A state_dict as CPU numpy arrays: pickles as plain bytes to any process or node (no shared memory)."""
+    return {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
+            for k, v in model_state.items()}
+
+
+def _play(evaluator: Evaluator, settings: SelfPlaySettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
+          first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]], progress: bool) -> SelfPlayData:
+    """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed`, opponents built from specs."""
+    opponents: list[Player] = []
+    if settings.opponent_fraction > 0:
+        if opponent_seeds is not None and len(opponent_seeds) != len(settings.opponents):
+            raise ValueError(f"{len(opponent_seeds)} opponent seeds for {len(settings.opponents)} opponents")
+        seeds = list(opponent_seeds) if opponent_seeds is not None else [
+            opponent_seed(seed, k) for k in range(len(settings.opponents))]
+        opponents = [make_player(spec, rules=rules, seed=s) for spec, s in zip(settings.opponents, seeds)]
+    return play_games(
+        evaluator, num_games=num_games, first_game=first_game, parallel=settings.parallel, mcts=mcts, rules=rules,
+        seed=seed, max_plies=settings.max_plies, playout_cap_fraction=settings.playout_cap_fraction,
+        cheap_simulations=settings.cheap_simulations, progress=progress, player_names=settings.player_names,
+        opponents=opponents, opponent_fraction=settings.opponent_fraction,
+    )
+
+
+class SelfPlayWorker:
+    """A CPU copy of the network that plays ranges of self-play games (in a process, an actor, or here).
+
+    It sets its process's torch threads to ``settings.threads`` unless `own_process` is False."""
+
+    def __init__(self, settings: SelfPlaySettings, own_process: bool = True) -> None:
+        if own_process and settings.threads > 0 and torch.get_num_threads() != settings.threads:
+            torch.set_num_threads(settings.threads)
+        self.settings = settings
+        self.rules = RuleSet.from_dict(settings.rules)
+        self.mcts = MCTSConfig.from_dict(settings.mcts)
+        self.model = build_network(NetworkConfig.from_dict(settings.network))
+        self.model.eval()
+        self.evaluator = make_evaluator(self.model, "cpu")
+
+    def load_weights(self, model_state: Mapping[str, Any]) -> None:
+        """Take the learner's weights (tensors on any device, or numpy arrays)."""
+        self.model.load_state_dict({k: torch.as_tensor(np.asarray(v) if not isinstance(v, torch.Tensor) else v)
+                                    for k, v in model_state.items()})
+
+    def play(self, model_state: Optional[Mapping[str, Any]], seed: int, first_game: int, num_games: int,
+             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+        """Load `model_state` (None: keep the current weights) and play games `first_game` ..
+        `first_game + num_games - 1` of the call seeded `seed`."""
+        if model_state is not None:
+            self.load_weights(model_state)
+        return _play(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
+                     num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+
+
+class SelfPlayPool:
+    """Plays a call's games on its workers; subclasses say where. Use as a context manager, or `close()`."""
+
+    backend = "inprocess"
+    workers = 0
+
+    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
+             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+        """Games ``0 .. num_games - 1`` of the call seeded `seed`, with the weights `model_state` (a state_dict),
+        in game-index order; stats ``seconds`` and the rates are the call's wall time."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop the workers (idempotent)."""
+
+    def __enter__(self) -> "SelfPlayPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InProcessPool(SelfPlayPool):
+    """No workers: the games run here, on `evaluator` (the trainer's, on its device) or on a CPU worker."""
+
+    def __init__(self, settings: SelfPlaySettings, evaluator: Optional[Evaluator] = None) -> None:
+        self.settings = settings
+        self.evaluator = evaluator
+        self.worker = SelfPlayWorker(settings, own_process=False) if evaluator is None else None
+        self.rules = RuleSet.from_dict(settings.rules)
+        self.mcts = MCTSConfig.from_dict(settings.mcts)
+
+    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
+             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+        if self.worker is not None:
+            return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
+        assert self.evaluator is not None
+        return _play(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=0,
+                     num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+
+
+_WORKER: Optional[SelfPlayWorker] = None
+"""This process's worker (set by `_start_worker` in a pool process)."""
+
+
+def _start_worker(settings: SelfPlaySettings) -> None:
+    global _WORKER
+    _WORKER = SelfPlayWorker(settings)
+
+
+def _worker_play(model_state: Mapping[str, Any], seed: int, first_game: int, num_games: int,
+                 opponent_seeds: Optional[Sequence[int]]) -> SelfPlayData:
+    assert _WORKER is not None, "_start_worker did not run in this process"
+    return _WORKER.play(model_state, seed, first_game, num_games, opponent_seeds)
+
+
+class ProcessPool(SelfPlayPool):
+    """`workers` persistent local processes (``spawn``: safe with torch and numba), each one `SelfPlayWorker`."""
+
+    backend = "process"
+
+    def __init__(self, settings: SelfPlaySettings, workers: int) -> None:
+        self.workers = workers
+        self._executor: Optional[ProcessPoolExecutor] = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker, initargs=(settings,))
+
+    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
+             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+        if self._executor is None:
+            raise RuntimeError("this self-play pool is closed")
+        t0 = time.perf_counter()
+        weights = portable_state(model_state)
+        seeds = list(opponent_seeds) if opponent_seeds is not None else None
+        futures: list[Future[SelfPlayData]] = [
+            self._executor.submit(_worker_play, weights, seed, first, count, seeds)
+            for first, count in split_games(num_games, self.workers)]
+        with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
+            pending: set[Future[SelfPlayData]] = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    bar.update(len(f.result().records))  # re-raises a worker's error here
+        return merge_selfplay([f.result() for f in futures], seconds=time.perf_counter() - t0)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+
+def import_ray() -> Any:
+    """The `ray` module, or a WorkerBackendError saying how to install it."""
+    try:
+        import ray
+    except ImportError as e:
+        raise WorkerBackendError(f"the self-play backend 'ray' needs Ray ({e}); install it with: "
+                                 f"{DISTRIBUTED_HINT}") from None
+    return ray
+
+
+class RayPool(SelfPlayPool):
+    """`workers` Ray actors (one CPU each), each one `SelfPlayWorker`; the weights go to the object store
+    once per call."""
+
+    backend = "ray"
+
+    def __init__(self, settings: SelfPlaySettings, workers: int, address: str = "") -> None:
+        ray = import_ray()
+        self._ray = ray
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            ray.init(address=address or None, include_dashboard=False, log_to_driver=True)
+        actor = ray.remote(num_cpus=1)(SelfPlayWorker)
+        self.workers = workers
+        self._actors: list[Any] = [actor.remote(settings) for _ in range(workers)]
+
+    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
+             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+        if not self._actors:
+            raise RuntimeError("this self-play pool is closed")
+        t0 = time.perf_counter()
+        weights = self._ray.put(portable_state(model_state))
+        seeds = list(opponent_seeds) if opponent_seeds is not None else None
+        refs = [actor.play.remote(weights, seed, first, count, seeds)
+                for actor, (first, count) in zip(self._actors, split_games(num_games, self.workers))]
+        parts: list[SelfPlayData] = self._ray.get(refs)
+        return merge_selfplay(parts, seconds=time.perf_counter() - t0)
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor)
+        self._actors = []
+        if self._owns_ray and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._owns_ray = False
+
+
+def make_selfplay_pool(backend: str, workers: int, settings: SelfPlaySettings, *,
+                       evaluator: Optional[Evaluator] = None, address: str = "") -> SelfPlayPool:
+    """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
+    plays in this process on `evaluator` (default: a CPU copy of the network).
+
+    Checks the backend, the count and the settings (opponent specs included) before any worker starts;
+    `address` is the Ray cluster to join (``""``: a local one)."""
+    if backend not in BACKENDS:
+        raise WorkerBackendError(f"unknown self-play backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise WorkerBackendError(f"self-play workers={workers!r} must be an integer >= 0 (0: in this process)")
+    settings.validate()
+    if backend == "inprocess" or workers == 0:
+        return InProcessPool(settings, evaluator)
+    if backend == "process":
+        return ProcessPool(settings, workers)
+    return RayPool(settings, workers, address)
