@@ -31,6 +31,7 @@ and the pure self-play games do not.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -155,7 +156,8 @@ class SelfPlayWorker:
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (tensors on any device, or numpy arrays)."""
-        self.model.load_state_dict({k: torch.as_tensor(np.asarray(v) if not isinstance(v, torch.Tensor) else v)
+        # np.array copies: arrays from Ray's object store are read-only.
+        self.model.load_state_dict({k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
                                     for k, v in model_state.items()})
 
     def play(self, model_state: Optional[Mapping[str, Any]], seed: int, first_game: int, num_games: int,
@@ -280,7 +282,10 @@ class RayPool(SelfPlayPool):
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
-            ray.init(address=address or None, include_dashboard=False, log_to_driver=True)
+            # A local instance offers at least one CPU per actor: actors asking for more CPUs than exist would wait
+            # forever. A cluster offers what it has.
+            ray.init(address=address or None, include_dashboard=False,
+                     num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(workers, os.cpu_count() or 1))
         actor = ray.remote(num_cpus=1)(SelfPlayWorker)
         self.workers = workers
         self._actors: list[Any] = [actor.remote(settings) for _ in range(workers)]

@@ -149,3 +149,17 @@ def test_ray_backend_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(WorkerBackendError, match=r"pip install -e '\.\[distributed\]'"):
         make_selfplay_pool("ray", 2, settings())
+
+
+def test_ray_actors_play_the_in_process_games() -> None:
+    """The Ray backend for real, where Ray is installed (the `distributed` extra; CI runs without it)."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[distributed]')")
+    torch.manual_seed(5)
+    weights = build_network(TINY).state_dict()
+    s = settings()
+    with make_selfplay_pool("inprocess", 0, s) as pool:
+        here = pool.play(weights, seed=3, num_games=5)
+    with make_selfplay_pool("ray", 2, s) as pool:
+        assert pool.backend == "ray" and pool.workers == 2
+        there = pool.play(weights, seed=3, num_games=5)
+    assert_same_data(there, here, atol=1e-6)
