@@ -24,8 +24,8 @@ Backends (`BACKENDS`):
 Opponents are player specs built inside each worker, seeded by the
 `opponent_seeds` of the call. A player with its own random generator or
 memory (a noisy alpha-beta) is shared by the games of one worker, so its
-games depend on the worker count; the games against a deterministic player
-and the pure self-play games do not.
+games depend on the worker count; the games against a player whose move
+depends on the position alone, and the pure self-play games, do not.
 """
 
 from __future__ import annotations
