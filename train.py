@@ -64,11 +64,11 @@ log = logging.getLogger("train")
 class EvalConfig:
     """How the network is measured during training."""
 
-    every: int = 2
+    every: int = 6
     """Evaluate every this many iterations (and at the last one); 0 switches evaluation off."""
-    games: int = 20
+    games: int = 24
     """Games per opponent (colours alternate; pairs share a random opening)."""
-    simulations: int = 16
+    simulations: int = 128
     """Search simulations per move of the network in evaluation games (no exploration noise)."""
     opponents: list[str] = field(default_factory=lambda: ["random", "alphabeta:depth=1", "alphabeta:depth=2"])
     """The ladder: player specs (see agents/players.py); each gets eval/score_<spec>."""
@@ -84,7 +84,7 @@ class EvalConfig:
 class TrainConfig:
     """The self-play / learning loop (group `train`)."""
 
-    iterations: int = 30
+    iterations: int = 60
     """Iterations of {self-play, learn, evaluate, checkpoint}."""
     games_per_iteration: int = 64
     """Self-play games per iteration."""
