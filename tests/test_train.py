@@ -98,3 +98,14 @@ def test_an_unknown_config_key_is_an_error() -> None:
     assert "worker_backend='threads'" in r.stderr and "iter 1" not in r.stdout
     r = run_train("model=huge")
     assert r.returncode != 0 and "huge" in r.stderr
+
+
+@pytest.mark.parametrize("group", ["default", "gpu", "tiny", "opponents"])
+def test_every_train_group_composes(group: str) -> None:
+    """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys)."""
+    r = run_train(f"train={group}", "--cfg", "job")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "iterations:" in r.stdout
+    if group == "opponents":
+        assert "- alphabeta:depth=2,noise=50" in r.stdout and "opponent_fraction: 0.3" in r.stdout
+        assert "simulations: 128" in r.stdout  # the default group's evaluation is kept
