@@ -54,7 +54,6 @@ from numba import njit
 
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
-from envs.rules import F_NO_CAPTURE_LIMIT, F_REPETITION_DRAW
 
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 """(obs float32 [n, 24, 9, 7], mask bool [n, 252]) -> (logits float32 [n, 252], value float32 [n]).
@@ -469,7 +468,7 @@ def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np
            decisive: bool = False) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
 
-    Judges the end of the game first, in the order of `kernels.outcome`; a
+    Judges the end of the game first (`kernels.outcome_and_moves`); a
     terminal node keeps its exact value (side to move's view) in raw_value.
     With `decisive`, a non-root node whose side to move can win at once is
     terminal too, value +1 (a proven win, not a game end).
@@ -479,21 +478,13 @@ def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np
     if tree.first_child[b, node] != UNVISITED:
         return LEAF_EVALUATE  # stopped by the depth limit
     st = work.leaf_state[b]
+    term, winner, n = K.outcome_and_moves(st, work.hist[b], work.hashes[b], flags, buf)
+    over = term != K.TERM_NONE
     value = 0.0
-    over = False
-    n = 0
-    if K.won_by_last_move(st):
-        value, over = -1.0, True
-    else:
-        n = K.generate_moves(st, work.hist[b], flags, buf)
-        if n == 0:
-            value, over = -1.0, True
-        elif flags[F_REPETITION_DRAW] != 0 and K.repetition_count(st, work.hashes[b]) >= 3:
-            over = True
-        elif flags[F_NO_CAPTURE_LIMIT] > 0 and st[K.S_CLOCK] >= flags[F_NO_CAPTURE_LIMIT]:
-            over = True
-        elif decisive and node != ROOT and has_decisive_move(st, buf, n):
-            value, over = 1.0, True
+    if over and winner != K.DRAW:
+        value = 1.0 if winner == st[K.S_SIDE] else -1.0
+    elif not over and decisive and node != ROOT and has_decisive_move(st, buf, n):
+        value, over = 1.0, True
     if over:
         tree.terminal[b, node] = True
         tree.raw_value[b, node] = value

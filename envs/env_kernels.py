@@ -30,7 +30,6 @@ from numba import njit
 
 from envs import kernels as K
 from envs.encoding import action_to_move, encode_observation, move_to_action
-from envs.rules import F_NO_CAPTURE_LIMIT, F_REPETITION_DRAW
 
 OK = 0
 OFF_BOARD = 1
@@ -101,34 +100,14 @@ def _fill(
     obs: np.ndarray,
     text: np.ndarray,
 ) -> tuple:
-    """Outcome, mask, observation and JFEN of the current position.
-
-    The outcome follows `kernels.outcome` exactly (wins 8-10 before draws 11,
-    12) but generates the moves once for both rule 10 and the mask."""
+    """Outcome, mask, observation and JFEN of the current position (the moves generated once,
+    for rule 10 and the mask, by `kernels.outcome_and_moves`)."""
     mask[:] = 0
-    term = K.TERM_NONE
-    winner = -1
-    if st[K.DEN[K.BLUE]] > 0:
-        term, winner = K.TERM_DEN, K.RED
-    elif st[K.DEN[K.RED]] < 0:
-        term, winner = K.TERM_DEN, K.BLUE
-    elif st[K.S_COUNT + K.BLUE] == 0:
-        term, winner = K.TERM_ALL_CAPTURED, K.RED
-    elif st[K.S_COUNT + K.RED] == 0:
-        term, winner = K.TERM_ALL_CAPTURED, K.BLUE
-    else:
-        n = K.generate_moves(st, hist, flags, moves)
-        limit = flags[F_NO_CAPTURE_LIMIT]
-        if n == 0:
-            term, winner = K.TERM_NO_MOVES, 1 - st[K.S_SIDE]
-        elif flags[F_REPETITION_DRAW] != 0 and K.repetition_count(st, hashes) >= 3:
-            term, winner = K.TERM_REPETITION, K.DRAW
-        elif limit > 0 and st[K.S_CLOCK] >= limit:
-            term, winner = K.TERM_NO_CAPTURE_LIMIT, K.DRAW
-        else:
-            side = st[K.S_SIDE]
-            for i in range(n):
-                mask[move_to_action(moves[i], side)] = 1
+    term, winner, n = K.outcome_and_moves(st, hist, hashes, flags, moves)
+    if term == K.TERM_NONE:
+        side = st[K.S_SIDE]
+        for i in range(n):
+            mask[move_to_action(moves[i], side)] = 1
     encode_observation(st, hashes, flags, obs)
     return term, winner, write_jfen(st, text)
 

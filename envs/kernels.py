@@ -592,11 +592,8 @@ def repetition_count(st: np.ndarray, hashes: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> tuple:
-    """(termination, winner) of the current position; (TERM_NONE, -1) while it goes on.
-
-    winner is RED, BLUE or DRAW. Wins (rules 8-10) come before draws
-    (11, then 12)."""
+def _won(st: np.ndarray) -> tuple:
+    """(TERM_DEN or TERM_ALL_CAPTURED, winner) when rule 8 or 9 has ended the game, else (TERM_NONE, -1)."""
     if st[DEN[BLUE]] > 0:
         return TERM_DEN, RED
     if st[DEN[RED]] < 0:
@@ -605,14 +602,56 @@ def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
         return TERM_ALL_CAPTURED, RED
     if st[S_COUNT + RED] == 0:
         return TERM_ALL_CAPTURED, BLUE
-    if not has_legal_move(st, hist, flags):
-        return TERM_NO_MOVES, 1 - st[S_SIDE]
+    return TERM_NONE, -1
+
+
+@njit(cache=True)
+def _drawn(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> int:
+    """TERM_REPETITION (rule 11) or TERM_NO_CAPTURE_LIMIT (rule 12) when the position is drawn, else TERM_NONE."""
     if flags[F_REPETITION_DRAW] != 0 and repetition_count(st, hashes) >= 3:
-        return TERM_REPETITION, DRAW
+        return TERM_REPETITION
     limit = flags[F_NO_CAPTURE_LIMIT]
     if limit > 0 and st[S_CLOCK] >= limit:
-        return TERM_NO_CAPTURE_LIMIT, DRAW
+        return TERM_NO_CAPTURE_LIMIT
+    return TERM_NONE
+
+
+@njit(cache=True)
+def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> tuple:
+    """(termination, winner) of the current position; (TERM_NONE, -1) while it goes on.
+
+    winner is RED, BLUE or DRAW. Wins (rules 8-10) come before draws
+    (11, then 12)."""
+    term, winner = _won(st)
+    if term != TERM_NONE:
+        return term, winner
+    if not has_legal_move(st, hist, flags):
+        return TERM_NO_MOVES, 1 - st[S_SIDE]
+    draw = _drawn(st, hashes, flags)
+    if draw != TERM_NONE:
+        return draw, DRAW
     return TERM_NONE, -1
+
+
+@njit(cache=True)
+def outcome_and_moves(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray,
+                      out: np.ndarray) -> tuple:
+    """`outcome` and the legal moves at once: (termination, winner, n) with the moves in `out[:n]`.
+
+    For callers that need both (the env's step, the search's expansion): the
+    moves are generated once, for rule 10 and for the caller. n is 0 when
+    rule 8, 9 or 10 ended the game; a drawn position (11, 12) still reports
+    its moves, which the caller should not play."""
+    term, winner = _won(st)
+    if term != TERM_NONE:
+        return term, winner, 0
+    n = _generate(st, hist, flags, out)
+    if n == 0:
+        return TERM_NO_MOVES, 1 - st[S_SIDE], 0
+    draw = _drawn(st, hashes, flags)
+    if draw != TERM_NONE:
+        return draw, DRAW, n
+    return TERM_NONE, -1, n
 
 
 # --- perft ---------------------------------------------------------------------------
