@@ -18,17 +18,19 @@ Observation planes ``[N_PLANES, 9, 7]`` float32, indexed ``[plane, crank,
 cfile]`` with ``csq = crank * 7 + cfile`` (row 0 is the mover's back rank):
 
 ====  =====================================================================
-0-7   the mover's Rat, Cat, Dog, Wolf, Leopard, Tiger, Lion, Elephant (1 where it stands)
+0-7   the mover's Rat, Cat, Dog, Wolf, Leopard, Tiger, Lion, Elephant
+      (1 on the square where it stands)
 8-15  the opponent's pieces in the same order
 16    water
 17    the mover's traps (canonical c1 e1 d2)
 18    the opponent's traps (canonical c9 e9 d8)
 19    the mover's den (canonical d1)
 20    the opponent's den (canonical d9)
-21    plies since the last capture / no-capture limit (constant plane;
-      the limit is 120 when the rule is off)
-22    (occurrences of this position so far - 1) / 2 (constant: 0, 0.5, 1)
-23    1 when Blue is to move (the real colour, constant)
+21    plies since the last capture / the no-capture limit (constant plane,
+      capped at 1; the limit counts as 120 when the rule is off)
+22    (occurrences of this position so far - 1) / 2, capped at 1
+      (constant plane: 0, 0.5, 1)
+23    1 when Blue is to move (the real colour; constant plane)
 ====  =====================================================================
 
 The left-right mirror (file a <-> g) is a symmetry of the rules; in the

@@ -102,23 +102,10 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
     rotated 180 degrees (which maps the terrain and the start position onto
     themselves), so the mover's den is always at row 0, column 3. Indexed
     ``[plane, row, column]``, row 0 being the mover's back rank; every value
-    lies in [0, 1] (`envs.encoding` builds them):
-
-    ====  ==================================================================
-    0-7   the mover's Rat, Cat, Dog, Wolf, Leopard, Tiger, Lion, Elephant
-          (1 on the square where it stands)
-    8-15  the opponent's pieces in the same order
-    16    water
-    17    the mover's traps (canonical c1 e1 d2)
-    18    the opponent's traps (canonical c9 e9 d8)
-    19    the mover's den (canonical d1)
-    20    the opponent's den (canonical d9)
-    21    plies since the last capture / the no-capture limit (constant plane,
-          capped at 1; the limit counts as 120 when the rule is off)
-    22    (occurrences of this position so far - 1) / 2, capped at 1
-          (constant plane: 0, 0.5, 1)
-    23    1 when Blue is to move (the real colour; constant plane)
-    ====  ==================================================================
+    lies in [0, 1]. The planes (listed in `envs.encoding`, which builds
+    them): 0-7 the mover's pieces Rat..Elephant, 8-15 the opponent's, 16
+    water, 17-18 the mover's and the opponent's traps, 19-20 the dens, 21 the
+    no-capture clock, 22 the repetition count, 23 the colour to move.
 
     **Actions** — ``Discrete(252)``: ``action = from_square * 4 + direction``
     in the mover's canonical frame (square = row * 7 + column as above;
