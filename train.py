@@ -47,7 +47,6 @@ from agents.checkpoint import (
 from agents.evaluation import Searcher, elo_difference, play_match, play_vs_spec, spec_tag
 from agents.learner import Learner, LearnerConfig
 from agents.mcts import MCTSConfig
-from agents.players import make_player
 from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.records import append_jsonl
 from agents.replay import ReplayBuffer
@@ -207,10 +206,6 @@ def main(cfg: Config) -> None:
         torch.set_num_threads(cfg.threads)
 
     # -- build ---------------------------------------------------------------------------------
-    if tc.opponent_fraction > 0 and not tc.opponents:
-        raise ValueError(f"train.opponent_fraction={tc.opponent_fraction} needs train.opponents (player specs)")
-    for spec in tc.opponents:
-        make_player(spec, rules=rules, seed=0)  # a bad spec fails here, before any game
     if tc.worker_backend not in BACKENDS:
         raise WorkerBackendError(f"train.worker_backend={tc.worker_backend!r} is not one of {', '.join(BACKENDS)}")
     device = resolve_device(cfg.device)
@@ -232,17 +227,18 @@ def main(cfg: Config) -> None:
         set_rng_state(resume_from["rng"])
     net: Any = torch.compile(model) if cfg.compile else model
     evaluator = make_evaluator(net, device, cfg.amp)
-    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if resume_from else None)
-    if resume_from is None:
-        writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
     selfplay_settings = SelfPlaySettings(
         network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(), parallel=tc.parallel,
         max_plies=tc.max_plies, playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
-        player_names=(cfg.name, cfg.name), opponents=tuple(tc.opponents) if tc.opponent_fraction > 0 else (),
+        player_names=(cfg.name, cfg.name), opponents=tuple(tc.opponents),
         opponent_fraction=tc.opponent_fraction,
     )
+    # The pool checks the settings (opponent specs included) before any game.
     pool = make_selfplay_pool(tc.worker_backend, tc.workers, selfplay_settings, evaluator=evaluator,
                               address=tc.ray_address)
+    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if resume_from else None)
+    if resume_from is None:
+        writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
     log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
              cfg.name, net_cfg, count_parameters(model), device, mcts_cfg.algorithm, mcts_cfg.num_simulations,
              f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
