@@ -46,13 +46,14 @@ the other games of the batch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.config import config_kwargs
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
 
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -144,11 +145,7 @@ class MCTSConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "MCTSConfig":
         """Build from a mapping (a Hydra node); unknown keys are errors (``name`` is ignored)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known - {"name"})
-        if unknown:
-            raise MCTSConfigError(f"unknown mcts key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**config_kwargs(cls, values, "mcts", MCTSConfigError))
 
     def params(self) -> np.ndarray:
         """The float64[N_PARAMS] vector the kernels read."""

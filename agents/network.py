@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from envs.config import config_kwargs
 from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
 
 VALUE_HEADS = ("scalar", "wdl")
@@ -60,11 +61,7 @@ class NetworkConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "NetworkConfig":
         """Build from a mapping (a Hydra node or a checkpoint); unknown keys are errors."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known - {"name"})
-        if unknown:
-            raise NetworkShapeError(f"unknown network key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**config_kwargs(cls, values, "network", NetworkShapeError))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

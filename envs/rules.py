@@ -13,6 +13,8 @@ from typing import Any, Iterable, Mapping, Union
 
 import numpy as np
 
+from envs.config import config_kwargs
+
 # Indices into the int64 flag array the kernels read.
 F_DOG_OVER_WOLF = 0
 F_RATS_IGNORE_WATER = 1
@@ -76,13 +78,7 @@ class RuleSet:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "RuleSet":
         """Build from a mapping (a Hydra config node, say); unknown keys are errors."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known - {"name"})
-        if unknown:
-            raise RuleSetError(
-                f"unknown rule key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
-            )
-        kwargs = {k: v for k, v in values.items() if k in known}
+        kwargs = config_kwargs(cls, values, "rule", RuleSetError)
         for key in _CHOICES:
             # YAML 1.1 readers turn a bare `off` into False; take it as meant.
             if kwargs.get(key) is False and "off" in _CHOICES[key]:
