@@ -66,7 +66,7 @@ ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
 @hydra.main(version_base=None, config_path="configs/evaluate", config_name="evaluate")
 def main(cfg: EvaluateConfig) -> None:
     from envs.rules import load_rules
-    from agents.tournament import run_tournament
+    from agents.arena.tournament import run_tournament
 
     try:
         rules = load_rules(cfg.rules)

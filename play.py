@@ -20,9 +20,9 @@ from typing import Optional, Sequence
 
 from envs.rules import RuleSetError
 
-from agents.playgame import PACES, PlayError, PlayGame
-from agents.playserver import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server, resolve_rules
-from agents.playterm import run_terminal
+from agents.play.game import PACES, PlayError, PlayGame
+from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server, resolve_rules
+from agents.play.terminal import run_terminal
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

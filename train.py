@@ -33,7 +33,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.checkpoint import (
+from agents.alphazero.checkpoint import (
     BEST,
     LATEST,
     CheckpointError,
@@ -44,13 +44,13 @@ from agents.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agents.evaluation import Searcher, elo_difference, play_match, play_vs_spec, spec_tag
-from agents.learner import Learner, LearnerConfig
-from agents.mcts import MCTSConfig
-from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
-from agents.records import append_jsonl
-from agents.replay import ReplayBuffer
-from agents.workers import BACKENDS, SelfPlaySettings, WorkerBackendError, make_selfplay_pool
+from agents.alphazero.evaluation import Searcher, elo_difference, play_match, play_vs_spec, spec_tag
+from agents.alphazero.learner import Learner, LearnerConfig
+from agents.alphazero.mcts import MCTSConfig
+from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+from agents.arena.records import append_jsonl
+from agents.alphazero.replay import ReplayBuffer
+from agents.alphazero.workers import BACKENDS, SelfPlaySettings, WorkerBackendError, make_selfplay_pool
 from envs import RuleSet
 
 log = logging.getLogger("train")

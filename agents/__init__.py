@@ -1,1 +1,1 @@
-"""Agents for Jungle: players, alpha-beta baseline, AlphaZero (network, MCTS, self-play), tournaments."""
+"""Agents for Jungle, one folder a purpose: alphazero/ (self-play learning), alphabeta/ (the baseline), arena/ (tournaments, ratings, records), play/ (playing against them)."""

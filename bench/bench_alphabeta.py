@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import Board, Move  # noqa: E402
-from agents.alphabeta import AlphaBeta, describe_score  # noqa: E402
+from agents.alphabeta.search import AlphaBeta, describe_score  # noqa: E402
 
 
 def middlegame_positions(count: int, seed: int = 0) -> list[Board]:

@@ -23,9 +23,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import RuleSet  # noqa: E402
-from agents.gamebatch import GameBatch  # noqa: E402
-from agents.mcts import BatchedMCTS, Evaluator, MCTSConfig, uniform_evaluator  # noqa: E402
-from agents.selfplay import play_games  # noqa: E402
+from agents.alphazero.gamebatch import GameBatch  # noqa: E402
+from agents.alphazero.mcts import BatchedMCTS, Evaluator, MCTSConfig, uniform_evaluator  # noqa: E402
+from agents.alphazero.selfplay import play_games  # noqa: E402
 
 
 def random_openings(games: GameBatch, plies: int, seed: int) -> None:
@@ -109,7 +109,7 @@ def main() -> None:
     if args.net:
         import torch
 
-        from agents.network import NetworkConfig, build_network, make_evaluator
+        from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
 
         torch.set_num_threads(1)  # per core, like the search figures
         model = build_network(NetworkConfig()).eval()

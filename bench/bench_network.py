@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
 ROOT = Path(__file__).resolve().parents[1]

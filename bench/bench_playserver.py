@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
-from agents.playserver import make_server  # noqa: E402
+from agents.play.server import make_server  # noqa: E402
 
 
 def main() -> None:

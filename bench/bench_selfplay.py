@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from agents.mcts import MCTSConfig
-from agents.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
-from agents.workers import BACKENDS, SelfPlaySettings, make_selfplay_pool
+from agents.alphazero.mcts import MCTSConfig
+from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+from agents.alphazero.workers import BACKENDS, SelfPlaySettings, make_selfplay_pool
 from envs import RuleSet
 
 ROOT = Path(__file__).resolve().parents[1]

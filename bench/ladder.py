@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agents.tournament import run_tournament  # noqa: E402
+from agents.arena.tournament import run_tournament  # noqa: E402
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from gymnasium import spaces
 from envs import kernels as K
 from envs.board import SQUARE_NAMES, Board, IllegalMoveError, Move, Outcome, Side, Termination
 from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.players import make_player
 from envs.encoding import action_to_move as _action_to_move_kernel
 from envs.encoding import move_to_action as _move_to_action_kernel
 from envs.env_kernels import JFEN_MAX, NOT_LEGAL, OFF_BOARD, OK, env_observe, env_step_action, env_step_move
@@ -176,7 +177,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         """Args:
         rules: a RuleSet, a mapping of rule keys, or a rule-set name.
         opponent: None for self-play; else a player spec string (``"random"``,
-            ``"alphabeta:depth=4"``…, see `agents.players.make_player`), a
+            ``"alphabeta:depth=4"``…, see `envs.players.make_player`), a
             `Player` (has ``select_move(board)``) or a callable ``Board -> Move``.
         agent_side: ``"red"``, ``"blue"`` or ``"random"`` (drawn at each reset);
             only with an opponent.
@@ -383,8 +384,6 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
 
     # -- internals -------------------------------------------------------------------------
     def _make_opponent(self, seed: Optional[int]) -> Any:
-        from agents.players import make_player  # lazy: envs must not import agents at import time
-
         assert self._opponent_spec is not None
         return make_player(self._opponent_spec, rules=self.rules, seed=seed)
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from envs import Board, Move, RuleSet
-from agents.alphabeta import MATE, MATE_BOUND, AlphaBeta, SearchLimitError, describe_score, plies_to_result
-from agents.players import PlayerSpecError, make_player
+from agents.alphabeta.search import MATE, MATE_BOUND, AlphaBeta, SearchLimitError, describe_score, plies_to_result
+from envs.players import PlayerSpecError, make_player
 
 
 def best(jfen: str, depth: int) -> tuple[str, int]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.checkpoint import (
+from agents.alphazero.checkpoint import (
     CheckpointError,
     load_checkpoint,
     load_model,
@@ -16,9 +16,9 @@ from agents.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agents.learner import Learner, LearnerConfig
-from agents.network import NetworkConfig, build_network
-from agents.replay import ReplayBuffer
+from agents.alphazero.learner import Learner, LearnerConfig
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.replay import ReplayBuffer
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
@@ -96,7 +96,7 @@ def test_other_shape_or_rules_are_refused(tmp_path: Path) -> None:
 
 
 def test_checkpoint_player_plays_legal_moves_and_fails_early(tmp_path: Path) -> None:
-    from agents.players import PlayerSpecError, make_player
+    from envs.players import PlayerSpecError, make_player
     from envs import Board
 
     save_checkpoint(tmp_path / "run" / "latest.pt", _state(build_network(TINY)))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.players import PlayerSpecError, RandomPlayer
-from agents.records import read_jsonl
-from agents.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+from envs.players import PlayerSpecError, RandomPlayer
+from agents.arena.records import read_jsonl
+from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
@@ -99,7 +99,7 @@ def test_openings_file_and_player_objects(tmp_path: Path) -> None:
 
 
 def test_schedules_pair_the_right_players() -> None:
-    from agents.tournament import Opening, schedule
+    from agents.arena.tournament import Opening, schedule
 
     openings = [Opening(), Opening(moves=("a3a4",))]
     for mode, pairs in (("round_robin", {(0, 1), (0, 2), (1, 2)}), ("gauntlet", {(0, 1), (0, 2)}),

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from agents.evaluation import MatchResult, Searcher, elo_difference, play_match, random_openings, spec_tag
-from agents.mcts import MCTSConfig, uniform_evaluator
-from agents.players import RandomPlayer
+from agents.alphazero.evaluation import MatchResult, Searcher, elo_difference, play_match, random_openings, spec_tag
+from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
+from envs.players import RandomPlayer
 from envs import Board, RuleSet
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.learner import Learner, LearnerConfig, LearnerConfigError, lr_at
-from agents.network import NetworkConfig, build_network
-from agents.replay import ReplayBuffer, ReplayError, pack_observations, unpack_observations
+from agents.alphazero.learner import Learner, LearnerConfig, LearnerConfigError, lr_at
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.replay import ReplayBuffer, ReplayError, pack_observations, unpack_observations
 from envs import Board, Move
 from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask, move_to_action
 

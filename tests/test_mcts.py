@@ -8,8 +8,8 @@ import pytest
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import move_to_action
-from agents.gamebatch import GameBatch
-from agents.mcts import (
+from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.mcts import (
     ROOT,
     UNVISITED,
     BatchedMCTS,

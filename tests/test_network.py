@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.network import (
+from agents.alphazero.network import (
     NetworkConfig,
     NetworkShapeError,
     build_network,

@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from agents.playserver import PlayServer, make_server
-from agents.records import GameRecord
+from agents.play.server import PlayServer, make_server
+from agents.arena.records import GameRecord
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

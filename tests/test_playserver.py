@@ -12,10 +12,10 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from agents.players import RandomPlayer, register_player
-from agents.playgame import PlayGame, explain_illegal
-from agents.playserver import PlayServer, make_server, resolve_rules
-from agents.records import GameRecord
+from envs.players import RandomPlayer, register_player
+from agents.play.game import PlayGame, explain_illegal
+from agents.play.server import PlayServer, make_server, resolve_rules
+from agents.arena.records import GameRecord
 from envs import Board, Move, RuleSet
 
 DEN_IN_ONE = "2R4/7/6e/7/7/7/7/7/7 r 0 1"  # Red's Rat on c9 steps into Blue's den d9
@@ -263,8 +263,8 @@ def test_computer_moves_first_when_the_person_plays_blue(client: Client) -> None
 
 
 def test_checkpoint_opponent(client: Client, tmp_path: Path) -> None:
-    from agents.checkpoint import save_checkpoint
-    from agents.network import NetworkConfig, build_network
+    from agents.alphazero.checkpoint import save_checkpoint
+    from agents.alphazero.network import NetworkConfig, build_network
 
     tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
     path = save_checkpoint(tmp_path / "run" / "latest.pt", {"model": build_network(tiny).state_dict(),

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from agents.ratings import (
+from agents.arena.ratings import (
     GameResult,
     RatingError,
     elo_from_score,

@@ -7,10 +7,10 @@ import pytest
 
 from envs import Board, RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask
-from agents.gamebatch import GameBatch
-from agents.mcts import MCTSConfig, uniform_evaluator
-from agents.records import GameRecord, read_jsonl, write_jsonl
-from agents.selfplay import SelfPlayData, play_games
+from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
+from agents.arena.records import GameRecord, read_jsonl, write_jsonl
+from agents.alphazero.selfplay import SelfPlayData, play_games
 
 RULES = RuleSet(no_capture_draw=40)
 

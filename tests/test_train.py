@@ -8,8 +8,8 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.checkpoint import load_checkpoint
-from agents.records import read_jsonl
+from agents.alphazero.checkpoint import load_checkpoint
+from agents.arena.records import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3"]

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from envs import RuleSet
-from agents.mcts import MCTSConfig, uniform_evaluator
-from agents.network import NetworkConfig, build_network, make_evaluator
-from agents.players import make_player
-from agents.selfplay import TIMING_STATS, SelfPlayData, merge_selfplay, play_games
-from agents.workers import (
+from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
+from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from envs.players import make_player
+from agents.alphazero.selfplay import TIMING_STATS, SelfPlayData, merge_selfplay, play_games
+from agents.alphazero.workers import (
     SelfPlaySettings,
     WorkerBackendError,
     make_selfplay_pool,
@@ -211,7 +211,7 @@ class FakeRay:
 
 def test_ray_actors_play_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Ray backend: with real Ray where it is installed (the `distributed` extra), else with FakeRay."""
-    import agents.workers as workers
+    import agents.alphazero.workers as workers
 
     fake = None
     if importlib.util.find_spec("ray") is None:

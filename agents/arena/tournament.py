@@ -1,6 +1,6 @@
 """Tournaments between players: colour-swapped pairs from seeded openings, in parallel, rated.
 
-    >>> from agents.tournament import run_tournament
+    >>> from agents.arena.tournament import run_tournament
     >>> result = run_tournament(["random", "alphabeta:depth=1", "alphabeta:depth=2"],
     ...                         games_per_pair=10, seed=0, workers=2)
     >>> print(result.table())
@@ -22,7 +22,7 @@ nodes are deterministic, so the same seed replays the same games whatever
 the number of workers. Time-limited players (``alphabeta:time=...``) and
 player objects passed in (rather than specs) are not reproducible this way.
 
-Players are spec strings (see `agents.players`) or objects with the Player
+Players are spec strings (see `envs.players`) or objects with the Player
 protocol. Objects cannot be sent to worker processes: use ``workers`` 0 or 1
 with them. Every spec is built once before the first game, so a bad spec, a
 missing checkpoint or a malformed openings file fails at once.
@@ -45,9 +45,9 @@ from envs import Board, Move, RuleSet
 from envs.board import START_JFEN, Side
 
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.players import Player, PlayerSpecError, make_player, parse_spec
-from agents.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
-from agents.records import GameRecord, write_jsonl
+from envs.players import Player, PlayerSpecError, make_player, parse_spec
+from agents.arena.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
+from agents.arena.records import GameRecord, write_jsonl
 
 MODES = ("round_robin", "gauntlet", "ladder")
 PlayerLike = Union[str, Player]
@@ -365,7 +365,7 @@ def _pts(x: float) -> str:
 
 
 def _flip(p: PairStats) -> PairStats:
-    from agents.ratings import pair_stats
+    from agents.arena.ratings import pair_stats
 
     return pair_stats(p.b, p.a, p.losses, p.draws, p.wins)
 
@@ -448,7 +448,7 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
     opening_plies / openings: random plies from the start, or a file (see `read_openings`) or a list
         of `Opening`s.
     max_plies: moves per game (after the opening) before it is scored a draw (``ply_cap``).
-    anchor: the player rated `0` (default players[0]); prior_games: see `agents.ratings`.
+    anchor: the player rated `0` (default players[0]); prior_games: see `agents.arena.ratings`.
     on_game: called in this process with each finished game's record (in completion order).
 
     Returns a TournamentResult: `.score(a, b)`, `.pair(a, b)` (W/D/L, Elo difference, tests),

@@ -25,8 +25,8 @@ import numpy as np
 from envs import Board, Move
 from envs.rules import RuleSet
 
-from agents.alphabeta import MAX_PLY, AlphaBeta, SearchResult
-from agents.players import PlayerSpecError, register_player
+from agents.alphabeta.search import MAX_PLY, AlphaBeta, SearchResult
+from envs.players import PlayerSpecError, register_player
 
 LEVELS: dict[str, dict[str, Any]] = {
     "beginner": {"depth": 1, "random": 0.2},

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from agents.io import PathLike, atomic_write_bytes
-from agents.network import JungleNet, NetworkConfig, build_network
+from agents.alphazero.network import JungleNet, NetworkConfig, build_network
 from envs.rules import RuleSet
 
 FORMAT = "jungle-zero/1"

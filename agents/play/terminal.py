@@ -16,7 +16,7 @@ from typing import Optional, TextIO
 from envs import kernels as K
 from envs.board import FILE_NAMES, Side
 
-from agents.playgame import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
+from agents.play.game import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
 
 HELP = f"""Commands:
   a3a4     move the piece on a3 to a4 (a jump is written the same way: a4d4)

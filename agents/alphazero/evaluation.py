@@ -19,10 +19,10 @@ from typing import Union
 
 import numpy as np
 
-from agents.gamebatch import GameBatch
-from agents.mcts import BatchedMCTS, MCTSConfig
-from agents.network import Evaluator
-from agents.players import Player, make_player
+from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.mcts import BatchedMCTS, MCTSConfig
+from agents.alphazero.network import Evaluator
+from envs.players import Player, make_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import action_to_move, move_to_action

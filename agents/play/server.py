@@ -41,8 +41,8 @@ from envs.board import Board, Move
 from envs.rules import RuleSet, RuleSetError, load_rules
 
 from agents.io import atomic_write_json
-from agents.playgame import HINTS_PER_GAME, LEVELS, MODES, PACES, PlayError, PlayGame, UnknownGameError, replay_frames
-from agents.records import GameRecord, RecordError, parse_jsonl
+from agents.play.game import HINTS_PER_GAME, LEVELS, MODES, PACES, PlayError, PlayGame, UnknownGameError, replay_frames
+from agents.arena.records import GameRecord, RecordError, parse_jsonl
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8765

@@ -27,8 +27,8 @@ from envs import kernels as K
 from envs.board import SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
 from envs.rules import RuleSet, RuleSetError
 
-from agents.players import Player, PlayerSpecError, make_player, parse_spec
-from agents.records import GameRecord, RecordError
+from envs.players import Player, PlayerSpecError, make_player, parse_spec
+from agents.arena.records import GameRecord, RecordError
 
 MODES = ("computer", "two_players")
 LEVELS = ("beginner", "normal", "expert")

@@ -5,13 +5,13 @@
         data = pool.play(model.state_dict(), seed=7, num_games=256)
 
 A `SelfPlayWorker` holds a CPU copy of the network (one torch thread) and
-plays a range of game indices with `agents.selfplay.play_games`. A pool
+plays a range of game indices with `agents.alphazero.selfplay.play_games`. A pool
 splits a call's games into contiguous index ranges, one per worker, sends the
 current weights once per call (as CPU arrays), plays the ranges at once and
 puts the parts back together in game-index order (`merge_selfplay`). Game
 ``k`` draws everything from ``game_seed(seed, k)``, so the games are those of
 one in-process call with the same seed (up to the last-bit rounding of the
-network's CPU kernels by batch size; see `agents.selfplay`).
+network's CPU kernels by batch size; see `agents.alphazero.selfplay`).
 
 Backends (`BACKENDS`):
 
@@ -43,10 +43,10 @@ from tqdm import tqdm
 
 from envs.rules import RuleSet
 
-from agents.mcts import Evaluator, MCTSConfig
-from agents.network import NetworkConfig, build_network, make_evaluator
-from agents.players import Player, make_player
-from agents.selfplay import SelfPlayData, merge_selfplay, play_games
+from agents.alphazero.mcts import Evaluator, MCTSConfig
+from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from envs.players import Player, make_player
+from agents.alphazero.selfplay import SelfPlayData, merge_selfplay, play_games
 
 BACKENDS = ("inprocess", "process", "ray")
 """Where self-play runs: in the caller, in local processes, in Ray actors."""

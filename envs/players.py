@@ -1,4 +1,4 @@
-"""Players: anything that picks a move for a Board, built from a spec string.
+"""The player protocol and the spec registry: anything that picks a move for a Board, built from a spec string.
 
     >>> p = make_player("random", seed=1)
     >>> move = p.select_move(Board())
@@ -7,17 +7,21 @@ A spec is ``kind`` or ``kind:key=value,key=value``: ``random``,
 ``alphabeta:depth=4``, ``alphabeta:level=expert``, ``alphabeta:time=0.5``,
 ``checkpoint:path=checkpoints/run/best.pt,sims=200``.
 Each kind registers a factory with `register_player`; factories take the
-parsed keyword arguments plus ``rules`` and ``seed``.
+parsed keyword arguments plus ``rules`` and ``seed``. This module belongs to
+the game layer and names no agent: kinds other than ``random`` come from the
+``jungle_zero.players`` entry points (pyproject.toml lists ``alphabeta`` and
+``checkpoint``), loaded the first time their kind is asked for, so the env can
+build an opponent from a spec without importing `agents` itself.
 """
 
 from __future__ import annotations
 
-import importlib
+from importlib.metadata import entry_points
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from envs import Board, Move
+from envs.board import Board, Move
 from envs.rules import RuleSet
 
 
@@ -56,11 +60,8 @@ class RandomPlayer:
 
 Factory = Callable[..., Player]
 _FACTORIES: dict[str, Factory] = {}
-# Kinds whose module registers itself on import (kept lazy: no torch import for `random`).
-_LAZY: dict[str, str] = {
-    "alphabeta": "agents.alphabeta_player",
-    "checkpoint": "agents.checkpoint_player",
-}
+ENTRY_POINT_GROUP = "jungle_zero.players"
+"""Entry-point group whose names are player kinds and whose objects are factories."""
 
 
 def register_player(kind: str, factory: Factory) -> None:
@@ -91,20 +92,25 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return kind.strip(), options
 
 
+def _plugins() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def known_kinds() -> list[str]:
-    return sorted(set(_FACTORIES) | set(_LAZY))
+    """Every kind a spec may name: registered ones and installed entry points."""
+    return sorted(set(_FACTORIES) | set(_plugins()))
 
 
 def make_player(spec: str, *, rules: Optional[RuleSet] = None, seed: Optional[int] = None) -> Player:
     """Build a player from its spec; PlayerSpecError names what is wrong."""
     kind, options = parse_spec(spec)
-    if kind not in _FACTORIES and kind in _LAZY:
-        try:
-            importlib.import_module(_LAZY[kind])
-        except ModuleNotFoundError as e:
-            if e.name != _LAZY[kind]:
-                raise
-            raise PlayerSpecError(f"player kind {kind!r} in spec {spec!r} is not available (no module {e.name})") from None
+    if kind not in _FACTORIES:
+        plugin = _plugins().get(kind)
+        if plugin is not None:
+            try:
+                register_player(kind, plugin.load())
+            except ModuleNotFoundError as e:
+                raise PlayerSpecError(f"player kind {kind!r} in spec {spec!r} is not available (no module {e.name})") from None
     if kind not in _FACTORIES:
         raise PlayerSpecError(f"unknown player kind {kind!r} in spec {spec!r}; known: {', '.join(known_kinds())}")
     try:

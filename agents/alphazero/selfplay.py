@@ -12,7 +12,7 @@ Game ``k`` draws its search noise, its playout-cap coin and its opponent from
 generators seeded by ``game_seed(seed, k)``, whatever slot it runs in, and the
 output lists the games by index. Games are numbered from `first_game`, so a
 call's games can be split into index ranges played apart (by the workers of
-`agents.workers`) and put back together with `merge_selfplay`:
+`agents.alphazero.workers`) and put back together with `merge_selfplay`:
 
     >>> a = play_games(ev, num_games=3, first_game=0, seed=7, ...)
     >>> b = play_games(ev, num_games=5, first_game=3, seed=7, ...)
@@ -51,10 +51,10 @@ from envs.board import START_JFEN, Board, Move, Termination
 from envs.encoding import N_ACTIONS, action_to_move, move_to_action
 from envs.rules import RuleSet
 
-from agents.gamebatch import GameBatch
-from agents.mcts import BatchedMCTS, Evaluator, MCTSConfig
-from agents.players import Player
-from agents.records import GameRecord
+from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.mcts import BatchedMCTS, Evaluator, MCTSConfig
+from envs.players import Player
+from agents.arena.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
 TIMING_STATS = ("seconds", "games_per_s", "positions_per_s", "simulations_per_s")

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.network import autocast_dtype, mask_logits
-from agents.replay import Batch
+from agents.alphazero.network import autocast_dtype, mask_logits
+from agents.alphazero.replay import Batch
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "step")

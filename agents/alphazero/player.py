@@ -20,11 +20,11 @@ from typing import Any, Optional
 import torch
 from omegaconf import OmegaConf
 
-from agents.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
-from agents.gamebatch import GameBatch
-from agents.mcts import BatchedMCTS, MCTSConfig
-from agents.network import make_evaluator, resolve_device
-from agents.players import PlayerSpecError, register_player
+from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
+from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.mcts import BatchedMCTS, MCTSConfig
+from agents.alphazero.network import make_evaluator, resolve_device
+from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs.encoding import action_to_move, move_to_action
 
@@ -91,7 +91,7 @@ def _as_batch(board: Board) -> GameBatch:
     return games
 
 
-def _factory(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
+def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
     known = {"path", "sims", "algorithm", "device", "threads"}
     unknown = sorted(set(options) - known)
     if unknown:
@@ -112,6 +112,6 @@ def _factory(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **opti
                             rules=rules, seed=seed, threads=threads)
 
 
-register_player("checkpoint", _factory)
+register_player("checkpoint", make_checkpoint_player)
 
 __all__ = ["CheckpointError", "CheckpointPlayer"]

@@ -1,0 +1,1 @@
+"""The scripted baseline: numba alpha-beta search and its player (`alphabeta:` specs)."""

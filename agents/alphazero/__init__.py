@@ -1,0 +1,1 @@
+"""AlphaZero for Jungle: network, batched tree search, self-play, replay, learner, checkpoints and workers."""

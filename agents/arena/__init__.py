@@ -1,0 +1,1 @@
+"""The arena: tournaments between players, Bradley-Terry ratings and game records."""
