@@ -276,23 +276,66 @@ class Board:
 
     # -- changing -----------------------------------------------------------------
     def parse_move(self, move: MoveLike) -> Move:
-        """A Move from a Move or string, checked for legality (IllegalMoveError)."""
+        """A Move from a Move or string, checked for legality (IllegalMoveError says why not)."""
         m = move if isinstance(move, Move) else Move.from_str(move)
         if not isinstance(m, Move):
             raise InvalidMoveError(f"not a move: {move!r}")
         if m not in self.legal_moves:
-            over = self.outcome()
-            why = f"the game is over ({over.termination.name.lower()})" if over else self._why_illegal(m)
-            raise IllegalMoveError(f"illegal move {str(m)!r} in {self.jfen()!r}: {why}")
+            raise IllegalMoveError(f"illegal move {str(m)!r} in {self.jfen()!r}: {self.why_illegal(m)}")
         return m
 
-    def _why_illegal(self, m: Move) -> str:
-        piece = self.piece_at(m.from_square)
+    def why_illegal(self, move: MoveLike) -> str:
+        """Why `move` is not legal here, in a person's words; `''` when it is legal.
+
+        The kernels decide legality; this only names the first rule of RULES.md
+        the move breaks, for error messages (the play page shows it as is)."""
+        m = move if isinstance(move, Move) else Move.from_str(move)
+        if m in self.legal_moves:
+            return ""
+        over = self.outcome()
+        if over is not None:
+            return f"the game is over ({over.termination.name.lower()})"
+        src, dst = m.from_square, m.to_square
+        fs, ts = SQUARE_NAMES[src], SQUARE_NAMES[dst]
+        piece = self.piece_at(src)
+        me = self.side_to_move
         if piece is None:
-            return f"no piece on {SQUARE_NAMES[m.from_square]}"
-        if piece.side != self.side_to_move:
-            return f"{SQUARE_NAMES[m.from_square]} holds a {piece.side.name.lower()} piece, {self.side_to_move.name.lower()} is to move"
-        return f"the {K.ANIMAL_NAMES[piece.animal]} on {SQUARE_NAMES[m.from_square]} cannot go to {SQUARE_NAMES[m.to_square]}"
+            return f"there is no piece on {fs}"
+        if piece.side != me:
+            return f"the piece on {fs} is {piece.side.name.title()}'s; {me.name.title()} is to move"
+        animal = K.ANIMAL_NAMES[piece.animal]
+        target = self.piece_at(dst)
+        if target is not None and target.side == me:
+            return f"your own {K.ANIMAL_NAMES[target.animal]} stands on {ts}"
+        if dst == int(K.DEN[me]):
+            return "a piece may not enter its own den"
+        (r0, f0), (r1, f1) = divmod(src, K.N_FILES), divmod(dst, K.N_FILES)
+        if abs(f0 - f1) + abs(r0 - r1) > 1:
+            jump_dirs = [d for d in range(4) if int(K.JUMP[src, d]) == dst]
+            if not jump_dirs:
+                if f0 != f1 and r0 != r1:
+                    return "pieces move one square up, down, left or right, never diagonally"
+                return "pieces move one square at a time (only the Lion and Tiger jump, across a river)"
+            if piece.animal not in (K.LION, K.TIGER):
+                return f"only the Lion and Tiger jump the river, not the {animal}"
+            if any(int(s) >= 0 and self.state[int(s)] != 0 for s in K.JUMP_OVER[src, jump_dirs[0]]):
+                return "a rat in the river blocks the jump"
+        elif K.WATER[dst] and piece.animal != K.RAT:
+            return f"only the Rat may enter the water, not the {animal}"
+        if target is not None:
+            ranks = self.rules.ranks()
+            if bool(K.WATER[src]) != bool(K.WATER[dst]):
+                return "a piece in the water and a piece on land cannot capture each other"
+            if int(K.TRAP_OWNER[src]) == 1 - me and self.rules.trapped_attacker == "powerless":
+                return f"the {animal} stands in an enemy trap and can capture nothing"
+            if piece.animal == K.ELEPHANT and target.animal == K.RAT:
+                return "the Elephant cannot capture the Rat"
+            if ranks[piece.animal] < ranks[target.animal]:
+                return (f"the {animal} (rank {ranks[piece.animal]}) cannot capture "
+                        f"the {K.ANIMAL_NAMES[target.animal]} (rank {ranks[target.animal]})")
+        if self.rules.anti_chase != "off":
+            return "the anti-chase rule forbids this move"
+        return f"the {animal} on {fs} cannot go to {ts}"
 
     def push(self, move: MoveLike) -> None:
         """Play a legal move (a Move or a string like `a3a4`)."""
@@ -337,7 +380,10 @@ class Board:
 
     # -- display ------------------------------------------------------------------
     def __str__(self) -> str:
-        return render_text(self.state)
+        from envs.render import render_ansi  # the one text board; render imports this module
+
+        last = self.move_stack[-1] if self.move_stack else None
+        return render_ansi(self.state, last, f"{self.side_to_move.name.title()} to move")
 
     def __repr__(self) -> str:
         return f"Board({self.jfen()!r})"
@@ -437,17 +483,6 @@ def square_symbol(st: np.ndarray, sq: int) -> str:
     if K.TRAP_OWNER[sq] >= 0:
         return "#"
     return "."
-
-
-def render_text(st: np.ndarray) -> str:
-    """A text board with coordinates: pieces as JFEN letters, `~` water, `#` trap, `*` den."""
-    lines = []
-    for rank in range(K.N_RANKS - 1, -1, -1):
-        cells = [square_symbol(st, K.square_index(f, rank)) for f in range(K.N_FILES)]
-        lines.append(f"{rank + 1} " + " ".join(cells))
-    lines.append("  " + " ".join(FILE_NAMES))
-    lines.append(f"  {'Red' if st[K.S_SIDE] == K.RED else 'Blue'} to move")
-    return "\n".join(lines)
 
 
 # --- perft ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 import weakref
-from typing import Any, Callable, Mapping, Optional, SupportsFloat, Union
+from typing import Any, Callable, Optional, SupportsFloat, Union
 
 import gymnasium as gym
 import numpy as np
@@ -31,10 +31,9 @@ from envs.encoding import action_to_move as _action_to_move_kernel
 from envs.encoding import move_to_action as _move_to_action_kernel
 from envs.env_kernels import JFEN_MAX, NOT_LEGAL, OFF_BOARD, OK, env_observe, env_step_action, env_step_move
 from envs.render import IMAGE_SHAPE, render_ansi, render_rgb
-from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError, load_rules
+from envs.rules import RulesLike, resolve_rules
 
 OpponentFn = Callable[[Board], Union[Move, str]]
-RulesLike = Union[RuleSet, Mapping[str, Any], str, None]
 
 DEFAULT_MAX_PLIES = 2000
 """Default ply cap. Under the default rules a game cannot last longer: at most
@@ -77,22 +76,6 @@ class LegalActionSpace(spaces.Discrete):
 
     def __reduce__(self) -> tuple:
         return (spaces.Discrete, (self.n,))
-
-
-def resolve_rules(rules: RulesLike) -> RuleSet:
-    """A RuleSet from a RuleSet, a mapping of rule keys, or a rule-set name.
-
-    A name is one of the Hydra config group `configs/rules/` (`"default"`,
-    `"dog_over_wolf"`, ...) or a path to such a yaml file (`load_rules`)."""
-    if rules is None:
-        return DEFAULT_RULES
-    if isinstance(rules, RuleSet):
-        return rules
-    if isinstance(rules, Mapping):
-        return RuleSet.from_dict(rules)
-    if isinstance(rules, str):
-        return load_rules(rules)
-    raise RuleSetError(f"rules must be a RuleSet, a mapping or a rule-set name, got {rules!r}")
 
 
 class JungleEnv(gym.Env[np.ndarray, np.int64]):

@@ -1,7 +1,8 @@
-"""Pictures of a position: a text board (`render_ansi`) and an RGB image (`render_rgb`).
+"""Pictures of a position: the one text board (`render_ansi`) and an RGB image (`render_rgb`).
 
 Both draw the board as Red sees it (rank 9 at the top), whatever the side
-to move, so that consecutive frames of a game line up. The image is drawn
+to move, so that consecutive frames of a game line up (the text board turns
+around on request, for a person playing Blue in the terminal). The image is drawn
 with numpy alone (a built-in 5x7 bitmap font), so rendering needs no extra
 dependency; its height and width are even, as video encoders want.
 """
@@ -18,22 +19,33 @@ from envs.board import FILE_NAMES, Move, square_symbol
 # --- text --------------------------------------------------------------------------------
 
 
-def render_ansi(st: np.ndarray, last_move: Optional[Move] = None, status: str = "") -> str:
-    """A text board with file letters and rank numbers on all sides.
+_ANSI_SIDE = ("\x1b[1;31m", "\x1b[1;34m")  # bold red, bold blue
+_ANSI_RESET = "\x1b[0m"
 
-    Pieces are their JFEN letters (upper case Red, lower case Blue); `~` is
-    water, `#` a trap, `*` a den. The last move's destination is shown in
-    square brackets and its origin in parentheses. `status` (who is to move,
-    the result) is printed under the board."""
+
+def render_ansi(st: np.ndarray, last_move: Optional[Move] = None, status: str = "", *, flip: bool = False,
+                colour: bool = False) -> str:
+    """The text board of the project (the env's ``ansi`` mode, `str(Board)`, the terminal game).
+
+    File letters and rank numbers on all sides; pieces are their JFEN letters
+    (upper case Red, lower case Blue); `~` is water, `#` a trap, `*` a den.
+    The last move's destination is shown in square brackets and its origin in
+    parentheses. `status` (who is to move, the result) is printed under the
+    board. `flip` turns the board around (Blue at the bottom, as Blue sees
+    it); `colour` paints the pieces with ANSI colours for a terminal."""
     frm = last_move.from_square if last_move is not None else -1
     to = last_move.to_square if last_move is not None else -1
-    files = "    " + "  ".join(FILE_NAMES)
+    file_order = range(K.N_FILES - 1, -1, -1) if flip else range(K.N_FILES)
+    rank_order = range(K.N_RANKS) if flip else range(K.N_RANKS - 1, -1, -1)
+    files = "    " + "  ".join(FILE_NAMES[f] for f in file_order)
     lines = [files]
-    for rank in range(K.N_RANKS - 1, -1, -1):
+    for rank in rank_order:
         cells = []
-        for f in range(K.N_FILES):
+        for f in file_order:
             sq = K.square_index(f, rank)
             ch = square_symbol(st, sq)
+            if colour and st[sq] != 0:
+                ch = _ANSI_SIDE[K.RED if st[sq] > 0 else K.BLUE] + ch + _ANSI_RESET
             if sq == to:
                 cells.append(f"[{ch}]")
             elif sq == frm:

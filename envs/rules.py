@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 
@@ -176,3 +176,27 @@ def load_rules(name_or_path: Union[str, Path]) -> RuleSet:
         return RuleSet.from_dict({str(k): v for k, v in values.items()})
     except RuleSetError as e:
         raise RuleSetError(f"rule set file {str(path)!r}: {e}") from None
+
+
+RulesLike = Union[RuleSet, Mapping[str, Any], str, Path, None]
+"""What a caller may pass for rules: a RuleSet, a mapping of rule keys, a rule-set name or yaml path, or None."""
+
+
+def resolve_rules(rules: RulesLike = None, overrides: Optional[Iterable[str]] = None) -> RuleSet:
+    """The one way from what a caller names to a RuleSet: the env, the vector env and play.py use it.
+
+    `rules` is a RuleSet, a mapping of rule keys, a set of `configs/rules/`
+    (`"dog_over_wolf"`) or a yaml path (`load_rules`), or None for the
+    defaults; `overrides` are `key=value` strings applied on top
+    (`RuleSet.with_overrides`). RuleSetError names what is wrong."""
+    if rules is None:
+        base = DEFAULT_RULES
+    elif isinstance(rules, RuleSet):
+        base = rules
+    elif isinstance(rules, Mapping):
+        base = RuleSet.from_dict(rules)
+    elif isinstance(rules, (str, Path)):
+        base = load_rules(rules)
+    else:
+        raise RuleSetError(f"rules must be a RuleSet, a mapping or a rule-set name, got {rules!r}")
+    return base.with_overrides(list(overrides)) if overrides else base
