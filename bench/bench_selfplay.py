@@ -54,7 +54,7 @@ def main() -> None:
     mcts = MCTSConfig.from_dict(load("mcts", args.mcts))
     if args.sims:
         mcts = MCTSConfig.from_dict(dict(mcts.__dict__, num_simulations=args.sims))
-    evaluator = make_evaluator(model, device, amp=device.type == "cuda")
+    evaluator = make_evaluator(model, device, "auto")
     rules = RuleSet()
     settings = SelfPlaySettings(network=model.config.to_dict(), mcts=asdict(mcts), rules=rules.to_dict(),
                                 parallel=args.parallel, max_plies=args.max_plies, threads=max(args.threads, 0))

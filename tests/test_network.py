@@ -1,19 +1,25 @@
 """Network shapes, safe masking (dtype minimum, all-masked rows) and the evaluator."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from agents.alphazero.network import (
+    BF16_MIN_BATCH,
     NetworkConfig,
     NetworkShapeError,
     build_network,
+    fuse_for_inference,
+    inference_dtype,
     make_evaluator,
     mask_logits,
+    native_bf16,
     scalar_value,
 )
-from envs import Board
-from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask
+from envs import Board, Move
+from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask
 
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 
@@ -68,7 +74,7 @@ def test_all_masked_row_is_uniform_and_finite() -> None:
 def test_evaluator_masks_and_bounds_values() -> None:
     torch.manual_seed(0)
     obs, mask = _position_batch(6)
-    ev = make_evaluator(build_network(TINY), "cpu", amp=True)  # amp is ignored on CPU
+    ev = make_evaluator(build_network(TINY), "cpu")
     logits, value = ev(obs, mask)
     assert logits.dtype == np.float32 and value.dtype == np.float32
     assert logits.shape == (6, N_ACTIONS) and value.shape == (6,)
@@ -89,3 +95,91 @@ def test_bad_shape_is_refused_with_the_field_name() -> None:
         NetworkConfig(value_head="gaussian")
     with pytest.raises(NetworkShapeError, match="widht"):
         NetworkConfig.from_dict({"widht": 3})
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "small-cpu.pt"
+
+
+def _selfplay_positions(model: torch.nn.Module, n: int, games: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """`n` positions of games the network plays against itself (moves drawn from its policy)."""
+    ev = make_evaluator(model, "cpu")
+    rng = np.random.default_rng(1)
+    boards = [Board() for _ in range(games)]
+    obs = np.zeros((n,) + OBS_SHAPE, np.float32)
+    mask = np.zeros((n, N_ACTIONS), np.bool_)
+    filled = 0
+    while filled < n:
+        for i, board in enumerate(boards):
+            if board.outcome() is not None or board.ply > 150:
+                boards[i] = board = Board()
+        k = min(len(boards), n - filled)
+        for i in range(k):
+            encode_observation(boards[i].state, boards[i].hashes, boards[i].flags, obs[filled + i])
+            legal_action_mask(boards[i].state, boards[i].hist, boards[i].flags, mask[filled + i])
+        logits, _ = ev(obs[filled:filled + k], mask[filled:filled + k])
+        for i in range(k):
+            p = torch.softmax(torch.from_numpy(logits[i]), 0).numpy().astype(np.float64)
+            action = int(rng.choice(N_ACTIONS, p=p / p.sum()))
+            boards[i].push(Move.from_int(int(action_to_move(boards[i].state, action))))
+        filled += k
+    return obs, mask
+
+
+def test_fused_copy_computes_the_same_function() -> None:
+    torch.manual_seed(3)
+    net = build_network(NetworkConfig(blocks=2, channels=16))
+    net.train()
+    net(torch.rand(32, *OBS_SHAPE))  # move the running statistics away from their defaults
+    net.eval()
+    x = (torch.rand(40, *OBS_SHAPE) < 0.2).float()
+    with torch.no_grad():
+        a_logits, a_v = net(x)
+        b_logits, b_v = fuse_for_inference(net)(x)
+    torch.testing.assert_close(b_logits, a_logits, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(b_v, a_v, rtol=1e-4, atol=1e-5)
+
+
+def test_evaluator_follows_the_weights_as_they_train() -> None:
+    torch.manual_seed(4)
+    net = build_network(TINY)
+    ev = make_evaluator(net, "cpu")
+    obs, mask = _position_batch(4)
+    before, _ = ev(obs, mask)
+    opt = torch.optim.SGD(net.parameters(), lr=0.5)
+    logits, v = net(torch.from_numpy(obs))
+    (logits.sum() + v.sum()).backward()
+    opt.step()
+    net.eval()
+    after, _ = ev(obs, mask)
+    with torch.no_grad():
+        expected = mask_logits(net(torch.from_numpy(obs))[0], torch.from_numpy(mask)).numpy()
+    assert not np.allclose(before[mask], after[mask])
+    np.testing.assert_allclose(after[mask], expected[mask], rtol=1e-4, atol=1e-4)
+
+
+def test_inference_dtype_rule() -> None:
+    cpu = torch.device("cpu")
+    assert inference_dtype(cpu, "fp32", 4096) == torch.float32
+    assert inference_dtype(cpu, "bf16", 1) == torch.bfloat16
+    assert inference_dtype(cpu, "auto", 1) == torch.float32
+    native = native_bf16(cpu)
+    assert inference_dtype(cpu, "auto", BF16_MIN_BATCH) == (torch.bfloat16 if native else torch.float32)
+    with pytest.raises(ValueError, match="fp16"):
+        inference_dtype(cpu, "fp16", 1)
+    with pytest.raises(ValueError, match="precision"):
+        make_evaluator(build_network(TINY), "cpu", "half")
+
+
+def test_bf16_agrees_with_fp32_on_selfplay_positions() -> None:
+    """The shipped network in bf16 vs fp32 over 1000 positions of its own games:
+    top-1 policy agreement >= 98% and mean |value difference| <= 0.02."""
+    from agents.alphazero.checkpoint import load_model
+
+    model, _ = load_model(SHIPPED)
+    obs, mask = _selfplay_positions(model, 1000)
+    l32, v32 = make_evaluator(model, "cpu", "fp32")(obs, mask)
+    l16, v16 = make_evaluator(model, "cpu", "bf16")(obs, mask)
+    agreement = float(np.mean(l32.argmax(1) == l16.argmax(1)))
+    assert np.all(mask[np.arange(len(mask)), l16.argmax(1)])  # bf16 picks legal moves too
+    assert agreement >= 0.98, agreement
+    assert float(np.mean(np.abs(v32 - v16))) <= 0.02

@@ -13,6 +13,7 @@ actions (every entry is equal), so no NaN can appear downstream.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
@@ -150,36 +151,134 @@ def resolve_device(device: str) -> torch.device:
 
 
 def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
-    """The mixed-precision dtype for `device` (bf16 where supported, else fp16), or None."""
+    """The mixed-precision dtype of the learner on `device` (bf16 where supported, else fp16), or None."""
     if not amp or device.type != "cuda":
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", amp: bool = False) -> Evaluator:
-    """Wrap `model` as an `Evaluator` for the search: batched, no grad, eval mode.
+PRECISIONS = ("fp32", "bf16", "auto")
+"""Inference precisions of `make_evaluator`."""
+BF16_MIN_BATCH = 16
+"""Smallest batch that `precision="auto"` runs in bf16 on a CPU with native bf16.
+
+Measured with bench/bench_network.py (``small``, one thread, AVX512-BF16): bf16
+is about half as fast as fp32 at batch 1, level at 8, and 1.3x / 2.2x faster at
+16 / 64 and beyond."""
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` computes bf16 natively (CUDA with bf16, CPUs with AVX512-BF16 or AMX)."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        cpu = getattr(torch, "cpu", None)
+        checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+        return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+    return False
+
+
+def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.dtype:
+    """The dtype a batch of `batch` positions is evaluated in on `device` under `precision`.
+
+    ``fp32`` always float32; ``bf16`` always bfloat16 (float16 on a GPU without
+    bf16); ``auto``: on CUDA bf16 (fp16 without bf16), on a CPU bf16 where it is
+    native and the batch has at least `BF16_MIN_BATCH` positions, else fp32.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"inference precision {precision!r} is not one of {', '.join(PRECISIONS)}")
+    if precision == "fp32" or (precision == "auto" and device.type not in ("cuda", "cpu")):
+        return torch.float32
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if precision == "bf16" or (native_bf16(device) and batch >= BF16_MIN_BATCH):
+        return torch.bfloat16
+    return torch.float32
+
+
+def fuse_for_inference(model: "JungleNet") -> "JungleNet":
+    """An eval-mode copy of `model` with every batch norm folded into the convolution before it.
+
+    The copy computes the same function as ``model.eval()`` (to float rounding)
+    with fewer kernels; it is independent of `model` (train the original, fuse again).
+    """
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    fused = copy.deepcopy(model).eval()
+
+    def fold(seq: nn.Sequential) -> None:
+        seq[0] = fuse_conv_bn_eval(seq[0], seq[1])
+        seq[1] = nn.Identity()
+
+    fold(fused.stem)
+    fold(fused.policy_conv)
+    fold(fused.value_conv)
+    for block in fused.tower:
+        block.conv1 = fuse_conv_bn_eval(block.conv1, block.bn1)
+        block.bn1 = nn.Identity()
+        block.conv2 = fuse_conv_bn_eval(block.conv2, block.bn2)
+        block.bn2 = nn.Identity()
+    return fused
+
+
+class _InferenceCopies:
+    """Fused copies of a live model per dtype, made again whenever its weights change.
+
+    Staleness is read from the parameters' and buffers' in-place version
+    counters, which every optimizer step, running-statistics update and
+    `load_state_dict` advances; so an evaluator built once keeps serving the
+    network the learner is training.
+    """
+
+    def __init__(self, model: nn.Module, device: torch.device) -> None:
+        self.model = model
+        self.device = device
+        self._key: tuple[int, ...] = ()
+        self._copies: dict[torch.dtype, nn.Module] = {}
+
+    def _version(self) -> tuple[int, ...]:
+        tensors = list(self.model.parameters()) + list(self.model.buffers())
+        return tuple(t._version for t in tensors) + tuple(t.data_ptr() for t in tensors)
+
+    def get(self, dtype: torch.dtype) -> nn.Module:
+        key = self._version()
+        if key != self._key:
+            self._copies.clear()
+            self._key = key
+        if dtype not in self._copies:
+            if isinstance(self.model, JungleNet):
+                fused: nn.Module = fuse_for_inference(self.model)
+            else:
+                fused = copy.deepcopy(self.model).eval()
+            self._copies[dtype] = fused.to(self.device, dtype=dtype)
+        return self._copies[dtype]
+
+
+def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32") -> Evaluator:
+    """Wrap `model` as an `Evaluator` for the search: batched, no grad, inference mode.
 
     Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
     (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
-    from the side to move. `amp` autocasts on CUDA only (ignored on CPU).
+    from the side to move. The network runs as a batch-norm-fused copy in the
+    dtype `inference_dtype` picks for each batch (`precision`: ``fp32``,
+    ``bf16`` or ``auto``); the copy follows the model's weights as they are
+    trained. Outputs are always float32.
     """
     dev = torch.device(device) if isinstance(device, str) else device
-    dtype = autocast_dtype(dev, amp)
+    inference_dtype(dev, precision, 1)  # reject an unknown precision now, not at the first call
+    copies = _InferenceCopies(model, dev)
 
     def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(obs) == 0:
             return np.zeros((0, N_ACTIONS), np.float32), np.zeros(0, np.float32)
-        model.eval()
+        dtype = inference_dtype(dev, precision, len(obs))
+        net = copies.get(dtype)
         with torch.inference_mode():
             x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
             m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
-            if dtype is not None:
-                with torch.autocast(dev.type, dtype=dtype):
-                    logits, v = model(x)
-            else:
-                logits, v = model(x)
+            logits, v = net(x.to(dtype))
             logits = mask_logits(logits.float(), m)
-            value = scalar_value(v).float().clamp(-1.0, 1.0)
+            value = scalar_value(v.float()).clamp(-1.0, 1.0)
             return logits.cpu().numpy(), value.cpu().numpy()
 
     return evaluate

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.mcts import BatchedMCTS, MCTSConfig
-from agents.alphazero.network import make_evaluator, resolve_device
+from agents.alphazero.network import PRECISIONS, make_evaluator, resolve_device
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs.encoding import action_to_move, move_to_action
@@ -34,7 +34,7 @@ class CheckpointPlayer:
 
     def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
                  rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
-                 threads: int = 1) -> None:
+                 threads: int = 1, precision: str = "auto") -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -47,7 +47,7 @@ class CheckpointPlayer:
         if algorithm is not None:
             mcts = dataclasses.replace(mcts, algorithm=algorithm)
         self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False)
-        self.evaluator = make_evaluator(self.model, device_t, amp=device_t.type == "cuda")
+        self.evaluator = make_evaluator(self.model, device_t, precision)
         self.search = BatchedMCTS(self.evaluator, self.mcts, self.rules.flags(), seed=0 if seed is None else seed,
                                   n_games=1)
         self.last_value = 0.0
@@ -92,7 +92,7 @@ def _as_batch(board: Board) -> GameBatch:
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
-    known = {"path", "sims", "algorithm", "device", "threads"}
+    known = {"path", "sims", "algorithm", "device", "threads", "precision"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -108,8 +108,11 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     algorithm = options.get("algorithm")
     if algorithm is not None and algorithm not in ("puct", "gumbel"):
         raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
+    precision = options.get("precision", "auto")
+    if precision not in PRECISIONS:
+        raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
-                            rules=rules, seed=seed, threads=threads)
+                            rules=rules, seed=seed, threads=threads, precision=precision)
 
 
 register_player("checkpoint", make_checkpoint_player)
