@@ -150,7 +150,11 @@ class Config:
     device: str = "auto"
     """`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`..."""
     amp: bool = True
-    """Mixed precision (bf16, or fp16 with a grad scaler) on CUDA; ignored on CPU."""
+    """Mixed precision of the learner (bf16, or fp16 with a grad scaler) on CUDA; ignored on CPU."""
+    precision: str = "auto"
+    """Inference precision of the self-play and evaluation searches: `fp32`, `bf16`, or `auto`
+    (bf16 on CUDA, and on CPUs with native bf16 for batches of 16 or more; see
+    agents.alphazero.network.inference_dtype). The learner keeps fp32 master weights."""
     compile: bool = False
     """torch.compile the network (GPU runs; slow to start)."""
     threads: int = 1
@@ -226,7 +230,7 @@ def main(cfg: Config) -> None:
         previous.load_state_dict(resume_from["extra"]["previous_model"])
         set_rng_state(resume_from["rng"])
     net: Any = torch.compile(model) if cfg.compile else model
-    evaluator = make_evaluator(net, device, cfg.amp)
+    evaluator = make_evaluator(net, device, cfg.precision)
     selfplay_settings = SelfPlaySettings(
         network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(), parallel=tc.parallel,
         max_plies=tc.max_plies, playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
@@ -285,7 +289,7 @@ def main(cfg: Config) -> None:
             scores: dict[str, float] = {}
             last = it == tc.iterations
             if tc.eval.every > 0 and (it % tc.eval.every == 0 or last):
-                scores = evaluate(evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it, device, cfg.amp, history)
+                scores = evaluate(evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it, device, cfg.precision, history)
                 for k, v in scores.items():
                     writer.add_scalar(f"eval/{k}", v, it)
                 previous.load_state_dict(model.state_dict())
@@ -375,7 +379,7 @@ def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: flo
 
 
 def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,
-             seed: int, it: int, device: torch.device, amp: bool, history: dict[str, Any]) -> dict[str, float]:
+             seed: int, it: int, device: torch.device, precision: str, history: dict[str, Any]) -> dict[str, float]:
     """Scores against the ladder and the previous network; updates the running Elo in `history`."""
     me = Searcher(evaluator, mcts, ec.simulations)
     out: dict[str, float] = {}
@@ -388,7 +392,7 @@ def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MC
     if ladder:
         out["ladder_score"] = float(np.mean(ladder))
     if ec.vs_previous:
-        prev = Searcher(make_evaluator(previous, device, amp), mcts, ec.simulations, name="previous")
+        prev = Searcher(make_evaluator(previous, device, precision), mcts, ec.simulations, name="previous")
         r = play_match(me, prev, games=ec.games, rules=rules, seed=derive_seed(seed, "previous", it),
                        max_plies=ec.max_plies, opening_plies=ec.opening_plies)
         history["elo"] = float(history["elo"]) + elo_difference(r.score, r.games)
