@@ -22,7 +22,7 @@ from envs.env import GameOverError, IllegalActionError, JungleEnv  # noqa: E402 
 import gymnasium as _gym
 
 if "Jungle-v0" not in _gym.registry:
-    _gym.register(id="Jungle-v0", entry_point="envs.env:JungleEnv")
+    _gym.register(id="Jungle-v0", entry_point="envs.env:JungleEnv", vector_entry_point="envs.vector:JungleVectorEnv")
 
 __all__ = [
     "START_JFEN",

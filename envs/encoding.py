@@ -110,35 +110,55 @@ def legal_action_mask(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: 
     return n
 
 
+def _terrain_planes() -> np.ndarray:
+    """Planes 16-20 (water, traps, dens) in the canonical frame: the same for both sides,
+    since the 180-degree rotation maps the terrain onto itself and each side's traps onto the other's."""
+    t = np.zeros((5, K.N_RANKS, K.N_FILES), dtype=np.float32)
+    for sq in range(K.N_SQUARES):
+        r, f = divmod(sq, K.N_FILES)
+        t[0, r, f] = K.WATER[sq]
+        if K.TRAP_OWNER[sq] >= 0:
+            t[1 if K.TRAP_OWNER[sq] == K.RED else 2, r, f] = 1.0
+    t[3, 0, 3] = 1.0
+    t[4, 8, 3] = 1.0
+    return t
+
+
+TERRAIN_PLANES = _terrain_planes()
+
+
+@njit(cache=True, inline="always")
+def _fill_plane(out: np.ndarray, plane: int, value: float) -> None:
+    """out[plane, :, :] = value, as loops (numba's slice fill is several times slower here)."""
+    for r in range(K.N_RANKS):
+        for f in range(K.N_FILES):
+            out[plane, r, f] = value
+
+
 @njit(cache=True)
 def encode_observation(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray, out: np.ndarray) -> None:
-    """Fill float32 `out[N_PLANES, 9, 7]` for the side to move (see module doc)."""
-    out[:] = 0.0
+    """Fill float32 `out[N_PLANES, 9, 7]` for the side to move (see module doc).
+
+    Pieces are read from the piece list, the terrain planes copied from
+    `TERRAIN_PLANES` (the vector env calls this for thousands of games a step)."""
     side = st[K.S_SIDE]
-    for sq in range(K.N_SQUARES):
-        csq = canonical_square(sq, side)
-        r = csq // 7
-        f = csq % 7
-        c = st[sq]
-        if c != 0:
-            own = (c > 0) == (side == K.RED)
-            out[abs(c) - 1 + (0 if own else 8), r, f] = 1.0
-        if K.WATER[sq]:
-            out[16, r, f] = 1.0
-        owner = K.TRAP_OWNER[sq]
-        if owner >= 0:
-            out[17 if owner == side else 18, r, f] = 1.0
-    out[19, 0, 3] = 1.0
-    out[20, 8, 3] = 1.0
+    out[:16] = 0.0
+    out[16:21] = TERRAIN_PLANES
+    for owner in range(2):
+        plane0 = 0 if owner == side else 8
+        base = K.S_PIECES + 8 * owner
+        for a in range(8):
+            sq = st[base + a]
+            if sq >= 0:
+                csq = canonical_square(sq, side)
+                out[plane0 + a, csq // 7, csq % 7] = 1.0
     limit = flags[F_NO_CAPTURE_LIMIT]
     if limit <= 0:
         limit = 120
-    clock = st[K.S_CLOCK] / limit
-    out[21, :, :] = min(clock, 1.0)
+    _fill_plane(out, 21, min(st[K.S_CLOCK] / limit, 1.0))
     reps = K.repetition_count(st, hashes)
-    out[22, :, :] = min((reps - 1) / 2.0, 1.0)
-    if side == K.BLUE:
-        out[23, :, :] = 1.0
+    _fill_plane(out, 22, min((reps - 1) / 2.0, 1.0))
+    _fill_plane(out, 23, 1.0 if side == K.BLUE else 0.0)
 
 
 # Left-right mirror of an action index (canonical frame).

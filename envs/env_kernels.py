@@ -90,6 +90,31 @@ def write_jfen(st: np.ndarray, text: np.ndarray) -> int:
 
 
 @njit(cache=True)
+def observe_position(
+    st: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    moves: np.ndarray,
+    mask: np.ndarray,
+    obs: np.ndarray,
+) -> tuple:
+    """Outcome, mask and observation of the current position: (termination, winner, n).
+
+    The moves are generated once, for rule 10 and the mask, by
+    `kernels.outcome_and_moves`; `moves[:n]` holds them (n is 0 once rule
+    8-10 ended the game). Shared by this env and the vector env."""
+    mask[:] = 0
+    term, winner, n = K.outcome_and_moves(st, hist, hashes, flags, moves)
+    if term == K.TERM_NONE:
+        side = st[K.S_SIDE]
+        for i in range(n):
+            mask[move_to_action(moves[i], side)] = 1
+    encode_observation(st, hashes, flags, obs)
+    return term, winner, n
+
+
+@njit(cache=True)
 def _fill(
     st: np.ndarray,
     hist: np.ndarray,
@@ -100,15 +125,8 @@ def _fill(
     obs: np.ndarray,
     text: np.ndarray,
 ) -> tuple:
-    """Outcome, mask, observation and JFEN of the current position (the moves generated once,
-    for rule 10 and the mask, by `kernels.outcome_and_moves`)."""
-    mask[:] = 0
-    term, winner, n = K.outcome_and_moves(st, hist, hashes, flags, moves)
-    if term == K.TERM_NONE:
-        side = st[K.S_SIDE]
-        for i in range(n):
-            mask[move_to_action(moves[i], side)] = 1
-    encode_observation(st, hashes, flags, obs)
+    """`observe_position` plus the JFEN: (termination, winner, jfen_length)."""
+    term, winner, _ = observe_position(st, hist, hashes, flags, moves, mask, obs)
     return term, winner, write_jfen(st, text)
 
 
