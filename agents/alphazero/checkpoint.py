@@ -18,6 +18,12 @@ rewritten each iteration), ``best.pt`` (model only, the best evaluation so
 far) and one small ``iter_NNNNNN.pt`` per checkpointed iteration (model
 only). Every file is written with a temp file and a rename, so a crash never
 leaves a half-written ``latest.pt``.
+
+Only a ``latest.pt`` holds the training state a run resumes from
+(`require_training_state`), and a resumed run writes to that file's own
+directory (`resume_dir`): resuming a copy kept elsewhere never writes to the
+run it was copied from. The weights of any checkpoint can start a new run
+(``train.py init=<file>``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from envs.rules import RuleSet
 FORMAT = "jungle-zero/1"
 LATEST = "latest.pt"
 BEST = "best.pt"
+TRAINING_KEYS = ("learner", "replay", "rng", "counters", "extra")
+"""What a checkpoint needs beyond the weights for a run to resume from it (latest.pt has them all)."""
 
 
 class CheckpointError(ValueError):
@@ -62,7 +70,8 @@ def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> P
     for c in candidates:
         if c.is_file():
             return c
-    raise CheckpointError(f"no checkpoint at {str(spec)!r} (looked for {', '.join(str(c) for c in candidates)})")
+    raise CheckpointError(f"no checkpoint at {str(spec)!r}: it does not exist "
+                          f"(looked for {', '.join(str(c) for c in candidates)})")
 
 
 def load_checkpoint(path: PathLike) -> dict[str, Any]:
@@ -85,6 +94,43 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
         if key not in state:
             raise CheckpointError(f"checkpoint {str(path)!r} lacks its {key!r} entry")
     return state
+
+
+def require_training_state(state: Mapping[str, Any], path: PathLike) -> None:
+    """Raise CheckpointError unless `state` holds everything a run resumes from (a latest.pt does;
+    best.pt, iter_*.pt and shipped networks hold weights only)."""
+    if any(k not in state for k in TRAINING_KEYS):
+        raise CheckpointError(
+            f"{str(path)!r} holds network weights only (no optimizer, replay buffer or random generator states), "
+            f"so no run can resume from it; "
+            f"resume= takes a run name, a run directory or its {LATEST}. To start a new run from these weights: "
+            f"python train.py init={path}")
+
+
+def resume_dir(path: PathLike, new_run: Optional[PathLike] = None) -> Path:
+    """The directory a run resumed from checkpoint `path` writes to.
+
+    Without `new_run`: the directory of `path`, which must be a ``latest.pt``; any other file (a copy kept
+    elsewhere, a backup beside it) is refused, since continuing the run its config names would rewind that run.
+    With `new_run` (train.py's ``name=``): `path`'s own directory, or a new run directory that holds no
+    checkpoint yet (the copy then starts a branch there and the original run is left alone)."""
+    path = Path(path)
+    home = path.parent if path.name == LATEST else None
+    if new_run is None:
+        if home is None:
+            raise CheckpointError(
+                f"{str(path)!r} is not a run directory's {LATEST}: resuming it in place could rewind the run it was "
+                f"copied from. Continue it as a new run with resume={path} name=<new name>, or resume the run "
+                f"itself (resume=<run name or directory>)")
+        return home
+    target = Path(new_run)
+    if home is not None and target.resolve() == home.resolve():
+        return home
+    held = sorted(p.name for p in target.glob("*.pt")) if target.is_dir() else []
+    if held:
+        raise CheckpointError(f"the run directory {str(target)!r} already holds checkpoints ({', '.join(held)}); "
+                              f"a run resumed from {str(path)!r} needs a new name")
+    return target
 
 
 def check_compatible(state: Mapping[str, Any], path: PathLike, *, network: Optional[NetworkConfig] = None,

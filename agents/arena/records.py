@@ -17,6 +17,7 @@ Fields of a record:
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -108,6 +109,30 @@ def append_jsonl(path: PathLike, records: Iterable[GameRecord]) -> None:
     with open(p, "a", encoding="utf-8") as f:
         for r in records:
             f.write(r.to_json() + "\n")
+
+
+def cut_torn_tail(path: PathLike) -> int:
+    """Drop a last line that a killed writer left unfinished (no final newline) from a JSONL log.
+
+    Returns the bytes removed (0 when the file ends with a newline, is empty or does not exist)."""
+    p = Path(path)
+    if not p.is_file():
+        return 0
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        keep, pos = 0, size
+        while pos > 0:  # read backwards for the last newline
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                keep = pos + nl + 1
+                break
+    if keep < size:
+        os.truncate(p, keep)
+    return size - keep
 
 
 def parse_jsonl(lines: Iterable[str], where: Callable[[int], str]) -> Iterator[GameRecord]:

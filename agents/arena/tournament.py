@@ -22,6 +22,11 @@ nodes are deterministic, so the same seed replays the same games whatever
 the number of workers. Time-limited players (``alphabeta:time=...``) and
 player objects passed in (rather than specs) are not reproducible this way.
 
+Interrupted tournaments. `on_game` sees each game as it ends (evaluate.py
+appends it to games.jsonl); `played` takes such games back, so a tournament
+stopped part way continues with the games it lacks and ends with the tables
+an uninterrupted run gives.
+
 Players are spec strings (see `envs.players`) or objects with the Player
 protocol. Objects cannot be sent to worker processes: use ``workers`` 0 or 1
 with them. Every spec is built once before the first game, so a bad spec, a
@@ -34,6 +39,7 @@ import csv
 import io
 import json
 import multiprocessing as mp
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +54,7 @@ from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_wr
 from envs.players import Player, PlayerSpecError, make_player, parse_spec
 from agents.arena.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
 from agents.arena.records import GameRecord, write_jsonl
+from agents.stopping import exit_with_parent, ignore_interrupts
 
 MODES = ("round_robin", "gauntlet", "ladder")
 PlayerLike = Union[str, Player]
@@ -114,8 +121,12 @@ def read_openings(path: PathLike, rules: Optional[RuleSet] = None) -> list[Openi
     p = Path(path)
     if not p.is_file():
         raise OpeningsError(f"openings file {str(p)!r} does not exist")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise OpeningsError(f"openings file {str(p)!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     out = []
-    for i, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    for i, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -212,7 +223,9 @@ def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(specs: list[str], rules: dict[str, Any], max_plies: int) -> None:
+def _worker_init(specs: list[str], rules: dict[str, Any], max_plies: int, parent_pid: int) -> None:
+    ignore_interrupts()  # the parent stops the pool on Ctrl-C
+    exit_with_parent(parent_pid)
     _WORKER.update(specs=specs, rules=RuleSet.from_dict(rules), max_plies=max_plies)
 
 
@@ -418,15 +431,17 @@ def crosstable_png(result: TournamentResult, cell: int = 64) -> Optional[bytes]:
 
 # --- running --------------------------------------------------------------------------------------
 def check_spec(spec: str, rules: RuleSet) -> Player:
-    """Build a spec once to prove it works; a missing checkpoint file is named before anything loads."""
+    """Build a spec once to prove it works (a checkpoint's path= may be a file, a run directory or a run
+    name; the checkpoint player's error names what it looked for)."""
     kind, options = parse_spec(spec)
-    if kind == "checkpoint":
-        path = options.get("path")
-        if not path:
-            raise PlayerSpecError(f"player spec {spec!r}: a checkpoint player needs path=...")
-        if not Path(path).exists():
-            raise PlayerSpecError(f"player spec {spec!r}: checkpoint file {path!r} does not exist")
-    return make_player(spec, rules=rules, seed=0)
+    if kind == "checkpoint" and not options.get("path"):
+        raise PlayerSpecError(f"player spec {spec!r}: a checkpoint player needs path=...")
+    try:
+        return make_player(spec, rules=rules, seed=0)
+    except PlayerSpecError:
+        raise
+    except ValueError as e:  # a missing or unfit checkpoint, bad options of a kind
+        raise PlayerSpecError(f"player spec {spec!r}: {e}") from None
 
 
 def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, seed: int = 0, workers: int = 0,
@@ -434,7 +449,9 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
                    openings: Optional[Union[PathLike, Sequence[Opening]]] = None, max_plies: int = 600,
                    anchor: Optional[str] = None, prior_games: float = 1.0, progress: bool = True,
                    start_method: str = "spawn",
-                   on_game: Optional[Callable[[GameRecord], None]] = None) -> TournamentResult:
+                   on_game: Optional[Callable[[GameRecord], None]] = None,
+                   played: Sequence[GameRecord] = (),
+                   on_start: Optional[Callable[[], None]] = None) -> TournamentResult:
     """Play a round robin (every pair), a gauntlet (players[0] against each other) or a ladder
     (each player against the next) and rate all games together.
 
@@ -450,6 +467,9 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
     max_plies: moves per game (after the opening) before it is scored a draw (``ply_cap``).
     anchor: the player rated `0` (default players[0]); prior_games: see `agents.arena.ratings`.
     on_game: called in this process with each finished game's record (in completion order).
+    played: games of this very tournament already played (an interrupted run's games.jsonl): kept, not
+        played again. Each must be the game its ``extra["game"]`` index schedules (same players, same seed).
+    on_start: called once every check has passed, before the first game (e.g. to claim an output directory).
 
     Returns a TournamentResult: `.score(a, b)`, `.pair(a, b)` (W/D/L, Elo difference, tests),
     `.ratings` (Elo with 95% CIs), `.games` (records in schedule order), `.table()`, `.write(dir)`.
@@ -495,13 +515,15 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
         if not opening_list:
             raise OpeningsError("an empty list of openings")
     tasks = schedule(len(names), games_per_pair, opening_list, seed, mode)
+    records = _place_played(played, tasks, names)
+    if on_start is not None:
+        on_start()
 
-    records: list[Optional[GameRecord]] = [None] * len(tasks)
     t0 = time.perf_counter()
     bar = _progress(len(tasks), progress)
     tally = [0, 0, 0]
 
-    def finish(index: int, rec: GameRecord) -> None:
+    def finish(index: int, rec: GameRecord, new: bool = True) -> None:
         records[index] = rec
         s = game_result(rec).score
         first = names[0]
@@ -511,12 +533,16 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
         if bar is not None:
             bar.set_postfix_str(f"{first}: W/D/L {tally[0]}/{tally[1]}/{tally[2]}", refresh=False)
             bar.update(1)
-        if on_game is not None:
+        if on_game is not None and new:
             on_game(rec)
 
+    todo = [task for task in tasks if records[task.index] is None]
+    for index, rec in enumerate(records):
+        if rec is not None:
+            finish(index, rec, new=False)
     try:
         if workers <= 1:
-            for task in tasks:
+            for task in todo:
                 red = _player(objects[task.red], names[task.red], rules, task.red_seed)
                 blue = _player(objects[task.blue], names[task.blue], rules, task.blue_seed)
                 rec = play_game(red, blue, task.opening, rules=rules, max_plies=max_plies, seed=task.seed,
@@ -526,8 +552,9 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
                 finish(task.index, rec)
         else:
             ctx = mp.get_context(start_method)
-            with ctx.Pool(workers, initializer=_worker_init, initargs=(names, rules.to_dict(), max_plies)) as pool:
-                for index, text in pool.imap_unordered(_play_task, tasks, chunksize=1):
+            with ctx.Pool(workers, initializer=_worker_init,
+                          initargs=(names, rules.to_dict(), max_plies, os.getpid())) as pool:
+                for index, text in pool.imap_unordered(_play_task, todo, chunksize=1):
                     finish(index, GameRecord.from_dict(json.loads(text)))
     finally:
         if bar is not None:
@@ -537,6 +564,29 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
                      settings={"mode": mode, "games_per_pair": games_per_pair, "seed": seed, "workers": workers,
                                "opening_plies": opening_plies, "openings": str(openings) if isinstance(openings, (str, Path)) else None,
                                "max_plies": max_plies, "rules": rules.to_dict()})
+
+
+def _place_played(played: Sequence[GameRecord], tasks: Sequence[GameTask],
+                  names: Sequence[str]) -> list[Optional[GameRecord]]:
+    """Records by schedule index: the `played` games where they belong, None where a game is still to play.
+
+    Raises TournamentError for a record that is not the game its index schedules (other players or seed,
+    another tournament's file) or a game given twice."""
+    records: list[Optional[GameRecord]] = [None] * len(tasks)
+    for rec in played:
+        index = rec.extra.get("game")
+        if not isinstance(index, int) or not 0 <= index < len(tasks):
+            raise TournamentError(f"a game already played has no game index of this tournament "
+                                  f"(extra.game={index!r}; {len(tasks)} games scheduled)")
+        task = tasks[index]
+        want = (names[task.red], names[task.blue], task.seed)
+        if (rec.red, rec.blue, rec.seed) != want:
+            raise TournamentError(f"game {index} already played ({rec.red} vs {rec.blue}, seed {rec.seed}) is not "
+                                  f"game {index} of this tournament ({want[0]} vs {want[1]}, seed {want[2]})")
+        if records[index] is not None:
+            raise TournamentError(f"game {index} is given twice among the games already played")
+        records[index] = rec
+    return records
 
 
 def _player(obj: Optional[Player], spec: str, rules: RuleSet, seed: int) -> Player:

@@ -1,0 +1,121 @@
+"""Run directories: one writer at a time, and logs rewound to what the last checkpoint had seen.
+
+A training run or a tournament writes into one directory. `claim_run_dir`
+takes an exclusive lock on ``<dir>/.lock`` with ``fcntl.flock`` and writes the
+holder's pid into it. The kernel drops the lock when the process ends in any
+way, a ``kill -9`` included, so a lock is never stale; a second writer is
+refused with `RunDirBusyError` naming the holder's pid. While holding it, the
+writer clears the temp files of killed atomic writes.
+
+Append-only logs (``games.jsonl``, TensorBoard event files) run ahead of the
+last checkpoint when a run is interrupted. A checkpoint stores `log_sizes`
+(each log's size in bytes when it was written); `rewind_logs` cuts every log
+back to that size and removes the logs begun after it, so a resumed run
+appends to exactly what its checkpoint had seen and no record is written twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import os
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from agents.io import PathLike, remove_stale_temp_files
+
+LOCK_NAME = ".lock"
+
+
+class RunDirBusyError(ValueError):
+    """Another live process writes to this run directory (names the directory and the holder's pid)."""
+
+
+class RunDirLock:
+    """The held lock of one run directory; `release()` (or the end of the process) gives it up."""
+
+    def __init__(self, directory: Path, fd: int) -> None:
+        self.directory = directory
+        self._fd: Optional[int] = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Unlock and close (idempotent). The lock file stays: removing it could race a new holder."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "RunDirLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def claim_run_dir(directory: PathLike, *, what: str = "run directory") -> RunDirLock:
+    """Create `directory` if needed, lock it for this process and clear stale temp files in it.
+
+    Raises RunDirBusyError naming the holder's pid when another process holds the lock.
+    `what` names the directory in the message (``run directory``, ``tournament directory``)."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _read_pid(fd)
+        os.close(fd)
+        who = f"process {holder}" if holder else "another process"
+        raise RunDirBusyError(f"the {what} {str(d)!r} is in use by {who} (it holds {str(d / LOCK_NAME)!r}); "
+                              f"wait for it to finish or stop it first") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    remove_stale_temp_files(d)
+    return RunDirLock(d, fd)
+
+
+def _read_pid(fd: int) -> Optional[int]:
+    try:
+        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None
+
+
+def log_files(directory: PathLike, patterns: Sequence[str]) -> list[Path]:
+    """The files directly in `directory` whose names match one of the glob `patterns`, sorted by name."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.iterdir()
+                  if p.is_file() and any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns))
+
+
+def log_sizes(directory: PathLike, patterns: Sequence[str]) -> dict[str, int]:
+    """``{file name: size in bytes}`` of the logs in `directory` (what a checkpoint written now has seen)."""
+    return {p.name: p.stat().st_size for p in log_files(directory, patterns)}
+
+
+def rewind_logs(directory: PathLike, sizes: Mapping[str, int], patterns: Sequence[str]) -> list[str]:
+    """Cut each log matching `patterns` back to its size in `sizes`; remove those `sizes` does not list.
+
+    Only the lock holder may call this. A log shorter than its recorded size is left as it is (it was
+    replaced or cut by hand; nothing here can restore it). Returns what was changed, one line per file."""
+    changed = []
+    for p in log_files(directory, patterns):
+        size = sizes.get(p.name)
+        if size is None:
+            p.unlink()
+            changed.append(f"removed {p.name} (begun after the checkpoint)")
+        elif p.stat().st_size > size:
+            extra = p.stat().st_size - size
+            os.truncate(p, size)
+            changed.append(f"cut {extra} bytes written after the checkpoint from {p.name}")
+    return changed
