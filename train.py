@@ -50,7 +50,8 @@ from agents.alphazero.mcts import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.arena.records import append_jsonl
 from agents.alphazero.replay import ReplayBuffer
-from agents.alphazero.workers import BACKENDS, SelfPlaySettings, WorkerBackendError, make_selfplay_pool
+from agents.alphazero.selfplay import SelfPlayConfig
+from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
 from envs import RuleSet
 
 log = logging.getLogger("train")
@@ -231,12 +232,13 @@ def main(cfg: Config) -> None:
         set_rng_state(resume_from["rng"])
     net: Any = torch.compile(model) if cfg.compile else model
     evaluator = make_evaluator(net, device, cfg.precision)
-    selfplay_settings = SelfPlaySettings(
-        network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(), parallel=tc.parallel,
-        max_plies=tc.max_plies, playout_cap_fraction=tc.playout_cap_fraction, cheap_simulations=tc.cheap_simulations,
-        player_names=(cfg.name, cfg.name), opponents=tuple(tc.opponents),
-        opponent_fraction=tc.opponent_fraction,
+    selfplay = SelfPlayConfig(
+        parallel=tc.parallel, max_plies=tc.max_plies, playout_cap_fraction=tc.playout_cap_fraction,
+        cheap_simulations=tc.cheap_simulations, opponents=list(tc.opponents), opponent_fraction=tc.opponent_fraction,
+        player_name=cfg.name,
     )
+    selfplay_settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
+                                       selfplay=selfplay)
     # The pool checks the settings (opponent specs included) before any game.
     pool = make_selfplay_pool(tc.worker_backend, tc.workers, selfplay_settings, evaluator=evaluator,
                               address=tc.ray_address)

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from envs import RuleSet  # noqa: E402
 from agents.alphazero.gamebatch import GameBatch  # noqa: E402
 from agents.alphazero.mcts import BatchedMCTS, Evaluator, MCTSConfig, uniform_evaluator  # noqa: E402
-from agents.alphazero.selfplay import play_games  # noqa: E402
+from agents.alphazero.selfplay import SelfPlayConfig, play_games  # noqa: E402
 
 
 def random_openings(games: GameBatch, plies: int, seed: int) -> None:
@@ -80,11 +80,11 @@ def bench_evaluator_path(algorithm: str, n_games: int, sims: int) -> float:
 def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluator: Evaluator = uniform_evaluator,
                    label: str = "uniform", max_plies: int = 400) -> float:
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims)
-    play_games(evaluator, num_games=2, parallel=2, mcts=MCTSConfig(algorithm=algorithm, num_simulations=2),
-               rules=RuleSet(), seed=0, max_plies=20)
+    play_games(evaluator, SelfPlayConfig(parallel=2, max_plies=20),
+               mcts=MCTSConfig(algorithm=algorithm, num_simulations=2), rules=RuleSet(), num_games=2, seed=0)
     c = time.process_time()
-    data = play_games(evaluator, num_games=games, parallel=parallel, mcts=cfg, rules=RuleSet(), seed=0,
-                      max_plies=max_plies)
+    data = play_games(evaluator, SelfPlayConfig(parallel=parallel, max_plies=max_plies), mcts=cfg, rules=RuleSet(),
+                      num_games=games, seed=0)
     cpu = time.process_time() - c
     s = data.stats
     print(f"self-play     {algorithm:6s} {label:8s} {parallel:4d} parallel, {sims:3d} sims: "

@@ -23,7 +23,8 @@ from omegaconf import OmegaConf
 
 from agents.alphazero.mcts import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
-from agents.alphazero.workers import BACKENDS, SelfPlaySettings, make_selfplay_pool
+from agents.alphazero.selfplay import SelfPlayConfig
+from agents.alphazero.workers import BACKENDS, WorkerSettings, make_selfplay_pool
 from envs import RuleSet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,8 +57,9 @@ def main() -> None:
         mcts = MCTSConfig.from_dict(dict(mcts.__dict__, num_simulations=args.sims))
     evaluator = make_evaluator(model, device, "auto")
     rules = RuleSet()
-    settings = SelfPlaySettings(network=model.config.to_dict(), mcts=asdict(mcts), rules=rules.to_dict(),
-                                parallel=args.parallel, max_plies=args.max_plies, threads=max(args.threads, 0))
+    settings = WorkerSettings(network=model.config.to_dict(), mcts=asdict(mcts), rules=rules.to_dict(),
+                              selfplay=SelfPlayConfig(parallel=args.parallel, max_plies=args.max_plies),
+                              threads=max(args.threads, 0))
     with make_selfplay_pool(args.backend, args.workers, settings, evaluator=evaluator) as pool:
         pool.play(model.state_dict(), seed=1, num_games=max(2, args.workers))  # compile, start the workers
         t0 = time.perf_counter()

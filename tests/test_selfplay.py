@@ -10,14 +10,15 @@ from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
-from agents.alphazero.selfplay import SelfPlayData, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, SelfPlayData, play_games
 
 RULES = RuleSet(no_capture_draw=40)
 
 
 def _play(algorithm: str, **kw) -> SelfPlayData:
-    return play_games(uniform_evaluator, num_games=5, parallel=3, mcts=MCTSConfig(algorithm=algorithm,
-                      num_simulations=6), rules=RULES, seed=11, max_plies=60, **kw)
+    settings = SelfPlayConfig(parallel=3, max_plies=60, **kw)
+    return play_games(uniform_evaluator, settings, mcts=MCTSConfig(algorithm=algorithm, num_simulations=6),
+                      rules=RULES, num_games=5, seed=11)
 
 
 @pytest.fixture(scope="module", params=("puct", "gumbel"))
@@ -102,8 +103,8 @@ def test_same_seed_same_games() -> None:
 def test_games_do_not_depend_on_the_number_played_in_parallel() -> None:
     """Game k draws its noise from its own seed: the lockstep width changes nothing."""
     cfg = MCTSConfig(algorithm="puct", num_simulations=6)
-    runs = [play_games(uniform_evaluator, num_games=4, parallel=p, mcts=cfg, rules=RULES, seed=5, max_plies=40,
-                       playout_cap_fraction=0.3) for p in (1, 4)]
+    runs = [play_games(uniform_evaluator, SelfPlayConfig(parallel=p, max_plies=40, playout_cap_fraction=0.3),
+                       mcts=cfg, rules=RULES, num_games=4, seed=5) for p in (1, 4)]
     by_index = [sorted(r.records, key=lambda rec: rec.extra["game_index"]) for r in runs]
     assert [r.moves for r in by_index[0]] == [r.moves for r in by_index[1]]
     assert len({tuple(r.moves) for r in by_index[0]}) == 4  # and the games differ from each other
@@ -132,8 +133,8 @@ class FirstMove:
 
 def test_opponent_games_mix_the_players_and_train_only_the_networks_policy() -> None:
     opponent = FirstMove()
-    d = play_games(uniform_evaluator, num_games=12, parallel=4, mcts=MCTSConfig(num_simulations=6), rules=RULES,
-                   seed=3, max_plies=60, opponents=[opponent], opponent_fraction=0.5)
+    d = play_games(uniform_evaluator, SelfPlayConfig(parallel=4, max_plies=60, opponent_fraction=0.5),
+                   mcts=MCTSConfig(num_simulations=6), rules=RULES, num_games=12, seed=3, opponents=[opponent])
     theirs = [r for r in d.records if "first-move" in (r.red, r.blue)]
     assert 0 < len(theirs) < 12 and d.stats["opponent_games"] == len(theirs) == opponent.resets
     assert {r.red for r in theirs} == {"first-move", "selfplay"}  # the network plays both colours
@@ -156,3 +157,27 @@ def test_opponent_games_mix_the_players_and_train_only_the_networks_policy() -> 
 def test_opponent_fraction_needs_opponents() -> None:
     with pytest.raises(ValueError, match="opponent"):
         _play("gumbel", opponent_fraction=0.5)
+
+
+def test_bad_settings_are_refused() -> None:
+    for bad in (dict(parallel=0), dict(max_plies=0), dict(cheap_simulations=-1), dict(playout_cap_fraction=1.5),
+                dict(opponent_fraction=-0.1), dict(opponents="random")):
+        with pytest.raises(SelfPlayConfigError, match=next(iter(bad))):
+            SelfPlayConfig(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="JFEN"):
+        SelfPlayConfig(start_jfen="not a position")
+    with pytest.raises(SelfPlayConfigError, match="paralel"):
+        SelfPlayConfig.from_dict({"paralel": 4})
+    assert SelfPlayConfig.from_dict({"parallel": 4, "name": "default"}).parallel == 4
+
+
+def test_opponents_come_from_the_settings_specs() -> None:
+    """Without player objects, play_games builds the settings' opponent specs (seeded from the call's seed)."""
+    settings = SelfPlayConfig(parallel=4, max_plies=40, opponents=["random"], opponent_fraction=0.5,
+                              player_name="net", start_jfen="7/3E3/6e/7/7/7/7/7/7 b 0 1")
+    a, b = (play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=4), rules=RULES, num_games=6,
+                       seed=2) for _ in range(2))
+    assert [r.moves for r in a.records] == [r.moves for r in b.records]
+    assert {r.start for r in a.records} == {settings.start_jfen}
+    assert 0 < a.stats["opponent_games"] < 6
+    assert all({r.red, r.blue} <= {"net", "random"} and "net" in (r.red, r.blue) for r in a.records)

@@ -14,10 +14,10 @@ from envs import RuleSet
 from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
 from envs.players import make_player
-from agents.alphazero.selfplay import TIMING_STATS, SelfPlayData, merge_selfplay, play_games
+from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, merge_selfplay, play_games
 from agents.alphazero.workers import (
-    SelfPlaySettings,
     WorkerBackendError,
+    WorkerSettings,
     make_selfplay_pool,
     split_games,
 )
@@ -64,10 +64,10 @@ class FirstMove:
 
 
 def test_split_index_ranges_merge_into_the_one_call() -> None:
-    kw = dict(parallel=3, mcts=MCTSConfig(algorithm="puct", num_simulations=6), rules=RULES, seed=21, max_plies=40,
-              playout_cap_fraction=0.3, cheap_simulations=2, opponents=[FirstMove()], opponent_fraction=0.4)
-    whole = play_games(uniform_evaluator, num_games=7, **kw)
-    parts = [play_games(uniform_evaluator, num_games=n, first_game=f, **kw) for f, n in ((0, 3), (3, 1), (4, 3))]
+    s = SelfPlayConfig(parallel=3, max_plies=40, playout_cap_fraction=0.3, cheap_simulations=2, opponent_fraction=0.4)
+    kw = dict(mcts=MCTSConfig(algorithm="puct", num_simulations=6), rules=RULES, seed=21, opponents=[FirstMove()])
+    whole = play_games(uniform_evaluator, s, num_games=7, **kw)
+    parts = [play_games(uniform_evaluator, s, num_games=n, first_game=f, **kw) for f, n in ((0, 3), (3, 1), (4, 3))]
     assert [r.extra["game_index"] for r in whole.records] == list(range(7))
     assert [r.extra["game_index"] for p in parts for r in p.records] == list(range(7))
     merged = merge_selfplay(parts)
@@ -84,11 +84,10 @@ def test_split_games_covers_the_range_contiguously() -> None:
         split_games(0, 2)
 
 
-def settings(**kw) -> SelfPlaySettings:
-    base = dict(network=TINY.to_dict(), mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
-                rules=RULES.to_dict(), parallel=4, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2)
-    base.update(kw)
-    return SelfPlaySettings(**base)  # type: ignore[arg-type]
+def settings(**kw) -> WorkerSettings:
+    selfplay = SelfPlayConfig(parallel=4, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2, **kw)
+    return WorkerSettings(network=TINY.to_dict(), mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
+                          rules=RULES.to_dict(), selfplay=selfplay)
 
 
 def rows_by_game(data: SelfPlayData) -> list[slice]:
@@ -100,10 +99,9 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
     torch.manual_seed(4)
     net = build_network(TINY)
     weights = net.state_dict()
-    s = settings(opponents=("random",), opponent_fraction=0.4)
-    here = play_games(make_evaluator(net), num_games=6, parallel=4, mcts=MCTSConfig.from_dict(s.mcts), rules=RULES,
-                      seed=9, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2,
-                      opponents=[make_player("random", seed=123)], opponent_fraction=0.4)
+    s = settings(opponents=["random"], opponent_fraction=0.4)
+    here = play_games(make_evaluator(net), s.selfplay, mcts=MCTSConfig.from_dict(s.mcts), rules=RULES, num_games=6,
+                      seed=9, opponents=[make_player("random", seed=123)])
     with make_selfplay_pool("inprocess", 0, s) as pool:  # a CPU worker in this process: the same call
         assert_same_data(pool.play(weights, seed=9, num_games=6, opponent_seeds=[123]), here)
     with make_selfplay_pool("process", 2, s) as pool:  # opponents are built inside the workers from the specs
@@ -136,7 +134,11 @@ def test_unknown_backend_and_bad_settings_fail_before_any_worker() -> None:
     with pytest.raises(WorkerBackendError, match="workers=-1"):
         make_selfplay_pool("process", -1, settings())
     with pytest.raises(ValueError, match="depth"):
-        make_selfplay_pool("process", 2, settings(opponents=("alphabeta:depth=-1",), opponent_fraction=0.5))
+        make_selfplay_pool("process", 2, settings(opponents=["alphabeta:depth=-1"], opponent_fraction=0.5))
+    with pytest.raises(ValueError, match="needs opponents"):
+        make_selfplay_pool("process", 2, settings(opponent_fraction=0.5))
+    with pytest.raises(ValueError, match="depth"):  # a spec that would not play is checked too
+        make_selfplay_pool("process", 2, settings(opponents=["alphabeta:depth=-1"]))
 
 
 def test_ray_backend_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

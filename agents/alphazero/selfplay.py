@@ -1,9 +1,14 @@
 """Self-play: B games in lockstep, searched by one `BatchedMCTS`, recorded as training data.
 
-    >>> data = play_games(uniform_evaluator, num_games=8, parallel=4, mcts=MCTSConfig(num_simulations=16),
-    ...                   rules=RuleSet(), seed=0)
+    >>> settings = SelfPlayConfig(parallel=4, max_plies=200)
+    >>> data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
+    ...                   num_games=8, seed=0)
     >>> data.obs.shape, data.policy.shape, data.value.shape
     ((N, 24, 9, 7), (N, 252), (N,))
+
+`SelfPlayConfig` is the one list of self-play settings: `play_games` reads
+it, the workers of `agents.alphazero.workers` carry it, and train.py's
+``train`` group holds its fields.
 
 Each position played yields (observation, legal mask, search policy, final
 outcome from the view of the side to move there). A game slot that finishes
@@ -14,9 +19,9 @@ output lists the games by index. Games are numbered from `first_game`, so a
 call's games can be split into index ranges played apart (by the workers of
 `agents.alphazero.workers`) and put back together with `merge_selfplay`:
 
-    >>> a = play_games(ev, num_games=3, first_game=0, seed=7, ...)
-    >>> b = play_games(ev, num_games=5, first_game=3, seed=7, ...)
-    >>> merge_selfplay([a, b])       # the games of play_games(ev, num_games=8, seed=7, ...)
+    >>> a = play_games(ev, settings, num_games=3, first_game=0, seed=7, ...)
+    >>> b = play_games(ev, settings, num_games=5, first_game=3, seed=7, ...)
+    >>> merge_selfplay([a, b])       # the games of play_games(ev, settings, num_games=8, seed=7, ...)
 
 The network sees batches of another size then; its CPU kernels may round the
 last bit differently by batch size (about 1e-8), so arrays agree to that
@@ -27,9 +32,10 @@ a move is searched cheaply (`cheap_simulations`, no noise); such positions
 keep their value target but are flagged ``full_search = False`` so that the
 learner does not use their policy.
 
-Opponent games (a league in its simplest form): with `opponents` given, a
-fraction `opponent_fraction` of the games is played by the network against
-one of those players (any `Player`: a noisy alpha-beta, an old checkpoint),
+Opponent games (a league in its simplest form): with `opponents` (player
+specs) a fraction `opponent_fraction` of the games is played by the network
+against one of those players (a noisy alpha-beta, an old checkpoint; or any
+`Player` objects handed to `play_games`),
 the opponent and the network's colour drawn from the game's own seed. The
 network's positions are recorded as usual; the opponent's positions keep
 their value target only (``full_search = False``: the opponent's move is no
@@ -41,24 +47,91 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 from envs import kernels as K
-from envs.board import START_JFEN, Board, Move, Termination
+from envs.board import START_JFEN, Board, Move, Termination, parse_jfen
+from envs.config import config_kwargs
 from envs.encoding import N_ACTIONS, action_to_move, move_to_action
+from envs.players import Player, make_player
 from envs.rules import RuleSet
 
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.mcts import BatchedMCTS, Evaluator, MCTSConfig
-from envs.players import Player
 from agents.arena.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
 TIMING_STATS = ("seconds", "games_per_s", "positions_per_s", "simulations_per_s")
 """The stats that measure time (all others depend on the games only)."""
+
+
+class SelfPlayConfigError(ValueError):
+    """An unknown or out-of-range self-play setting."""
+
+
+@dataclass
+class SelfPlayConfig:
+    """How self-play games are played: the one list of self-play settings (`play_games`, the workers,
+    train.py's ``train`` group). The search has its own settings (`MCTSConfig`)."""
+
+    parallel: int = 64
+    """Games played in lockstep (one evaluator call per simulation step covers them all)."""
+    max_plies: int = 200
+    """A game longer than this stops (termination ``ply_cap``) and counts as a draw (value 0)."""
+    playout_cap_fraction: float = 0.0
+    """Fraction of moves searched cheaply (playout-cap randomisation); those positions train the value only."""
+    cheap_simulations: int = 4
+    """Simulations of a cheap search (no exploration noise)."""
+    opponents: list[str] = field(default_factory=list)
+    """Player specs (see envs/players.py) that take one side in a fraction of the games, e.g. a noisy
+    alpha-beta; the network's positions train as usual, the opponent's train the value only."""
+    opponent_fraction: float = 0.0
+    """Fraction of the games played against `opponents` (0: pure self-play)."""
+    player_name: str = "selfplay"
+    """The network's name in the game records, for both colours (train.py gives the run name)."""
+    start_jfen: str = START_JFEN
+    """The position every game starts from."""
+
+    def __post_init__(self) -> None:
+        for name in ("parallel", "max_plies"):
+            if int(getattr(self, name)) < 1:
+                raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must be >= 1")
+        if int(self.cheap_simulations) < 0:
+            raise SelfPlayConfigError(f"selfplay cheap_simulations={self.cheap_simulations!r} must be >= 0")
+        for name in ("playout_cap_fraction", "opponent_fraction"):
+            if not 0.0 <= float(getattr(self, name)) <= 1.0:
+                raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must lie in [0, 1]")
+        if isinstance(self.opponents, str):
+            raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
+        parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "SelfPlayConfig":
+        """Build from a mapping (a Hydra node); unknown keys are errors (``name`` is ignored)."""
+        return cls(**config_kwargs(cls, values, "selfplay", SelfPlayConfigError))
+
+
+def opponent_seed(seed: int, k: int) -> int:
+    """The seed of opponent `k` for a call seeded `seed`, when the caller gives none."""
+    return int(np.random.SeedSequence([seed, 0x6F70706F, k]).generate_state(1)[0])
+
+
+def build_opponents(settings: SelfPlayConfig, rules: RuleSet, seed: int,
+                    opponent_seeds: Optional[Sequence[int]] = None) -> list[Player]:
+    """The players of `settings.opponents` (specs), opponent k seeded by `opponent_seeds[k]` (default
+    `opponent_seed(seed, k)`); none when `opponent_fraction` is 0. ValueError for a bad spec or count."""
+    if settings.opponent_fraction <= 0:
+        return []
+    if not settings.opponents:
+        raise SelfPlayConfigError(f"opponent_fraction={settings.opponent_fraction} needs opponents (player specs)")
+    if opponent_seeds is not None and len(opponent_seeds) != len(settings.opponents):
+        raise ValueError(f"{len(opponent_seeds)} opponent seeds for {len(settings.opponents)} opponents")
+    seeds = list(opponent_seeds) if opponent_seeds is not None else [
+        opponent_seed(seed, k) for k in range(len(settings.opponents))]
+    return [make_player(spec, rules=rules, seed=s) for spec, s in zip(settings.opponents, seeds)]
 
 
 @dataclass
@@ -106,47 +179,42 @@ def game_seed(seed: int, index: int) -> int:
 
 def play_games(
     evaluator: Evaluator,
+    settings: SelfPlayConfig,
     *,
-    num_games: int,
-    parallel: int,
     mcts: MCTSConfig,
     rules: RuleSet,
+    num_games: int,
     seed: int,
-    max_plies: int = 400,
-    playout_cap_fraction: float = 0.0,
-    cheap_simulations: int = 8,
-    progress: bool = False,
-    player_names: tuple[str, str] = ("selfplay", "selfplay"),
-    start_jfen: str = START_JFEN,
-    opponents: Sequence[Player] = (),
-    opponent_fraction: float = 0.0,
     first_game: int = 0,
+    opponents: Optional[Sequence[Player]] = None,
+    progress: bool = False,
 ) -> SelfPlayData:
-    """Play games `first_game` .. `first_game + num_games - 1`, `parallel` at a time, with the search
-    `mcts` over `evaluator`.
+    """Play games `first_game` .. `first_game + num_games - 1` as `settings` say, `settings.parallel` at a
+    time, with the search `mcts` over `evaluator`.
 
     Game ``k`` is seeded by ``game_seed(seed, k)`` and recorded with
-    ``extra["game_index"] = k``. Games longer than `max_plies` are cut
-    (termination ``ply_cap``, value 0). With `opponents`, each game is an
-    opponent game with probability `opponent_fraction`, against one of them
-    with either colour (all drawn from the game's own seed). The opponent's
-    moves come from the player object, shared by the games of this call: a
-    player with its own random generator or memory (a noisy alpha-beta) makes
-    its games depend on the others played with it."""
-    if num_games < 1 or parallel < 1:
-        raise ValueError(f"num_games ({num_games}) and parallel ({parallel}) must be >= 1")
+    ``extra["game_index"] = k``. Each game is an opponent game with
+    probability ``settings.opponent_fraction``, against one of `opponents`
+    with either colour (all drawn from the game's own seed); `opponents`
+    defaults to the players of ``settings.opponents`` (`build_opponents`).
+    The opponent's moves come from the player object, shared by the games of
+    this call: a player with its own random generator or memory (a noisy
+    alpha-beta) makes its games depend on the others played with it."""
+    if num_games < 1:
+        raise ValueError(f"num_games ({num_games}) must be >= 1")
     if first_game < 0:
         raise ValueError(f"first_game ({first_game}) must be >= 0")
-    if not 0.0 <= playout_cap_fraction <= 1.0:
-        raise ValueError(f"playout_cap_fraction={playout_cap_fraction!r} must lie in [0, 1]")
-    if not 0.0 <= opponent_fraction <= 1.0:
-        raise ValueError(f"opponent_fraction={opponent_fraction!r} must lie in [0, 1]")
+    if opponents is None:
+        opponents = build_opponents(settings, rules, seed)
+    opponent_fraction = settings.opponent_fraction
     if opponent_fraction > 0 and not opponents:
         raise ValueError(f"opponent_fraction={opponent_fraction!r} needs at least one opponent")
+    playout_cap_fraction, cheap_simulations = settings.playout_cap_fraction, settings.cheap_simulations
+    start_jfen, name = settings.start_jfen, settings.player_name
     t0 = time.perf_counter()
     flags = rules.flags()
-    n = min(parallel, num_games)
-    games = GameBatch(n, flags, start_jfen=start_jfen, max_plies=max_plies)
+    n = min(settings.parallel, num_games)
+    games = GameBatch(n, flags, start_jfen=start_jfen, max_plies=settings.max_plies)
     search = BatchedMCTS(evaluator, mcts, flags, seed=seed, n_games=n)
     slots: list[Optional[_Game]] = [None] * n
     started = first_game
@@ -216,10 +284,9 @@ def play_games(
             search.advance(s, action)
             if not games.done[s]:
                 continue
-            names = player_names
+            names = (name, name)
             if g.opponent is not None:
-                names = ((g.opponent.name, player_names[1]) if g.opponent_side == K.RED
-                         else (player_names[0], g.opponent.name))
+                names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
             values, record = _finish(games, s, g, rules, names)
             if g.opponent is not None:
                 mine = np.flatnonzero(np.asarray(g.side) != g.opponent_side)

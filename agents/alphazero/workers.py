@@ -1,6 +1,7 @@
 """Self-play workers: an iteration's games split over local processes or Ray actors.
 
-    settings = SelfPlaySettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict())
+    settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
+                              selfplay=SelfPlayConfig(parallel=64))
     with make_selfplay_pool("process", workers=4, settings=settings) as pool:
         data = pool.play(model.state_dict(), seed=7, num_games=256)
 
@@ -21,8 +22,8 @@ Backends (`BACKENDS`):
                ``ray.init(address=...)`` joins a cluster, the default starts a local one.
                Every node needs this package and, for ``checkpoint`` opponents, the files.
 
-Opponents are player specs built inside each worker, seeded by the
-`opponent_seeds` of the call. A player with its own random generator or
+Opponents are the player specs of the `SelfPlayConfig`, built inside each
+worker, seeded by the `opponent_seeds` of the call. A player with its own random generator or
 memory (a noisy alpha-beta) is shared by the games of one worker, so its
 games depend on the worker count; the games against a player whose move
 depends on the position alone, and the pure self-play games, do not.
@@ -34,7 +35,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -45,8 +46,8 @@ from envs.rules import RuleSet
 
 from agents.alphazero.mcts import Evaluator, MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
-from envs.players import Player, make_player
-from agents.alphazero.selfplay import SelfPlayData, merge_selfplay, play_games
+from envs.players import make_player
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, build_opponents, merge_selfplay, play_games
 
 BACKENDS = ("inprocess", "process", "ray")
 """Where self-play runs: in the caller, in local processes, in Ray actors."""
@@ -59,7 +60,7 @@ class WorkerBackendError(ValueError):
 
 
 @dataclass(frozen=True)
-class SelfPlaySettings:
+class WorkerSettings:
     """Everything a worker needs besides the weights: plain data, so it travels to processes and actors."""
 
     network: Mapping[str, Any]
@@ -68,20 +69,8 @@ class SelfPlaySettings:
     """`MCTSConfig` fields."""
     rules: Mapping[str, Any]
     """`RuleSet` fields."""
-    parallel: int = 64
-    """Games in lockstep in each worker."""
-    max_plies: int = 400
-    """A game longer than this stops (a draw for training)."""
-    playout_cap_fraction: float = 0.0
-    """Fraction of moves searched cheaply (value target only)."""
-    cheap_simulations: int = 8
-    """Simulations of a cheap search."""
-    player_names: tuple[str, str] = ("selfplay", "selfplay")
-    """Names of the network in the records (Red, Blue)."""
-    opponents: tuple[str, ...] = ()
-    """Player specs of the opponents (see agents/players.py)."""
-    opponent_fraction: float = 0.0
-    """Fraction of games played against `opponents`."""
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    """How the games are played (`parallel` is the lockstep width inside each worker)."""
     threads: int = 1
     """torch CPU threads in each worker process (0: torch's default)."""
 
@@ -90,10 +79,9 @@ class SelfPlaySettings:
         NetworkConfig.from_dict(self.network)
         MCTSConfig.from_dict(self.mcts)
         rules = RuleSet.from_dict(self.rules)
-        for spec in self.opponents:
-            make_player(spec, rules=rules, seed=0)
-        if self.opponent_fraction > 0 and not self.opponents:
-            raise ValueError(f"opponent_fraction={self.opponent_fraction} needs opponents (player specs)")
+        if not build_opponents(self.selfplay, rules, seed=0):  # builds the opponents when they play
+            for spec in self.selfplay.opponents:  # specs that would not play must still be valid
+                make_player(spec, rules=rules, seed=0)
 
 
 def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
@@ -110,33 +98,18 @@ def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def opponent_seed(seed: int, k: int) -> int:
-    """The seed of opponent `k` for a call seeded `seed`, when the caller gives none."""
-    return int(np.random.SeedSequence([seed, 0x6F70706F, k]).generate_state(1)[0])
-
-
 def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """A state_dict as CPU numpy arrays: pickles as plain bytes to any process or node (no shared memory)."""
     return {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
             for k, v in model_state.items()}
 
 
-def _play(evaluator: Evaluator, settings: SelfPlaySettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
+def _play(evaluator: Evaluator, settings: WorkerSettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
           first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]], progress: bool) -> SelfPlayData:
     """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed`, opponents built from specs."""
-    opponents: list[Player] = []
-    if settings.opponent_fraction > 0:
-        if opponent_seeds is not None and len(opponent_seeds) != len(settings.opponents):
-            raise ValueError(f"{len(opponent_seeds)} opponent seeds for {len(settings.opponents)} opponents")
-        seeds = list(opponent_seeds) if opponent_seeds is not None else [
-            opponent_seed(seed, k) for k in range(len(settings.opponents))]
-        opponents = [make_player(spec, rules=rules, seed=s) for spec, s in zip(settings.opponents, seeds)]
-    return play_games(
-        evaluator, num_games=num_games, first_game=first_game, parallel=settings.parallel, mcts=mcts, rules=rules,
-        seed=seed, max_plies=settings.max_plies, playout_cap_fraction=settings.playout_cap_fraction,
-        cheap_simulations=settings.cheap_simulations, progress=progress, player_names=settings.player_names,
-        opponents=opponents, opponent_fraction=settings.opponent_fraction,
-    )
+    opponents = build_opponents(settings.selfplay, rules, seed, opponent_seeds)
+    return play_games(evaluator, settings.selfplay, mcts=mcts, rules=rules, num_games=num_games, seed=seed,
+                      first_game=first_game, opponents=opponents, progress=progress)
 
 
 class SelfPlayWorker:
@@ -144,7 +117,7 @@ class SelfPlayWorker:
 
     It sets its process's torch threads to ``settings.threads`` unless `own_process` is False."""
 
-    def __init__(self, settings: SelfPlaySettings, own_process: bool = True) -> None:
+    def __init__(self, settings: WorkerSettings, own_process: bool = True) -> None:
         if own_process and settings.threads > 0 and torch.get_num_threads() != settings.threads:
             torch.set_num_threads(settings.threads)
         self.settings = settings
@@ -195,7 +168,7 @@ class SelfPlayPool:
 class InProcessPool(SelfPlayPool):
     """No workers: the games run here, on `evaluator` (the trainer's, on its device) or on a CPU worker."""
 
-    def __init__(self, settings: SelfPlaySettings, evaluator: Optional[Evaluator] = None) -> None:
+    def __init__(self, settings: WorkerSettings, evaluator: Optional[Evaluator] = None) -> None:
         self.settings = settings
         self.evaluator = evaluator
         self.worker = SelfPlayWorker(settings, own_process=False) if evaluator is None else None
@@ -215,7 +188,7 @@ _WORKER: Optional[SelfPlayWorker] = None
 """This process's worker (set by `_start_worker` in a pool process)."""
 
 
-def _start_worker(settings: SelfPlaySettings) -> None:
+def _start_worker(settings: WorkerSettings) -> None:
     global _WORKER
     _WORKER = SelfPlayWorker(settings)
 
@@ -231,7 +204,7 @@ class ProcessPool(SelfPlayPool):
 
     backend = "process"
 
-    def __init__(self, settings: SelfPlaySettings, workers: int) -> None:
+    def __init__(self, settings: WorkerSettings, workers: int) -> None:
         self.workers = workers
         self._executor: Optional[ProcessPoolExecutor] = ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
@@ -277,7 +250,7 @@ class RayPool(SelfPlayPool):
 
     backend = "ray"
 
-    def __init__(self, settings: SelfPlaySettings, workers: int, address: str = "") -> None:
+    def __init__(self, settings: WorkerSettings, workers: int, address: str = "") -> None:
         ray = import_ray()
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
@@ -311,7 +284,7 @@ class RayPool(SelfPlayPool):
             self._owns_ray = False
 
 
-def make_selfplay_pool(backend: str, workers: int, settings: SelfPlaySettings, *,
+def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
                        evaluator: Optional[Evaluator] = None, address: str = "") -> SelfPlayPool:
     """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
     plays in this process on `evaluator` (default: a CPU copy of the network).
