@@ -21,6 +21,8 @@ from typing import Optional
 import hydra
 from hydra.core.config_store import ConfigStore
 
+from envs.config import SCHEMA
+
 
 @dataclass
 class EvaluateConfig:
@@ -60,7 +62,7 @@ class EvaluateConfig:
     """multiprocessing start method for the workers: `spawn`, `forkserver` or `fork`."""
 
 
-ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+ConfigStore.instance().store(name=SCHEMA, node=EvaluateConfig)  # configs/evaluate/evaluate.yaml starts from it
 
 
 @hydra.main(version_base=None, config_path="configs/evaluate", config_name="evaluate")

@@ -20,17 +20,18 @@ import math
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, get_type_hints
 
 import hydra
 import numpy as np
 import torch
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import OmegaConf
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.alphazero.checkpoint import (
@@ -53,6 +54,8 @@ from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
 from envs import RuleSet
+from envs.players import make_player
+from envs.config import SCHEMA, config_dir, config_kwargs
 
 log = logging.getLogger("train")
 
@@ -60,6 +63,18 @@ log = logging.getLogger("train")
 # --------------------------------------------------------------------------------------------
 # Configuration (the embedded default config; YAML groups in configs/ override parts of it)
 # --------------------------------------------------------------------------------------------
+class ConfigError(ValueError):
+    """A config value out of range, an unknown key, or a config group changed on resume."""
+
+
+def check_at_least(node: Any, where: str, **lowest: float) -> None:
+    """Raise ConfigError for the first field of `node` below its lowest allowed value."""
+    for name, low in lowest.items():
+        value = getattr(node, name)
+        if isinstance(value, bool) or not value >= low:
+            raise ConfigError(f"{where + '.' if where else ''}{name}={value!r} must be >= {low}")
+
+
 @dataclass
 class EvalConfig:
     """How the network is measured during training."""
@@ -78,6 +93,11 @@ class EvalConfig:
     """Random plies before the players take over, so deterministic players give varied games."""
     max_plies: int = 300
     """An evaluation game longer than this is a draw."""
+
+    def __post_init__(self) -> None:
+        check_at_least(self, "train.eval", every=0, games=1, simulations=1, opening_plies=0, max_plies=1)
+        if isinstance(self.opponents, str):
+            raise ConfigError(f"train.eval.opponents={self.opponents!r} must be a list of player specs")
 
 
 @dataclass
@@ -133,6 +153,31 @@ class TrainConfig:
     write_games: bool = True
     """Append the self-play games to games.jsonl in the run directory."""
 
+    def __post_init__(self) -> None:
+        check_at_least(self, "train", iterations=1, games_per_iteration=1, parallel=1, max_plies=1,
+                       cheap_simulations=1, workers=0, replay_capacity=1, min_replay=0, batch_size=1,
+                       train_ratio=0, max_steps_per_iteration=1, checkpoint_every=1, replay_in_checkpoint_mb=0)
+        for name in ("playout_cap_fraction", "opponent_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"train.{name}={getattr(self, name)!r} must lie in [0, 1]")
+        if self.min_replay > self.replay_capacity:
+            raise ConfigError(f"train.min_replay={self.min_replay} exceeds train.replay_capacity="
+                              f"{self.replay_capacity}: learning would never start")
+        if self.worker_backend not in BACKENDS:
+            raise WorkerBackendError(f"train.worker_backend={self.worker_backend!r} is not one of {', '.join(BACKENDS)}")
+
+
+RulesConfig = make_dataclass(
+    "RulesConfig",
+    [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
+    namespace={
+        "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
+                   "that overrides can change (RuleSet is frozen).",
+        "__post_init__": lambda self: self.rule_set(),
+        "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
+    },
+)
+
 
 @dataclass
 class Config:
@@ -140,8 +185,9 @@ class Config:
 
     defaults: list[Any] = field(default_factory=lambda: [
         "_self_", {"model": "small"}, {"mcts": "gumbel"}, {"rules": "default"}, {"train": "default"},
-        {"override hydra/job_logging": "stdout"},
+        {"preset": "cpu"}, {"override hydra/job_logging": "stdout"},
     ])
+    """Hydra's defaults list: one option per group; `preset` comes last and may change the others."""
     name: str = ""
     """Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>)."""
     out_dir: str = "checkpoints"
@@ -167,41 +213,97 @@ class Config:
     """Network shape (group `model`)."""
     mcts: MCTSConfig = field(default_factory=MCTSConfig)
     """Tree search used by self-play and evaluation (group `mcts`)."""
-    rules: dict[str, Any] = field(default_factory=lambda: RuleSet().to_dict())
+    rules: RulesConfig = field(default_factory=RulesConfig)  # type: ignore[valid-type]
     """Rule set (group `rules`; see envs/rules.py)."""
     train: TrainConfig = field(default_factory=TrainConfig)
     """The loop (group `train`)."""
     hydra: Any = field(default_factory=lambda: {
         "run": {"dir": "."}, "output_subdir": None, "job": {"chdir": False},
     })
+    """Hydra's own settings: no output directory of its own, no change of working directory."""
+
+    def __post_init__(self) -> None:
+        check_at_least(self, "", threads=0)
+        if self.mcts.num_simulations < 1:
+            raise ConfigError(f"mcts.num_simulations={self.mcts.num_simulations!r}: self-play and evaluation "
+                              "need at least 1 simulation per move")
+        resolve_device(self.device)
 
 
+SCHEMAS: dict[str, type] = {"model": NetworkConfig, "mcts": MCTSConfig, "rules": RulesConfig, "train": TrainConfig}
+"""The dataclass of each config group; each group's yaml files start from it (``defaults: [schema, _self_]``)."""
+GROUPS = (*SCHEMAS, "preset")
+"""The config groups; `preset` (configs/preset/) has no node of its own and sets several others."""
 ConfigStore.instance().store(name="config", node=Config)
-GROUPS = ("model", "mcts", "rules", "train")
+for _group, _schema in SCHEMAS.items():
+    ConfigStore.instance().store(group=_group, name=SCHEMA, node=_schema)
+
+
+def refuse_unknown_keys(node: Any, schema: type, where: str) -> None:
+    """Raise ConfigError for a key of `node` (and of its sub-nodes) that `schema` does not have (`+train.bogus=1`)."""
+    config_kwargs(schema, node, where or "top-level config", ConfigError)
+    types = get_type_hints(schema)
+    for f in fields(schema):
+        if is_dataclass(types[f.name]) and isinstance(node.get(f.name), DictConfig):
+            refuse_unknown_keys(node[f.name], types[f.name], f"{where}.{f.name}".lstrip("."))
+
+
+def checked_config(cfg: DictConfig) -> Config:
+    """The composed (or resumed) config as dataclasses with every value checked, before any work.
+
+    Raises a ValueError subclass naming the key at fault: an unknown key
+    (even one added with `+`), a value out of range (ConfigError,
+    NetworkShapeError, MCTSConfigError, LearnerConfigError, RuleSetError) or
+    a bad opponent spec (PlayerSpecError)."""
+    refuse_unknown_keys(cfg, Config, "")
+    try:
+        conf = OmegaConf.to_object(cfg)  # builds every dataclass, so each checks its own values
+    except OmegaConfBaseException as e:
+        raise ConfigError(str(e)) from None
+    assert isinstance(conf, Config)
+    rules = conf.rules.rule_set()
+    for key, specs in (("train.opponents", conf.train.opponents), ("train.eval.opponents", conf.train.eval.opponents)):
+        for spec in specs:
+            try:
+                make_player(spec, rules=rules, seed=0)
+            except ValueError as e:  # PlayerSpecError, a missing checkpoint ...
+                raise ConfigError(f"{key}: {e}") from None
+    if conf.train.opponent_fraction > 0 and not conf.train.opponents:
+        raise ConfigError(f"train.opponent_fraction={conf.train.opponent_fraction} needs train.opponents (player specs)")
+    return conf
+
+
+def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
+    """The config that ``python train.py <overrides>`` would run, composed in this process (tests, notebooks)."""
+    with initialize_config_dir(config_dir=str(config_dir("")), version_base=None, job_name="train"):
+        return compose(config_name="config", overrides=list(overrides))
 
 
 # --------------------------------------------------------------------------------------------
 @hydra.main(version_base=None, config_path="configs", config_name="config")
-def main(cfg: Config) -> None:
-    # -- configuration: a fresh run, or the stored config of the run being resumed --------------
+def main(cfg: DictConfig) -> None:
+    # -- configuration: a fresh run, or the stored config of the run being resumed; every value is
+    #    checked here, before any work and before the run directory exists ------------------------
     resume_from: Optional[dict[str, Any]] = None
     resume_path = Path()
-    if cfg.resume:
-        resume_path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
-        resume_from = load_checkpoint(resume_path)
-        cfg = resumed_config(resume_from["config"], resume_path)
+    try:
+        if cfg.resume:
+            resume_path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
+            resume_from = load_checkpoint(resume_path)
+            cfg = resumed_config(resume_from["config"], resume_path, HydraConfig.get().overrides.task)
+        if not cfg.name:
+            cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
+        conf = checked_config(cfg)
+    except ValueError as e:  # ConfigError, CheckpointError, PlayerSpecError, RuleSetError, ...
+        print(f"train.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    if resume_from is not None:
         log.info("resuming %s at iteration %d", resume_path, resume_from["counters"]["iteration"])
-    if not cfg.name:
-        cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
     run_dir = Path(cfg.out_dir) / cfg.name
     run_dir.mkdir(parents=True, exist_ok=True)
     config_yaml = OmegaConf.to_yaml(cfg)
     (run_dir / "config.yaml").write_text(config_yaml)
-    rules = RuleSet.from_dict(OmegaConf.to_container(cfg.rules))  # type: ignore[arg-type]
-    net_cfg = NetworkConfig.from_dict(OmegaConf.to_container(cfg.model))  # type: ignore[arg-type]
-    mcts_cfg = MCTSConfig.from_dict(OmegaConf.to_container(cfg.mcts))  # type: ignore[arg-type]
-    learner_cfg = LearnerConfig(**OmegaConf.to_container(cfg.train.learner))  # type: ignore[arg-type]
-    tc = cfg.train
+    rules, net_cfg, mcts_cfg, learner_cfg, tc = conf.rules.rule_set(), conf.model, conf.mcts, conf.train.learner, conf.train
 
     # -- seed ----------------------------------------------------------------------------------
     random.seed(cfg.seed)
@@ -211,8 +313,6 @@ def main(cfg: Config) -> None:
         torch.set_num_threads(cfg.threads)
 
     # -- build ---------------------------------------------------------------------------------
-    if tc.worker_backend not in BACKENDS:
-        raise WorkerBackendError(f"train.worker_backend={tc.worker_backend!r} is not one of {', '.join(BACKENDS)}")
     device = resolve_device(cfg.device)
     model = build_network(net_cfg).to(device)
     learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
@@ -344,19 +444,28 @@ def main(cfg: Config) -> None:
 # --------------------------------------------------------------------------------------------
 # Helpers (kept here because only this script needs them)
 # --------------------------------------------------------------------------------------------
-def resumed_config(stored_yaml: str, path: Path) -> Any:
-    """The run's stored config, with this command line's scalar overrides (not `resume`) on top."""
-    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
-    overrides = [o for o in parsed if o.key_or_group != "resume"]
-    groups = [o.input_line for o in overrides if o.key_or_group in GROUPS]
-    if groups:
-        raise CheckpointError(f"cannot change the config group(s) {', '.join(map(str, groups))} of the run in "
-                              f"{str(path)!r} when resuming; start a new run instead")
-    cfg = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(stored_yaml))
-    OmegaConf.set_struct(cfg, True)
-    for o in overrides:
-        OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)  # unknown keys raise (struct mode)
-    return cfg
+def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> DictConfig:
+    """The run's stored config (the composed config it started with) with this command line's
+    `key=value` overrides, except `resume`, merged on top; a config group cannot change."""
+    dotlist = []
+    for item in overrides:
+        key = item.split("=", 1)[0].lstrip("+")
+        if key == "resume":
+            continue
+        if key in GROUPS:
+            raise ConfigError(f"cannot change the config group {key!r} ({item}) of the run in {str(path)!r} "
+                              "when resuming; start a new run instead")
+        if "=" not in item or key.startswith("~"):
+            raise ConfigError(f"cannot apply {item!r} when resuming: only key=value overrides are")
+        dotlist.append(item.lstrip("+"))
+    try:  # the schema refuses unknown keys and mistyped values
+        cfg = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(stored_yaml), OmegaConf.from_dotlist(dotlist))
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"resuming {str(path)!r}: {e}") from None
+    with open_dict(cfg):  # as Hydra hands a composed config over: without its own nodes
+        cfg.pop("defaults")
+        cfg.pop("hydra")
+    return cfg  # type: ignore[return-value]
 
 
 def derive_seed(seed: int, purpose: str, iteration: int) -> int:

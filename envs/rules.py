@@ -8,12 +8,13 @@ variant name.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 
-from envs.config import config_kwargs
+from envs.config import config_dir, config_kwargs, group_options, read_config_file
 
 # Indices into the int64 flag array the kernels read.
 F_DOG_OVER_WOLF = 0
@@ -137,45 +138,34 @@ def _as_int(key: str, value: Any) -> int:
 DEFAULT_RULES = RuleSet()
 
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
-"""The Hydra config group of named rule sets (one yaml file per set)."""
-
-
 def rule_set_names() -> list[str]:
-    """Names of the rule sets in `configs/rules/` (file stems), sorted."""
-    return sorted(p.stem for p in RULES_DIR.glob("*.yaml"))
+    """Names of the rule sets in the `rules` config group (`configs/rules/`), sorted."""
+    return group_options("rules")
 
 
 def load_rules(name_or_path: Union[str, Path]) -> RuleSet:
-    """The RuleSet of a named set in `configs/rules/` (`"dog_over_wolf"`) or of a yaml file.
+    """The RuleSet of a named set of the `rules` config group (`"dog_over_wolf"`) or of a yaml file.
 
     A file sets only RuleSet fields; the fields it leaves out keep their
-    defaults. Raises RuleSetError naming the set, the file or the key at fault."""
-    from omegaconf import OmegaConf  # lazy: only this helper needs it
-
+    defaults. The named sets are found where the project is installed
+    (`envs.config.config_dir`). Raises RuleSetError naming the set, the file
+    or the key at fault."""
     text = str(name_or_path)
     path = Path(text)
+    source: Union[Traversable, Path] = path
     if not (path.suffix in (".yaml", ".yml") or path.is_file()):
-        path = RULES_DIR / f"{text}.yaml"
-        if not path.is_file():
+        source = config_dir("rules") / f"{text}.yaml"
+        if not source.is_file():
             raise RuleSetError(
                 f"unknown rule set {text!r}; known sets: {', '.join(rule_set_names())} (or a path to a yaml file)"
             )
     elif not path.is_file():
         raise RuleSetError(f"rule set file {text!r} does not exist")
+    values = read_config_file(source, "rule set", RuleSetError)
     try:
-        node = OmegaConf.load(path)
-    except Exception as e:  # the yaml parser's own errors
-        raise RuleSetError(f"rule set file {str(path)!r} is not valid yaml: {e}") from None
-    values = OmegaConf.to_container(node, resolve=True) if node is not None else {}
-    if values is None:
-        values = {}
-    if not isinstance(values, dict):
-        raise RuleSetError(f"rule set file {str(path)!r} must hold a mapping of rule keys, not a list")
-    try:
-        return RuleSet.from_dict({str(k): v for k, v in values.items()})
+        return RuleSet.from_dict(values)
     except RuleSetError as e:
-        raise RuleSetError(f"rule set file {str(path)!r}: {e}") from None
+        raise RuleSetError(f"rule set file {str(source)!r}: {e}") from None
 
 
 RulesLike = Union[RuleSet, Mapping[str, Any], str, Path, None]

@@ -1,15 +1,22 @@
-"""Smoke runs of train.py in a subprocess: events, checkpoints, resume, clear errors."""
+"""train.py: smoke runs in a subprocess (events, checkpoints, resume, clear errors); its config composed
+and checked in-process with Hydra's compose API (groups, presets, bad values refused before any work)."""
 
 import subprocess
 import sys
+from dataclasses import fields, is_dataclass
 from pathlib import Path
+from typing import Any, get_type_hints
 
 import pytest
 import torch
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.alphazero.checkpoint import load_checkpoint
 from agents.arena.records import read_jsonl
+from envs.config import config_dir, group_options, read_config_file
+from jungle_zero import train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3"]
@@ -86,26 +93,127 @@ def test_a_corrupted_checkpoint_is_refused_with_a_clear_message(run_dir: Path, t
     assert "corrupt or truncated" in r.stderr and str(bad) in r.stderr
 
 
+def refused(*overrides: str) -> str:
+    """The message of the error that the config `overrides` compose into (or that composing them raises)."""
+    with pytest.raises((ValueError, HydraException)) as e:
+        train.checked_config(train.compose_config(overrides))
+    return str(e.value)
+
+
 def test_an_unknown_config_key_is_an_error() -> None:
-    r = run_train("train.bogus_key=1")
-    assert r.returncode != 0
-    assert "bogus_key" in r.stderr
-    r = run_train('train.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec fails before any game
-    assert r.returncode != 0
-    assert "depth='-1' must be in" in r.stderr and "iter 1" not in r.stdout
-    r = run_train("train.worker_backend=threads", "train.workers=2")  # refused before any game
-    assert r.returncode != 0
-    assert "worker_backend='threads'" in r.stderr and "iter 1" not in r.stdout
-    r = run_train("model=huge")
-    assert r.returncode != 0 and "huge" in r.stderr
+    assert "bogus_key" in refused("train.bogus_key=1")
+    assert "depth='-1' must be in" in refused('train.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
+    assert "worker_backend='threads'" in refused("train.worker_backend=threads", "train.workers=2")
+    assert "huge" in refused("model=huge")
 
 
 @pytest.mark.parametrize("group", ["default", "gpu", "tiny", "opponents"])
 def test_every_train_group_composes(group: str) -> None:
     """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys)."""
-    r = run_train(f"train={group}", "--cfg", "job")
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "iterations:" in r.stdout
+    cfg = train.compose_config([f"train={group}"])
+    text = OmegaConf.to_yaml(cfg)
+    assert "iterations:" in text
     if group == "opponents":
-        assert "- alphabeta:depth=2,noise=50" in r.stdout and "opponent_fraction: 0.3" in r.stdout
-        assert "simulations: 128" in r.stdout  # the default group's evaluation is kept
+        assert "- alphabeta:depth=2,noise=50" in text and "opponent_fraction: 0.3" in text
+        assert "simulations: 128" in text  # the default group's evaluation is kept
+    train.checked_config(cfg)
+
+
+@pytest.mark.parametrize("override, words", [
+    ("train.checkpoint_every=0", "train.checkpoint_every=0 must be >= 1"),
+    ("train.batch_size=0", "train.batch_size=0 must be >= 1"),
+    ("train.iterations=0", "train.iterations=0 must be >= 1"),
+    ("mcts.num_simulations=0", "mcts.num_simulations=0"),
+    ("+train.bogus=1", "unknown train key(s) bogus"),
+    ("+bogus=1", "unknown top-level config key(s) bogus"),
+    ("+train.eval.bogus=1", "unknown train.eval key(s) bogus"),
+    ("train.parallel=0", "train.parallel=0"),
+    ("train.games_per_iteration=0", "train.games_per_iteration=0"),
+    ("train.max_plies=0", "train.max_plies=0"),
+    ("train.opponent_fraction=1.5", "train.opponent_fraction=1.5 must lie in [0, 1]"),
+    ("train.opponent_fraction=0.5", "needs train.opponents"),
+    ("train.min_replay=70000", "learning would never start"),
+    ("train.eval.games=0", "train.eval.games=0"),
+    ("train.eval.simulations=0", "train.eval.simulations=0"),
+    ("train.eval.every=-1", "train.eval.every=-1"),
+    ("threads=-1", "threads=-1"),
+    ("train.eval.opponents=[nobody]", "train.eval.opponents: unknown player kind 'nobody'"),
+    ("rules.repetition=maybe", "repetition='maybe'"),
+    ("model.blocks=-1", "blocks=-1"),
+    ("train.learner.lr=0", "learning rate must be > 0"),
+    ("mcts.algorithm=alphabeta", "'alphabeta' is not one of"),
+    ("device=gpu9", "unknown device 'gpu9'"),
+])
+def test_bad_values_are_refused(override: str, words: str) -> None:
+    """Each bad value is an error that names it, found by composing and checking the config alone."""
+    assert words in refused(override)
+
+
+@pytest.mark.parametrize("override", ["train.checkpoint_every=0", "+train.bogus=1", "mcts.num_simulations=0",
+                                      'train.opponents=["alphabeta:depth=-1"]'])
+def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        train.main(train.compose_config([override, f"out_dir={tmp_path}", "name=failed"]))
+    assert stop.value.code == 2
+    assert "train.py: error:" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def defaults_of(schema: type) -> dict[str, Any]:
+    """The schema's default values as plain data (nested dataclasses as dicts)."""
+    return OmegaConf.to_container(OmegaConf.structured(schema))  # type: ignore[return-value]
+
+
+def repeated_defaults(values: dict[str, Any], defaults: dict[str, Any], where: str = "") -> list[str]:
+    """The keys of `values` whose value is the schema's default (a yaml file should not restate them)."""
+    out = []
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(defaults.get(key), dict):
+            out += repeated_defaults(value, defaults[key], f"{where}{key}.")
+        elif key in defaults and value == defaults[key]:
+            out.append(where + key)
+    return out
+
+
+@pytest.mark.parametrize("group", sorted(train.SCHEMAS))
+def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> None:
+    """Every option of a group composes alone and passes the checks, sets only its own node, and states
+    only the values that differ from its dataclass's defaults."""
+    defaults = defaults_of(train.SCHEMAS[group])
+    base = OmegaConf.to_container(train.compose_config([]))
+    for option in group_options(group):
+        values = read_config_file(config_dir(group) / f"{option}.yaml", group, ValueError)
+        assert repeated_defaults(values, defaults) == [], f"{group}/{option}"
+        cfg = train.compose_config([f"{group}={option}"])
+        train.checked_config(cfg)
+        changed = {k for k, v in OmegaConf.to_container(cfg).items() if v != base[k]}  # type: ignore[union-attr]
+        assert changed <= {group}, f"{group}={option} changes {changed}"
+
+
+def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
+    default = train.checked_config(train.compose_config([]))
+    assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 16, 1)  # preset=cpu
+    gpu = train.checked_config(train.compose_config(["preset=gpu"]))
+    assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
+    assert gpu.train.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
+    mine = train.checked_config(train.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8"]))
+    assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.parallel) == (6, 8, 1024)
+    smoke = train.checked_config(train.compose_config(["preset=smoke"]))
+    assert (smoke.model.blocks, smoke.mcts.num_simulations, smoke.train.iterations) == (1, 4, 2)
+    assert train.checked_config(train.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
+
+
+def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path) -> None:
+    stored = OmegaConf.to_yaml(train.compose_config(["train=tiny", "name=run", "seed=5"]))
+    cfg = train.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9", "train.opponents=[random]",
+                                                  "+train.opponent_fraction=0.25"])
+    conf = train.checked_config(cfg)
+    assert (conf.seed, conf.name, conf.train.iterations, conf.train.batch_size) == (5, "run", 9, 16)
+    assert conf.train.opponents == ["random"] and conf.train.opponent_fraction == 0.25
+    assert "defaults" not in cfg and "hydra" not in cfg
+    for bad, words in (("model=large", "config group 'model'"), ("preset=gpu", "config group 'preset'"),
+                       ("train.bogus=1", "bogus"), ("train.iterations=many", "iterations"),
+                       ("~train.eval", "only key=value")):
+        with pytest.raises(train.ConfigError, match=words):
+            train.resumed_config(stored, tmp_path, [bad])
