@@ -25,17 +25,15 @@ import argparse
 import io
 import time
 from functools import partial
-from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, fuse_for_inference, inference_dtype
+from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
-ROOT = Path(__file__).resolve().parents[1]
 PATHS = ("fp32", "fused", "bf16", "auto", "chlast", "compile", "onnxrt")
 Runner = Callable[[np.ndarray, np.ndarray], object]
 
@@ -132,9 +130,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    stored = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "model" / f"{args.model}.yaml"))
-    assert isinstance(stored, dict)
-    cfg = NetworkConfig.from_dict({k: v for k, v in stored.items() if k != "defaults"})
+    cfg = NetworkConfig.from_dict(read_config_file(config_dir("model") / f"{args.model}.yaml", "model", ValueError))
     devices = [torch.device("cpu")]
     if torch.cuda.is_available() and not args.cpu_only:
         devices.append(torch.device("cuda"))

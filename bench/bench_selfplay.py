@@ -16,22 +16,20 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 from agents.alphazero.mcts import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerSettings, make_selfplay_pool
 from envs import RuleSet
-
-ROOT = Path(__file__).resolve().parents[1]
+from envs.config import config_dir, read_config_file
 
 
 def load(group: str, name: str) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / group / f"{name}.yaml"))  # type: ignore[return-value]
+    """The values of one option of a config group (configs/<group>/<name>.yaml)."""
+    return read_config_file(config_dir(group) / f"{name}.yaml", group, ValueError)
 
 
 def main() -> None:
