@@ -39,8 +39,8 @@ def random_openings(games: GameBatch, plies: int, seed: int) -> None:
 
 
 def bench_search(algorithm: str, n_games: int, sims: int, repeats: int) -> float:
-    flags = RuleSet().flags()
-    games = GameBatch(n_games, flags)
+    games = GameBatch(n_games, RuleSet())
+    flags = games.flags
     random_openings(games, 10, seed=1)
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False)
     mcts = BatchedMCTS(uniform_evaluator, cfg, flags, seed=0)
@@ -62,8 +62,8 @@ def zero_network(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def bench_evaluator_path(algorithm: str, n_games: int, sims: int) -> float:
-    flags = RuleSet().flags()
-    games = GameBatch(n_games, flags)
+    games = GameBatch(n_games, RuleSet())
+    flags = games.flags
     random_openings(games, 10, seed=1)
     mcts = BatchedMCTS(zero_network, MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False), flags,
                        seed=0)

@@ -19,7 +19,8 @@ from agents.alphazero.mcts import (
     uniform_evaluator,
 )
 
-FLAGS = RuleSet().flags()
+RULES = RuleSet()
+FLAGS = RULES.flags()
 ALGORITHMS = ("puct", "gumbel")
 
 # Red Elephant on d8 enters Blue's den d9 in one.
@@ -68,7 +69,7 @@ def linear_evaluator(seed: int = 0):
 
 def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
                seed: int = 0):
-    games = GameBatch(1, FLAGS, start_jfen=jfen)
+    games = GameBatch(1, RULES, start_jfen=jfen)
     mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims), FLAGS, seed=seed)
     return games, mcts, mcts.search(games, add_noise=add_noise)
 
@@ -118,7 +119,7 @@ def _has_den_entry(board: Board) -> bool:
 
 
 def test_gumbel_policy_is_a_distribution_over_legal_actions() -> None:
-    games = GameBatch(3, FLAGS)
+    games = GameBatch(3, RULES)
     for i, moves in enumerate(([], ["a3a4"], ["a3a4", "g7g6", "g3g4"])):
         for m in moves:
             games.play(i, action_of_state(games, i, m))
@@ -148,10 +149,10 @@ def test_root_visits_sum_to_the_simulations(algorithm: str) -> None:
 def test_a_game_searches_the_same_alone_and_beside_others(algorithm: str) -> None:
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=40)
     ev = linear_evaluator(2)
-    alone = GameBatch(1, FLAGS)
+    alone = GameBatch(1, RULES)
     mcts_alone = BatchedMCTS(ev, cfg, FLAGS, seed=5, n_games=1)
     mcts_alone.reseed(0, 77)
-    crowd = GameBatch(3, FLAGS)
+    crowd = GameBatch(3, RULES)
     for i, m in ((0, "a3a4"), (1, "g3g4"), (1, "a7a6")):
         crowd.play(i, action_of_state(crowd, i, m))
     mcts_crowd = BatchedMCTS(ev, cfg, FLAGS, seed=9, n_games=3)
@@ -181,7 +182,7 @@ def material_evaluator(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, n
 def test_a_material_evaluator_beats_random_play_in_both_colours(algorithm: str) -> None:
     """End to end: values from the side to move, backed up with alternating signs, make a winning player."""
     n = 8
-    games = GameBatch(n, FLAGS, max_plies=300)
+    games = GameBatch(n, RULES, max_plies=300)
     mcts = BatchedMCTS(material_evaluator, MCTSConfig(algorithm=algorithm, num_simulations=40), FLAGS, seed=1)
     searcher_side = np.arange(n) % 2  # Red in even games, Blue in odd ones
     rng = np.random.default_rng(0)
@@ -200,7 +201,7 @@ def test_per_game_simulations_and_noise_match_separate_searches(algorithm: str) 
     """Playout caps: a cheap noiseless search beside a full noisy one, in the same lockstep batches."""
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=30)
     ev = linear_evaluator(3)
-    games = GameBatch(2, FLAGS)
+    games = GameBatch(2, RULES)
     games.play(1, action_of_state(games, 1, "a3a4"))
     mixed = BatchedMCTS(ev, cfg, FLAGS, seed=4, n_games=2)
     out = mixed.search(games, add_noise=np.array([False, True]), num_simulations=np.array([5, 30]))
@@ -222,7 +223,7 @@ def test_only_new_nonterminal_leaves_reach_the_evaluator() -> None:
         assert mask.any(axis=1).all()  # every position sent has legal moves: none is over
         return uniform_evaluator(obs, mask)
 
-    games = GameBatch(3, FLAGS)
+    games = GameBatch(3, RULES)
     games.reset(0, DEN_IN_ONE)
     games.reset(1, DEN_IN_ONE)
     games.play(1, action_of_state(games, 1, "d8d9"))  # finished
@@ -237,7 +238,7 @@ def test_only_new_nonterminal_leaves_reach_the_evaluator() -> None:
 
 
 def test_finished_and_inactive_games_are_skipped() -> None:
-    games = GameBatch(3, FLAGS)
+    games = GameBatch(3, RULES)
     games.reset(1, "7/3E3/6e/7/7/7/7/7/7 r 0 1")
     games.play(1, action_of_state(games, 1, "d8d9"))
     assert games.done[1]
@@ -287,7 +288,7 @@ def test_terminal_values_are_exact_in_the_tree(algorithm: str) -> None:
 def test_repetition_is_judged_on_game_history_plus_path() -> None:
     # Elephants shuffle: after these 6 plies, Red a4a3 then Blue g6g7 repeats the start position a third time.
     shuffle = ["a3a4", "g7g6", "a4a3", "g6g7", "a3a4", "g7g6"]
-    games = GameBatch(1, FLAGS)
+    games = GameBatch(1, RULES)
     for m in shuffle:
         games.play(0, action_of_state(games, 0, m))
     board = games.board(0)
@@ -305,7 +306,7 @@ def test_repetition_is_judged_on_game_history_plus_path() -> None:
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> None:
-    games = GameBatch(1, FLAGS)
+    games = GameBatch(1, RULES)
     mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm=algorithm, num_simulations=64), FLAGS, seed=0)
     out = mcts.search(games, add_noise=False)
     a = int(out.action[0])
@@ -320,7 +321,7 @@ def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> N
     # Without reuse the tree starts afresh.
     mcts_fresh = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm=algorithm, num_simulations=64,
                                                             reuse_tree=False), FLAGS, seed=0)
-    games = GameBatch(1, FLAGS)
+    games = GameBatch(1, RULES)
     out = mcts_fresh.search(games, add_noise=False)
     games.play(0, int(out.action[0]))
     mcts_fresh.advance(0, int(out.action[0]))
@@ -328,7 +329,7 @@ def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> N
 
 
 def test_trees_grow_for_longer_searches() -> None:
-    games = GameBatch(2, FLAGS)
+    games = GameBatch(2, RULES)
     mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=4), FLAGS, seed=0)
     small = mcts.max_nodes
     out = mcts.search(games, num_simulations=400, add_noise=False)
@@ -362,7 +363,7 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_tree_invariants_hold_through_play_and_reuse(algorithm: str) -> None:
-    games = GameBatch(4, FLAGS, max_plies=30)
+    games = GameBatch(4, RULES, max_plies=30)
     mcts = BatchedMCTS(linear_evaluator(4), MCTSConfig(algorithm=algorithm, num_simulations=24), FLAGS, seed=2)
     while not games.done.all():
         out = mcts.search(games)
@@ -375,7 +376,7 @@ def test_tree_invariants_hold_through_play_and_reuse(algorithm: str) -> None:
 
 
 def test_a_stale_tree_is_discarded() -> None:
-    games = GameBatch(1, FLAGS)
+    games = GameBatch(1, RULES)
     mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=20), FLAGS, seed=0)
     out = mcts.search(games)
     games.play(0, int(out.action[0]))  # no advance: the tree no longer matches the game
@@ -404,7 +405,7 @@ def test_decisive_moves_prove_wins_one_ply_early(colour: str) -> None:
         jfen, safe = rotate(STOP_DEN_ENTRY), rotate_move(safe)
     n_moves = len(Board.from_jfen(jfen).legal_moves)
     for decisive in (True, False):
-        games = GameBatch(1, FLAGS, start_jfen=jfen)
+        games = GameBatch(1, RULES, start_jfen=jfen)
         config = MCTSConfig(algorithm="puct", num_simulations=2 * n_moves, decisive_moves=decisive)
         mcts = BatchedMCTS(uniform_evaluator, config, FLAGS, seed=0)
         out = mcts.search(games, add_noise=False)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import Board, RuleSet
-from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask
+from envs import Board, Move, RuleSet
+from envs import kernels as K
+from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
@@ -111,9 +112,80 @@ def test_games_do_not_depend_on_the_number_played_in_parallel() -> None:
 
 
 def test_gamebatch_refuses_illegal_actions() -> None:
-    games = GameBatch(1, RULES.flags())
+    games = GameBatch(1, RULES)
     with pytest.raises(ValueError, match="not legal"):
         games.play(0, 2)  # the Tiger on a1 moving south, off the board
+
+
+def test_gamebatch_keeps_its_ruleset_and_refuses_bare_flags() -> None:
+    rules = RuleSet(no_capture_draw=40, repetition="off")
+    games = GameBatch(2, rules)
+    assert games.rules is rules and games.board(1).rules is rules
+    np.testing.assert_array_equal(games.flags, rules.flags())
+    with pytest.raises(ValueError, match="RuleSet"):
+        GameBatch(1, rules.flags())  # type: ignore[arg-type]
+
+
+def test_load_board_copies_a_game_and_board_returns_it() -> None:
+    """Board -> slot by copying arrays; slot -> Board equal to a replay; both go on in step."""
+    board = Board.from_jfen("7/3E3/6e/7/7/7/7/7/7 b 3 9", rules=RULES)
+    for m in ("g7g8", "d8c8", "g8f8", "c8c7"):
+        board.push(m)
+    games = GameBatch(3, RULES, max_plies=50)
+    games.play(1, int(np.flatnonzero(games.masks(1)[0])[0]))
+    games.load_board(1, board)
+    assert games.start[1] == "7/3E3/6e/7/7/7/7/7/7 b 3 9"
+    assert games.moves(1) == [str(m) for m in board.move_stack]
+    np.testing.assert_array_equal(games.state[1], board.state)
+    np.testing.assert_array_equal(games.hashes[1, : board.ply + 1], board.hashes[: board.ply + 1])
+    obs = np.zeros(OBS_SHAPE, dtype=np.float32)
+    encode_observation(board.state, board.hashes, board.flags, obs)
+    np.testing.assert_array_equal(games.observations(1)[0], obs)
+    assert not games.done[1] and games.plies(1) == 4
+    back = games.board(1)
+    assert back == board and back.move_stack == board.move_stack
+    np.testing.assert_array_equal(back.hashes[: back.ply + 1], board.hashes[: board.ply + 1])
+    for m in ("f8f9", "c7b7"):  # the batch and the board it handed out go on alike
+        action = int(move_to_action(Move.from_str(m).to_int(), games.side_to_move(1)))
+        games.play(1, action)
+        board.push(m)
+        assert games.board(1) == board
+    back.push("f8f7")  # the copy handed out is the caller's own
+    assert games.board(1) == board
+    with pytest.raises(ValueError, match="plies"):
+        GameBatch(1, RULES, max_plies=3).load_board(0, board)
+    with pytest.raises(ValueError, match="plays"):
+        GameBatch(1, RuleSet()).load_board(0, board)
+
+
+def test_a_loaded_finished_game_is_done() -> None:
+    board = Board(rules=RULES)
+    for m in ["a3a4", "g7g6", "a4a3", "g6g7"] * 2:
+        board.push(m)
+    assert board.outcome() is not None
+    out = board.outcome()
+    assert out is not None and out.termination.name == "REPETITION"
+    games = GameBatch(1, RULES)
+    games.load_board(0, board)
+    assert games.done[0] and not games.truncated[0] and not games.masks(0).any()
+    assert games.outcome(0) == (out.termination.value, K.DRAW)
+
+
+def test_board_replays_a_game_once_then_follows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    pushes = []
+    real_push = Board.push
+    monkeypatch.setattr(Board, "push", lambda self, move: (pushes.append(str(move)), real_push(self, move))[1])
+    games = GameBatch(1, RULES)
+    for _ in range(3):
+        games.play(0, int(np.flatnonzero(games.masks(0)[0])[0]))
+    games.board(0)
+    assert len(pushes) == 3  # the first call replays the game so far
+    for _ in range(4):
+        games.play(0, int(np.flatnonzero(games.masks(0)[0])[0]))
+        games.board(0)
+    assert len(pushes) == 7  # then one push per move played, however often it is asked for
+    games.reset(0)
+    assert games.board(0).ply == 0 and len(pushes) == 7
 
 
 class FirstMove:

@@ -25,7 +25,7 @@ from agents.alphazero.network import Evaluator
 from envs.players import Player, make_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
-from envs.encoding import action_to_move, move_to_action
+from envs.encoding import move_to_action
 
 
 @dataclass
@@ -87,18 +87,15 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     position after that many random plies, one game with each colour, so two
     deterministic players still play varied games.
     """
-    flags = rules.flags()
     openings = random_openings((games + 1) // 2, opening_plies, rules, np.random.default_rng(seed))
-    starts = [openings[i // 2] for i in range(games)]
-    batch = GameBatch(games, flags, max_plies=max_plies)
+    batch = GameBatch(games, rules, max_plies=max_plies)
     for i in range(games):
-        batch.reset(i, starts[i])
-    boards = [Board(starts[i], rules=rules) for i in range(games)]
+        batch.reset(i, openings[i // 2])
     a_side = np.array([K.RED if i % 2 == 0 else K.BLUE for i in range(games)])  # a's colour per game
     searches: dict[int, BatchedMCTS] = {}
     for k, s in enumerate((a, b)):
         if isinstance(s, Searcher):
-            searches[k] = BatchedMCTS(s.evaluator, greedy(s.mcts), flags, seed=seed + 7919 * k)
+            searches[k] = BatchedMCTS(s.evaluator, greedy(s.mcts), batch.flags, seed=seed + 7919 * k)
         else:
             s.reset()
     while not batch.done.all():
@@ -114,10 +111,12 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
             else:
                 actions = {}
                 for j in idx.tolist():
-                    move = side.select_move(boards[j])
+                    move = side.select_move(batch.board(j))
                     actions[j] = int(move_to_action(move.to_int(), int(to_move[j])))
             for g, action in actions.items():
-                _play(batch, boards, searches, g, action)
+                batch.play(g, action)
+                for search in searches.values():
+                    search.advance(g, action)
     result = MatchResult()
     for i in range(games):
         result.plies += batch.plies(i)
@@ -129,15 +128,6 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
         else:
             result.losses += 1
     return result
-
-
-def _play(batch: GameBatch, boards: list[Board], searches: dict[int, BatchedMCTS], i: int, action: int) -> None:
-    """Play `action` in game `i` everywhere the game is tracked (batch, Board, both search trees)."""
-    move = Move.from_int(int(action_to_move(batch.state[i], action)))
-    batch.play(i, action)
-    boards[i].push(move)
-    for s in searches.values():
-        s.advance(i, action)
 
 
 def play_vs_spec(searcher: Searcher, spec: str, *, games: int, rules: RuleSet, seed: int,

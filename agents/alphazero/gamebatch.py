@@ -6,9 +6,14 @@ by the rules (`outcome`) or when ``max_plies`` plies have been played
 (``truncated[i]``: no result by the rules, a draw for training purposes).
 Observations and legal-action masks of many games come from one numba call.
 
-    >>> games = GameBatch(4, RuleSet().flags())
+    >>> games = GameBatch(4, RuleSet())
     >>> obs, mask = games.observations(), games.masks()      # [4, 24, 9, 7], [4, 252]
     >>> games.play(0, int(np.flatnonzero(mask[0])[0]))
+
+This is the one bridge between these arrays and `envs.Board`:
+`load_board` copies a Board's game into a slot (its arrays, no replay), and
+`board` hands out a game as a Board, kept in step with the game move by
+move once asked for (players that take a Board, in self-play and matches).
 """
 
 from __future__ import annotations
@@ -57,22 +62,34 @@ def _play(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.nda
     return -1
 
 
+@njit(cache=True)
+def _first_position(state: np.ndarray, hist: np.ndarray, out: np.ndarray) -> None:
+    """`out` = the position before every move of `hist` was played (the game's first position)."""
+    out[:] = state
+    for _ in range(state[K.S_PLY]):
+        K.unmake_move(out, hist)
+
+
 class GameBatch:
-    """B games advanced independently (one `play` per game), read in batches.
+    """B games under one `RuleSet`, advanced independently (one `play` per game), read in batches.
 
     Attributes (all indexed by game): ``state`` int16 [B, STATE_LEN], ``hist``
     int16 [B, max_plies, 5], ``hashes`` uint64 [B, max_plies + 1], ``done``,
     ``truncated`` bool [B], ``term`` / ``winner`` int64 [B] (``TERM_NONE`` / -1
-    while a game goes on or when it was truncated), ``start`` list of JFENs.
+    while a game goes on or when it was truncated), ``start`` list of JFENs;
+    ``rules`` the RuleSet given and ``flags`` its compiled flags.
     """
 
-    def __init__(self, n: int, flags: np.ndarray, start_jfen: str = START_JFEN, max_plies: int = 1000) -> None:
+    def __init__(self, n: int, rules: RuleSet, start_jfen: str = START_JFEN, max_plies: int = 1000) -> None:
+        if not isinstance(rules, RuleSet):
+            raise ValueError(f"a GameBatch takes a RuleSet, got {type(rules).__name__}")
         if n < 1:
             raise ValueError(f"a GameBatch needs at least one game, got n={n}")
         if max_plies < 1:
             raise ValueError(f"max_plies must be >= 1, got {max_plies}")
         self.n = int(n)
-        self.flags = np.asarray(flags, dtype=np.int64)
+        self.rules = rules
+        self.flags = rules.flags()
         self.max_plies = int(max_plies)
         self.state = np.zeros((n, K.STATE_LEN), dtype=np.int16)
         self.hist = np.zeros((n, self.max_plies, K.HIST_WIDTH), dtype=np.int16)
@@ -82,6 +99,7 @@ class GameBatch:
         self.term = np.zeros(n, dtype=np.int64)
         self.winner = np.full(n, -1, dtype=np.int64)
         self.start: list[str] = [start_jfen] * n
+        self._boards: list[Optional[Board]] = [None] * n  # games handed out as Boards, kept in step
         for i in range(n):
             self.reset(i, start_jfen)
 
@@ -99,6 +117,27 @@ class GameBatch:
         self.hashes[i] = 0
         self.hashes[i, 0] = K.compute_hash(st)
         self.truncated[i] = False
+        self._boards[i] = None
+        self._update_outcome(i)
+
+    def load_board(self, i: int, board: Board) -> None:
+        """Make game `i` the game of `board`: its first position, moves and history arrays, copied as they
+        are (no replay). ValueError if the board plays other rules or has more plies than `max_plies`."""
+        if board.rules != self.rules:
+            raise ValueError(f"the board plays {board.rules}, this GameBatch {self.rules}")
+        ply = board.ply
+        if ply > self.max_plies:
+            raise ValueError(f"the board has {ply} plies, more than this GameBatch's max_plies={self.max_plies}")
+        first = np.empty_like(board.state)
+        _first_position(board.state, board.hist, first)
+        self.start[i] = state_to_jfen(first)
+        self.state[i] = board.state
+        self.hist[i, :ply] = board.hist[:ply]
+        self.hist[i, ply:] = 0
+        self.hashes[i, : ply + 1] = board.hashes[: ply + 1]
+        self.hashes[i, ply + 1 :] = 0
+        self.truncated[i] = False
+        self._boards[i] = None
         self._update_outcome(i)
 
     def play(self, i: int, action: int) -> None:
@@ -108,6 +147,9 @@ class GameBatch:
         m = _play(self.state[i], self.hist[i], self.hashes[i], self.flags, int(action))
         if m < 0:
             raise IllegalMoveError(f"action {action} is not legal in game {i} ({state_to_jfen(self.state[i])!r})")
+        board = self._boards[i]
+        if board is not None:
+            board.push(Move.from_int(int(m)))
         self._update_outcome(i)
 
     def _update_outcome(self, i: int) -> None:
@@ -156,35 +198,14 @@ class GameBatch:
         """The moves of game `i` so far, as strings like `a3a4`."""
         return [str(Move(int(f), int(t))) for f, t in self.hist[i, : self.plies(i), :2]]
 
-    def board(self, i: int, rules: Optional[RuleSet] = None) -> Board:
-        """Game `i` as a Board (a copy: start position plus the moves played)."""
-        board = Board.from_jfen(self.start[i], rules=rules if rules is not None else _rules_of(self.flags))
-        for m in self.moves(i):
-            board.push(m)
-        return board
+    def board(self, i: int) -> Board:
+        """Game `i` as a Board (a copy, yours to change). The first call for a game replays its moves once;
+        from then on the batch pushes each move played on its own Board, so later calls only copy it."""
+        board = self._boards[i]
+        if board is None:
+            board = Board.from_jfen(self.start[i], rules=self.rules)
+            for m in self.moves(i):
+                board.push(m)
+            self._boards[i] = board
+        return board.copy()
 
-
-def _rules_of(flags: np.ndarray) -> RuleSet:
-    """The RuleSet whose flags are `flags` (GameBatch only keeps the flags)."""
-    from envs.rules import (
-        F_ANTI_CHASE,
-        F_DOG_OVER_WOLF,
-        F_ENEMY_RAT_BLOCKS,
-        F_KEEPS_RANK,
-        F_NO_CAPTURE_LIMIT,
-        F_RATS_IGNORE_WATER,
-        F_REPETITION_DRAW,
-    )
-
-    rules = RuleSet(
-        rank_order="dog_over_wolf" if flags[F_DOG_OVER_WOLF] else "standard",
-        river_rats="rats_ignore_water" if flags[F_RATS_IGNORE_WATER] else "strict",
-        jump_blocking="enemy_rat" if flags[F_ENEMY_RAT_BLOCKS] else "any_rat",
-        trapped_attacker="keeps_rank" if flags[F_KEEPS_RANK] else "powerless",
-        repetition="draw" if flags[F_REPETITION_DRAW] else "off",
-        no_capture_draw=int(flags[F_NO_CAPTURE_LIMIT]),
-        anti_chase="7-3+17-5" if flags[F_ANTI_CHASE] else "off",
-    )
-    if not np.array_equal(rules.flags(), flags):
-        raise ValueError(f"flags {flags.tolist()} do not come from a RuleSet")
-    return rules

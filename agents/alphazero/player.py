@@ -26,7 +26,7 @@ from agents.alphazero.mcts import BatchedMCTS, MCTSConfig
 from agents.alphazero.network import PRECISIONS, make_evaluator, resolve_device
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
-from envs.encoding import action_to_move, move_to_action
+from envs.encoding import action_to_move
 
 
 class CheckpointPlayer:
@@ -52,9 +52,11 @@ class CheckpointPlayer:
                                   n_games=1)
         self.last_value = 0.0
         """The root value of the last search, from the view of the side that was to move."""
+        self._games: Optional[GameBatch] = None
 
     def select_move(self, board: Board) -> Move:
-        games = _as_batch(board)
+        games = self._batch_for(board)
+        games.load_board(0, board)
         if games.done[0]:
             raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
         out = self.search.search(games, add_noise=False)
@@ -63,6 +65,17 @@ class CheckpointPlayer:
 
     def reset(self) -> None:
         self.search.advance(0, -1)
+
+    def _batch_for(self, board: Board) -> GameBatch:
+        """The one-game GameBatch the search reads, kept between moves: rebuilt only for other rules or
+        when the game outgrows its history (grown in steps, with room to spare: a game never ends there)."""
+        games = self._games
+        if games is None or games.rules != board.rules or games.max_plies < board.ply + 512:
+            room = 2048
+            while room < board.ply + 512:
+                room *= 2
+            games = self._games = GameBatch(1, board.rules, max_plies=room)
+        return games
 
 
 def _stored_mcts(config_yaml: str) -> MCTSConfig:
@@ -73,22 +86,6 @@ def _stored_mcts(config_yaml: str) -> MCTSConfig:
     if "mcts" not in node:
         return MCTSConfig()
     return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
-
-
-def _as_batch(board: Board) -> GameBatch:
-    """A one-game GameBatch holding `board`'s game (its first position and every move, for repetition)."""
-    first = board.copy()
-    while first.move_stack:
-        first.pop()
-    room = 2048  # a fixed history size (grown in steps) lets the search keep its work arrays between moves
-    while room < len(board.move_stack) + 512:
-        room *= 2
-    games = GameBatch(1, board.flags, start_jfen=first.jfen(), max_plies=room)
-    replay = first
-    for move in board.move_stack:
-        games.play(0, int(move_to_action(move.to_int(), int(replay.side_to_move))))
-        replay.push(move)
-    return games
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:

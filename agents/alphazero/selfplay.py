@@ -53,9 +53,9 @@ import numpy as np
 from tqdm import tqdm
 
 from envs import kernels as K
-from envs.board import START_JFEN, Board, Move, Termination, parse_jfen
+from envs.board import START_JFEN, Termination, parse_jfen
 from envs.config import config_kwargs
-from envs.encoding import N_ACTIONS, action_to_move, move_to_action
+from envs.encoding import N_ACTIONS, move_to_action
 from envs.players import Player, make_player
 from envs.rules import RuleSet
 
@@ -169,7 +169,6 @@ class _Game:
         self.coin = np.random.default_rng([seed, 2])
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
-        self.board: Optional[Board] = None
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -212,10 +211,9 @@ def play_games(
     playout_cap_fraction, cheap_simulations = settings.playout_cap_fraction, settings.cheap_simulations
     start_jfen, name = settings.start_jfen, settings.player_name
     t0 = time.perf_counter()
-    flags = rules.flags()
     n = min(settings.parallel, num_games)
-    games = GameBatch(n, flags, start_jfen=start_jfen, max_plies=settings.max_plies)
-    search = BatchedMCTS(evaluator, mcts, flags, seed=seed, n_games=n)
+    games = GameBatch(n, rules, start_jfen=start_jfen, max_plies=settings.max_plies)
+    search = BatchedMCTS(evaluator, mcts, games.flags, seed=seed, n_games=n)
     slots: list[Optional[_Game]] = [None] * n
     started = first_game
     end = first_game + num_games
@@ -228,7 +226,6 @@ def play_games(
         if opponent_fraction > 0 and draw.random() < opponent_fraction:
             g.opponent = opponents[int(draw.integers(len(opponents)))]
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
-            g.board = Board(start_jfen, rules=rules)
             g.opponent.reset()
         slots[slot] = g
         games.reset(slot, start_jfen)
@@ -272,14 +269,12 @@ def play_games(
             g.side.append(side)
             g.full.append(not cheap[s])
             if theirs[s]:
-                assert g.opponent is not None and g.board is not None
-                action = int(move_to_action(g.opponent.select_move(g.board).to_int(), side))
+                assert g.opponent is not None
+                action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 g.policy.append(np.zeros(N_ACTIONS, dtype=np.float32))
             else:
                 action = int(out.action[s])
                 g.policy.append(out.policy[s].copy())
-            if g.board is not None:
-                g.board.push(Move.from_int(int(action_to_move(games.state[s], action))))
             games.play(s, action)
             search.advance(s, action)
             if not games.done[s]:
