@@ -20,7 +20,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence, get_type_hints
 
@@ -108,23 +108,14 @@ class TrainConfig:
     """Iterations of {self-play, learn, evaluate, checkpoint}."""
     games_per_iteration: int = 64
     """Self-play games per iteration."""
-    parallel: int = 64
-    """Games played in lockstep (one network call per simulation step covers them all)."""
-    max_plies: int = 200
-    """A self-play game longer than this stops and counts as a draw."""
-    playout_cap_fraction: float = 0.0
-    """Fraction of moves searched cheaply (playout-cap randomisation); those train the value only."""
-    cheap_simulations: int = 4
-    """Simulations of a cheap search."""
-    opponents: list[str] = field(default_factory=list)
-    """Player specs that take one side in a fraction of the self-play games (e.g. a noisy alpha-beta);
-    the network's positions train as usual, the opponent's train the value only."""
-    opponent_fraction: float = 0.0
-    """Fraction of the self-play games played against `opponents` (0: pure self-play)."""
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    """How the self-play games are played: lockstep width (`parallel`), `max_plies`, playout caps,
+    opponent games (`opponents`, `opponent_fraction`); see agents.alphazero.selfplay.SelfPlayConfig.
+    Its `player_name` is the run's name."""
     workers: int = 0
     """Self-play worker processes or actors, each with a CPU copy of the network (0: self-play runs in
-    this process, on `device`). A worker plays its share of the games, `parallel` at a time; the games
-    are those the in-process loop would play with the same seed."""
+    this process, on `device`). A worker plays its share of the games, `selfplay.parallel` at a time;
+    the games are those the in-process loop would play with the same seed."""
     worker_backend: str = "process"
     """Where the workers run when `workers` > 0: `process` (local processes) or `ray` (Ray actors;
     pip install -e '.[distributed]'); `inprocess` ignores `workers`."""
@@ -154,12 +145,12 @@ class TrainConfig:
     """Append the self-play games to games.jsonl in the run directory."""
 
     def __post_init__(self) -> None:
-        check_at_least(self, "train", iterations=1, games_per_iteration=1, parallel=1, max_plies=1,
-                       cheap_simulations=1, workers=0, replay_capacity=1, min_replay=0, batch_size=1,
-                       train_ratio=0, max_steps_per_iteration=1, checkpoint_every=1, replay_in_checkpoint_mb=0)
-        for name in ("playout_cap_fraction", "opponent_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"train.{name}={getattr(self, name)!r} must lie in [0, 1]")
+        check_at_least(self, "train", iterations=1, games_per_iteration=1, workers=0, replay_capacity=1,
+                       min_replay=0, batch_size=1, train_ratio=0, max_steps_per_iteration=1, checkpoint_every=1,
+                       replay_in_checkpoint_mb=0)
+        if self.selfplay.player_name != SelfPlayConfig.player_name:
+            raise ConfigError(f"train.selfplay.player_name={self.selfplay.player_name!r}: the run's name is "
+                              "the network's name in its games (set name=... instead)")
         if self.min_replay > self.replay_capacity:
             raise ConfigError(f"train.min_replay={self.min_replay} exceeds train.replay_capacity="
                               f"{self.replay_capacity}: learning would never start")
@@ -262,14 +253,16 @@ def checked_config(cfg: DictConfig) -> Config:
         raise ConfigError(str(e)) from None
     assert isinstance(conf, Config)
     rules = conf.rules.rule_set()
-    for key, specs in (("train.opponents", conf.train.opponents), ("train.eval.opponents", conf.train.eval.opponents)):
+    for key, specs in (("train.selfplay.opponents", conf.train.selfplay.opponents),
+                       ("train.eval.opponents", conf.train.eval.opponents)):
         for spec in specs:
             try:
                 make_player(spec, rules=rules, seed=0)
             except ValueError as e:  # PlayerSpecError, a missing checkpoint ...
                 raise ConfigError(f"{key}: {e}") from None
-    if conf.train.opponent_fraction > 0 and not conf.train.opponents:
-        raise ConfigError(f"train.opponent_fraction={conf.train.opponent_fraction} needs train.opponents (player specs)")
+    if conf.train.selfplay.opponent_fraction > 0 and not conf.train.selfplay.opponents:
+        raise ConfigError(f"train.selfplay.opponent_fraction={conf.train.selfplay.opponent_fraction} needs "
+                          "train.selfplay.opponents (player specs)")
     return conf
 
 
@@ -332,11 +325,7 @@ def main(cfg: DictConfig) -> None:
         set_rng_state(resume_from["rng"])
     net: Any = torch.compile(model) if cfg.compile else model
     evaluator = make_evaluator(net, device, cfg.precision)
-    selfplay = SelfPlayConfig(
-        parallel=tc.parallel, max_plies=tc.max_plies, playout_cap_fraction=tc.playout_cap_fraction,
-        cheap_simulations=tc.cheap_simulations, opponents=list(tc.opponents), opponent_fraction=tc.opponent_fraction,
-        player_name=cfg.name,
-    )
+    selfplay = replace(tc.selfplay, player_name=cfg.name)
     selfplay_settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
                                        selfplay=selfplay)
     # The pool checks the settings (opponent specs included) before any game.
@@ -357,7 +346,7 @@ def main(cfg: DictConfig) -> None:
             t0 = time.time()
 
             # self-play (a fraction of the games against the opponents, built from their specs, when there are any)
-            opponent_seeds = [derive_seed(cfg.seed, f"opponent {k}", it) for k in range(len(tc.opponents))]
+            opponent_seeds = [derive_seed(cfg.seed, f"opponent {k}", it) for k in range(len(selfplay.opponents))]
             data = pool.play(model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
                              num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
                              progress=sys.stderr.isatty())
@@ -369,7 +358,7 @@ def main(cfg: DictConfig) -> None:
             counters["games"] += int(s["games"])
             counters["simulations"] += int(s["simulations"])
             selfplay_seconds = time.time() - t0
-            log_selfplay(writer, it, s, selfplay_seconds, tc.opponent_fraction > 0)
+            log_selfplay(writer, it, s, selfplay_seconds, selfplay.opponent_fraction > 0)
 
             # learn
             t1 = time.time()

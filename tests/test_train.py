@@ -35,7 +35,8 @@ def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
-    r = run_train(*TINY, f"out_dir={out}", "name=smoke", "train.opponents=[random]", "train.opponent_fraction=0.5")
+    r = run_train(*TINY, f"out_dir={out}", "name=smoke", "train.selfplay.opponents=[random]",
+                  "train.selfplay.opponent_fraction=0.5")
     assert r.returncode == 0, r.stderr[-3000:]
     return out / "smoke"
 
@@ -70,8 +71,8 @@ def test_resume_continues_the_step_counter(run_dir: Path) -> None:
 def test_self_play_workers_play_the_games_of_the_in_process_loop(run_dir: Path) -> None:
     """train.workers=2: the same run as the fixture's (in-process), its self-play in two worker processes."""
     out = run_dir.parent
-    r = run_train(*TINY, f"out_dir={out}", "name=smoke-workers", "train.opponents=[random]",
-                  "train.opponent_fraction=0.5", "train.workers=2", "train.worker_backend=process")
+    r = run_train(*TINY, f"out_dir={out}", "name=smoke-workers", "train.selfplay.opponents=[random]",
+                  "train.selfplay.opponent_fraction=0.5", "train.workers=2", "train.worker_backend=process")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "self-play on 2 process workers" in r.stdout + r.stderr
     here = list(read_jsonl(run_dir / "games.jsonl"))[:4]  # iteration 1: the same initial network
@@ -102,7 +103,7 @@ def refused(*overrides: str) -> str:
 
 def test_an_unknown_config_key_is_an_error() -> None:
     assert "bogus_key" in refused("train.bogus_key=1")
-    assert "depth='-1' must be in" in refused('train.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
+    assert "depth='-1' must be in" in refused('train.selfplay.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
     assert "worker_backend='threads'" in refused("train.worker_backend=threads", "train.workers=2")
     assert "huge" in refused("model=huge")
 
@@ -127,11 +128,12 @@ def test_every_train_group_composes(group: str) -> None:
     ("+train.bogus=1", "unknown train key(s) bogus"),
     ("+bogus=1", "unknown top-level config key(s) bogus"),
     ("+train.eval.bogus=1", "unknown train.eval key(s) bogus"),
-    ("train.parallel=0", "train.parallel=0"),
+    ("train.selfplay.parallel=0", "parallel=0"),
     ("train.games_per_iteration=0", "train.games_per_iteration=0"),
-    ("train.max_plies=0", "train.max_plies=0"),
-    ("train.opponent_fraction=1.5", "train.opponent_fraction=1.5 must lie in [0, 1]"),
-    ("train.opponent_fraction=0.5", "needs train.opponents"),
+    ("train.selfplay.max_plies=0", "max_plies=0"),
+    ("train.selfplay.opponent_fraction=1.5", "opponent_fraction=1.5 must lie in [0, 1]"),
+    ("train.selfplay.opponent_fraction=0.5", "needs train.selfplay.opponents"),
+    ("train.selfplay.player_name=me", "set name=... instead"),
     ("train.min_replay=70000", "learning would never start"),
     ("train.eval.games=0", "train.eval.games=0"),
     ("train.eval.simulations=0", "train.eval.simulations=0"),
@@ -150,7 +152,7 @@ def test_bad_values_are_refused(override: str, words: str) -> None:
 
 
 @pytest.mark.parametrize("override", ["train.checkpoint_every=0", "+train.bogus=1", "mcts.num_simulations=0",
-                                      'train.opponents=["alphabeta:depth=-1"]'])
+                                      'train.selfplay.opponents=["alphabeta:depth=-1"]'])
 def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
@@ -196,9 +198,9 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 16, 1)  # preset=cpu
     gpu = train.checked_config(train.compose_config(["preset=gpu"]))
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
-    assert gpu.train.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
+    assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
     mine = train.checked_config(train.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8"]))
-    assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.parallel) == (6, 8, 1024)
+    assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.selfplay.parallel) == (6, 8, 1024)
     smoke = train.checked_config(train.compose_config(["preset=smoke"]))
     assert (smoke.model.blocks, smoke.mcts.num_simulations, smoke.train.iterations) == (1, 4, 2)
     assert train.checked_config(train.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
@@ -206,11 +208,12 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
 
 def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path) -> None:
     stored = OmegaConf.to_yaml(train.compose_config(["train=tiny", "name=run", "seed=5"]))
-    cfg = train.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9", "train.opponents=[random]",
-                                                  "+train.opponent_fraction=0.25"])
+    cfg = train.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9",
+                                                  "train.selfplay.opponents=[random]",
+                                                  "+train.selfplay.opponent_fraction=0.25"])
     conf = train.checked_config(cfg)
     assert (conf.seed, conf.name, conf.train.iterations, conf.train.batch_size) == (5, "run", 9, 16)
-    assert conf.train.opponents == ["random"] and conf.train.opponent_fraction == 0.25
+    assert conf.train.selfplay.opponents == ["random"] and conf.train.selfplay.opponent_fraction == 0.25
     assert "defaults" not in cfg and "hydra" not in cfg
     for bad, words in (("model=large", "config group 'model'"), ("preset=gpu", "config group 'preset'"),
                        ("train.bogus=1", "bogus"), ("train.iterations=many", "iterations"),
