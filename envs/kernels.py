@@ -1,6 +1,7 @@
 """The rules of Jungle as numba kernels over small integer arrays.
 
-Everything here is `@njit(cache=True)` and allocation-free on the hot path.
+Everything here is `@njit(cache=True)`; the kernels that never allocate are
+compiled without reference counting (`lean`).
 The Python layer (`envs.board`, `envs.env`, the agents) calls these; it never
 loops per move itself.
 
@@ -54,7 +55,7 @@ Rulings where RULES.md is silent (each has a test in ``tests/test_rules.py``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 import numpy as np
 from numba import njit, types
@@ -218,8 +219,30 @@ else:
         return sig, codegen
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def lean(inline: str = "never") -> Callable[[_F], _F]:
+    """`njit(cache=True)` for the kernels that never allocate, compiled without
+    numba's reference counting.
+
+    With it, every array handed to an inlined helper costs an atomic
+    increment and decrement per call that the optimiser cannot always prune;
+    in perft that cost as much as the rules themselves. `inline="always"`
+    inlines at numba's level, as for `njit`."""
+    options: dict[str, Any] = {"cache": True, "inline": inline, "_nrt": False}
+    return cast(Callable[[_F], _F], njit(**options))
+
+
+@lean("always")
+def side_to_move(st: np.ndarray) -> int:
+    """`st[S_SIDE]` (0 Red, 1 Blue), masked so that the compiler knows the
+    indices built from it are non-negative (no negative-index wraparound code)."""
+    return st[S_SIDE] & 1
+
+
 # --- move generation ------------------------------------------------------------
-@njit(cache=True, inline="always")
+@lean("always")
 def can_capture(
     st: np.ndarray, flags: np.ndarray, side: int, attacker: int, frm: int, victim: int, to: int
 ) -> bool:
@@ -238,7 +261,7 @@ def can_capture(
     return flags[F_RANK + attacker] >= flags[F_RANK + victim]
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def target(st: np.ndarray, flags: np.ndarray, side: int, animal: int, frm: int, d: int) -> int:
     """Landing square of `side`'s `animal` on `frm` moving in direction `d`, or -1.
 
@@ -273,7 +296,7 @@ def target(st: np.ndarray, flags: np.ndarray, side: int, animal: int, frm: int, 
     return to
 
 
-@njit(cache=True)
+@lean()
 def is_attacked(st: np.ndarray, flags: np.ndarray, sq: int) -> bool:
     """Whether the piece on `sq` could be captured if it were its enemy's turn."""
     c = st[sq]
@@ -290,7 +313,7 @@ def is_attacked(st: np.ndarray, flags: np.ndarray, sq: int) -> bool:
     return False
 
 
-@njit(cache=True)
+@lean()
 def anti_chase_allows(
     st: np.ndarray, hist: np.ndarray, flags: np.ndarray, animal: int, frm: int, to: int
 ) -> bool:
@@ -331,7 +354,7 @@ def anti_chase_allows(
     return popcount(visited) > 5 or (visited & BIT[to]) == 0
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def game_won(st: np.ndarray) -> bool:
     """Whether the game is already won by rule 8 (a piece in the enemy den) or 9 (a side has no pieces).
 
@@ -340,7 +363,7 @@ def game_won(st: np.ndarray) -> bool:
     return st[DEN[BLUE]] > 0 or st[DEN[RED]] < 0 or st[S_COUNT + RED] == 0 or st[S_COUNT + BLUE] == 0
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def occupancy(st: np.ndarray, side: int) -> np.uint64:
     """Bitboard of `side`'s pieces, from the piece list."""
     occ = np.uint64(0)
@@ -352,7 +375,7 @@ def occupancy(st: np.ndarray, side: int) -> np.uint64:
     return occ
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def jump_blockers(st: np.ndarray, flags: np.ndarray, side: int) -> np.uint64:
     """Bitboard of the rats that block `side`'s jumps (only those in water can be flown over)."""
     blockers = np.uint64(0)
@@ -366,7 +389,7 @@ def jump_blockers(st: np.ndarray, flags: np.ndarray, side: int) -> np.uint64:
     return blockers
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def piece_targets(
     st: np.ndarray,
     flags: np.ndarray,
@@ -398,10 +421,10 @@ def piece_targets(
     return cand
 
 
-@njit(cache=True)
+@lean()
 def _generate(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
     """`generate_moves` without the game-over test (the caller knows the game goes on)."""
-    side = st[S_SIDE]
+    side = side_to_move(st)
     own = occupancy(st, side) | DEN_BB[side]
     enemy = occupancy(st, 1 - side)
     blockers = jump_blockers(st, flags, side)
@@ -423,10 +446,10 @@ def _generate(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarr
     return n
 
 
-@njit(cache=True)
+@lean()
 def _count(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
     """`count_moves` without the game-over test."""
-    side = st[S_SIDE]
+    side = side_to_move(st)
     own = occupancy(st, side) | DEN_BB[side]
     enemy = occupancy(st, 1 - side)
     blockers = jump_blockers(st, flags, side)
@@ -449,7 +472,7 @@ def _count(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
     return n
 
 
-@njit(cache=True)
+@lean()
 def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.ndarray) -> int:
     """Write the legal moves of the side to move into `out[:n]`; return n.
 
@@ -460,7 +483,7 @@ def generate_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, out: np.
     return _generate(st, hist, flags, out)
 
 
-@njit(cache=True)
+@lean()
 def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
     """Number of legal moves of the side to move (no buffer; bitboard popcounts)."""
     if game_won(st):
@@ -468,12 +491,12 @@ def count_moves(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> int:
     return _count(st, hist, flags)
 
 
-@njit(cache=True)
+@lean()
 def has_legal_move(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> bool:
     """Whether the side to move has a legal move (none once the game is won)."""
     if game_won(st):
         return False
-    side = st[S_SIDE]
+    side = side_to_move(st)
     if flags[F_ANTI_CHASE] != 0:
         return _count(st, hist, flags) > 0
     own = occupancy(st, side) | DEN_BB[side]
@@ -487,8 +510,30 @@ def has_legal_move(st: np.ndarray, hist: np.ndarray, flags: np.ndarray) -> bool:
     return False
 
 
+@lean("always")
+def _piece_cands(st: np.ndarray, flags: np.ndarray, cands: np.ndarray, own: np.uint64, enemy: np.uint64) -> int:
+    """Per-animal target bitboards of the side to move into `cands[8]` (rules 1-7); returns the move count.
+
+    `cands[animal - 1]` is 0 for a captured animal. `own` and `enemy` are the
+    occupancies of the side to move and of its enemy (kept up to date by the
+    caller, cheaper than `occupancy` at every node)."""
+    side = side_to_move(st)
+    own = own | DEN_BB[side]
+    blockers = jump_blockers(st, flags, side)
+    base = S_PIECES + 8 * side
+    total = 0
+    for a in range(1, 9):
+        frm = st[base + a - 1]
+        c = np.uint64(0)
+        if frm >= 0:
+            c = piece_targets(st, flags, side, a, frm, own, enemy, blockers)
+        cands[a - 1] = c
+        total += popcount(c)
+    return total
+
+
 # --- making and unmaking moves ------------------------------------------------------
-@njit(cache=True)
+@lean()
 def compute_hash(st: np.ndarray) -> np.uint64:
     """Zobrist hash of the placement and the side to move (counters excluded)."""
     h = np.uint64(0)
@@ -501,14 +546,14 @@ def compute_hash(st: np.ndarray) -> np.uint64:
     return h
 
 
-@njit(cache=True)
+@lean()
 def make_move(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, m: int) -> int:
     """Play move `m` (assumed legal); return the captured board code (0 if none).
 
     The caller keeps `hist` and `hashes` large enough for one more ply."""
     frm = m >> 6
     to = m & 63
-    side = st[S_SIDE]
+    side = side_to_move(st)
     c = st[frm]
     a = abs(c)
     cap = st[to]
@@ -537,7 +582,7 @@ def make_move(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, m: int) -> i
     return cap
 
 
-@njit(cache=True)
+@lean()
 def unmake_move(st: np.ndarray, hist: np.ndarray) -> None:
     """Take back the last move recorded in `hist`."""
     ply = st[S_PLY] - 1
@@ -545,7 +590,7 @@ def unmake_move(st: np.ndarray, hist: np.ndarray) -> None:
     to = hist[ply, 1]
     a = hist[ply, 2]
     cap = hist[ply, 3]
-    side = 1 - st[S_SIDE]
+    side = 1 - side_to_move(st)
     c = st[to]
     st[frm] = c
     st[to] = cap
@@ -561,17 +606,17 @@ def unmake_move(st: np.ndarray, hist: np.ndarray) -> None:
 
 
 # --- game end -----------------------------------------------------------------------
-@njit(cache=True)
+@lean()
 def won_by_last_move(st: np.ndarray) -> bool:
     """Whether the side that just moved has won by rule 8 (den) or 9 (all captured)."""
-    mover = 1 - st[S_SIDE]
+    mover = 1 - side_to_move(st)
     den = st[DEN[1 - mover]]
     if den != 0 and (den > 0) == (mover == RED):
         return True
     return st[S_COUNT + 1 - mover] == 0
 
 
-@njit(cache=True)
+@lean()
 def repetition_count(st: np.ndarray, hashes: np.ndarray) -> int:
     """How many times the current position has occurred in the game so far.
 
@@ -591,7 +636,7 @@ def repetition_count(st: np.ndarray, hashes: np.ndarray) -> int:
     return n
 
 
-@njit(cache=True)
+@lean()
 def _won(st: np.ndarray) -> tuple:
     """(TERM_DEN or TERM_ALL_CAPTURED, winner) when rule 8 or 9 has ended the game, else (TERM_NONE, -1)."""
     if st[DEN[BLUE]] > 0:
@@ -605,7 +650,7 @@ def _won(st: np.ndarray) -> tuple:
     return TERM_NONE, -1
 
 
-@njit(cache=True)
+@lean()
 def _drawn(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> int:
     """TERM_REPETITION (rule 11) or TERM_NO_CAPTURE_LIMIT (rule 12) when the position is drawn, else TERM_NONE."""
     if flags[F_REPETITION_DRAW] != 0 and repetition_count(st, hashes) >= 3:
@@ -616,7 +661,7 @@ def _drawn(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> int:
     return TERM_NONE
 
 
-@njit(cache=True)
+@lean()
 def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray) -> tuple:
     """(termination, winner) of the current position; (TERM_NONE, -1) while it goes on.
 
@@ -633,7 +678,7 @@ def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
     return TERM_NONE, -1
 
 
-@njit(cache=True)
+@lean()
 def outcome_and_moves(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray,
                       out: np.ndarray) -> tuple:
     """`outcome` and the legal moves at once: (termination, winner, n) with the moves in `out[:n]`.
@@ -655,44 +700,110 @@ def outcome_and_moves(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flag
 
 
 # --- perft ---------------------------------------------------------------------------
-@njit(cache=True)
-def _perft_bulk(
-    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int, bufs: np.ndarray
-) -> int:
-    """perft for depth >= 2 of a position whose game goes on; `bufs[depth]` holds this ply's moves."""
-    buf = bufs[depth]
-    n = _generate(st, hist, flags, buf)
-    total = 0
-    for i in range(n):
-        make_move(st, hist, hashes, buf[i])
-        if not won_by_last_move(st):
-            if depth == 2:
-                total += _count(st, hist, flags)
-            else:
-                total += _perft_bulk(st, hist, hashes, flags, depth - 1, bufs)
-        unmake_move(st, hist)
-    return total
+# Perft has its own make and unmake (`_play`, `_unplay`): they keep the board,
+# the piece list and counts and the side to move, and the history rows and ply
+# only under anti-chase, which reads them; never the hash, clock or move
+# number, which perft does not read. Moves come straight from the per-animal
+# target bitboards of `_piece_cands`, one row of `cands` per ply, and the
+# occupancies travel down the recursion instead of being rebuilt at each node.
+@lean()
+def _chase_filter(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, cands: np.ndarray) -> int:
+    """Clear from the per-animal targets `cands[8]` the moves the anti-chase rules bar; return the moves left."""
+    base = S_PIECES + 8 * side_to_move(st)
+    n = 0
+    for i in range(8):
+        kept = cands[i]
+        rest = kept
+        while rest != 0:
+            t = lowest_bit(rest)
+            rest &= rest - np.uint64(1)
+            if not anti_chase_allows(st, hist, flags, i + 1, st[base + i], t):
+                kept &= ~BIT[t]
+        cands[i] = kept
+        n += popcount(kept)
+    return n
 
 
-@njit(cache=True)
-def _perft_made(
-    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int, bufs: np.ndarray
+@lean("always")
+def _play(st: np.ndarray, hist: np.ndarray, chase: bool, animal: int, frm: int, to: int) -> int:
+    """Perft's make: the side to move's `animal` goes from `frm` to `to`; returns the captured code (0 if none)."""
+    side = side_to_move(st)
+    foe = 1 - side
+    cap = st[to]
+    if cap != 0:
+        st[S_PIECES + 8 * foe + abs(cap) - 1] = -1
+        st[S_COUNT + foe] -= 1
+    st[to] = st[frm]
+    st[frm] = 0
+    st[S_PIECES + 8 * side + animal - 1] = to
+    st[S_SIDE] = foe
+    if chase:
+        ply = st[S_PLY]
+        hist[ply, 0] = frm
+        hist[ply, 1] = to
+        hist[ply, 2] = animal
+        st[S_PLY] = ply + 1
+    return cap
+
+
+@lean("always")
+def _unplay(st: np.ndarray, chase: bool, animal: int, frm: int, to: int, cap: int) -> None:
+    """Perft's unmake of `_play(..., animal, frm, to)` that captured `cap`."""
+    foe = side_to_move(st)
+    side = 1 - foe
+    st[frm] = st[to]
+    st[to] = cap
+    st[S_PIECES + 8 * side + animal - 1] = frm
+    if cap != 0:
+        st[S_PIECES + 8 * foe + abs(cap) - 1] = to
+        st[S_COUNT + foe] += 1
+    st[S_SIDE] = side
+    if chase:
+        st[S_PLY] -= 1
+
+
+@lean()
+def _perft(
+    st: np.ndarray, hist: np.ndarray, flags: np.ndarray, cands: np.ndarray, depth: int, bulk: bool,
+    own: np.uint64, enemy: np.uint64,
 ) -> int:
-    """Like `_perft_bulk` (depth >= 1) but makes and unmakes every move, the last ply's too."""
-    buf = bufs[depth]
-    n = _generate(st, hist, flags, buf)
-    if depth == 1:
-        for i in range(n):
-            make_move(st, hist, hashes, buf[i])
-            unmake_move(st, hist)
+    """perft (depth >= 1) of a position whose game goes on.
+
+    `own` and `enemy` are the occupancies of the side to move and of its
+    enemy; `cands[depth]` receives this ply's targets. `bulk` counts the last
+    ply by popcounts instead of making its moves."""
+    row = cands[depth]
+    n = _piece_cands(st, flags, row, own, enemy)
+    chase = flags[F_ANTI_CHASE] != 0
+    if chase:
+        n = _chase_filter(st, hist, flags, row)
+    if bulk and depth == 1:
         return n
+    side = side_to_move(st)
+    enemy_den = DEN[1 - side]
+    base = S_PIECES + 8 * side
     total = 0
-    for i in range(n):
-        make_move(st, hist, hashes, buf[i])
-        if not won_by_last_move(st):
-            total += _perft_made(st, hist, hashes, flags, depth - 1, bufs)
-        unmake_move(st, hist)
+    for i in range(8):
+        targets = row[i]
+        frm = st[base + i]
+        while targets != 0:
+            to = lowest_bit(targets)
+            targets &= targets - np.uint64(1)
+            cap = _play(st, hist, chase, i + 1, frm, to)
+            if depth == 1:
+                total += 1
+            elif to != enemy_den and st[S_COUNT + 1 - side] != 0:  # a win (rule 8, 9) ends the line
+                total += _perft(st, hist, flags, cands, depth - 1, bulk, enemy & ~BIT[to], own ^ BIT[frm] ^ BIT[to])
+            _unplay(st, chase, i + 1, frm, to, cap)
     return total
+
+
+@njit(cache=True)
+def _perft_root(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, depth: int, bulk: bool) -> int:
+    """`_perft` from a position whose game goes on (depth >= 1), with its buffers."""
+    cands = np.empty((depth + 1, 8), dtype=np.uint64)
+    side = side_to_move(st)
+    return _perft(st, hist, flags, cands, depth, bulk, occupancy(st, side), occupancy(st, 1 - side))
 
 
 @njit(cache=True)
@@ -702,15 +813,13 @@ def perft(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarra
     A move that wins (den, all captured) ends its line: it counts at the last
     ply and contributes nothing earlier; a won position counts 0. Bulk-counts
     the last ply (popcounts, no moves made). The caller makes room for
-    `depth` more plies in `hist`/`hashes`."""
+    `depth` more plies in `hist` (anti-chase records the moves there);
+    `hashes` is not touched. `st` is left as it was."""
     if depth <= 0:
         return 1
     if game_won(st):
         return 0
-    if depth == 1:
-        return _count(st, hist, flags)
-    bufs = np.empty((depth + 1, MAX_MOVES), dtype=np.int64)
-    return _perft_bulk(st, hist, hashes, flags, depth, bufs)
+    return _perft_root(st, hist, flags, depth, True)
 
 
 @njit(cache=True)
@@ -720,8 +829,7 @@ def perft_full(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.n
         return 1
     if game_won(st):
         return 0
-    bufs = np.empty((depth + 1, MAX_MOVES), dtype=np.int64)
-    return _perft_made(st, hist, hashes, flags, depth, bufs)
+    return _perft_root(st, hist, flags, depth, False)
 
 
 @njit(cache=True)
@@ -755,7 +863,7 @@ def rng_seed(seed: int) -> np.ndarray:
     return state
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def rng_below(state: np.ndarray, n: int) -> int:
     """A uniform integer in [0, n) for 0 < n < 2**32 from the generator `state`, advanced."""
     x = state[0]
@@ -767,28 +875,7 @@ def rng_below(state: np.ndarray, n: int) -> int:
     return int(np.int64(r))  # signed, so that callers' int arithmetic stays integer
 
 
-@njit(cache=True, inline="always")
-def _piece_cands(st: np.ndarray, flags: np.ndarray, cands: np.ndarray, occ_red: np.uint64, occ_blue: np.uint64) -> int:
-    """Per-piece target bitboards of the side to move into `cands[8]` (rules 1-7); returns the move count.
-
-    `occ_red`/`occ_blue` are the sides' occupancies (kept up to date by the caller)."""
-    side = st[S_SIDE]
-    own = (occ_red if side == RED else occ_blue) | DEN_BB[side]
-    enemy = occ_blue if side == RED else occ_red
-    blockers = jump_blockers(st, flags, side)
-    base = S_PIECES + 8 * side
-    total = 0
-    for a in range(1, 9):
-        frm = st[base + a - 1]
-        c = np.uint64(0)
-        if frm >= 0:
-            c = piece_targets(st, flags, side, a, frm, own, enemy, blockers)
-        cands[a - 1] = c
-        total += popcount(c)
-    return total
-
-
-@njit(cache=True, inline="always")
+@lean("always")
 def _nth_move(st: np.ndarray, cands: np.ndarray, r: int) -> int:
     """The `r`-th move in generation order of the targets in `cands` (see `_piece_cands`)."""
     base = S_PIECES + 8 * st[S_SIDE]
@@ -846,7 +933,12 @@ def random_games(
                 res = term * 4 + winner
                 break
             # Draw the move only once the game is known to go on (as `outcome` then a pick).
-            n = _generate(st, hist, flags, buf) if chase else _piece_cands(st, flags, cands, occ_red, occ_blue)
+            if chase:
+                n = _generate(st, hist, flags, buf)
+            elif st[S_SIDE] == RED:
+                n = _piece_cands(st, flags, cands, occ_red, occ_blue)
+            else:
+                n = _piece_cands(st, flags, cands, occ_blue, occ_red)
             if n == 0:
                 res = TERM_NO_MOVES * 4 + 1 - st[S_SIDE]
                 break

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from envs import Board, RuleSet, perft
+from envs import START_JFEN, Board, RuleSet, perft
 from envs import kernels as K
 
 VARIANT_SETS = {
@@ -95,3 +95,50 @@ def test_count_and_generate_agree_with_the_slow_target() -> None:
         moves = sorted(board.legal_moves)
         board.push(moves[int(rng.integers(len(moves)))])
     assert board.ply > 50
+
+
+def perft_by_make_move(board: Board, depth: int) -> int:
+    """perft through the full path the env and the search use: generate_moves, make_move, unmake_move."""
+    st, hist, hashes, flags = board.state, board.hist, board.hashes, board.flags
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    n = K.generate_moves(st, hist, flags, buf)
+    if depth == 1:
+        return n
+    total = 0
+    for m in buf[:n].tolist():
+        K.make_move(st, hist, hashes, m)
+        if not K.won_by_last_move(st):
+            total += perft_by_make_move(board, depth - 1)
+        K.unmake_move(st, hist)
+    return total
+
+
+def perft_positions() -> list[tuple[str, list[str]]]:
+    """(JFEN, moves played first): the start, test_perft's hand-made positions and its anti-chase lines."""
+    from tests.test_perft import CHASE_JFEN, CHASE_LINES, POSITIONS
+
+    return ([(START_JFEN, [])] + [(jfen, []) for jfen in POSITIONS.values()]
+            + [(CHASE_JFEN, moves) for moves, _, _ in CHASE_LINES.values()])
+
+
+@pytest.mark.parametrize("variant", ["default", "dog_over_wolf", "rats_ignore_water", "enemy_rat", "keeps_rank",
+                                     "anti_chase", "no_repetition", "hundred_rounds", "all_switched"])
+def test_perft_fast_path_matches_make_move(variant: str) -> None:
+    """perft's own make/unmake (bulk and every node made) counts what make_move/unmake_move count, and leaves the position as it was."""
+    from tests.test_perft import VARIANTS
+
+    rules = RuleSet(**VARIANTS[variant])
+    for jfen, moves in perft_positions():
+        board = Board.from_jfen(jfen, rules=rules)
+        for m in moves:
+            board.push(m)
+        board._ensure_room(4)
+        state, ply = board.state.copy(), board.ply
+        hist, hashes = board.hist[:ply].copy(), board.hashes[: ply + 1].copy()
+        for depth in (1, 2, 3):
+            want = perft_by_make_move(board, depth)
+            bulk = K.perft(board.state, board.hist, board.hashes, board.flags, depth)
+            made = K.perft_full(board.state, board.hist, board.hashes, board.flags, depth)
+            assert bulk == made == want, f"{jfen} after {moves} ({variant}), depth {depth}: bulk {bulk}, made {made}, make_move {want}"
+            assert np.array_equal(board.state, state)
+            assert np.array_equal(board.hist[:ply], hist) and np.array_equal(board.hashes[: ply + 1], hashes)
