@@ -5,9 +5,10 @@
     python play.py --terminal --opponent normal --side blue
     python play.py --rules default --rule rank_order=dog_over_wolf
 
-The page's server uses only the standard library and listens on 127.0.0.1;
-the game in progress is saved in --state-dir so "continue last game" works
-after a restart.
+The page's server uses only the standard library, listens on 127.0.0.1 and
+answers only its own page (see agents/play/server.py for its guarantees);
+the game in progress is saved in --state-dir, so a reload or a restart
+continues it.
 """
 
 from __future__ import annotations
@@ -18,11 +19,22 @@ import threading
 import webbrowser
 from typing import Optional, Sequence
 
-from envs.rules import RuleSetError
+from envs.rules import RuleSetError, resolve_rules
 
-from agents.play.game import PACES, PlayError, PlayGame
-from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server, resolve_rules
+from agents.play.game import CHECKPOINT_DIRS, PACES, PlayError, PlayGame
+from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server
 from agents.play.terminal import run_terminal
+
+
+def port_number(text: str) -> int:
+    """argparse type of --port: an integer in 0..65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not in 0..65535")
+    return port
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -38,9 +50,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--pace", default=None, choices=tuple(PACES),
                    help="how long the computer takes (default: quick on the page, instant in the terminal)")
     p.add_argument("--seed", type=int, default=None, help="terminal: seed for the computer player")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"page: port on 127.0.0.1 (0 = any free one; default {DEFAULT_PORT})")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"page: port on 127.0.0.1 (0 = any free one; default {DEFAULT_PORT})")
     p.add_argument("--no-browser", action="store_true", help="page: do not open a browser")
     p.add_argument("--state-dir", default=str(DEFAULT_STATE_DIR), help="page: where the game in progress is saved")
+    p.add_argument("--checkpoint-dir", action="append", default=[], metavar="DIR",
+                   help="page: a directory whose checkpoints the page may name (repeatable; checkpoints/ always)")
     p.add_argument("--verbose", action="store_true", help="page: log every request")
     return p.parse_args(argv)
 
@@ -63,9 +77,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         return run_terminal(game)
 
+    try:  # the opponent's spec is checked before the page starts (a level, a checkpoint, a spec within limits)
+        PlayGame.new(opponent=args.opponent, rules=rules)
+    except PlayError as e:
+        print(f"play.py: --opponent: {e}", file=sys.stderr)
+        return 2
     try:
         server = make_server(port=args.port, state_dir=args.state_dir, rules=rules, rules_name=args.rules,
-                             default_opponent=args.opponent, default_pace=args.pace or "quick", verbose=args.verbose)
+                             default_opponent=args.opponent, default_pace=args.pace or "quick", verbose=args.verbose,
+                             checkpoint_dirs=[*CHECKPOINT_DIRS, *args.checkpoint_dir])
     except OSError as e:
         print(f"play.py: cannot listen on 127.0.0.1:{args.port}: {e} (try --port 0)", file=sys.stderr)
         return 2

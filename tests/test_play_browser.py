@@ -8,60 +8,67 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import threading
+import re
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from agents.play.server import PlayServer, make_server
+from envs import Board
+from envs.players import RandomPlayer
+
 from agents.arena.records import GameRecord
+from agents.play.computer import ComputerPool
+from agents.play.server import PlayServer
+from tests.play_helpers import launch_browser, make_pool, start_server, stop_server
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1100, "height": 780}
-
-
-def chromium_path() -> str:
-    path = os.environ.get("JUNGLE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).is_file():
-        pytest.fail("the browser tests need Debian's chromium: run `apt-get install -y chromium` "
-                    "(as .ci/run does), or set JUNGLE_CHROMIUM to a Chromium binary", pytrace=False)
-    return path
+PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the browser tests need Playwright for Python: pip install -e '.[test]' "
-                    "(do not run `playwright install`; Debian's chromium is used)", pytrace=False)
-    exe = chromium_path()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    yield from launch_browser()
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ComputerPool]:
+    with make_pool() as p:
+        yield p
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[PlayServer]:
-    srv = make_server(port=0, state_dir=tmp_path / "state", default_opponent="beginner", default_pace="instant")
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+def server(tmp_path: Path, pool: ComputerPool) -> Iterator[PlayServer]:
+    srv = start_server(tmp_path / "state", pool, default_opponent="beginner")
     yield srv
-    srv.shutdown()
-    srv.server_close()
+    stop_server(srv)
+
+
+def open_page(browser: Any, server: PlayServer, viewport: dict[str, int]) -> tuple[Any, Any, list[str]]:
+    context = browser.new_context(viewport=viewport)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    # Refused requests (an illegal move, say) are part of play; script errors are not.
+    pg.on("console", lambda m: errors.append(m.text)
+          if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+    pg.set_default_timeout(120_000)  # a cold numba cache compiles the computer player on first use
+    pg.goto(server.url)
+    return context, pg, errors
 
 
 @pytest.fixture
 def page(browser: Any, server: PlayServer) -> Iterator[Any]:
-    context = browser.new_context(viewport=VIEWPORT)
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.set_default_timeout(120_000)  # a cold numba cache compiles the computer player on first use
-    pg.goto(server.url)
+    context, pg, errors = open_page(browser, server, VIEWPORT)
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def phone(browser: Any, server: PlayServer) -> Iterator[Any]:
+    context, pg, errors = open_page(browser, server, PHONE)
     yield pg
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
@@ -76,10 +83,18 @@ def start_game(pg: Any, side: str = "red", opponent: str = "beginner") -> None:
     pg.wait_for_selector("#newgame", state="hidden")
 
 
+def wait_until(pg: Any, script: str, arg: Any = None, timeout: float = 120.0) -> None:
+    """Poll `script` (a function of `arg`) until it is true. Not `wait_for_function`: its predicate is an
+    eval inside the page, which the page's Content-Security-Policy rightly forbids."""
+    deadline = time.monotonic() + timeout
+    while not pg.evaluate(script, arg):
+        assert time.monotonic() < deadline, f"timed out waiting for {script}"
+        time.sleep(0.05)
+
+
 def wait_plies(pg: Any, n: int) -> None:
     """Wait until the game shows `n` moves and it is the person's turn."""
-    pg.wait_for_function(
-        "n => document.body.dataset.turn === 'human' && state.game && state.game.moves.length === n", arg=n)
+    wait_until(pg, "n => document.body.dataset.turn === 'human' && state.game && state.game.moves.length === n", n)
 
 
 def game(pg: Any) -> dict[str, Any]:
@@ -168,12 +183,10 @@ def test_play_a_game_by_clicking_and_dragging(page: Any) -> None:
     log = pg.evaluate("window.jungleSoundLog")
     assert "move" in log and "turn" in log
 
-    # Reload: "Continue last game" resumes it.
+    # Reload: the game in progress continues without a dialog.
     pg.reload()
-    pg.wait_for_selector("#continue-box:not([hidden])")
-    assert "2 moves" in pg.inner_text("#continue-info")
-    pg.click("#btn-continue")
     wait_plies(pg, 2)
+    assert pg.locator("#newgame").is_hidden()
     again = game(pg)
     assert again["id"] == saved["id"] and again["moves"] == saved["moves"] and again["jfen"] == saved["jfen"]
     assert again["hints_left"] == 2
@@ -255,7 +268,7 @@ def test_play_blue_flips_the_board_and_replay_viewer(page: Any, tmp_path: Path) 
     pg.wait_for_selector("#replay-controls:not([hidden])")
     assert pg.locator("#replay-game option").count() == 2
     pg.select_option("#replay-game", "1")
-    pg.wait_for_function("state.replay && state.replay.index === 1")
+    wait_until(pg, "() => state.replay && state.replay.index === 1")
     assert pg.eval_on_selector(".sq", "e => e.dataset.square") == "a9"  # replays show Red at the bottom
     assert pg.inner_text("#rp-pos") == "0 / 3"
     pg.keyboard.press("ArrowRight")
@@ -286,3 +299,135 @@ def test_play_blue_flips_the_board_and_replay_viewer(page: Any, tmp_path: Path) 
     pg.keyboard.press("u")
     wait_plies(pg, 1)
     assert "Blue to move" in pg.inner_text("#status")
+
+
+# --- polish: phone layout, move list, captures, trapped ranks, hints, navigation --------------------
+def quiet_moves(n: int, seed: int = 3) -> list[str]:
+    """`n` legal plies from the start that do not end the game (a long game for the move list)."""
+    board, player, moves = Board(), RandomPlayer(seed=seed), []
+    while len(moves) < n:
+        m = player.select_move(board)
+        trial = board.copy()
+        trial.push(m)
+        if trial.outcome() is None:
+            board.push(m)
+            moves.append(str(m))
+    return moves
+
+
+def api_game(pg: Any, body: dict[str, Any], moves: list[str]) -> None:
+    """Start a game and play `moves` through the page's own API helper, then show it."""
+    pg.evaluate("""async ([body, moves]) => {
+        let v = await api('POST', 'games', body);
+        for (const m of moves) v = await api('POST', `games/${v.id}/move`, {move: m});
+        hideNewGame(); setGame(v, true);
+    }""", [body, moves])
+
+
+def boxes_inside(pg: Any, selector: str, width: int, height: int) -> list[str]:
+    """Every visible element matching `selector` whose box leaves the viewport (an empty list when all fit)."""
+    return pg.evaluate("""([sel, w, h]) => [...document.querySelectorAll(sel)]
+        .filter(e => e.offsetParent !== null || getComputedStyle(e).position === 'fixed')
+        .map(e => [e.id || e.className || e.tagName, e.getBoundingClientRect()])
+        .filter(([, r]) => r.width > 0 && (r.left < -0.5 || r.top < -0.5 || r.right > w + 0.5 || r.bottom > h + 0.5))
+        .map(([n, r]) => `${n}: ${Math.round(r.left)},${Math.round(r.top)}-${Math.round(r.right)},${Math.round(r.bottom)}`)""",
+                       [selector, width, height])
+
+
+def test_phone_layout_long_move_list_and_end_of_game_box(phone: Any, tmp_path: Path) -> None:
+    from PIL import Image
+
+    pg = phone
+    pg.wait_for_selector("#newgame:not([hidden])")
+    assert boxes_inside(pg, "#newgame .card, #newgame .card *", PHONE["width"], PHONE["height"]) == []
+    moves = quiet_moves(60)
+    api_game(pg, {"mode": "two_players"}, moves)
+    wait_plies(pg, 60)
+    assert pg.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # nothing spills sideways
+    assert boxes_inside(pg, "#board-frame, #panel, #movelist", PHONE["width"], 10_000) == []
+
+    # One scrolling list numbered in moves, each ply with its animal and a capture mark.
+    rows = pg.eval_on_selector_all("#movelist li", "els => els.map(e => [e.innerText, e.getBoundingClientRect().left])")
+    assert len(rows) == 30 and len({left for _, left in rows}) == 1
+    assert rows[0][0].split() == ["1.", *game(pg)["plies"][0]["notation"].split(), *game(pg)["plies"][1]["notation"].split()]
+    notations = pg.eval_on_selector_all("#movelist .mv", "els => els.map(e => e.textContent)")
+    assert len(notations) == 60 and all(re.fullmatch(r"[RCDWPTLE] [a-g][1-9]x?[a-g][1-9]", n) for n in notations)
+    assert pg.inner_text("#moves-count") == "(30)"
+    assert pg.evaluate("(() => { const l = document.getElementById('movelist'); return l.scrollHeight > l.clientHeight; })()")
+    current = pg.evaluate("""(() => { const l = document.getElementById('movelist').getBoundingClientRect();
+        const c = document.querySelector('#movelist .current').getBoundingClientRect();
+        return c.top >= l.top - 1 && c.bottom <= l.bottom + 1; })()""")
+    assert current, "the last move is scrolled into view"
+
+    # The end-of-game box fits the phone's screen, buttons included.
+    pg.click("#btn-resign")
+    pg.click("#confirm-yes")
+    pg.wait_for_selector("#banner:not([hidden])")
+    assert boxes_inside(pg, "#banner, #banner *", PHONE["width"], PHONE["height"]) == []
+    shot = tmp_path / "phone-over.png"
+    pg.screenshot(path=str(shot))
+    assert Image.open(shot).size == (PHONE["width"], PHONE["height"])
+    keep = os.environ.get("JUNGLE_SCREENSHOT_DIR")
+    if keep:
+        pg.screenshot(path=str(Path(keep) / "phone-over.png"))
+
+
+def test_captures_trapped_ranks_hint_arrow_and_typed_moves(page: Any) -> None:
+    pg = page
+    pg.wait_for_selector("#newgame:not([hidden])")
+    # Blue's Rat stands in Red's trap d2; Red's Tiger can take the Cat on c3.
+    api_game(pg, {"mode": "two_players", "start": "6l/7/7/7/7/7/1Tc4/3r3/L6 r 0 1"}, [])
+    wait_plies(pg, 0)
+    rat = pg.locator('.sq[data-square="d2"] .piece')
+    assert rat.locator(".rank").inner_text() == "0" and "trapped" in (rat.get_attribute("class") or "")
+    assert pg.inner_text('.sq[data-square="g9"] .piece .rank') == "7"
+    # Keyboard: type the piece's square, then the destination.
+    for key in "b3c3":
+        pg.keyboard.press(key)
+    wait_plies(pg, 1)
+    assert game(pg)["moves"] == ["b3c3"]
+    assert pg.inner_text("#movelist .mv.red") == "T b3xc3"
+    assert pg.eval_on_selector_all("#captured-red .chip", "els => els.length") == 1
+    assert pg.inner_text("#captured-red .lead") == "+2"  # the Cat's rank
+    # A hint is an arrow; asking again in the same position is free.
+    pg.keyboard.press("h")
+    pg.wait_for_selector("#arrows line.hint-arrow", state="attached")
+    hint = game(pg)["hint"]
+    assert pg.get_attribute("#arrows line.hint-arrow", "data-move") == hint and pg.inner_text("#hints-left") == "2"
+    pg.click("#btn-hint")
+    pg.wait_for_selector("#message:has-text('asking again here is free')")
+    assert game(pg)["hint"] == hint and pg.inner_text("#hints-left") == "2"
+
+
+def test_levels_from_the_server_and_remembered_choices(page: Any) -> None:
+    pg = page
+    pg.wait_for_selector("#newgame:not([hidden])")
+    levels = pg.evaluate("state.info.levels.map(l => l.name)")
+    options = pg.eval_on_selector_all("#ng-opponent option", "els => els.map(e => e.value)")
+    assert options == [*levels, "custom"] and levels[:3] == ["beginner", "normal", "expert"]
+    assert pg.locator(".sq.water").count() == len(pg.evaluate("state.info.terrain.water"))  # terrain from the server
+    pg.select_option("#ng-opponent", "normal")
+    pg.check('input[name="side"][value="blue"]')
+    pg.select_option("#ng-pace", "natural")
+    pg.click("#ng-start")
+    wait_plies(pg, 1)
+    assert game(pg)["opponent"] == "alphabeta:level=normal" and game(pg)["pace"] == "natural"
+    assert "Normal" in pg.inner_text("#matchup")
+    pg.click("#btn-new")
+    assert pg.input_value("#ng-opponent") == "normal" and pg.input_value("#ng-pace") == "natural"
+    assert pg.is_checked('input[name="side"][value="blue"]')
+
+
+def test_a_record_before_the_first_game_and_its_end(page: Any, tmp_path: Path) -> None:
+    pg = page
+    pg.wait_for_selector("#newgame:not([hidden])")
+    f = tmp_path / "won.jsonl"
+    f.write_text(GameRecord(start="2R4/7/6e/7/7/7/7/7/7 r 0 1", moves=["c9d9"], result="1-0",
+                            termination="den").to_json() + "\n")
+    pg.set_input_files("#ng-record-file", str(f))
+    pg.wait_for_selector("#replay-controls:not([hidden])")
+    assert pg.locator("#newgame").is_hidden()
+    pg.click("#rp-last")
+    assert "1-0: Red entered Blue's den" in pg.inner_text("#status")
+    pg.click("#rp-close")
+    pg.wait_for_selector("#newgame:not([hidden])")  # no game yet: back to the dialog

@@ -29,9 +29,10 @@ def test_terminal_game_against_the_computer() -> None:
     assert "Game over: 0-1, Red resigned" in out
     assert "Refused: the game is over" in out
     assert out.rstrip().endswith("Bye.")
-    # The board is drawn with coordinates, Red at the bottom.
+    # The board is the project's text board (render_ansi): coordinates on all sides, Red at the bottom.
     lines = out.splitlines()
-    assert any(line.startswith("1  T") for line in lines) and any(line.startswith("9  l") for line in lines)
+    assert " 1  T  .  #  *  #  .  L  1" in lines and " 9  l  .  #  *  #  .  t  9" in lines
+    assert "The computer plays " in out and "Last move: E a3a4" not in out  # the reply is the last move
 
 
 def test_terminal_two_players_until_end_of_input() -> None:
@@ -46,10 +47,12 @@ def test_terminal_two_players_until_end_of_input() -> None:
 def test_terminal_playing_blue_and_bad_options() -> None:
     p = run_play("quit\n", "--opponent", "random", "--side", "blue")
     assert p.returncode == 0 and "The computer plays" in p.stdout and "Your move (Blue)" in p.stdout
-    # Blue sits at the bottom when the person plays Blue.
+    # Blue sits at the bottom when the person plays Blue (the same renderer, turned around).
     lines = p.stdout.splitlines()
-    assert "   g  f  e  d  c  b  a" in lines
-    assert lines[lines.index("   g  f  e  d  c  b  a") - 9].startswith("1  L")
+    files = "    g  f  e  d  c  b  a"
+    assert files in lines
+    top = lines.index(files)
+    assert lines[top + 1].startswith(" 1 ") and lines[top + 9] == " 9  t  .  #  *  #  .  l  9"  # Blue not moved yet
     bad = run_play("", "--opponent", "nosuchplayer")
     assert bad.returncode == 2 and "unknown player kind 'nosuchplayer'" in bad.stderr
     bad = run_play("", "--rule", "rank_order=sideways")

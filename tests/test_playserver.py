@@ -1,10 +1,9 @@
-"""The play page's JSON API, in-process on a free port: every endpoint, bad input, undo and saving."""
+"""The play page's JSON API, in-process on a free port: every endpoint, bad input, undo, hints, saving, replays."""
 
 from __future__ import annotations
 
 import http.client
 import json
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -12,96 +11,36 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
-from envs.players import RandomPlayer, register_player
-from agents.play.game import PlayGame, explain_illegal
-from agents.play.server import PlayServer, make_server, resolve_rules
-from agents.arena.records import GameRecord
 from envs import Board, Move, RuleSet
+from envs.rules import resolve_rules
+
+from agents.arena.records import GameRecord
+from agents.play import game as play_game
+from agents.play.computer import ComputerPool, PlayerCache, choose_move
+from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
+from agents.play.server import MAX_LIVE_GAMES
+from tests.play_helpers import Client, make_pool, snapshot, start_server, stop_server
 
 DEN_IN_ONE = "2R4/7/6e/7/7/7/7/7/7 r 0 1"  # Red's Rat on c9 steps into Blue's den d9
 
 
-class GatedPlayer:
-    """A random player that waits until the test opens its gate: the computer 'thinks' for as long as needed."""
-
-    gate = threading.Event()
-
-    def __init__(self, seed: Optional[int] = None) -> None:
-        self.name = "gated"
-        self.inner = RandomPlayer(seed=seed)
-
-    def select_move(self, board: Board) -> Move:
-        assert self.gate.wait(20), "test gate never opened"
-        return self.inner.select_move(board)
-
-    def reset(self) -> None:
-        pass
-
-
-register_player("gated", lambda rules=None, seed=None: GatedPlayer(seed))
-
-
-class Client:
-    def __init__(self, server: PlayServer) -> None:
-        self.server = server
-        self.base = server.url.rstrip("/")
-
-    def raw(self, method: str, path: str, data: Optional[bytes] = None) -> tuple[int, bytes, Any]:
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=180) as resp:
-                return resp.status, resp.read(), resp.headers
-        except urllib.error.HTTPError as e:
-            return e.code, e.read(), e.headers
-
-    def call(self, method: str, path: str, body: Any = None, status: int = 200) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        if method == "POST" and data is None:
-            data = b""
-        code, raw, _ = self.raw(method, path, data)
-        out = json.loads(raw)
-        assert code == status, (code, out)
-        return out
-
-    def error(self, method: str, path: str, body: Any = None, status: int = 400) -> str:
-        out = self.call(method, path, body, status=status)
-        assert set(out) == {"error"} and out["error"], out
-        return str(out["error"])
-
-    def new(self, **body: Any) -> dict[str, Any]:
-        body.setdefault("opponent", "random")
-        body.setdefault("pace", "instant")
-        return self.call("POST", "/api/games", body, status=201)
-
-    def settled(self, game_id: str) -> dict[str, Any]:
-        self.server.store.wait_idle(game_id, timeout=180)  # a cold numba cache compiles on first use
-        return self.call("GET", f"/api/games/{game_id}")
-
-
-def start_server(state_dir: Optional[Path]) -> PlayServer:
-    server = make_server(port=0, state_dir=state_dir, default_opponent="random", default_pace="instant")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def stop_server(server: PlayServer) -> None:
-    server.shutdown()
-    server.server_close()
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ComputerPool]:
+    with make_pool() as p:
+        yield p
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[Client]:
-    GatedPlayer.gate.set()
-    server = start_server(tmp_path)
+def client(tmp_path: Path, pool: ComputerPool) -> Iterator[Client]:
+    server = start_server(tmp_path, pool)
     yield Client(server)
-    GatedPlayer.gate.set()
     stop_server(server)
 
 
-def snapshot(view: dict[str, Any]) -> tuple[Any, ...]:
-    return view["version"], view["jfen"], tuple(view["moves"]), view["hints_left"], view["result"]
+@pytest.fixture
+def gate(tmp_path: Path) -> Path:
+    """A gate file for the `gated` player: it 'thinks' until the file exists."""
+    return tmp_path / "gate"
 
 
 # --- static files and info ------------------------------------------------------------------
@@ -119,7 +58,11 @@ def test_page_and_static_files_are_served(client: Client) -> None:
 def test_info_describes_rules_and_choices(client: Client) -> None:
     info = client.call("GET", "/api/info")
     assert info["rules"] == RuleSet().to_dict() and info["rules_name"] == "default"
-    assert info["levels"] == ["beginner", "normal", "expert"]
+    assert [lv["name"] for lv in info["levels"]] == ["beginner", "normal", "expert"]
+    assert info["levels"][2]["spec"] == "alphabeta:level=expert" and info["levels"][2]["seconds"] > 0
+    terrain = info["terrain"]
+    assert len(terrain["squares"]) == 63 and terrain["squares"][0] == "a1" and len(terrain["water"]) == 12
+    assert terrain["dens"] == {"d1": "red", "d9": "blue"} and terrain["traps"]["d8"] == "blue"
     assert info["paces"] == ["instant", "quick", "natural"] and info["hints_per_game"] == 3
     assert info["ranks"][1:] == [1, 2, 3, 4, 5, 6, 7, 8] and info["last_game"] is None
 
@@ -173,9 +116,10 @@ def test_malformed_json_is_refused_and_game_unchanged(client: Client, raw: bytes
 def test_posts_must_be_json_for_this_host(client: Client) -> None:
     req = urllib.request.Request(client.base + "/api/games", data=b'{"opponent": "random"}', method="POST")
     req.add_header("Content-Type", "text/plain")
+    req.add_header("X-Jungle-Token", client.server.token)
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=30)
-    assert e.value.code == 400 and "application/json" in json.loads(e.value.read())["error"]
+    assert e.value.code == 415 and "application/json" in json.loads(e.value.read())["error"]
     req = urllib.request.Request(client.base + "/api/info", headers={"Host": "evil.example:80"})
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=30)
@@ -241,16 +185,15 @@ def test_illegal_or_malformed_moves_leave_the_game_unchanged(client: Client, bod
     assert snapshot(client.call("GET", f"/api/games/{v['id']}")) == snapshot(v)
 
 
-def test_out_of_turn_while_the_computer_thinks(client: Client) -> None:
-    GatedPlayer.gate.clear()
-    v = client.new(opponent="gated")
+def test_out_of_turn_while_the_computer_thinks(client: Client, gate: Path) -> None:
+    v = client.new(opponent=f"gated:gate={gate}")
     client.call("POST", f"/api/games/{v['id']}/move", {"move": "a3a4"})
     thinking = client.call("GET", f"/api/games/{v['id']}")
     assert thinking["turn"] == "computer" and thinking["thinking"] is True and thinking["legal"] == []
     assert "computer's turn" in client.error("POST", f"/api/games/{v['id']}/move", {"move": "g3g4"})
     assert "computer's turn" in client.error("POST", f"/api/games/{v['id']}/hint")
     assert snapshot(client.call("GET", f"/api/games/{v['id']}")) == snapshot(thinking)
-    GatedPlayer.gate.set()
+    gate.touch()
     assert len(client.settled(v["id"])["moves"]) == 2
 
 
@@ -262,20 +205,65 @@ def test_computer_moves_first_when_the_person_plays_blue(client: Client) -> None
     assert "no move of yours" in client.error("POST", f"/api/games/{v['id']}/undo")
 
 
-def test_checkpoint_opponent(client: Client, tmp_path: Path) -> None:
+def tiny_checkpoint(path: Path) -> Path:
     from agents.alphazero.checkpoint import save_checkpoint
     from agents.alphazero.network import NetworkConfig, build_network
 
     tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
-    path = save_checkpoint(tmp_path / "run" / "latest.pt", {"model": build_network(tiny).state_dict(),
-                                                            "network": tiny.to_dict(),
-                                                            "rules": RuleSet().to_dict(), "config": ""})
-    assert "no checkpoint at" in client.error("POST", "/api/games", {"opponent": str(tmp_path / "missing.pt")})
-    v = client.new(opponent=f"checkpoint:path={path},sims=4", human="blue")
-    done = client.settled(v["id"])
-    assert len(done["moves"]) == 1 and done["turn"] == "human" and done["computer_error"] is None
-    v = client.new(opponent=str(tmp_path / "run"))
-    assert v["opponent"] == f"checkpoint:path={tmp_path / 'run'}"
+    return save_checkpoint(path, {"model": build_network(tiny).state_dict(), "network": tiny.to_dict(),
+                                  "rules": RuleSet().to_dict(), "config": ""})
+
+
+def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
+    path = tiny_checkpoint(tmp_path / "ours" / "run" / "latest.pt")
+    server = start_server(tmp_path / "state", pool, checkpoint_dirs=[tmp_path / "ours"])
+    try:
+        client = Client(server)
+        assert "no checkpoint at" in client.error("POST", "/api/games", {"opponent": str(tmp_path / "ours" / "x.pt")})
+        v = client.new(opponent=f"checkpoint:path={path},sims=4", human="blue")
+        done = client.settled(v["id"])
+        assert len(done["moves"]) == 1 and done["turn"] == "human" and done["computer_error"] is None
+        v = client.new(opponent=str(tmp_path / "ours" / "run"))
+        assert v["opponent"] == f"checkpoint:path={tmp_path / 'ours' / 'run'}"
+        # Outside the allowed directories: refused alike whether a file is there or not.
+        outside = tiny_checkpoint(tmp_path / "elsewhere.pt")
+        there = client.error("POST", "/api/games", {"opponent": str(outside)})
+        missing = client.error("POST", "/api/games", {"opponent": str(tmp_path / "missing.pt")})
+        assert there.replace("elsewhere", "missing") == missing and "checkpoints from" in there
+        assert "outside the page's limits" in client.error("POST", "/api/games",
+                                                           {"opponent": f"checkpoint:path={path},sims=100000"})
+    finally:
+        stop_server(server)
+
+
+def test_a_shipped_network_becomes_a_level_with_one_entry(tmp_path: Path, pool: ComputerPool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tiny_checkpoint(tmp_path / "shipped" / "best.pt")
+    level = play_game.Level("master", "Master", f"checkpoint:path={path},sims=4", "a network", seconds=4.0)
+    gone = play_game.Level("ghost", "Ghost", f"checkpoint:path={tmp_path / 'none.pt'}", "not shipped yet")
+    monkeypatch.setattr(play_game, "LEVELS", (*play_game.LEVELS, level, gone))
+    server = start_server(tmp_path / "state", pool)
+    try:
+        client = Client(server)
+        levels = client.call("GET", "/api/info")["levels"]
+        assert [lv["name"] for lv in levels] == ["beginner", "normal", "expert", "master"]  # ghost: no file yet
+        assert levels[-1]["seconds"] == 4.0
+        v = client.new(opponent="master", human="blue")
+        assert v["opponent"] == level.spec and v["seconds"] == 4.0
+        assert len(client.settled(v["id"])["moves"]) == 1
+    finally:
+        stop_server(server)
+
+
+def test_bounded_specs() -> None:
+    assert bounded_spec("alphabeta:level=expert", 10) == "alphabeta:level=expert,time=10"
+    assert bounded_spec("alphabeta:depth=16,time=0.5", 10) == "alphabeta:depth=16,time=0.5"
+    assert bounded_spec("random", 10) == "random"
+    for spec, needle in (("alphabeta:time=100", "limit of 10 s"), ("alphabeta:depth=99", "depth=99"),
+                         ("alphabeta:tt=28", "tt=28"), ("alphabeta:time=x", "not a number"),
+                         ("checkpoint:path=a.pt,sims=99999", "sims=99999")):
+        with pytest.raises(PlayError, match=needle):
+            bounded_spec(spec, 10)
 
 
 def test_two_players_take_turns(client: Client) -> None:
@@ -314,13 +302,13 @@ def test_undo_against_the_computer_takes_back_reply_and_move(client: Client) -> 
     assert back["undone"] == 2 and back["moves"] == [] and back["can_undo"] is False
 
 
-def test_undo_while_thinking_takes_back_one_ply_and_drops_the_stale_reply(client: Client) -> None:
-    GatedPlayer.gate.clear()
-    v = client.new(opponent="gated")
+def test_undo_while_thinking_takes_back_one_ply_and_drops_the_stale_reply(client: Client, gate: Path) -> None:
+    v = client.new(opponent=f"gated:gate={gate}")
     client.call("POST", f"/api/games/{v['id']}/move", {"move": "a3a4"})
+    assert client.call("GET", f"/api/games/{v['id']}")["thinking"] is True
     back = client.call("POST", f"/api/games/{v['id']}/undo")
-    assert back["undone"] == 1 and back["moves"] == [] and back["turn"] == "human"
-    GatedPlayer.gate.set()
+    assert back["undone"] == 1 and back["moves"] == [] and back["turn"] == "human" and back["thinking"] is False
+    gate.touch()
     done = client.settled(v["id"])
     assert done["moves"] == [] and done["jfen"] == Board().jfen()
 
@@ -339,6 +327,8 @@ def test_three_hints_per_game(client: Client) -> None:
     for left in (2, 1, 0):
         h = client.call("POST", f"/api/games/{gid}/hint")
         assert h["hints_left"] == left and h["hint"] in h["legal"]
+        again = client.call("POST", f"/api/games/{gid}/hint")
+        assert again["hint"] == h["hint"] and again["hints_left"] == left  # the same position's hint is free
         client.call("POST", f"/api/games/{gid}/move", {"move": h["hint"]})
         client.settled(gid)
     before = client.call("GET", f"/api/games/{gid}")
@@ -369,8 +359,8 @@ def test_settings_change_the_pace(client: Client) -> None:
 
 
 # --- saving and records --------------------------------------------------------------------------
-def test_saved_game_continues_after_a_restart(tmp_path: Path) -> None:
-    server = start_server(tmp_path)
+def test_saved_game_continues_after_a_restart(tmp_path: Path, pool: ComputerPool) -> None:
+    server = start_server(tmp_path, pool)
     c = Client(server)
     v = c.new(human="blue", seed=7)
     gid = v["id"]
@@ -383,7 +373,7 @@ def test_saved_game_continues_after_a_restart(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "last_game.json").read_text())
     assert saved["id"] == gid and saved["moves"] == before["moves"]
 
-    server = start_server(tmp_path)
+    server = start_server(tmp_path, pool)
     try:
         c = Client(server)
         assert c.call("GET", "/api/info")["last_game"]["id"] == gid
@@ -397,9 +387,9 @@ def test_saved_game_continues_after_a_restart(tmp_path: Path) -> None:
         stop_server(server)
 
 
-def test_damaged_save_does_not_stop_the_server(tmp_path: Path) -> None:
+def test_damaged_save_does_not_stop_the_server(tmp_path: Path, pool: ComputerPool) -> None:
     (tmp_path / "last_game.json").write_text('{"format": "jungle-zero-play-game", "moves": ["a3a9"]}')
-    server = start_server(tmp_path)
+    server = start_server(tmp_path, pool)
     try:
         c = Client(server)
         assert "could not be loaded" in c.error("GET", "/api/games/last", status=404)
@@ -411,8 +401,9 @@ def test_damaged_save_does_not_stop_the_server(tmp_path: Path) -> None:
 
 def test_record_download_and_replay_round_trip(client: Client) -> None:
     v = client.new(start=DEN_IN_ONE)
-    client.call("POST", f"/api/games/{v['id']}/move", {"move": "c9c8"})
+    client.call("POST", f"/api/games/{v['id']}/move", {"move": "c9d9"})
     done = client.settled(v["id"])
+    assert done["reason"] == "Red entered Blue's den"
     code, raw, headers = client.raw("GET", f"/api/games/{v['id']}/record")
     assert code == 200 and "attachment" in headers["Content-Disposition"]
     text = raw.decode()
@@ -426,8 +417,24 @@ def test_record_download_and_replay_round_trip(client: Client) -> None:
     assert r["count"] == 2 and [g["moves"] for g in r["games"]] == [len(rec.moves), 3]
     assert len(r["frames"]) == 4 and r["frames"][-1]["jfen"] == other.replay().jfen()
     assert r["frames"][0]["last"] is None and r["frames"][3]["last"]["move"] == "a4a5"
+    assert [p["notation"] for p in r["plies"]] == ["E a3a4", "R a7a6", "E a4a5"] and r["end"] is None
     r0 = client.call("POST", "/api/replay", {"jsonl": text})
     assert r0["index"] == 0 and r0["frames"][-1]["jfen"] == done["jfen"]
+    assert r0["end"]["result"] == done["result"] and r0["end"]["reason"] == done["reason"]
+
+
+def test_replay_names_the_end_and_refuses_moves_after_it() -> None:
+    shuffle = ["a1a2", "g9g8", "a2a1", "g8g9"]
+    drawn = GameRecord(moves=shuffle * 2, result="1/2-1/2", termination="repetition")
+    shown = replay_frames(drawn)
+    assert len(shown["frames"]) == 9 and shown["end"]["termination"] == "repetition"
+    assert shown["end"]["reason"] == "the same position occurred for the third time"
+    with pytest.raises(ValueError, match=r"move 9 \('a1a2'\) comes after the end of the game \(repetition at ply 8\)"):
+        replay_frames(GameRecord(moves=shuffle * 3))
+    resigned = replay_frames(GameRecord(moves=["a3a4"], result="1-0", termination="resign"))
+    assert resigned["end"]["reason"] == "Blue resigned"
+    with pytest.raises(ValueError, match=f"at most {MAX_REPLAY_PLIES}"):
+        replay_frames(GameRecord(moves=["a1a2"] * (MAX_REPLAY_PLIES + 1)))
 
 
 @pytest.mark.parametrize("body, needle", [
@@ -457,7 +464,10 @@ def test_reasons_for_refused_moves(jfen: str, move: str, needle: str) -> None:
     board = Board.from_jfen(jfen)
     m = Move.from_str(move)
     assert m not in board.legal_moves
-    assert needle in explain_illegal(board, m)
+    assert needle in board.why_illegal(m)
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        board.push(m)
+    assert board.why_illegal(board.legal_moves.__iter__().__next__()) == ""
 
 
 def test_rules_from_name_and_overrides() -> None:
@@ -467,12 +477,16 @@ def test_rules_from_name_and_overrides() -> None:
         resolve_rules("nosuchrules")
     with pytest.raises(ValueError, match="bogus"):
         resolve_rules("default", ["bogus=1"])
+    assert resolve_rules(None) == RuleSet() and resolve_rules({"repetition": "off"}).repetition == "off"
+    import envs.env
+    assert envs.env.resolve_rules is resolve_rules  # one helper for the env and play.py
 
 
 def test_saved_game_round_trip_refuses_tampering() -> None:
     g = PlayGame.new(opponent="random", seed=3)
     g.human_move("a3a4")
-    g.apply_computer_move(g.computer_think(), g.version)
+    assert g.apply_computer_move(choose_move(g.job("computer"), PlayerCache()), g.version)
+    assert not g.apply_computer_move("a7a6", g.version - 1)  # a stale answer is dropped
     again = PlayGame.from_saved(g.to_saved())
     assert again.board.jfen() == g.board.jfen() and again.id == g.id and again.seed == 3
     bad = g.to_saved()
@@ -499,3 +513,24 @@ def test_every_ending_is_named(start: Optional[str], rules: RuleSet, moves: list
     v = g.view()
     assert (v["result"], v["termination"], v["reason"], v["turn"]) == (result, termination, reason, "over")
     assert g.record().termination == termination and g.record().result == result
+
+
+def test_the_view_shows_captures_notation_and_trapped_pieces() -> None:
+    # Red's Tiger takes the Cat; Blue's Rat stands in Red's trap d2 (rank 0 there).
+    g = PlayGame.new(mode="two_players", start="6l/7/7/7/7/7/1Tc4/3r3/7 r 0 1")
+    g.human_move("b3c3")
+    v = g.view()
+    assert v["plies"][0]["notation"] == "T b3xc3" and v["last"]["captured"] == "c"
+    assert v["captured"] == {"red": [], "blue": ["c"]}
+    assert v["trapped"] == [10]  # d2
+
+
+def test_live_games_are_bounded_and_the_saved_one_kept(client: Client) -> None:
+    first = client.new()
+    client.call("POST", f"/api/games/{first['id']}/move", {"move": "a3a4"})
+    ids = [client.new()["id"] for _ in range(MAX_LIVE_GAMES + 4)]
+    store = client.server.store
+    assert len(store.games) == MAX_LIVE_GAMES and store.last_id == ids[-1]
+    assert set(store.games) == set(ids[-MAX_LIVE_GAMES:])
+    assert "no game with id" in client.error("GET", f"/api/games/{first['id']}", status=404)
+    assert client.call("GET", "/api/games/last")["id"] == ids[-1]

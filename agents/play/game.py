@@ -1,42 +1,101 @@
-"""One game between a person and the computer (or two people), shared by the
-play page's server and the terminal mode.
+"""One game between a person and the computer (or two people), shared by the play page's server and the terminal.
 
 A `PlayGame` owns a `Board` and everything a person can do to it: move, undo,
 ask for a hint, resign. Every request goes through the rules engine; a bad
 one raises `PlayError` (a ValueError) with a short reason and leaves the game
-exactly as it was. The computer's move is split in two so that a server can
-think outside its lock: `computer_think()` works on a copy of the board and
-`apply_computer_move(move, version)` plays it only if nothing changed since.
+exactly as it was. The game never searches itself: it describes the search
+it needs as a `ThinkJob` (`job("computer")`, `job("hint")`) and takes the
+answer back with `apply_computer_move(move, version)` / `apply_hint(move,
+version)`, which refuse an answer computed for an older version (the person
+undid meanwhile). The server runs the jobs in worker processes
+(`agents.play.computer`), the terminal in its own process.
 
+    >>> from agents.play.computer import PlayerCache, choose_move
     >>> game = PlayGame.new(mode="computer", human="red", opponent="random", seed=1)
     >>> game.human_move("a3a4")
-    >>> game.apply_computer_move(game.computer_think(), game.version)
-    >>> len(game.board.move_stack)
-    2
+    >>> game.apply_computer_move(choose_move(game.job("computer"), PlayerCache()), game.version)
+    True
+
+The page's opponents are data: `LEVELS` lists the named ones (a shipped
+network becomes a level with one more entry), and `bounded_spec` caps any
+spec the page accepts to a time per move.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from envs import kernels as K
-from envs.board import SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
+from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
+from envs.players import PlayerSpecError, parse_spec
 from envs.rules import RuleSet, RuleSetError
 
-from envs.players import Player, PlayerSpecError, make_player, parse_spec
 from agents.arena.records import GameRecord, RecordError
+from agents.play.computer import ThinkJob
 
 MODES = ("computer", "two_players")
-LEVELS = ("beginner", "normal", "expert")
 PACES: dict[str, tuple[float, float]] = {"instant": (0.0, 0.0), "quick": (1.0, 2.0), "natural": (2.0, 5.0)}
 """Pace name -> (least, most) seconds the computer takes for a move, thinking included."""
 HINTS_PER_GAME = 3
 HINT_SPEC = "alphabeta:level=normal"
-"""Where hints come from; when alpha-beta is unavailable the opponent (or a random player) hints."""
+"""Where hints come from."""
+MOVE_SECONDS = 10.0
+"""The most a computer move may take on the page unless its level says otherwise."""
+GRACE_SECONDS = 3.0
+"""Added to a move's time before its worker is killed (a search stopping at its own limit needs a moment)."""
+MAX_SEED = 2**63 - 1
+MAX_REPLAY_PLIES = 4000
+"""The longest game the replay viewer accepts (a default-rules game ends within about 2000 plies)."""
+
+CHECKPOINT_DIRS: tuple[Path, ...] = (Path("checkpoints"),)
+"""Where the page may load checkpoints from (play.py adds the directory of its --opponent and --checkpoint-dir)."""
+
+# Limits of a player spec typed on the page: option -> (least, most). Time is the level's.
+_SPEC_LIMITS: dict[str, dict[str, tuple[float, float]]] = {
+    "alphabeta": {"depth": (1, 30), "nodes": (1, 10**9), "tt": (4, 24), "noise": (0, 10000), "random": (0, 1)},
+    "checkpoint": {"sims": (1, 4000), "threads": (1, os.cpu_count() or 1)},
+}
+
+
+@dataclass(frozen=True)
+class Level:
+    """A named opponent of the page: its spec, a line about it, and its time per move."""
+
+    name: str
+    label: str
+    spec: str
+    about: str
+    seconds: float = MOVE_SECONDS
+    """The most one move may take (alpha-beta stops its deepening there; any other player is stopped)."""
+
+    def available(self) -> bool:
+        """A level that names a checkpoint is offered only once that file is there."""
+        kind, options = parse_spec(self.spec)
+        return kind != "checkpoint" or Path(options.get("path", "")).exists()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "spec": self.spec, "about": self.about,
+                "seconds": self.seconds}
+
+
+LEVELS: tuple[Level, ...] = (
+    Level("beginner", "Beginner", "alphabeta:level=beginner", "alpha-beta, 1 ply, one move in five at random"),
+    Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
+    Level("expert", "Expert", "alphabeta:level=expert", "alpha-beta, 6 plies"),
+    # When a shipped network beats alpha-beta, one entry makes it the strongest level, e.g.
+    # Level("master", "Master", "checkpoint:path=checkpoints/shipped/<file>.pt,sims=400",
+    #       "the shipped network, 400 simulations, about 2 s a move", seconds=5.0),
+)
+"""The page's named opponents, weakest first."""
+
+
+def available_levels() -> list[Level]:
+    return [level for level in LEVELS if level.available()]
+
 
 _SIDE_NAMES = {Side.RED: "red", Side.BLUE: "blue"}
 _TERMINATION_TEXT = {
@@ -45,6 +104,7 @@ _TERMINATION_TEXT = {
     "no_moves": "{loser} has no legal move",
     "repetition": "the same position occurred for the third time",
     "no_capture_limit": "{limit} plies passed without a capture",
+    "ply_cap": "the game was stopped at its ply cap",
     "resign": "{loser} resigned",
 }
 
@@ -76,49 +136,114 @@ def side_name(side: Side) -> str:
     return _SIDE_NAMES[side]
 
 
-def opponent_spec(text: Any) -> str:
+def _choice(name: str, value: Any, allowed: Iterable[str]) -> str:
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise PlayError(f"{name} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+# --- opponents ----------------------------------------------------------------------------------
+def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -> str:
     """What a person types for an opponent -> a player spec.
 
-    `beginner`/`normal`/`expert` are alpha-beta levels, a path ending in `.pt`, an existing
-    file or run directory, or a run name under `checkpoints/` is a checkpoint; anything else must already be a spec
-    (`alphabeta:depth=3`, `checkpoint:path=...,sims=200`, `random`).
+    A level name (`beginner`, `normal`, ... of `LEVELS`) is its spec; a path
+    ending in `.pt`, an existing file or run directory, or a run name under
+    `checkpoints/` is a checkpoint; anything else must already be a spec
+    (`alphabeta:depth=3`, `checkpoint:path=...,sims=200`, `random`). With
+    `checkpoint_dirs` (the page), a checkpoint must lie inside one of them, so
+    that the page cannot probe other files.
     """
     if not isinstance(text, str) or not text.strip():
-        raise PlayError(f"opponent {text!r} is empty; choose beginner, normal, expert, a checkpoint path or a player spec")
+        raise PlayError(f"opponent {text!r} is empty; choose a level, a checkpoint path or a player spec")
     t = text.strip()
-    if t in LEVELS:
-        return f"alphabeta:level={t}"
+    if len(t) > 500:
+        raise PlayError(f"opponent spec of {len(t)} characters is too long (at most 500)")
+    for level in LEVELS:
+        if t == level.name:
+            return level.spec
     if ":" not in t and (t.endswith(".pt") or "/" in t or Path(t).exists() or (Path("checkpoints") / t).is_dir()):
-        return f"checkpoint:path={t}"
+        t = f"checkpoint:path={t}"
     try:
-        parse_spec(t)
+        kind, options = parse_spec(t)
     except PlayerSpecError as e:
         raise PlayError(str(e)) from None
+    if kind == "checkpoint" and checkpoint_dirs is not None:
+        _check_checkpoint_place(options.get("path", ""), checkpoint_dirs)
     return t
 
 
-def build_player(spec: str, rules: RuleSet, seed: Optional[int]) -> Player:
-    """make_player, with every failure (unknown kind, missing module, bad file) as a PlayError."""
+def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
+    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`."""
+    dirs = [Path(d).resolve() for d in dirs]
+    p = Path(path).expanduser()
+    candidates = [p] if p.is_absolute() else [p, Path("checkpoints") / p]
+    for c in candidates:
+        resolved = c.resolve()
+        if any(resolved == d or d in resolved.parents for d in dirs):
+            return
+    where = ", ".join(str(d) for d in dirs)
+    raise PlayError(f"the page plays checkpoints from {where} only; {path!r} is not there "
+                    "(start play.py with --checkpoint-dir to add a directory)")
+
+
+def bounded_spec(spec: str, seconds: float) -> str:
+    """The spec the computer really plays: options within the page's limits, alpha-beta stopping at `seconds`.
+
+    A limit above the page's is refused (PlayError) rather than silently
+    lowered; an alpha-beta spec gets `time=<seconds>` unless it asks for less.
+    Other kinds keep their spec; the worker is stopped at `seconds` anyway.
+    """
     try:
-        return make_player(spec, rules=rules, seed=seed)
-    except ImportError as e:
-        raise PlayError(f"player {spec!r} is not available in this installation ({e})") from None
-    except (ValueError, OSError, KeyError, RuntimeError) as e:
-        raise PlayError(f"cannot build player {spec!r}: {e}") from None
+        kind, options = parse_spec(spec)
+    except PlayerSpecError as e:
+        raise PlayError(str(e)) from None
+    for key, (low, high) in _SPEC_LIMITS.get(kind, {}).items():
+        if key not in options:
+            continue
+        try:
+            value = float(options[key])
+        except ValueError:
+            raise PlayError(f"{kind} option {key}={options[key]!r} is not a number") from None
+        if not low <= value <= high:
+            raise PlayError(f"{kind} option {key}={options[key]} is outside the page's limits [{low:g}, {high:g}]")
+    if kind == "alphabeta":
+        if "time" in options:
+            try:
+                t = float(options["time"])
+            except ValueError:
+                raise PlayError(f"alphabeta option time={options['time']!r} is not a number") from None
+            if not 0 < t <= seconds:
+                raise PlayError(f"alphabeta option time={options['time']} is outside the page's limit "
+                                f"of {seconds:g} s a move")
+        else:
+            options["time"] = f"{seconds:g}"
+    return kind + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
 
 
+def level_seconds(spec: Optional[str], default: float = MOVE_SECONDS) -> float:
+    """The time per move of the level whose spec this is (`default` for any other spec)."""
+    return next((level.seconds for level in LEVELS if level.spec == spec), default)
+
+
+# --- what a ply did -----------------------------------------------------------------------------
 @dataclass
 class PlyInfo:
-    """What one ply did, for the page's highlight and sounds."""
+    """What one ply did, for the page's highlight, move list and sounds."""
 
     move: str
     piece: str
     captured: Optional[str]
     jump: bool
 
+    @property
+    def notation(self) -> str:
+        """`'L d4xd5'`: the animal's letter, the squares, `x` for a capture."""
+        return f"{self.piece.upper()} {self.move[:2]}{'x' if self.captured else ''}{self.move[2:]}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"move": self.move, "from": self.move[:2], "to": self.move[2:], "piece": self.piece,
-                "captured": self.captured, "jump": self.jump}
+                "captured": self.captured, "jump": self.jump, "notation": self.notation}
 
 
 def ply_info(board: Board, move: Move) -> PlyInfo:
@@ -131,73 +256,56 @@ def ply_info(board: Board, move: Move) -> PlyInfo:
                    abs(f0 - f1) + abs(r0 - r1) > 1)
 
 
-def explain_illegal(board: Board, move: Move) -> str:
-    """A short reason why a move the engine refused is illegal (for people, not for the rules).
+def trapped_squares(board: Board) -> list[int]:
+    """Squares whose piece stands in an enemy trap (rank 0 there: any enemy may take it)."""
+    return [sq for sq in range(K.N_SQUARES)
+            if (p := board.piece_at(sq)) is not None and int(K.TRAP_OWNER[sq]) == int(p.side.other)]
 
-    The engine decides legality; this only puts its refusal into words, so it may fall
-    back to a general reason where the position is unusual.
-    """
-    over = board.outcome()
-    if over is not None:
-        return "the game is over"
-    names = K.ANIMAL_NAMES
-    src, dst = move.from_square, move.to_square
-    fs, ts = SQUARE_NAMES[src], SQUARE_NAMES[dst]
-    piece = board.piece_at(src)
-    me = board.side_to_move
-    if piece is None:
-        return f"there is no piece on {fs}"
-    if piece.side != me:
-        return f"the piece on {fs} is {side_name(piece.side).title()}'s; {side_name(me).title()} is to move"
-    animal = names[piece.animal]
-    if src == dst:
-        return "a move must go to another square"
-    target = board.piece_at(dst)
-    if target is not None and target.side == me:
-        return f"your own {names[target.animal]} stands on {ts}"
-    if dst == int(K.DEN[me]):
-        return "a piece may not enter its own den"
-    f0, r0 = src % K.N_FILES, src // K.N_FILES
-    f1, r1 = dst % K.N_FILES, dst // K.N_FILES
-    water = K.WATER
-    if abs(f0 - f1) + abs(r0 - r1) > 1:
-        jump_dirs = [d for d in range(4) if int(K.JUMP[src, d]) == dst]
-        if not jump_dirs:
-            if f0 != f1 and r0 != r1:
-                return "pieces move one square up, down, left or right, never diagonally"
-            return "pieces move one square at a time (only the Lion and Tiger jump, across a river)"
-        if piece.animal not in (K.LION, K.TIGER):
-            return f"only the Lion and Tiger jump the river, not the {animal}"
-        flown = [int(s) for s in K.JUMP_OVER[src, jump_dirs[0]] if s >= 0]
-        if any(board.piece_at(s) is not None for s in flown):
-            return "a rat in the river blocks the jump"
-    elif water[dst] and piece.animal != K.RAT:
-        return f"only the Rat may enter the water, not the {animal}"
-    if target is not None:
-        victim = names[target.animal]
-        ranks = board.rules.ranks()
-        if bool(water[src]) != bool(water[dst]):
-            return "a piece in the water and a piece on land cannot capture each other"
-        if int(K.TRAP_OWNER[src]) == 1 - me and board.rules.trapped_attacker == "powerless":
-            return f"the {animal} stands in an enemy trap and can capture nothing"
-        if piece.animal == K.ELEPHANT and target.animal == K.RAT:
-            return "the Elephant cannot capture the Rat"
-        if ranks[piece.animal] < ranks[target.animal]:
-            return (f"the {animal} (rank {ranks[piece.animal]}) cannot capture "
-                    f"the {victim} (rank {ranks[target.animal]})")
-    if board.rules.anti_chase != "off":
-        return "the anti-chase rule forbids this move"
-    return f"the {animal} on {fs} cannot go to {ts}"
+
+def board_letters(board: Board) -> list[str]:
+    return [p.letter if (p := board.piece_at(sq)) else "" for sq in range(K.N_SQUARES)]
+
+
+def terrain() -> dict[str, Any]:
+    """The board the page draws: size, square names, water, traps and dens with their owners."""
+    return {"files": FILE_NAMES, "n_files": K.N_FILES, "n_ranks": K.N_RANKS, "squares": list(SQUARE_NAMES),
+            "water": [SQUARE_NAMES[s] for s in range(K.N_SQUARES) if K.WATER[s]],
+            "traps": {SQUARE_NAMES[s]: side_name(Side(int(K.TRAP_OWNER[s])))
+                      for s in range(K.N_SQUARES) if K.TRAP_OWNER[s] >= 0},
+            "dens": {SQUARE_NAMES[int(K.DEN[side])]: side_name(side) for side in Side}}
 
 
 def termination_text(termination: str, winner: Optional[Side], loser: Optional[Side], rules: RuleSet) -> str:
     """`'den'` -> 'Red entered Blue's den' and so on; draws name their rule."""
-    text = _TERMINATION_TEXT.get(termination, termination)
+    text = _TERMINATION_TEXT.get(termination, termination.replace("_", " "))
     return text.format(winner=side_name(winner).title() if winner is not None else "",
                        loser=side_name(loser).title() if loser is not None else "",
                        limit=rules.no_capture_draw)
 
 
+def _end_reason(board: Board, termination: Optional[str], winner: Optional[Side]) -> Optional[str]:
+    if termination is None:
+        return None
+    loser = winner.other if winner is not None else None
+    if termination == "no_moves":
+        loser = board.side_to_move
+    return termination_text(termination, winner, loser, board.rules)
+
+
+def _captured(plies: Iterable[PlyInfo]) -> dict[str, list[str]]:
+    """The letters of each side's pieces taken so far: {'red': [...], 'blue': [...]}."""
+    out: dict[str, list[str]] = {"red": [], "blue": []}
+    for p in plies:
+        if p.captured:
+            out["red" if p.captured.isupper() else "blue"].append(p.captured)
+    return out
+
+
+def _rules_key(rules: RuleSet) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(rules.to_dict().items()))
+
+
+# --- the game -----------------------------------------------------------------------------------
 class PlayGame:
     """A game in progress: mode, seats, board, hints left, and how it ended.
 
@@ -206,11 +314,16 @@ class PlayGame:
     """
 
     def __init__(self, *, game_id: str, mode: str, human: Optional[Side], opponent: Optional[str], pace: str,
-                 rules: RuleSet, rules_name: str, start: str, seed: int) -> None:
+                 rules: RuleSet, rules_name: str, start: str, seed: int, seconds: float = MOVE_SECONDS) -> None:
         self.id = game_id
         self.mode = mode
         self.human = human
         self.opponent = opponent
+        """The opponent's spec as chosen (shown and recorded)."""
+        self.seconds = seconds
+        """The most one computer move may take."""
+        self.engine = bounded_spec(opponent, seconds) if opponent is not None else None
+        """The spec the computer plays: `opponent` within the page's limits."""
         self.pace = pace
         self.rules = rules
         self.rules_name = rules_name
@@ -221,50 +334,44 @@ class PlayGame:
         self.plies: list[PlyInfo] = []
         self.hints_left = HINTS_PER_GAME
         self.hint: Optional[str] = None
+        """The hint shown for the current position (asking again costs nothing)."""
         self.resigned: Optional[Side] = None
         self.version = 0
-        self._player: Optional[Player] = None
-        self._hinter: Optional[Player] = None
         self.error: Optional[str] = None
-        """Why the computer could not move (a broken player), shown by the page."""
-        # Player objects may keep search state: one computation at a time for each.
-        self._think_lock = threading.Lock()
-        self._hint_lock = threading.Lock()
+        """Why the computer could not move (a broken player, a search past its time), shown by the page."""
 
     # -- construction ------------------------------------------------------------------
     @classmethod
     def new(cls, *, mode: Any = "computer", human: Any = "red", opponent: Any = "beginner", pace: Any = "instant",
             rules: Optional[RuleSet] = None, rules_name: str = "default", start: Any = None,
-            seed: Optional[int] = None, game_id: Optional[str] = None, build: bool = True) -> "PlayGame":
+            seed: Any = None, game_id: Optional[str] = None,
+            checkpoint_dirs: Optional[Iterable[Path]] = None, seconds: float = MOVE_SECONDS) -> "PlayGame":
         """Validate a new-game request; PlayError names the offending field.
 
-        `build=False` skips building the opponent (a saved game loads its player lazily).
+        The opponent is only described here (its spec checked and bounded);
+        building it is the computer's job (`agents.play.computer`). A level
+        has its own time per move, any other opponent `seconds`.
         """
-        if mode not in MODES:
-            raise PlayError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-        if pace not in PACES:
-            raise PlayError(f"pace {pace!r} is not one of {', '.join(PACES)}")
+        mode = _choice("mode", mode, MODES)
+        pace = _choice("pace", pace, PACES)
         rules = rules if rules is not None else RuleSet()
         start_jfen = START_JFEN if start in (None, "") else start
-        if not isinstance(start_jfen, str):
-            raise PlayError(f"start position must be a JFEN string, got {start_jfen!r}")
+        if not isinstance(start_jfen, str) or len(start_jfen) > 200:
+            raise PlayError(f"start position must be a JFEN string, got {str(start_jfen)[:80]!r}")
         try:
             Board.from_jfen(start_jfen, rules=rules)
         except ValueError as e:
             raise PlayError(str(e)) from None
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise PlayError(f"seed {seed!r} is not an integer")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+            raise PlayError(f"seed {str(seed)[:40]!r} is not an integer in 0..{MAX_SEED}")
         seat: Optional[Side] = None
         spec: Optional[str] = None
         if mode == "computer":
             seat = parse_side(human)
-            spec = opponent_spec(opponent)
-        game = cls(game_id=game_id or secrets.token_hex(6), mode=mode, human=seat, opponent=spec, pace=pace,
+            spec = opponent_spec(opponent, checkpoint_dirs)
+        return cls(game_id=game_id or secrets.token_hex(6), mode=mode, human=seat, opponent=spec, pace=pace,
                    rules=rules, rules_name=rules_name, start=start_jfen,
-                   seed=secrets.randbits(31) if seed is None else seed)
-        if build and spec is not None:
-            game._player = build_player(spec, rules, game.seed)
-        return game
+                   seed=secrets.randbits(31) if seed is None else seed, seconds=level_seconds(spec, seconds))
 
     # -- reading ----------------------------------------------------------------------------
     @property
@@ -293,7 +400,7 @@ class PlayGame:
     def human_move(self, move: Any) -> None:
         """Play a person's move (`'a3a4'`); PlayError with a short reason if it is refused."""
         if not isinstance(move, str):
-            raise PlayError(f"a move must be a string like 'a3a4', got {move!r}")
+            raise PlayError(f"a move must be a string like 'a3a4', got {str(move)[:40]!r}")
         if self.over:
             raise PlayError("the game is over; start a new game" + ("" if self.resigned is not None else " or undo"))
         if self.computer_to_move():
@@ -305,7 +412,7 @@ class PlayGame:
         try:
             self.board.parse_move(m)
         except IllegalMoveError:
-            raise PlayError(f"illegal move {str(m)}: {explain_illegal(self.board, m)}") from None
+            raise PlayError(f"illegal move {str(m)}: {self.board.why_illegal(m)}") from None
         self._push(m)
 
     def _push(self, m: Move) -> None:
@@ -327,15 +434,13 @@ class PlayGame:
         """
         if self.resigned is not None:
             raise PlayError("the game ended by resignation; start a new game")
-        stack = self.board.move_stack
-        if not stack:
+        if not self.board.move_stack:
             raise PlayError("there is no move to undo")
         if self.mode == "two_players":
             self._pop()
             self._changed()
             return 1
-        n_human_moves = self._human_moves_played()
-        if n_human_moves == 0:
+        if self._human_moves_played() == 0:
             raise PlayError("there is no move of yours to undo")
         undone = 0
         # The computer's reply, if it has moved (not while thinking, nor when the person's move ended the game).
@@ -358,68 +463,59 @@ class PlayGame:
             return False
         return self.mode == "two_players" or self._human_moves_played() > 0
 
-    def request_hint(self) -> str:
-        """A suggested move for the person to move (three per game); PlayError when none is left."""
+    def check_hint(self) -> Optional[str]:
+        """May the person have a hint now? PlayError if not; the hint already shown for this position if any."""
         if self.over:
             raise PlayError("the game is over; no hints")
         if self.computer_to_move():
             raise PlayError("it is the computer's turn; ask for a hint on yours")
+        if self.hint is not None:
+            return self.hint
         if self.hints_left <= 0:
             raise PlayError(f"no hints left ({HINTS_PER_GAME} per game)")
-        with self._hint_lock:
-            move = self._hint_player().select_move(self.board.copy())
-        self.hints_left -= 1
-        self.hint = str(move)
-        return self.hint
+        return None
 
-    def _hint_player(self) -> Player:
-        if self._hinter is None:
-            try:
-                self._hinter = build_player(HINT_SPEC, self.rules, self.seed + 1)
-            except PlayError:
-                fallback = self.opponent if self.opponent is not None else "random"
-                self._hinter = build_player(fallback, self.rules, self.seed + 1)
-        return self._hinter
+    def apply_hint(self, move: str, version: int) -> str:
+        """Show `move` as the hint of position `version`; costs one hint unless this position has one already."""
+        if version != self.version:
+            raise PlayError("the position changed while the hint was being found; ask again")
+        known = self.check_hint()
+        if known is not None:
+            return known
+        self.board.parse_move(move)
+        self.hints_left -= 1
+        self.hint = move
+        return move
 
     def resign(self) -> None:
-        """The person resigns (two people: the side to move resigns)."""
+        """The person resigns (two people: the side to move resigns); also while the computer thinks."""
         if self.over:
             raise PlayError("the game is already over")
-        assert self.human is not None or self.mode == "two_players"
         self.resigned = self.human if self.mode == "computer" and self.human is not None else self.board.side_to_move
         self._changed()
 
     def set_pace(self, pace: Any) -> None:
-        if pace not in PACES:
-            raise PlayError(f"pace {pace!r} is not one of {', '.join(PACES)}")
-        self.pace = pace
+        self.pace = _choice("pace", pace, PACES)
 
     # -- the computer ------------------------------------------------------------------
-    def player(self) -> Player:
-        if self._player is None:
-            assert self.opponent is not None
-            self._player = build_player(self.opponent, self.rules, self.seed)
-        return self._player
+    def job(self, role: str) -> ThinkJob:
+        """The search the game needs now: `'computer'` (the opponent's move) or `'hint'`."""
+        if role == "computer":
+            if self.engine is None:
+                raise PlayError("this game has no computer player")
+            spec, seed = self.engine, self.seed
+        elif role == "hint":
+            spec, seed = bounded_spec(HINT_SPEC, MOVE_SECONDS), (self.seed + 1) % (MAX_SEED + 1)
+        else:
+            raise ValueError(f"unknown job role {role!r}")
+        return ThinkJob(key=f"{self.id}:{role}", spec=spec, rules=_rules_key(self.rules), seed=seed,
+                        start=self.start, moves=tuple(str(m) for m in self.board.move_stack))
 
-    def computer_think(self, board: Optional[Board] = None) -> Move:
-        """The computer's choice in the current position, or in `board` (a copy taken earlier).
-
-        Works on a copy: the game is not changed (see `apply_computer_move`).
-        """
-        if board is None:
-            if not self.computer_to_move():
-                raise PlayError("it is not the computer's turn")
-            board = self.board.copy()
-        with self._think_lock:
-            move = self.player().select_move(board)
-        return move
-
-    def apply_computer_move(self, move: Move, version: int) -> bool:
+    def apply_computer_move(self, move: str, version: int) -> bool:
         """Play `move` if the game is still at `version` (else it is stale: False)."""
         if version != self.version or not self.computer_to_move():
             return False
-        self.board.parse_move(move)  # a player bug must not corrupt the game
-        self._push(move)
+        self._push(self.board.parse_move(move))  # a player bug must not corrupt the game
         return True
 
     # -- records and saving -------------------------------------------------------------
@@ -446,7 +542,7 @@ class PlayGame:
                 "resigned": side_name(self.resigned) if self.resigned is not None else None}
 
     @classmethod
-    def from_saved(cls, d: Any) -> "PlayGame":
+    def from_saved(cls, d: Any, seconds: float = MOVE_SECONDS) -> "PlayGame":
         """Rebuild a saved game, every move checked again by the rules engine (PlayError if it fails)."""
         if not isinstance(d, dict) or d.get("format") != "jungle-zero-play-game":
             raise PlayError("not a saved Jungle Zero game")
@@ -454,12 +550,10 @@ class PlayGame:
             rules = RuleSet.from_dict(d["rules"])
             game = cls.new(mode=d["mode"], human=d["human"] or "red", opponent=d["opponent"] or "random",
                            pace=d["pace"], rules=rules, rules_name=str(d.get("rules_name", "default")),
-                           start=d["start"], seed=int(d["seed"]), game_id=str(d["id"]), build=False)
+                           start=d["start"], seed=int(d["seed"]), game_id=str(d["id"]), seconds=seconds)
             for mv in d["moves"]:
-                m = game.board.parse_move(mv)
-                game._push(m)
-            hints = int(d["hints_left"])
-            game.hints_left = max(0, min(HINTS_PER_GAME, hints))
+                game._push(game.board.parse_move(mv))
+            game.hints_left = max(0, min(HINTS_PER_GAME, int(d["hints_left"])))
             if d.get("resigned") is not None:
                 game.resigned = parse_side(d["resigned"])
         except (KeyError, TypeError, RuleSetError) as e:
@@ -473,31 +567,27 @@ class PlayGame:
     def view(self, thinking: bool = False) -> dict[str, Any]:
         """The JSON the page draws from. Squares are indexed rank*7+file (a1=0, g9=62)."""
         result, termination, winner = self.result()
-        over = result != "*"
         b = self.board
-        turn = "over" if over else ("computer" if self.computer_to_move() else "human")
+        turn = "over" if result != "*" else ("computer" if self.computer_to_move() else "human")
         legal = [str(Move.from_int(int(m))) for m in b.legal_move_ints()] if turn == "human" else []
-        reason = None
-        if over:
-            assert termination is not None
-            loser = winner.other if winner is not None else None
-            if termination == "no_moves":
-                loser = b.side_to_move
-            reason = termination_text(termination, winner, loser, self.rules)
         return {
             "id": self.id,
             "version": self.version,
             "mode": self.mode,
             "human": side_name(self.human) if self.human is not None else None,
             "opponent": self.opponent,
+            "seconds": self.seconds,
             "pace": self.pace,
             "rules_name": self.rules_name,
             "rules": self.rules.to_dict(),
             "ranks": list(self.rules.ranks()),
             "start": self.start,
             "jfen": b.jfen(),
-            "board": [p.letter if (p := b.piece_at(sq)) else "" for sq in range(K.N_SQUARES)],
+            "board": board_letters(b),
+            "trapped": trapped_squares(b),
             "moves": [str(m) for m in b.move_stack],
+            "plies": [p.to_dict() for p in self.plies],
+            "captured": _captured(self.plies),
             "side_to_move": side_name(b.side_to_move),
             "turn": turn,
             "thinking": bool(thinking and turn == "computer"),
@@ -510,34 +600,58 @@ class PlayGame:
             "result": result,
             "termination": termination,
             "winner": side_name(winner) if winner is not None else None,
-            "reason": reason,
+            "reason": _end_reason(b, termination, winner),
             "computer_error": self.error,
         }
 
 
-def replay_frames(record: GameRecord) -> list[dict[str, Any]]:
-    """Each position of a recorded game for the replay viewer: board letters, last ply, JFEN.
+# --- replays --------------------------------------------------------------------------------------
+def replay_frames(record: GameRecord) -> dict[str, Any]:
+    """Every position of a recorded game for the replay viewer, and how it ended.
 
-    Every move is checked by the rules engine; RecordError names the first bad one.
+    Returns {"frames": [{jfen, side_to_move, trapped, last}], "plies": [...],
+    "end": {result, termination, winner, reason} or None}. Every move is
+    checked by the rules engine and the game must stop at its end: RecordError
+    names the first bad move, a move after the end, or a game longer than
+    MAX_REPLAY_PLIES, so the work per record is bounded.
     """
+    if len(record.moves) > MAX_REPLAY_PLIES:
+        raise RecordError(f"the game has {len(record.moves)} plies; the viewer shows at most {MAX_REPLAY_PLIES}")
     try:
         rules = RuleSet.from_dict(record.rules)
         board = Board.from_jfen(record.start, rules=rules)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         raise RecordError(f"record cannot be set up: {e}") from None
 
     def frame(last: Optional[PlyInfo]) -> dict[str, Any]:
-        return {"jfen": board.jfen(),
-                "board": [p.letter if (p := board.piece_at(sq)) else "" for sq in range(K.N_SQUARES)],
-                "last": last.to_dict() if last else None, "side_to_move": side_name(board.side_to_move)}
+        return {"jfen": board.jfen(), "side_to_move": side_name(board.side_to_move), "trapped": trapped_squares(board),
+                "last": last.to_dict() if last else None}
 
     frames = [frame(None)]
+    plies = []
     for i, mv in enumerate(record.moves):
+        over = board.outcome()
+        if over is not None:
+            raise RecordError(f"move {i + 1} ({str(mv)[:12]!r}) comes after the end of the game "
+                              f"({over.termination.name.lower()} at ply {i})")
         try:
             m = board.parse_move(mv)
         except ValueError as e:
-            raise RecordError(f"move {i + 1} ({mv!r}) does not replay: {e}") from None
+            raise RecordError(f"move {i + 1} ({str(mv)[:12]!r}) does not replay: {e}") from None
         info = ply_info(board, m)
         board.push(m)
+        plies.append(info.to_dict())
         frames.append(frame(info))
-    return frames
+    out = board.outcome()
+    end = None
+    if out is not None:
+        end = {"result": out.result(), "termination": out.termination.name.lower(),
+               "winner": side_name(out.winner) if out.winner is not None else None}
+    elif record.result != "*":
+        winner = {"1-0": Side.RED, "0-1": Side.BLUE}.get(record.result)
+        end = {"result": record.result, "termination": record.termination,
+               "winner": side_name(winner) if winner is not None else None}
+    if end is not None:
+        winner = Side.RED if end["winner"] == "red" else Side.BLUE if end["winner"] == "blue" else None
+        end["reason"] = _end_reason(board, end["termination"], winner) or "the record gives no reason"
+    return {"frames": frames, "plies": plies, "end": end}

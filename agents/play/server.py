@@ -1,77 +1,134 @@
-"""The play page's server: static files plus a small JSON API, standard library only.
+"""The play page's server: static files plus a small JSON API on 127.0.0.1, standard library only.
 
     server = make_server(port=0, state_dir="~/.jungle-zero")
     print(server.url)
     server.serve_forever()
 
-API (JSON bodies; every error is `{"error": "..."}` with status 400, or 404 for an unknown game):
+API (JSON bodies; every error is `{"error": "..."}`: 400 bad input, 403 not
+from the page, 404 unknown, 405 method, 411/413/415 body refused):
 
-    GET  /api/info                     rule set in force, levels, paces, hints per game, the last game
-    POST /api/games                    {mode, human, opponent, pace, start?, seed?} -> a new game's view
+    GET  /api/info                     rule set in force, terrain, levels, paces, hints per game, the last game
+    POST /api/games                    {mode, human, opponent, pace, start?, seed?} -> a new game's view (201)
     GET  /api/games/last               the saved game (404 if none) - "continue last game"
     GET  /api/games/<id>               the game's view (`thinking` while the computer chooses)
     POST /api/games/<id>/move          {move: "a3a4"}
     POST /api/games/<id>/undo          against the computer: its reply and your move (one ply while it thinks)
-    POST /api/games/<id>/hint          a suggested move (three per game)
-    POST /api/games/<id>/resign
+    POST /api/games/<id>/hint          a suggested move (three per game; the same position's hint again is free)
+    POST /api/games/<id>/resign        also while the computer thinks
     POST /api/games/<id>/settings      {pace}
     GET  /api/games/<id>/record        the game as a GameRecord JSONL download
     POST /api/replay                   {jsonl, index?} -> the records in the text and the frames of one
 
-The computer's move runs in a background thread per request; the game's
-`version` makes a move computed before an undo harmless. The game in progress
-is written atomically to `<state_dir>/last_game.json` after every change, so
-it survives a reload of the page and a restart of the server.
+What the server guarantees:
+
+- **Loopback and same origin only.** It listens on 127.0.0.1 and refuses a
+  `Host` other than 127.0.0.1/localhost (DNS rebinding). Every POST must
+  prove it comes from the page itself: `Content-Type: application/json`
+  (so a browser asks before another site may send it), the page's token in
+  `X-Jungle-Token` (written into `/` for this server run, readable only by
+  the page), an `Origin` naming this server when there is one and no
+  `Sec-Fetch-Site: cross-site`/`same-site`. Every answer forbids framing
+  (`X-Frame-Options: DENY`, CSP `frame-ancestors 'none'`).
+- **Bounded work per request.** The computer searches in worker processes
+  (`agents.play.computer`), never in the server, each move within its time
+  (`bounded_spec`; the worker is killed past it), so a slow opponent never
+  stalls a request, also after a restart. Bodies are at most `MAX_BODY`
+  bytes with a Content-Length (no chunked bodies); a replay takes at most
+  `MAX_RECORDS` records of `MAX_REPLAY_PLIES` plies that stop at the game's
+  end; at most `MAX_LIVE_GAMES` games are kept (the saved one and the most
+  recent); an idle or stalled connection is closed after `SOCKET_TIMEOUT`.
+- **What is saved.** The game in progress (mode, sides, opponent, rules,
+  moves, hints left) is written atomically to `<state_dir>/last_game.json`
+  after every change, so it survives a reload of the page and a restart.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import mimetypes
 import random
+import secrets
 import threading
 import time
+from collections import OrderedDict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterable, Optional
 from urllib.parse import urlsplit
 
-from envs.board import Board, Move
-from envs.rules import RuleSet, RuleSetError, load_rules
+from envs.rules import RuleSet, RuleSetError
 
-from agents.io import atomic_write_json
-from agents.play.game import HINTS_PER_GAME, LEVELS, MODES, PACES, PlayError, PlayGame, UnknownGameError, replay_frames
-from agents.arena.records import GameRecord, RecordError, parse_jsonl
+from agents.arena.records import RecordError, parse_jsonl
+from agents.io import atomic_write_json, remove_stale_temp_files
+from agents.play.computer import Cancelled, ComputerError, ComputerPool
+from agents.play.game import (CHECKPOINT_DIRS, GRACE_SECONDS, HINTS_PER_GAME, MAX_REPLAY_PLIES, MODES,
+                              MOVE_SECONDS, PACES, PlayError, PlayGame, UnknownGameError, available_levels,
+                              replay_frames, terrain)
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8765
 DEFAULT_STATE_DIR = Path("~/.jungle-zero")
 SAVE_NAME = "last_game.json"
-MAX_BODY = 32 * 1024 * 1024  # a replay upload may be a whole tournament's JSONL
+STALE_TEMP_SECONDS = 60.0
+"""A temp file of a save older than this was left by a killed server (see agents.io)."""
+MAX_BODY = 8 * 1024 * 1024
+"""Largest request body: a replay upload of a few thousand games."""
+MAX_RECORDS = 10_000
+"""Most games one replay upload may hold."""
+MAX_LIVE_GAMES = 8
+"""Games kept in memory: the saved one and the most recently used; older ones are dropped."""
+SOCKET_TIMEOUT = 20.0
+"""Seconds a connection may stay silent (mid-request or idle between requests) before it is closed."""
+TOKEN_HEADER = "X-Jungle-Token"
+TOKEN_PLACEHOLDER = b"__JUNGLE_TOKEN__"
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+                                "frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+"""Sent with every answer: no framing, no inline script, nothing read by another origin."""
 
 
-def resolve_rules(name: str = "default", overrides: Iterable[str] = ()) -> RuleSet:
-    """The rule set `configs/rules/<name>.yaml` (or a yaml path) with `key=value` overrides; RuleSetError if unknown."""
-    return load_rules(name).with_overrides(list(overrides))
+class RequestRefused(PlayError):
+    """A request refused before it reaches a game (wrong origin, token, method or body), with its HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class GameStore:
-    """All games of this server, the saved last game, and the computer's thinking threads."""
+    """The server's games (a bounded few), the saved last game, and the computer's moves in progress."""
 
     def __init__(self, *, rules: RuleSet, rules_name: str = "default", state_dir: Optional[Path] = None,
-                 default_opponent: str = "beginner", default_pace: str = "quick") -> None:
+                 default_opponent: str = "beginner", default_pace: str = "quick",
+                 pool: Optional[ComputerPool] = None, checkpoint_dirs: Iterable[Path] = CHECKPOINT_DIRS,
+                 move_seconds: float = MOVE_SECONDS) -> None:
         self.rules = rules
+        self.move_seconds = move_seconds
+        """The time per move of an opponent that is not a level (a level has its own)."""
         self.rules_name = rules_name
         self.state_dir = state_dir
         self.default_opponent = default_opponent
         self.default_pace = default_pace
+        self.checkpoint_dirs = tuple(Path(d) for d in checkpoint_dirs)
+        self._own_pool = pool is None
+        self.pool = pool if pool is not None else ComputerPool()
         self.lock = threading.RLock()
-        self.games: dict[str, PlayGame] = {}
+        self.games: OrderedDict[str, PlayGame] = OrderedDict()  # least recently used first
         self.last_id: Optional[str] = None
-        self._thinking: dict[str, int] = {}  # game id -> version being thought about
+        self._thinking: dict[str, tuple[int, threading.Event]] = {}  # game id -> (version, its cancel switch)
         self._stop = threading.Event()
         self.load_error: Optional[str] = None
+        if self._own_pool:
+            self.pool.start()
         self._load_saved()
 
     # -- saving -------------------------------------------------------------------------
@@ -81,17 +138,21 @@ class GameStore:
 
     def _load_saved(self) -> None:
         path = self.save_path
+        if path is not None:  # temp files of saves cut short by a kill (another server's saves take milliseconds)
+            remove_stale_temp_files(path.parent, older_than=STALE_TEMP_SECONDS)
         if path is None or not path.is_file():
             return
         try:
-            game = PlayGame.from_saved(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, OSError) as e:
+            if path.stat().st_size > MAX_BODY:
+                raise PlayError(f"the file is larger than {MAX_BODY} bytes")
+            game = PlayGame.from_saved(json.loads(path.read_text(encoding="utf-8")), seconds=self.move_seconds)
+        except (ValueError, OSError, RecursionError) as e:
             # A damaged save must not stop the server; the page says why it cannot continue.
             self.load_error = f"the saved game in {path} could not be loaded: {e}"
             return
-        self.games[game.id] = game
-        self.last_id = game.id
-        self._schedule(game)
+        with self.lock:
+            self._add(game)
+            self._schedule(game)  # in a worker: a slow opponent cannot hold up the start
 
     def _save(self, game: PlayGame) -> None:
         path = self.save_path
@@ -99,30 +160,51 @@ class GameStore:
             return
         atomic_write_json(path, game.to_saved())
 
+    def _add(self, game: PlayGame) -> None:
+        """Keep `game` as the last one and drop the oldest games beyond MAX_LIVE_GAMES."""
+        self.games[game.id] = game
+        self.games.move_to_end(game.id)
+        self.last_id = game.id
+        while len(self.games) > MAX_LIVE_GAMES:
+            old = next(iter(self.games))
+            self._cancel(old)
+            del self.games[old]
+
     # -- requests -----------------------------------------------------------------------
     def get(self, game_id: str) -> PlayGame:
-        game = self.games.get(game_id)
-        if game is None:
-            raise UnknownGameError(f"no game with id {game_id!r} (the server may have been restarted; "
-                                   "use 'continue last game')")
-        return game
+        with self.lock:
+            game = self.games.get(game_id)
+            if game is None:
+                raise UnknownGameError(f"no game with id {game_id[:40]!r} (the server keeps its {MAX_LIVE_GAMES} "
+                                       "most recent games and may have been restarted; use 'continue last game')")
+            self.games.move_to_end(game_id)
+            return game
 
     def view(self, game: PlayGame) -> dict[str, Any]:
         with self.lock:
-            return game.view(thinking=self._thinking.get(game.id) == game.version)
+            thinking = self._thinking.get(game.id)
+            return game.view(thinking=thinking is not None and thinking[0] == game.version)
 
     def create(self, body: dict[str, Any]) -> PlayGame:
         allowed = {"mode", "human", "opponent", "pace", "start", "seed"}
-        unknown = sorted(set(body) - allowed)
-        if unknown:
-            raise PlayError(f"unknown field(s) {', '.join(unknown)} in new-game request; allowed: {', '.join(sorted(allowed))}")
-        game = PlayGame.new(mode=body.get("mode", "computer"), human=body.get("human", "red"),
-                            opponent=body.get("opponent", self.default_opponent),
+        _only(body, allowed, "new-game")
+        opponent = body.get("opponent", self.default_opponent)
+        # The command line's opponent is trusted; one typed on the page must be a checkpoint of ours.
+        dirs = None if opponent == self.default_opponent else self.checkpoint_dirs
+        game = PlayGame.new(mode=body.get("mode", "computer"), human=body.get("human", "red"), opponent=opponent,
                             pace=body.get("pace", self.default_pace), rules=self.rules, rules_name=self.rules_name,
-                            start=body.get("start"), seed=body.get("seed"))
+                            start=body.get("start"), seed=body.get("seed"), checkpoint_dirs=dirs,
+                            seconds=self.move_seconds)
+        if game.engine is not None:
+            # Build the player now (in a worker) so that a bad spec or checkpoint is refused here.
+            try:
+                self.pool.run("build", game.job("computer"), time_limit=game.seconds + GRACE_SECONDS)
+            except ComputerError as e:
+                raise PlayError(str(e)) from None
+            except Cancelled:
+                raise RequestRefused(HTTPStatus.SERVICE_UNAVAILABLE, "the server is stopping") from None
         with self.lock:
-            self.games[game.id] = game
-            self.last_id = game.id
+            self._add(game)
             self._save(game)
             self._schedule(game)
         return game
@@ -131,12 +213,15 @@ class GameStore:
         with self.lock:
             if self.last_id is None:
                 raise UnknownGameError(self.load_error or "there is no saved game")
-            game = self.games[self.last_id]
+            game = self.get(self.last_id)
             self._schedule(game)
             return game
 
     def act(self, game_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Apply one of move/undo/hint/resign/settings under the lock; returns the new view."""
+        """Apply one of move/undo/resign/settings under the lock; returns the new view."""
+        if action == "hint":
+            _only(body, set(), "hint")
+            return self.hint(game_id)
         with self.lock:
             game = self.get(game_id)
             extra: dict[str, Any] = {}
@@ -148,13 +233,11 @@ class GameStore:
             elif action == "undo":
                 _only(body, set(), "undo")
                 extra["undone"] = game.undo()
-                self._thinking.pop(game.id, None)
-            elif action == "hint":
-                _only(body, set(), "hint")
-                extra["hint"] = game.request_hint()
+                self._cancel(game.id)
             elif action == "resign":
                 _only(body, set(), "resign")
                 game.resign()
+                self._cancel(game.id)
             elif action == "settings":
                 _only(body, {"pace"}, "settings")
                 if "pace" in body:
@@ -168,34 +251,67 @@ class GameStore:
             view.update(extra)
             return view
 
+    def hint(self, game_id: str) -> dict[str, Any]:
+        """A suggested move, searched in a worker without holding the lock; the same position's is free."""
+        with self.lock:
+            game = self.get(game_id)
+            known = game.check_hint()
+            version = game.version
+            job = None if known is not None else game.job("hint")
+        if job is not None:
+            try:
+                move = self.pool.run("move", job, time_limit=MOVE_SECONDS + GRACE_SECONDS)
+            except ComputerError as e:
+                raise PlayError(f"no hint could be found: {e}") from None
+            except Cancelled:
+                raise RequestRefused(HTTPStatus.SERVICE_UNAVAILABLE, "the server is stopping") from None
+        with self.lock:
+            hint = game.apply_hint(known if job is None else move, version)
+            self.last_id = game.id
+            self._save(game)
+            view = self.view(game)
+            view["hint"] = hint
+            return view
+
     # -- the computer -------------------------------------------------------------------
     def _schedule(self, game: PlayGame) -> None:
-        """Start the computer's thread if it is to move and nobody thinks about this version yet."""
-        if not game.computer_to_move() or self._thinking.get(game.id) == game.version:
+        """Start the computer's move if it is to move and nobody works on this version yet (lock held)."""
+        if game.id not in self.games or not game.computer_to_move():
             return
-        self._thinking[game.id] = game.version
-        threading.Thread(target=self._think, args=(game, game.version, game.board.copy()), daemon=True,
+        running = self._thinking.get(game.id)
+        if running is not None and running[0] == game.version:
+            return
+        self._cancel(game.id)
+        cancel = threading.Event()
+        self._thinking[game.id] = (game.version, cancel)
+        threading.Thread(target=self._think, args=(game, game.version, game.job("computer"), cancel), daemon=True,
                          name=f"computer-{game.id}").start()
 
-    def _think(self, game: PlayGame, version: int, board: Board) -> None:
+    def _cancel(self, game_id: str) -> None:
+        """Stop the computer's move in progress for this game, if any (its worker is killed)."""
+        running = self._thinking.pop(game_id, None)
+        if running is not None:
+            running[1].set()
+
+    def _think(self, game: PlayGame, version: int, job: Any, cancel: threading.Event) -> None:
         began = time.monotonic()
         least, most = PACES.get(game.pace, (0.0, 0.0))
         pause = random.uniform(least, most)
+        move: Optional[str] = None
+        error = ""
         try:
-            move: Optional[Move] = game.computer_think(board)
-        except Exception as e:  # noqa: BLE001 - the player failed; say so instead of hanging
-            move = None
-            error = f"the computer could not move: {e}"
-        else:
-            error = ""
+            move = self.pool.run("move", job, time_limit=game.seconds + GRACE_SECONDS, cancel=cancel)
+        except Cancelled:
+            return
+        except ComputerError as e:
+            error = f"the computer ({game.opponent}) could not move: {e}. Undo, resign or start a new game."
         # The pace is the whole time from the person's move to the reply; stop early if undone.
-        while not self._stop.is_set() and time.monotonic() - began < pause:
-            if game.version != version:
-                break
-            self._stop.wait(min(0.05, pause))
+        while not (self._stop.is_set() or cancel.is_set()) and time.monotonic() - began < pause:
+            cancel.wait(min(0.05, pause))
         with self.lock:
-            if self._thinking.get(game.id) == version:
-                del self._thinking[game.id]
+            if self._thinking.get(game.id, (None, None))[1] is not cancel:
+                return
+            del self._thinking[game.id]
             if move is not None and game.apply_computer_move(move, version):
                 self._save(game)
                 self._schedule(game)
@@ -203,7 +319,7 @@ class GameStore:
                 game.error = error
 
     def wait_idle(self, game_id: str, timeout: float = 30.0) -> None:
-        """Block until the computer is not thinking about this game (tests, terminal)."""
+        """Block until the computer is not thinking about this game (tests, benchmarks)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
@@ -214,8 +330,13 @@ class GameStore:
 
     def close(self) -> None:
         self._stop.set()
+        with self.lock:
+            for game_id in list(self._thinking):
+                self._cancel(game_id)
+        if self._own_pool:
+            self.pool.close()
 
-    # -- records ------------------------------------------------------------------------
+    # -- information --------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         with self.lock:
             last = self.games.get(self.last_id) if self.last_id else None
@@ -226,9 +347,12 @@ class GameStore:
                                 "moves": len(last.board.move_stack), "opponent": last.opponent,
                                 "human": last.view()["human"]}
             return {"rules_name": self.rules_name, "rules": self.rules.to_dict(), "ranks": list(self.rules.ranks()),
-                    "levels": list(LEVELS), "modes": list(MODES), "paces": list(PACES),
-                    "hints_per_game": HINTS_PER_GAME, "default_opponent": self.default_opponent,
-                    "default_pace": self.default_pace, "last_game": last_summary, "load_error": self.load_error}
+                    "terrain": terrain(), "levels": [level.to_dict() for level in available_levels()],
+                    "modes": list(MODES), "paces": list(PACES), "hints_per_game": HINTS_PER_GAME,
+                    "default_opponent": self.default_opponent, "default_pace": self.default_pace,
+                    "last_game": last_summary, "load_error": self.load_error,
+                    "limits": {"body_bytes": MAX_BODY, "records": MAX_RECORDS, "replay_plies": MAX_REPLAY_PLIES,
+                               "live_games": MAX_LIVE_GAMES, "move_seconds": self.move_seconds}}
 
 
 def replay(body: dict[str, Any]) -> dict[str, Any]:
@@ -237,39 +361,45 @@ def replay(body: dict[str, Any]) -> dict[str, Any]:
     text = body.get("jsonl")
     if not isinstance(text, str) or not text.strip():
         raise PlayError("field 'jsonl' must hold the text of a JSONL game-record file")
+    records = []
     try:
-        records = list(parse_jsonl(text.splitlines(), lambda i: f"line {i} of the record file"))
-    except (RecordError, TypeError) as e:
-        raise PlayError(str(e)) from None
+        for rec in parse_jsonl(text.splitlines(), lambda i: f"line {i} of the record file"):
+            records.append(rec)
+            if len(records) > MAX_RECORDS:
+                raise PlayError(f"the file holds more than {MAX_RECORDS} games; split it")
+    except (RecordError, TypeError, ValueError, RecursionError) as e:
+        if isinstance(e, PlayError):
+            raise
+        raise PlayError(str(e) if not isinstance(e, RecursionError) else "a record is nested too deeply") from None
     index = body.get("index", 0)
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(records):
-        raise PlayError(f"index {index!r} is not a game number in 0..{len(records) - 1}")
+        raise PlayError(f"index {str(index)[:20]!r} is not a game number in 0..{len(records) - 1}")
     rec = records[index]
     try:
-        frames = replay_frames(rec)
-    except RecordError as e:
-        raise PlayError(f"game {index}: {e}") from None
-    games = [{"index": i, "red": r.red, "blue": r.blue, "result": r.result, "termination": r.termination,
-              "moves": len(r.moves)} for i, r in enumerate(records)]
-    try:
+        shown = replay_frames(rec)
         ranks = list(RuleSet.from_dict(rec.rules).ranks())
-    except RuleSetError as e:
-        raise PlayError(f"game {index}: {e}") from None
-    return {"count": len(records), "games": games, "index": index, "record": json.loads(rec.to_json()),
-            "ranks": ranks, "frames": frames}
+    except (RecordError, RuleSetError) as e:
+        raise PlayError(f"game {index + 1}: {e}") from None
+    games = [{"index": i, "red": str(r.red)[:80], "blue": str(r.blue)[:80], "result": r.result,
+              "termination": r.termination, "moves": len(r.moves)} for i, r in enumerate(records)]
+    record = {"start": rec.start, "moves": rec.moves, "result": rec.result, "termination": rec.termination,
+              "red": str(rec.red)[:200], "blue": str(rec.blue)[:200], "rules": rec.rules}
+    return {"count": len(records), "games": games, "index": index, "record": record, "ranks": ranks, **shown}
 
 
 def _only(body: dict[str, Any], allowed: set[str], what: str) -> None:
     unknown = sorted(set(body) - allowed)
     if unknown:
-        raise PlayError(f"unknown field(s) {', '.join(unknown)} in {what} request")
+        raise PlayError(f"unknown field(s) {', '.join(k[:40] for k in unknown[:5])} in {what} request"
+                        + (f"; allowed: {', '.join(sorted(allowed))}" if allowed else ""))
 
 
 class PlayHandler(BaseHTTPRequestHandler):
-    """Routes requests to the server's GameStore; every error is a JSON body."""
+    """Routes requests to the server's GameStore; every answer is JSON or a page file, every error JSON."""
 
     server: "PlayServer"
     protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT  # a client that stalls (or lies about Content-Length) loses its connection
     _consumed = False  # whether this request's body has been read
     disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
@@ -283,7 +413,7 @@ class PlayHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
-        for k, v in (headers or {}).items():
+        for k, v in {**SECURITY_HEADERS, **(headers or {})}.items():
             self.send_header(k, v)
         self.end_headers()
         if self.command != "HEAD":
@@ -292,34 +422,85 @@ class PlayHandler(BaseHTTPRequestHandler):
     def _json(self, obj: Any, status: int = 200) -> None:
         self._send(status, json.dumps(obj).encode("utf-8"), "application/json; charset=utf-8")
 
-    def _error(self, status: int, message: str) -> None:
-        headers = {}
-        if not self._consumed and (self.headers.get("Content-Length") or "0").strip() not in ("", "0"):
+    def _error(self, status: int, message: str, headers: Optional[dict[str, str]] = None) -> None:
+        headers = dict(headers or {})
+        if not self._consumed and ((self.headers.get("Content-Length") or "0").strip() not in ("", "0")
+                                   or self.headers.get("Transfer-Encoding")):
             # The body was never read: it would be taken for the next request on this connection.
             self.close_connection = True
             headers["Connection"] = "close"
         self._send(status, json.dumps({"error": message}).encode("utf-8"), "application/json; charset=utf-8", headers)
 
+    def send_error(self, code: int, message: Optional[str] = None, explain: Optional[str] = None) -> None:
+        """The standard library's own refusals (bad request line, unknown method...) as JSON, not HTML."""
+        self.close_connection = True
+        text = message or HTTPStatus(code).phrase
+        if code == HTTPStatus.NOT_IMPLEMENTED:
+            code, text = HTTPStatus.METHOD_NOT_ALLOWED, f"{text}; the server answers GET, HEAD and POST"
+        body = json.dumps({"error": text}).encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.send_header("Allow", "GET, HEAD, POST")
+        for k, v in SECURITY_HEADERS.items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    # -- checks -------------------------------------------------------------------------
+    def _check_host(self) -> None:
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
+        if host not in ("127.0.0.1", "localhost", "::1", ""):
+            # A page on another site reaching us through its own DNS name (DNS rebinding).
+            raise RequestRefused(HTTPStatus.BAD_REQUEST,
+                                 f"requests must be addressed to 127.0.0.1 or localhost, not {host[:80]!r}")
+
+    def _check_from_page(self) -> None:
+        """A state-changing request must come from the page itself (see the module docstring)."""
+        origin = self.headers.get("Origin")
+        if origin is not None and origin not in self.server.origins:
+            raise RequestRefused(HTTPStatus.FORBIDDEN, f"requests from other sites are refused (Origin {origin[:80]!r})")
+        site = (self.headers.get("Sec-Fetch-Site") or "").lower()
+        if site not in ("", "same-origin", "none"):
+            raise RequestRefused(HTTPStatus.FORBIDDEN, f"requests from other sites are refused (Sec-Fetch-Site {site[:20]!r})")
+        token = self.headers.get(TOKEN_HEADER) or ""
+        if not hmac.compare_digest(token.encode("utf-8", "replace"), self.server.token.encode("ascii")):
+            raise RequestRefused(HTTPStatus.FORBIDDEN, f"missing or wrong {TOKEN_HEADER}: the page's requests carry "
+                                 "it; reload the page (the server may have been restarted)")
+
     def _body(self) -> dict[str, Any]:
-        # Requiring JSON makes a browser ask (CORS preflight) before another site may post here.
+        if self.headers.get("Transfer-Encoding"):
+            raise RequestRefused(HTTPStatus.LENGTH_REQUIRED, "chunked request bodies are not accepted; send a Content-Length")
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        length_text = self.headers.get("Content-Length", "0") or "0"
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise PlayError(f"bad Content-Length {length_text!r}") from None
-        if length < 0 or length > MAX_BODY:
-            raise PlayError(f"request body of {length} bytes is not allowed (at most {MAX_BODY})")
+        if ctype != "application/json":
+            # Only a JSON body makes a browser ask (CORS preflight) before another site may send it.
+            raise RequestRefused(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                                 f"request body must be sent as application/json, not {ctype[:60] or 'no content type'!r}")
+        lengths = self.headers.get_all("Content-Length") or ["0"]
+        if len(set(lengths)) != 1:
+            raise RequestRefused(HTTPStatus.BAD_REQUEST, "conflicting Content-Length headers")
+        text = lengths[0].strip()
+        if not text.isdigit() or len(text) > 12:
+            raise RequestRefused(HTTPStatus.BAD_REQUEST, f"bad Content-Length {text[:20]!r}")
+        length = int(text)
+        if length > MAX_BODY:
+            raise RequestRefused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                                 f"request body of {length} bytes is too large (at most {MAX_BODY})")
         raw = self.rfile.read(length) if length else b""
         self._consumed = True
+        if len(raw) != length:
+            self.close_connection = True
+            raise RequestRefused(HTTPStatus.BAD_REQUEST, f"request body ended after {len(raw)} of {length} bytes")
         if not raw.strip():
             return {}
-        if ctype != "application/json":
-            raise PlayError(f"request body must be sent as application/json, not {ctype or 'no content type'!r}")
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise PlayError(f"request body is not valid JSON: {e}") from None
+        except (UnicodeDecodeError, ValueError) as e:
+            raise PlayError(f"request body is not valid JSON: {str(e)[:200]}") from None
+        except RecursionError:
+            raise PlayError("request body is not valid JSON: nested too deeply") from None
         if not isinstance(data, dict):
             raise PlayError(f"request body must be a JSON object, got {type(data).__name__}")
         return data
@@ -329,29 +510,44 @@ class PlayHandler(BaseHTTPRequestHandler):
         self._dispatch("GET")
 
     def do_HEAD(self) -> None:
-        self._dispatch("GET")
+        self._dispatch("HEAD")
 
     def do_POST(self) -> None:
         self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")  # no CORS preflight is ever granted
 
     def _dispatch(self, method: str) -> None:
         self._consumed = False
         path = urlsplit(self.path).path
         try:
-            host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
-            if host not in ("127.0.0.1", "localhost", "::1", ""):
-                # A page on another site reaching us through its own DNS name (DNS rebinding).
-                raise PlayError(f"requests must be addressed to 127.0.0.1 or localhost, not {host!r}")
+            self._check_host()
+            if method not in ("GET", "HEAD", "POST"):
+                raise RequestRefused(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} is not supported; use GET or POST")
             if path.startswith("/api/"):
                 self._api(method, [p for p in path[len("/api/"):].split("/") if p])
-            elif method == "GET":
+            elif method in ("GET", "HEAD"):
                 self._static(path)
             else:
-                self._error(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} {path} is not supported")
+                raise RequestRefused(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} {path[:80]} is not supported")
+        except RequestRefused as e:
+            self._error(e.status, str(e), {"Allow": "GET, HEAD, POST"} if e.status == 405 else None)
         except PlayError as e:
             self._error(e.status, str(e))
+        except TimeoutError:
+            self.close_connection = True  # the client stalled mid-body; nothing sensible to answer
         except Exception as e:  # noqa: BLE001 - report, never kill the server thread silently
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"internal error: {type(e).__name__}")
 
     def _static(self, path: str) -> None:
         if path == "/favicon.ico":
@@ -360,29 +556,35 @@ class PlayHandler(BaseHTTPRequestHandler):
         name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
         target = (WEB_DIR / name).resolve()
         if WEB_DIR not in target.parents or not target.is_file():
-            self._error(HTTPStatus.NOT_FOUND, f"no page {path!r}")
-            return
+            raise RequestRefused(HTTPStatus.NOT_FOUND, f"no page {path[:80]!r}")
         ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         if ctype.startswith("text/") or ctype.endswith("javascript"):
             ctype += "; charset=utf-8"
-        self._send(HTTPStatus.OK, target.read_bytes(), ctype)
+        data = target.read_bytes()
+        if target.name == "index.html":
+            data = data.replace(TOKEN_PLACEHOLDER, self.server.token.encode("ascii"))
+        self._send(HTTPStatus.OK, data, ctype)
 
     def _api(self, method: str, parts: list[str]) -> None:
         store = self.server.store
-        body = self._body() if method == "POST" else {}
+        body: dict[str, Any] = {}
+        if method == "POST":
+            self._check_from_page()
+            body = self._body()
         route = "/".join(parts)
-        if method == "GET" and route == "info":
+        get = method in ("GET", "HEAD")
+        if get and route == "info":
             self._json(store.info())
         elif method == "POST" and route == "games":
             game = store.create(body)
             self._json(store.view(game), HTTPStatus.CREATED)
-        elif method == "GET" and route == "games/last":
+        elif get and route == "games/last":
             self._json(store.view(store.last()))
         elif method == "POST" and route == "replay":
             self._json(replay(body))
-        elif len(parts) == 2 and parts[0] == "games" and method == "GET":
+        elif len(parts) == 2 and parts[0] == "games" and get:
             self._json(store.view(store.get(parts[1])))
-        elif len(parts) == 3 and parts[0] == "games" and method == "GET" and parts[2] == "record":
+        elif len(parts) == 3 and parts[0] == "games" and get and parts[2] == "record":
             game = store.get(parts[1])
             with store.lock:
                 text = game.record().to_json() + "\n"
@@ -392,19 +594,26 @@ class PlayHandler(BaseHTTPRequestHandler):
                 parts[2] in ("move", "undo", "hint", "resign", "settings"):
             self._json(store.act(parts[1], parts[2], body))
         else:
-            self._error(HTTPStatus.NOT_FOUND, f"no API endpoint {method} /api/{route}")
+            raise RequestRefused(HTTPStatus.NOT_FOUND, f"no API endpoint {method} /api/{route[:80]}")
 
 
 class PlayServer(ThreadingHTTPServer):
-    """A ThreadingHTTPServer on 127.0.0.1 holding one GameStore."""
+    """A ThreadingHTTPServer on 127.0.0.1 holding one GameStore and this run's page token."""
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # a burst of the page's requests must queue, not be reset
 
     def __init__(self, store: GameStore, port: int = DEFAULT_PORT, verbose: bool = False) -> None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port {port!r} is not in 0..65535")
         self.store = store
         self.verbose = verbose
+        self.token = secrets.token_urlsafe(24)
+        """The page's proof of origin: written into `/`, required on every POST."""
         super().__init__(("127.0.0.1", port), PlayHandler)
+        p = self.server_address[1]
+        self.origins = frozenset({f"http://127.0.0.1:{p}", f"http://localhost:{p}", f"http://[::1]:{p}"})
 
     @property
     def url(self) -> str:
@@ -417,9 +626,20 @@ class PlayServer(ThreadingHTTPServer):
 
 def make_server(*, port: int = DEFAULT_PORT, state_dir: Optional[str | Path] = DEFAULT_STATE_DIR,
                 rules: Optional[RuleSet] = None, rules_name: str = "default", default_opponent: str = "beginner",
-                default_pace: str = "quick", verbose: bool = False) -> PlayServer:
-    """A ready server (not yet serving); `port=0` picks a free port (see `.url`). `state_dir=None`: no saving."""
+                default_pace: str = "quick", verbose: bool = False, pool: Optional[ComputerPool] = None,
+                checkpoint_dirs: Iterable[str | Path] = CHECKPOINT_DIRS, move_seconds: float = MOVE_SECONDS) -> PlayServer:
+    """A ready server (not yet serving); `port=0` picks a free port (see `.url`). `state_dir=None`: no saving.
+
+    `pool` shares the computer's worker processes between servers (they are
+    the caller's to close); by default the server starts and stops its own.
+    `checkpoint_dirs` are where the page may load checkpoints from;
+    `move_seconds` is the time per move of an opponent that is not a level."""
     sd = None if state_dir is None else Path(state_dir).expanduser()
     store = GameStore(rules=rules if rules is not None else RuleSet(), rules_name=rules_name, state_dir=sd,
-                      default_opponent=default_opponent, default_pace=default_pace)
-    return PlayServer(store, port=port, verbose=verbose)
+                      default_opponent=default_opponent, default_pace=default_pace, pool=pool,
+                      checkpoint_dirs=[Path(d) for d in checkpoint_dirs], move_seconds=move_seconds)
+    try:
+        return PlayServer(store, port=port, verbose=verbose)
+    except BaseException:
+        store.close()
+        raise

@@ -13,9 +13,10 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from envs import kernels as K
 from envs.board import FILE_NAMES, Side
+from envs.render import render_ansi
 
+from agents.play.computer import ComputerError, PlayerCache, choose_move
 from agents.play.game import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
 
 HELP = f"""Commands:
@@ -29,50 +30,24 @@ HELP = f"""Commands:
   quit     leave (end of input does the same)
 Board: upper case Red, lower case Blue; R rat 1, C cat 2, D dog 3, W wolf 4,
 P leopard 5, T tiger 6, L lion 7, E elephant 8 (rank after the name).
-~ water, # trap, * den."""
+~ water, # trap, * den; [x] the last move's destination, (x) its origin."""
 
 
-def render(game: PlayGame) -> str:
-    """The board with coordinates, Red at the bottom (Blue at the bottom when the person plays Blue)."""
-    st = game.board.state
-    last = game.plies[-1] if game.plies else None
-    marks = set()
-    if last is not None:
-        marks = {last.move[:2], last.move[2:]}
-    flip = game.human == Side.BLUE
-    ranks = range(K.N_RANKS) if flip else range(K.N_RANKS - 1, -1, -1)
-    files = list(range(K.N_FILES - 1, -1, -1)) if flip else list(range(K.N_FILES))
-    lines = []
-    for r in ranks:
-        cells = []
-        for f in files:
-            sq = K.square_index(f, r)
-            name = FILE_NAMES[f] + str(r + 1)
-            code = int(st[sq])
-            if code:
-                ch = K.ANIMAL_LETTERS[abs(code)]
-                ch = ch if code > 0 else ch.lower()
-            elif K.WATER[sq]:
-                ch = "~"
-            elif sq in (int(K.DEN[0]), int(K.DEN[1])):
-                ch = "*"
-            elif K.TRAP_OWNER[sq] >= 0:
-                ch = "#"
-            else:
-                ch = "."
-            cells.append(f"[{ch}]" if name in marks else f" {ch} ")
-        lines.append(f"{r + 1} " + "".join(cells))
-    lines.append("   " + "  ".join(FILE_NAMES[f] for f in files))
-    return "\n".join(lines)
+def render(game: PlayGame, colour: bool = False) -> str:
+    """The board (the project's one text board), Blue at the bottom when the person plays Blue."""
+    last = game.board.move_stack[-1] if game.board.move_stack else None
+    return render_ansi(game.board.state, last, flip=game.human == Side.BLUE, colour=colour)
 
 
 class TerminalGame:
     """The read-command, answer loop around one PlayGame."""
 
-    def __init__(self, game: PlayGame, out: TextIO, pace_sleep: bool = True) -> None:
+    def __init__(self, game: PlayGame, out: TextIO, pace_sleep: bool = True, colour: bool = False) -> None:
         self.game = game
         self.out = out
         self.pace_sleep = pace_sleep
+        self.colour = colour
+        self.players = PlayerCache()  # the terminal searches in its own process: one person, one game
 
     def say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -80,11 +55,9 @@ class TerminalGame:
 
     def status(self) -> None:
         g = self.game
-        self.say(render(g))
+        self.say(render(g, self.colour))
         if g.plies:
-            last = g.plies[-1]
-            took = f", takes {last.captured}" if last.captured else ""
-            self.say(f"Last move: {last.move}{took}")
+            self.say(f"Last move: {g.plies[-1].notation}")
         result, termination, winner = g.result()
         if result != "*":
             self.say(f"Game over: {result}, {g.view()['reason']}. Type 'undo', 'new' or 'quit'.")
@@ -99,13 +72,17 @@ class TerminalGame:
         while g.computer_to_move():
             began = time.monotonic()
             self.say(f"The computer ({g.opponent}) is thinking...")
-            move = g.computer_think()
+            try:
+                move = choose_move(g.job("computer"), self.players)
+            except ComputerError as e:
+                self.say(f"The computer cannot move: {e}. Type 'undo', 'resign', 'new' or 'quit'.")
+                return
             least, most = PACES[g.pace]
             rest = random.uniform(least, most) - (time.monotonic() - began)
             if self.pace_sleep and rest > 0:
                 time.sleep(rest)
             g.apply_computer_move(move, g.version)
-            self.say(f"The computer plays {move}.")
+            self.say(f"The computer plays {g.plies[-1].notation}.")
         self.status()
 
     def handle(self, line: str) -> bool:
@@ -128,7 +105,13 @@ class TerminalGame:
                 self.say(f"Took back {n} {'ply' if n == 1 else 'plies'}.")
                 self.status()
             elif low in ("hint", "h"):
-                move = g.request_hint()
+                move = g.check_hint()
+                if move is None:
+                    try:
+                        move = choose_move(g.job("hint"), self.players)
+                    except ComputerError as e:
+                        raise PlayError(f"no hint could be found: {e}") from None
+                    move = g.apply_hint(move, g.version)
                 self.say(f"Hint: {move} ({g.hints_left} left).")
             elif low == "resign":
                 g.resign()
@@ -159,10 +142,18 @@ def _looks_like_move(text: str) -> bool:
 
 def run_terminal(game: PlayGame, inp: Optional[TextIO] = None, out: Optional[TextIO] = None,
                  pace_sleep: bool = True) -> int:
-    """Play `game` reading commands from `inp` (stdin) and writing to `out` (stdout); returns an exit code."""
+    """Play `game` reading commands from `inp` (stdin) and writing to `out` (stdout).
+
+    Returns the exit code: 0, or 2 when the opponent cannot be built (the reason on stderr)."""
     inp = inp if inp is not None else sys.stdin
     out = out if out is not None else sys.stdout
-    term = TerminalGame(game, out, pace_sleep=pace_sleep)
+    term = TerminalGame(game, out, pace_sleep=pace_sleep, colour=out.isatty())
+    if game.mode == "computer":
+        try:
+            term.players.get(game.job("computer"))  # a bad opponent fails here, before the first move
+        except ComputerError as e:
+            print(f"play.py: {e}", file=sys.stderr)
+            return 2
     who = "two players" if game.mode == "two_players" else \
         f"you play {side_name(game.human).title() if game.human is not None else ''} against {game.opponent}"
     term.say(f"Jungle ({who}; rules: {game.rules_name}). Type 'help' for commands.")

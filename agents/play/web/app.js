@@ -1,9 +1,9 @@
 // Jungle Zero play page: draws the board the server describes and sends the person's
-// requests. The server (agents/playserver.py) checks every request with the rules
-// engine; this page only offers what the server calls legal and shows its refusals.
+// requests. The server (agents/play/server.py) checks every request with the rules
+// engine and describes the board itself (terrain, levels, legal moves, effective
+// ranks); this page only offers what the server calls legal and shows its refusals.
 "use strict";
 
-const FILES = "abcdefg";
 const ANIMALS = {
   R: { name: "Rat", index: 1, emoji: "\u{1F400}" },
   C: { name: "Cat", index: 2, emoji: "\u{1F408}" },
@@ -14,54 +14,60 @@ const ANIMALS = {
   L: { name: "Lion", index: 7, emoji: "\u{1F981}" },
   E: { name: "Elephant", index: 8, emoji: "\u{1F418}" },
 };
-const WATER = new Set(["b4", "c4", "b5", "c5", "b6", "c6", "e4", "f4", "e5", "f5", "e6", "f6"]);
-const TRAPS = { c1: "red", e1: "red", d2: "red", c9: "blue", e9: "blue", d8: "blue" };
-const DENS = { d1: "red", d9: "blue" };
 const TERMINATION_TITLES = {
   den: "Den entered", all_captured: "All pieces captured", no_moves: "No legal move",
   repetition: "Draw by repetition", no_capture_limit: "Draw: no-capture limit", resign: "Resignation",
+  ply_cap: "Stopped at the ply cap",
 };
+const TOKEN = (document.querySelector('meta[name="jungle-token"]') || {}).content || "";
 
 const $ = (id) => document.getElementById(id);
 const state = {
   info: null,
+  terrain: null,       // from the server: files, board size, square names, water, traps, dens
   game: null,          // the server's view of the game on screen
   selected: null,      // square name of the selected piece
   flipped: false,      // Blue at the bottom
   userFlip: false,     // the Flip button toggles on top of the automatic orientation
-  replay: null,        // {jsonl, games, frames, index, ply, record, ranks}
+  replay: null,        // {jsonl, games, frames, plies, end, index, ply, record, ranks}
   pollTimer: null,
   busy: false,
   bannerClosed: false,
   emoji: true,
   drag: null,
-  lastSoundVersion: null,
+  typed: "",           // a square being typed on the keyboard ("c", then "c3")
 };
 const prefs = loadPrefs();
 
 // --- small helpers -------------------------------------------------------------------
-function squareName(index) { return FILES[index % 7] + String(Math.floor(index / 7) + 1); }
-function squareIndex(name) { return (Number(name[1]) - 1) * 7 + FILES.indexOf(name[0]); }
+function files() { return state.terrain.files; }
+function nFiles() { return state.terrain.n_files; }
+function nRanks() { return state.terrain.n_ranks; }
+function squareName(index) { return state.terrain.squares[index]; }
+function squareIndex(name) { return state.terrain.squares.indexOf(name); }
 function sideOf(letter) { return letter === letter.toUpperCase() ? "red" : "blue"; }
 function title(s) { return s ? s[0].toUpperCase() + s.slice(1) : ""; }
 
 function loadPrefs() {
+  const fallback = { hints: true, sound: true, newgame: null };
   try {
     const p = JSON.parse(localStorage.getItem("jungle-prefs") || "{}");
-    return { hints: p.hints !== false, sound: p.sound !== false };
+    return { hints: p.hints !== false, sound: p.sound !== false, newgame: p.newgame || null };
   } catch (e) {
-    return { hints: true, sound: true };
+    return fallback;
   }
 }
 function savePrefs() {
   try { localStorage.setItem("jungle-prefs", JSON.stringify(prefs)); } catch (e) { /* private mode */ }
 }
 
+// Every POST carries a JSON body and the page's token: the server refuses anything else.
 async function api(method, path, body) {
   const opts = { method, headers: {} };
-  if (body !== undefined) {
+  if (method === "POST") {
     opts.headers["Content-Type"] = "application/json";
-    opts.body = JSON.stringify(body);
+    opts.headers["X-Jungle-Token"] = TOKEN;
+    opts.body = JSON.stringify(body === undefined ? {} : body);
   }
   let resp;
   try {
@@ -83,6 +89,21 @@ function say(text, isError) {
   const m = $("message");
   m.textContent = text || "";
   m.className = isError ? "error" : "";
+}
+
+// JFEN placement -> 63 letters indexed rank*7+file (a1 = 0), for replay frames.
+function boardFromJfen(jfen) {
+  const out = new Array(nFiles() * nRanks()).fill("");
+  jfen.split(" ")[0].split("/").forEach((row, i) => {
+    const rank = nRanks() - 1 - i;
+    let f = 0;
+    for (const ch of row) {
+      if (/[0-9]/.test(ch)) { f += Number(ch); continue; }
+      out[rank * nFiles() + f] = ch;
+      f += 1;
+    }
+  });
+  return out;
 }
 
 // --- sounds (generated, no files) -----------------------------------------------------
@@ -123,6 +144,7 @@ function playSound(name, delay) {
   if (!ctx) return;
   SOUNDS[name](ctx, ctx.currentTime + (delay || 0));
 }
+function plySound(ply) { return ply.captured ? "capture" : (ply.jump ? "jump" : "move"); }
 
 // --- emoji check: fall back to letters when the system has no colour emoji font ------
 function hasColourEmoji() {
@@ -143,53 +165,108 @@ function hasColourEmoji() {
 
 // --- drawing ----------------------------------------------------------------------------
 function buildBoard() {
+  const t = state.terrain;
   const board = $("board");
   board.innerHTML = "";
-  for (let row = 0; row < 9; row++) {
-    for (let col = 0; col < 7; col++) {
-      const rank = state.flipped ? row : 8 - row;
-      const file = state.flipped ? 6 - col : col;
-      const name = FILES[file] + String(rank + 1);
+  const water = new Set(t.water);
+  for (let row = 0; row < nRanks(); row++) {
+    for (let col = 0; col < nFiles(); col++) {
+      const rank = state.flipped ? row : nRanks() - 1 - row;
+      const file = state.flipped ? nFiles() - 1 - col : col;
+      const name = squareName(rank * nFiles() + file);
       const sq = document.createElement("div");
       sq.className = "sq";
       sq.dataset.square = name;
       sq.setAttribute("role", "gridcell");
+      sq.setAttribute("aria-label", name);
       let label = "";
-      if (WATER.has(name)) { sq.classList.add("water"); }
-      else if (TRAPS[name]) { sq.classList.add("trap", "trap-" + TRAPS[name]); label = "trap"; }
-      else if (DENS[name]) { sq.classList.add("den", "den-" + DENS[name]); label = "DEN"; }
+      if (water.has(name)) { sq.classList.add("water"); }
+      else if (t.traps[name]) { sq.classList.add("trap", "trap-" + t.traps[name]); label = "trap"; }
+      else if (t.dens[name]) { sq.classList.add("den", "den-" + t.dens[name]); label = "DEN"; }
       else if ((file + rank) % 2) { sq.classList.add("alt"); }
       if (label) {
-        const t = document.createElement("span");
-        t.className = "terrain";
-        t.textContent = label;
-        sq.appendChild(t);
+        const span = document.createElement("span");
+        span.className = "terrain";
+        span.textContent = label;
+        sq.appendChild(span);
       }
       board.appendChild(sq);
     }
   }
+  board.appendChild(arrowLayer());
   $("ranks").innerHTML = "";
-  for (let row = 0; row < 9; row++) {
+  for (let row = 0; row < nRanks(); row++) {
     const d = document.createElement("div");
-    d.textContent = String(state.flipped ? row + 1 : 9 - row);
+    d.textContent = String(state.flipped ? row + 1 : nRanks() - row);
     $("ranks").appendChild(d);
   }
   $("files").innerHTML = "";
-  for (let col = 0; col < 7; col++) {
+  for (let col = 0; col < nFiles(); col++) {
     const d = document.createElement("div");
-    d.textContent = state.flipped ? FILES[6 - col] : FILES[col];
+    d.textContent = files()[state.flipped ? nFiles() - 1 - col : col];
     $("files").appendChild(d);
   }
 }
 
-function pieceElement(letter, ranks) {
+// The hint is drawn as an arrow on an SVG layer over the board (board units: one square = 1).
+function arrowLayer() {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.id = "arrows";
+  svg.setAttribute("viewBox", `0 0 ${nFiles()} ${nRanks()}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  const defs = document.createElementNS(ns, "defs");
+  const marker = document.createElementNS(ns, "marker");
+  marker.id = "arrowhead";
+  for (const [k, v] of Object.entries({ viewBox: "0 0 10 10", refX: "5", refY: "5", markerWidth: "3",
+    markerHeight: "3", orient: "auto-start-reverse" })) marker.setAttribute(k, v);
+  const head = document.createElementNS(ns, "path");
+  head.setAttribute("d", "M 0 0 L 10 5 L 0 10 z");
+  head.setAttribute("class", "arrowhead");
+  marker.appendChild(head);
+  defs.appendChild(marker);
+  svg.appendChild(defs);
+  return svg;
+}
+
+function squareCentre(name) {
+  const i = squareIndex(name);
+  const file = i % nFiles();
+  const rank = Math.floor(i / nFiles());
+  const col = state.flipped ? nFiles() - 1 - file : file;
+  const row = state.flipped ? rank : nRanks() - 1 - rank;
+  return [col + 0.5, row + 0.5];
+}
+
+function drawArrow(move) {
+  const svg = $("arrows");
+  svg.querySelectorAll("line").forEach((l) => l.remove());
+  if (!move) return;
+  const [x0, y0] = squareCentre(move.slice(0, 2));
+  const [x1, y1] = squareCentre(move.slice(2));
+  const len = Math.hypot(x1 - x0, y1 - y0);
+  // From the piece's edge to short of the target's centre: the piece stays readable, the head sits on the square.
+  const from = 0.3 / len;
+  const back = 0.28 / len;
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+  for (const [k, v] of Object.entries({ x1: x0 + (x1 - x0) * from, y1: y0 + (y1 - y0) * from,
+    x2: x1 - (x1 - x0) * back, y2: y1 - (y1 - y0) * back })) {
+    line.setAttribute(k, String(v));
+  }
+  line.setAttribute("class", "hint-arrow");
+  line.setAttribute("marker-end", "url(#arrowhead)");
+  line.dataset.move = move;
+  svg.appendChild(line);
+}
+
+function pieceElement(letter, ranks, trapped) {
   const a = ANIMALS[letter.toUpperCase()];
   const side = sideOf(letter);
   const el = document.createElement("div");
-  el.className = "piece " + side;
+  el.className = "piece " + side + (trapped ? " trapped" : "");
   el.dataset.piece = letter;
-  const rank = ranks ? ranks[a.index] : a.index;
-  el.title = `${title(side)} ${a.name} (rank ${rank})`;
+  const rank = trapped ? 0 : (ranks ? ranks[a.index] : a.index);
+  el.title = `${title(side)} ${a.name} (rank ${rank}${trapped ? " in an enemy trap" : ""})`;
   const glyph = document.createElement("span");
   glyph.className = "glyph" + (state.emoji ? "" : " letter");
   glyph.textContent = state.emoji ? a.emoji : letter.toUpperCase();
@@ -206,6 +283,7 @@ function pieceElement(letter, ranks) {
 function sqEl(name) { return document.querySelector(`.sq[data-square="${name}"]`); }
 
 function render() {
+  if (!state.terrain) return;
   const wantFlip = Boolean(state.game && state.game.human === "blue" && !state.replay) !== state.userFlip;
   if (wantFlip !== state.flipped || !$("board").children.length) {
     state.flipped = wantFlip;
@@ -216,10 +294,11 @@ function render() {
     sq.classList.remove("last", "last-from", "selected", "hint");
     sq.querySelectorAll(".piece, .dot, .ring").forEach((e) => e.remove());
   });
+  drawArrow(null);
   if (!view) { renderPanel(null); return; }
-  const ranks = view.ranks;
+  const trapped = new Set(view.trapped || []);
   view.board.forEach((letter, i) => {
-    if (letter) sqEl(squareName(i)).appendChild(pieceElement(letter, ranks));
+    if (letter) sqEl(squareName(i)).appendChild(pieceElement(letter, view.ranks, trapped.has(i)));
   });
   if (view.last) {
     sqEl(view.last.from).classList.add("last", "last-from");
@@ -227,7 +306,11 @@ function render() {
   }
   if (!state.replay) {
     const g = state.game;
-    if (g.hint) { sqEl(g.hint.slice(0, 2)).classList.add("hint"); sqEl(g.hint.slice(2)).classList.add("hint"); }
+    if (g.hint) {
+      sqEl(g.hint.slice(0, 2)).classList.add("hint");
+      sqEl(g.hint.slice(2)).classList.add("hint");
+      drawArrow(g.hint);
+    }
     if (state.selected) {
       sqEl(state.selected).classList.add("selected");
       if (prefs.hints) {
@@ -247,7 +330,8 @@ function render() {
 function replayView() {
   const r = state.replay;
   const f = r.frames[r.ply];
-  return { board: f.board, last: f.last, ranks: r.ranks, side_to_move: f.side_to_move };
+  return { board: boardFromJfen(f.jfen), last: f.last, ranks: r.ranks, side_to_move: f.side_to_move,
+    trapped: f.trapped };
 }
 
 function renderPanel(view) {
@@ -258,18 +342,24 @@ function renderPanel(view) {
   const status = $("status");
   if (state.replay) {
     const r = state.replay;
-    status.innerHTML = `Replay: move ${r.ply} of ${r.frames.length - 1}, <span class="turn-${view.side_to_move}">${title(view.side_to_move)}</span> to move`;
-    $("rp-pos").textContent = `${r.ply} / ${r.frames.length - 1}`;
+    const n = r.frames.length - 1;
+    $("rp-pos").textContent = `${r.ply} / ${n}`;
+    if (r.ply === n && r.end) {
+      status.textContent = `Replay: game over, ${r.end.result}: ${r.end.reason}`;
+    } else {
+      const moveNo = r.ply === 0 ? "start" : `after move ${Math.ceil(r.ply / 2)}`;
+      status.innerHTML = `Replay (${moveNo}): <span class="turn-${view.side_to_move}">${title(view.side_to_move)}</span> to move`;
+    }
     $("matchup").textContent = "";
     const rec = r.record;
     $("replay-info").textContent = `Red: ${rec.red || "?"}, Blue: ${rec.blue || "?"}, result ${rec.result}` +
-      (rec.termination ? ` (${rec.termination.replace(/_/g, " ")})` : "");
+      (r.end ? ` (${r.end.reason})` : "");
   } else if (g) {
     const stm = `<span class="turn-${g.side_to_move}">${title(g.side_to_move)}</span>`;
     if (g.turn === "over") {
       status.textContent = resultTitle(g) + ": " + g.reason;
     } else if (g.turn === "computer") {
-      status.innerHTML = `${stm} to move: the computer is thinking…`;
+      status.innerHTML = `${stm} to move: the computer is thinking<span class="thinking" aria-hidden="true"><i></i><i></i><i></i></span>`;
     } else if (g.mode === "two_players") {
       status.innerHTML = `${stm} to move`;
     } else {
@@ -279,13 +369,15 @@ function renderPanel(view) {
     $("matchup").textContent = (g.mode === "computer"
       ? `You play ${title(g.human)} against ${opponentName(g.opponent)}` : "Two players on one screen") +
       ` · rules: ${g.rules_name}`;
+  } else {
+    status.textContent = "Start a new game or load a record.";
   }
   const live = g && !state.replay;
   $("btn-undo").disabled = !live || !g.can_undo;
-  $("btn-hint").disabled = !live || g.turn !== "human" || g.hints_left <= 0;
+  $("btn-hint").disabled = !live || g.turn !== "human" || (g.hints_left <= 0 && !g.hint);
   $("btn-resign").disabled = !live || g.turn === "over";
   $("hints-left").textContent = g ? String(g.hints_left) : "3";
-  $("download").style.visibility = g && !state.replay ? "visible" : "hidden";
+  $("download").hidden = !live;
   if (g) {
     $("download").href = `/api/games/${g.id}/record`;
     $("download").setAttribute("download", `jungle-${g.id}.jsonl`);
@@ -295,6 +387,7 @@ function renderPanel(view) {
   }
   $("game-controls").hidden = !!state.replay;
   $("replay-controls").hidden = !state.replay;
+  renderCaptured(view);
   renderMoves();
   const showBanner = live && g.turn === "over" && !state.bannerClosed;
   $("banner").hidden = !showBanner;
@@ -305,8 +398,9 @@ function renderPanel(view) {
 }
 
 function opponentName(spec) {
-  const m = /^alphabeta:level=(\w+)$/.exec(spec || "");
-  return m ? `${title(m[1])} (alpha-beta)` : spec;
+  const levels = (state.info && state.info.levels) || [];
+  const level = levels.find((l) => l.spec === spec);
+  return level ? `${level.label} (${level.about})` : spec;
 }
 
 function resultTitle(g) {
@@ -315,30 +409,75 @@ function resultTitle(g) {
   return `${title(g.winner)} wins`;
 }
 
+// The pieces each side has taken, and the lead in summed ranks.
+function renderCaptured(view) {
+  const box = $("captured");
+  let plies = [];
+  if (state.replay) plies = state.replay.plies.slice(0, state.replay.ply);
+  else if (state.game) plies = state.game.plies;
+  box.hidden = !view;
+  if (!view) return;
+  const ranks = view.ranks;
+  const taken = { red: [], blue: [] };  // pieces taken BY each side
+  for (const p of plies) if (p.captured) taken[sideOf(p.captured) === "red" ? "blue" : "red"].push(p.captured);
+  const worth = (side) => taken[side].reduce((s, l) => s + ranks[ANIMALS[l.toUpperCase()].index], 0);
+  for (const side of ["red", "blue"]) {
+    const row = $("captured-" + side);
+    const list = row.querySelector(".pieces");
+    list.innerHTML = "";
+    for (const letter of taken[side]) {
+      const chip = document.createElement("span");
+      chip.className = "chip " + sideOf(letter);
+      chip.title = `${title(sideOf(letter))} ${ANIMALS[letter.toUpperCase()].name}`;
+      chip.textContent = state.emoji ? ANIMALS[letter.toUpperCase()].emoji : letter.toUpperCase();
+      list.appendChild(chip);
+    }
+    const lead = worth(side) - worth(side === "red" ? "blue" : "red");
+    row.querySelector(".lead").textContent = lead > 0 ? `+${lead}` : "";
+    if (!taken[side].length) list.textContent = "—";
+  }
+}
+
+// One scrolling list, numbered in moves (a Red ply and a Blue ply), each ply as "L d4xd5".
 function renderMoves() {
   const list = $("movelist");
-  const moves = state.replay ? state.replay.record.moves : (state.game ? state.game.moves : []);
-  const upto = state.replay ? state.replay.ply : moves.length;
-  const start = state.replay ? state.replay.record.start : (state.game ? state.game.start : "");
+  let plies = [];
+  let start = "";
+  if (state.replay) { plies = state.replay.plies; start = state.replay.record.start; }
+  else if (state.game) { plies = state.game.plies; start = state.game.start; }
+  const upto = state.replay ? state.replay.ply : plies.length;
   const blueFirst = / b /.test(start);
   list.innerHTML = "";
   let li = null;
-  moves.forEach((mv, i) => {
+  let number = 0;
+  plies.forEach((p, i) => {
     const byRed = (i % 2 === 0) !== blueFirst;
     if (!li || byRed) {
+      number += 1;
       li = document.createElement("li");
+      const num = document.createElement("span");
+      num.className = "num";
+      num.textContent = `${number}.`;
+      li.appendChild(num);
       list.appendChild(li);
-      if (!byRed) li.appendChild(document.createElement("span")).textContent = "…";
+      if (!byRed) li.appendChild(document.createElement("span")).className = "mv empty";
     }
     const span = document.createElement("span");
-    span.className = "mv";
-    span.textContent = mv;
+    span.className = "mv " + (byRed ? "red" : "blue") + (p.captured ? " capture" : "");
+    span.textContent = p.notation;
+    span.title = p.captured ? `${p.notation}: takes the ${ANIMALS[p.captured.toUpperCase()].name}` : p.notation;
     if (i === upto - 1) span.classList.add("current");
     if (state.replay) span.addEventListener("click", () => { state.replay.ply = i + 1; render(); });
     li.appendChild(span);
   });
+  $("moves-count").textContent = number ? `(${number})` : "";
   const cur = list.querySelector(".current");
-  if (cur) cur.scrollIntoView({ block: "nearest" });
+  if (cur) {
+    const top = cur.offsetTop - list.offsetTop;
+    if (top < list.scrollTop || top > list.scrollTop + list.clientHeight - cur.offsetHeight) {
+      list.scrollTop = top - list.clientHeight / 2;
+    }
+  }
 }
 
 // A piece that moved without the person's hand (the computer, a replay step) slides in.
@@ -362,10 +501,9 @@ function setGame(view, quietSounds) {
   }
   let arrived = null;
   if (sameGame && !quietSounds && view.moves.length === old.moves.length + 1 && view.last) {
-    const last = view.last;
-    playSound(last.captured ? "capture" : (last.jump ? "jump" : "move"));
+    playSound(plySound(view.last));
     if (old.turn === "computer") {
-      arrived = last;
+      arrived = view.last;
       if (view.turn === "human") playSound("turn", 0.25);
     }
   }
@@ -378,7 +516,7 @@ function setGame(view, quietSounds) {
 function schedulePoll() {
   clearTimeout(state.pollTimer);
   const g = state.game;
-  if (!g || g.turn !== "computer" || state.replay) return;
+  if (!g || g.turn !== "computer" || state.replay || g.computer_error) return;
   state.pollTimer = setTimeout(async () => {
     try {
       const v = await api("GET", `games/${g.id}`);
@@ -397,8 +535,7 @@ async function act(action, body) {
   const g = state.game;
   if (!g) return null;
   try {
-    const v = await api("POST", `games/${g.id}/${action}`, body || {});
-    return v;
+    return await api("POST", `games/${g.id}/${action}`, body || {});
   } catch (e) {
     say(e.message, true);
     if (e.status === 404) showNewGame();
@@ -422,7 +559,7 @@ async function undo() {
   if (v) {
     state.selected = null;
     state.bannerClosed = false;
-    say(`Took back ${v.undone} ${v.undone === 1 ? "move" : "moves"}.`);
+    say(`Took back ${v.undone} ${v.undone === 1 ? "ply" : "plies"}.`);
     setGame(v, true);
   }
 }
@@ -432,7 +569,8 @@ async function hint() {
   say("Looking for a good move…");
   const v = await act("hint");
   if (v) {
-    say(`Hint: ${v.hint.slice(0, 2)} to ${v.hint.slice(2)} (${v.hints_left} left).`);
+    const p = v.hint;
+    say(`Hint: ${p.slice(0, 2)} to ${p.slice(2)} (${v.hints_left} left; asking again here is free).`);
     setGame(v, true);
   }
 }
@@ -449,7 +587,7 @@ async function confirmResign() {
   if (v) { say(""); setGame(v, true); }
 }
 
-// --- pointer: click-to-move and drag-and-drop ----------------------------------------
+// --- pointer and keyboard: click-to-move, drag-and-drop, typed squares -----------------
 function squareAt(x, y) {
   const el = document.elementFromPoint(x, y);
   const sq = el && el.closest ? el.closest(".sq") : null;
@@ -471,7 +609,7 @@ function clickSquare(name) {
   const g = state.game;
   if (!g || state.replay) return;
   if (g.turn === "over") { say("The game is over: start a new game, or undo.", true); return; }
-  if (g.turn === "computer") { say("The computer is thinking; wait for its move (or undo).", true); return; }
+  if (g.turn === "computer") { say("The computer is thinking; wait for its move, or undo or resign.", true); return; }
   if (state.selected === name) { state.selected = null; render(); return; }
   if (ownPiece(name)) {
     if (!movable(name)) {
@@ -539,7 +677,57 @@ function onPointerCancel() {
   render();
 }
 
+// Typing a square ("c3") clicks it: type the piece's square, then the destination's.
+function typeSquare(key) {
+  if (!state.terrain || !state.game || state.replay) return false;
+  if (files().includes(key)) { state.typed = key; say(`Square ${key}…`); return true; }
+  if (state.typed && /^[1-9]$/.test(key) && Number(key) <= nRanks()) {
+    const name = state.typed + key;
+    state.typed = "";
+    clickSquare(name);
+    if (state.selected === name) say(`${name} selected: type its destination (Esc to clear).`);
+    return true;
+  }
+  state.typed = "";
+  return false;
+}
+
 // --- new game / continue ---------------------------------------------------------------
+function fillLevels() {
+  const sel = $("ng-opponent");
+  sel.innerHTML = "";
+  for (const level of state.info.levels) {
+    const o = document.createElement("option");
+    o.value = level.name;
+    o.textContent = `${level.label}: ${level.about}`;
+    sel.appendChild(o);
+  }
+  const custom = document.createElement("option");
+  custom.value = "custom";
+  custom.textContent = "Checkpoint or player spec…";
+  sel.appendChild(custom);
+}
+
+// The dialog opens with the last choices made on this browser, else the server's defaults.
+function restoreChoices() {
+  const info = state.info;
+  const levelNames = info.levels.map((l) => l.name);
+  const c = prefs.newgame || {
+    mode: "computer", side: "red", pace: info.default_pace,
+    opponent: levelNames.includes(info.default_opponent) ? info.default_opponent : "custom",
+    spec: levelNames.includes(info.default_opponent) ? "" : info.default_opponent,
+  };
+  const mode = document.querySelector(`input[name="mode"][value="${c.mode}"]`);
+  if (mode) mode.checked = true;
+  const side = document.querySelector(`input[name="side"][value="${c.side}"]`);
+  if (side) side.checked = true;
+  $("ng-opponent").value = levelNames.includes(c.opponent) ? c.opponent : (c.opponent === "custom" ? "custom" : levelNames[0]);
+  $("ng-spec").value = c.spec || "";
+  $("ng-spec").hidden = $("ng-opponent").value !== "custom";
+  if (info.paces.includes(c.pace)) $("ng-pace").value = c.pace;
+  $("computer-options").disabled = c.mode !== "computer";
+}
+
 async function showNewGame() {
   await refreshInfo();
   const last = state.info && state.info.last_game;
@@ -548,11 +736,13 @@ async function showNewGame() {
   if (last) {
     const who = last.mode === "computer" ? `You (${title(last.human)}) against ${opponentName(last.opponent)}` : "Two players";
     const res = last.result === "*" ? "in progress" : `finished, ${last.result}`;
-    $("continue-info").textContent = `${who}, ${last.moves} moves, ${res}`;
+    const moves = Math.ceil(last.moves / 2);
+    $("continue-info").textContent = `${who}, ${moves} ${moves === 1 ? "move" : "moves"}, ${res}`;
   }
+  if (state.info) restoreChoices();
   if (state.info && state.info.load_error) $("newgame-error").textContent = state.info.load_error;
   $("newgame").hidden = false;
-  $("ng-cancel").hidden = !state.game;
+  $("ng-cancel").hidden = !state.game && !state.replay;
 }
 
 function hideNewGame() { $("newgame").hidden = true; $("newgame-error").textContent = ""; }
@@ -561,16 +751,22 @@ async function startGame(ev) {
   ev.preventDefault();
   const mode = document.querySelector('input[name="mode"]:checked').value;
   const body = { mode };
+  const choice = {
+    mode, opponent: $("ng-opponent").value, spec: $("ng-spec").value.trim(),
+    side: document.querySelector('input[name="side"]:checked').value, pace: $("ng-pace").value,
+  };
   if (mode === "computer") {
-    const sel = $("ng-opponent").value;
-    body.opponent = sel === "custom" ? $("ng-spec").value.trim() : sel;
-    body.human = document.querySelector('input[name="side"]:checked').value;
-    body.pace = $("ng-pace").value;
+    body.opponent = choice.opponent === "custom" ? choice.spec : choice.opponent;
+    body.human = choice.side;
+    body.pace = choice.pace;
   }
   $("ng-start").disabled = true;
   $("newgame-error").textContent = "";
+  say("Starting…");
   try {
     const v = await api("POST", "games", body);
+    prefs.newgame = choice;
+    savePrefs();
     state.replay = null;
     state.selected = null;
     state.userFlip = false;
@@ -579,28 +775,31 @@ async function startGame(ev) {
     setGame(v, true);
     refreshInfo();
   } catch (e) {
+    say("");
     $("newgame-error").textContent = e.message;
   } finally {
     $("ng-start").disabled = false;
   }
 }
 
-async function continueLast() {
+async function continueLast(quiet) {
   try {
     const v = await api("GET", "games/last");
     state.replay = null;
     state.selected = null;
     state.userFlip = false;
     hideNewGame();
-    say("Continuing the last game.");
+    say(quiet ? "" : "Continuing the last game.");
     setGame(v, true);
+    return true;
   } catch (e) {
     $("newgame-error").textContent = e.message;
+    return false;
   }
 }
 
 async function refreshInfo() {
-  try { state.info = await api("GET", "info"); } catch (e) { return; }
+  try { state.info = await api("GET", "info"); } catch (e) { say(e.message, true); return; }
   if (!state.game) renderRules(state.info.rules_name, state.info.rules, state.info.ranks);
 }
 
@@ -623,29 +822,35 @@ function renderRules(name, rules, ranks) {
     table.appendChild(tr);
   }
   const tr = document.createElement("tr");
-  tr.innerHTML = "<td>ranks</td><td></td>";
-  tr.lastChild.textContent = Object.entries(ANIMALS).map(([, a]) => `${a.name} ${ranks[a.index]}`).join(", ");
+  const a = document.createElement("td");
+  const b = document.createElement("td");
+  a.textContent = "ranks";
+  b.textContent = Object.values(ANIMALS).map((x) => `${x.name} ${ranks[x.index]}`).join(", ");
+  tr.append(a, b);
   table.appendChild(tr);
 }
 
 // --- replay viewer -------------------------------------------------------------------------
 async function loadRecordFile(file) {
-  const text = await file.text();
-  await openReplay(text, 0);
+  const limit = state.info ? state.info.limits.body_bytes : Infinity;
+  if (file.size > limit * 0.9) { say(`That file is too large to replay here (${file.size} bytes).`, true); return; }
+  await openReplay(await file.text(), 0);
 }
 
 async function openReplay(text, index) {
   try {
     const r = await api("POST", "replay", { jsonl: text, index });
-    state.replay = { jsonl: text, games: r.games, frames: r.frames, index: r.index, ply: 0, record: r.record, ranks: r.ranks };
+    state.replay = { jsonl: text, games: r.games, frames: r.frames, plies: r.plies, end: r.end, index: r.index,
+      ply: 0, record: r.record, ranks: r.ranks };
     state.selected = null;
     clearTimeout(state.pollTimer);
+    hideNewGame();
     const sel = $("replay-game");
     sel.innerHTML = "";
     r.games.forEach((g) => {
       const o = document.createElement("option");
       o.value = String(g.index);
-      o.textContent = `#${g.index + 1}: ${g.red || "?"} vs ${g.blue || "?"}, ${g.result}, ${g.moves} moves`;
+      o.textContent = `#${g.index + 1}: ${g.red || "?"} vs ${g.blue || "?"}, ${g.result}, ${Math.ceil(g.moves / 2)} moves`;
       sel.appendChild(o);
     });
     sel.value = String(r.index);
@@ -654,6 +859,7 @@ async function openReplay(text, index) {
     render();
   } catch (e) {
     say("Cannot load the record: " + e.message, true);
+    if (!$("newgame").hidden) $("newgame-error").textContent = "Cannot load the record: " + e.message;
   }
 }
 
@@ -663,7 +869,7 @@ function stepReplay(to) {
   const before = r.ply;
   r.ply = Math.max(0, Math.min(r.frames.length - 1, to));
   const f = r.frames[r.ply];
-  if (r.ply !== before && r.ply > 0 && f.last) playSound(f.last.captured ? "capture" : (f.last.jump ? "jump" : "move"));
+  if (r.ply !== before && r.ply > 0 && f.last) playSound(plySound(f.last));
   render();
   if (r.ply === before + 1 && f.last) slide(f.last);
 }
@@ -694,7 +900,7 @@ function wire() {
   $("confirm-no").addEventListener("click", () => { $("confirm").hidden = true; });
   $("newgame-form").addEventListener("submit", startGame);
   $("ng-cancel").addEventListener("click", hideNewGame);
-  $("btn-continue").addEventListener("click", continueLast);
+  $("btn-continue").addEventListener("click", () => continueLast(false));
   $("ng-opponent").addEventListener("change", () => { $("ng-spec").hidden = $("ng-opponent").value !== "custom"; });
   document.querySelectorAll('input[name="mode"]').forEach((r) => r.addEventListener("change", () => {
     $("computer-options").disabled = document.querySelector('input[name="mode"]:checked').value !== "computer";
@@ -707,11 +913,13 @@ function wire() {
     const v = await act("settings", { pace: $("opt-pace").value });
     if (v) { say(`Pace: ${v.pace}.`); setGame(v, true); }
   });
-  $("record-file").addEventListener("change", (ev) => {
-    const f = ev.target.files && ev.target.files[0];
-    if (f) loadRecordFile(f);
-    ev.target.value = "";
-  });
+  for (const id of ["record-file", "ng-record-file"]) {
+    $(id).addEventListener("change", (ev) => {
+      const f = ev.target.files && ev.target.files[0];
+      if (f) loadRecordFile(f);
+      ev.target.value = "";
+    });
+  }
   $("replay-game").addEventListener("change", () => openReplay(state.replay.jsonl, Number($("replay-game").value)));
   $("rp-first").addEventListener("click", () => stepReplay(0));
   $("rp-prev").addEventListener("click", () => stepReplay(state.replay.ply - 1));
@@ -726,8 +934,9 @@ function wire() {
     const modal = !$("newgame").hidden || !$("confirm").hidden;
     if (ev.key === "Escape") {
       if (!$("confirm").hidden) { $("confirm").hidden = true; return; }
-      if (!$("newgame").hidden && state.game) { hideNewGame(); return; }
+      if (!$("newgame").hidden && (state.game || state.replay)) { hideNewGame(); return; }
       state.selected = null;
+      state.typed = "";
       say("");
       render();
       return;
@@ -741,6 +950,7 @@ function wire() {
       else if (ev.key === "End") stepReplay(state.replay.frames.length - 1);
       return;
     }
+    if (typeSquare(k)) { ev.preventDefault(); return; }
     if (k === "z" || k === "u") { ev.preventDefault(); undo(); }
     else if (k === "h") { ev.preventDefault(); hint(); }
   });
@@ -748,17 +958,17 @@ function wire() {
 
 async function main() {
   state.emoji = hasColourEmoji();
+  document.body.classList.toggle("letters", !state.emoji);
   wire();
-  buildBoard();
   await refreshInfo();
-  if (state.info && state.info.default_opponent) {
-    const opp = state.info.default_opponent;
-    if (["beginner", "normal", "expert"].includes(opp)) $("ng-opponent").value = opp;
-    else { $("ng-opponent").value = "custom"; $("ng-spec").value = opp; $("ng-spec").hidden = false; }
-    $("ng-pace").value = state.info.default_pace;
-  }
-  $("status").textContent = "Start a new game or continue the last one.";
+  if (!state.info) return;
+  state.terrain = state.info.terrain;
+  fillLevels();
+  buildBoard();
   render();
+  // A reload continues the game in progress without asking; otherwise the dialog offers the choices.
+  const last = state.info.last_game;
+  if (last && last.result === "*" && await continueLast(true)) return;
   showNewGame();
 }
 

@@ -1,0 +1,277 @@
+"""The computer's moves in worker processes, so that no search can stall the play server.
+
+A search holds the GIL for as long as it runs (the numba alpha-beta, a
+network's tree search), so the server never runs one itself: it hands a
+`ThinkJob` (the player spec, the rules, the game's moves) to a
+`ComputerPool` of worker processes and waits on a pipe, which lets its
+other threads answer requests meanwhile. Each worker keeps the few players
+it built last (an alpha-beta player owns a transposition table, a checkpoint
+player a network), so a game's moves reuse its player.
+
+A job has two limits: building the player (importing torch, loading a
+checkpoint, a cold numba cache) and, from the moment the worker starts
+searching, `time_limit` seconds for the move. A worker that runs past its
+limit, or whose job is cancelled (the person undid or resigned meanwhile), is
+killed, and a fresh one starts for the next job: a runaway search costs CPU
+for at most its limit and never blocks anything else.
+
+The terminal mode calls `choose_move` in its own process with a
+`PlayerCache`, the same code the workers run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Optional
+
+from envs.board import Board
+from envs.players import Player, PlayerSpecError, make_player
+from envs.rules import RuleSet
+
+BUILD_SECONDS = 120.0
+"""How long a worker may take to start and build a player (a cold numba cache compiles for about a minute)."""
+PLAYERS_PER_WORKER = 4
+"""Players a worker keeps built (least recently used dropped)."""
+
+
+class ComputerError(ValueError):
+    """The computer could not choose a move: a player that cannot be built, a failed or overlong search."""
+
+
+class Cancelled(Exception):
+    """The job was cancelled before its answer came (the game moved on)."""
+
+
+@dataclass(frozen=True)
+class ThinkJob:
+    """Everything a worker needs to choose a move: who plays (spec, seed) and the game so far.
+
+    `key` names the player in the worker's cache (a game id and its role:
+    the opponent or the hint giver), so one game's moves reuse one player."""
+
+    key: str
+    spec: str
+    rules: tuple[tuple[str, Any], ...]
+    seed: int
+    start: str
+    moves: tuple[str, ...] = field(default=())
+
+    def board(self) -> Board:
+        """The position to choose a move in, every move checked by the rules engine."""
+        board = Board.from_jfen(self.start, rules=RuleSet.from_dict(dict(self.rules)))
+        for m in self.moves:
+            board.push(m)
+        return board
+
+
+class PlayerCache:
+    """The players one process has built, by job key and spec; the least recently used goes first."""
+
+    def __init__(self, size: int = PLAYERS_PER_WORKER) -> None:
+        self.size = size
+        self._players: OrderedDict[tuple[str, str, tuple[tuple[str, Any], ...]], Player] = OrderedDict()
+
+    def get(self, job: ThinkJob) -> Player:
+        """The job's player, built on first use; ComputerError says why one cannot be built."""
+        key = (job.key, job.spec, job.rules)
+        player = self._players.get(key)
+        if player is None:
+            player = build_player(job.spec, RuleSet.from_dict(dict(job.rules)), job.seed)
+            self._players[key] = player
+            while len(self._players) > self.size:
+                self._players.popitem(last=False)
+        self._players.move_to_end(key)
+        return player
+
+
+def build_player(spec: str, rules: RuleSet, seed: Optional[int]) -> Player:
+    """make_player, with every failure (unknown kind, missing module, bad file) as a ComputerError."""
+    try:
+        return make_player(spec, rules=rules, seed=seed)
+    except PlayerSpecError as e:
+        raise ComputerError(str(e)) from None
+    except ImportError as e:
+        raise ComputerError(f"player {spec!r} is not available in this installation ({e})") from None
+    except (ValueError, OSError, KeyError, RuntimeError) as e:
+        raise ComputerError(f"cannot build player {spec!r}: {e}") from None
+
+
+def choose_move(job: ThinkJob, cache: PlayerCache) -> str:
+    """The move the job's player chooses (`'a3a4'`), checked against the rules; ComputerError otherwise."""
+    player = cache.get(job)
+    board = job.board()
+    try:
+        move = player.select_move(board.copy())
+        return str(board.parse_move(move))  # a player's bug must not reach the game
+    except ValueError as e:
+        raise ComputerError(f"{job.spec} could not move: {e}") from None
+
+
+def _worker_main(conn: Connection, init: Optional[Callable[[], None]]) -> None:
+    """A worker process: answer ("build" | "move", job) messages until the pipe closes."""
+    if init is not None:
+        init()
+    cache = PlayerCache()
+    while True:
+        try:
+            kind, job = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            if kind == "build":
+                cache.get(job)
+                conn.send(("built", ""))
+                continue
+            cache.get(job)
+            conn.send(("started", ""))
+            conn.send(("move", choose_move(job, cache)))
+        except ComputerError as e:
+            conn.send(("error", str(e)))
+        except Exception as e:  # noqa: BLE001 - any failure of a player is an answer, never a dead worker
+            conn.send(("error", f"{job.spec} failed: {type(e).__name__}: {e}"))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, init: Optional[Callable[[], None]]) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, init), daemon=True, name="jungle-computer")
+        self.process.start()
+        child.close()
+        self.keys: list[str] = []  # job keys it has answered, newest last (its players, roughly)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class ComputerPool:
+    """A few worker processes that build players and choose moves, each job with a time limit.
+
+    `run` blocks the calling thread (never the others) until the answer, a
+    failure (ComputerError) or a cancel (Cancelled). Jobs beyond `workers` wait
+    for a free worker. `init` runs once in every worker before its first job
+    (to register extra player kinds, say); it must be picklable."""
+
+    def __init__(self, workers: int = 2, *, init: Optional[Callable[[], None]] = None,
+                 build_seconds: float = BUILD_SECONDS) -> None:
+        if workers < 1:
+            raise ValueError(f"a computer pool needs at least one worker, got {workers}")
+        self._ctx = mp.get_context("spawn")  # the server has threads: never fork it
+        self._init = init
+        self.build_seconds = build_seconds
+        self._slots: list[Optional[_Worker]] = [None] * workers
+        self._busy = [False] * workers
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def start(self) -> None:
+        """Start every worker now, in the background, so the first move does not wait for one."""
+        threading.Thread(target=self._start_all, daemon=True, name="computer-pool-start").start()
+
+    def _start_all(self) -> None:
+        for i in range(len(self._slots)):
+            with self._cond:
+                if self._closed or self._busy[i] or self._slots[i] is not None:
+                    continue
+                self._busy[i] = True
+            try:
+                worker = _Worker(self._ctx, self._init)
+            except Exception:  # noqa: BLE001 - a worker that cannot start now is started by the next job
+                worker = None
+            self._release(i, worker)
+
+    def run(self, kind: str, job: ThinkJob, *, time_limit: float, cancel: Optional[threading.Event] = None) -> str:
+        """`kind="move"`: the chosen move; `kind="build"`: build the player only (checks the spec), `''`."""
+        if kind not in ("move", "build"):
+            raise ValueError(f"unknown job kind {kind!r}")
+        i = self._acquire(job.key, cancel)
+        worker = self._slots[i]
+        try:
+            if worker is None or not worker.process.is_alive():
+                if worker is not None:
+                    worker.kill()
+                worker = _Worker(self._ctx, self._init)
+            tag, text = self._exchange(worker, kind, job, time_limit, cancel)
+            worker.keys = [k for k in worker.keys if k != job.key][-PLAYERS_PER_WORKER + 1:] + [job.key]
+        except BaseException:
+            if worker is not None:
+                worker.kill()  # mid-search: a killed worker is the only way to stop it
+            worker = None
+            raise
+        finally:
+            self._release(i, worker)
+        if tag == "error":
+            raise ComputerError(text)
+        return text
+
+    def _exchange(self, worker: _Worker, kind: str, job: ThinkJob, time_limit: float,
+                  cancel: Optional[threading.Event]) -> tuple[str, str]:
+        """Send the job and wait for its answer: ("move" | "built" | "error", text)."""
+        worker.conn.send((kind, job))
+        deadline = time.monotonic() + self.build_seconds
+        limit_text = f"{self.build_seconds:g} s to start"
+        while True:
+            if self._closed or (cancel is not None and cancel.is_set()):
+                raise Cancelled()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ComputerError(f"the computer took more than {limit_text} and was stopped")
+            if not worker.conn.poll(min(left, 0.05)):
+                continue
+            try:
+                tag, text = worker.conn.recv()
+            except (EOFError, OSError):
+                raise ComputerError(f"the computer's worker process stopped (exit code {worker.process.exitcode})") from None
+            if tag == "started":
+                deadline = time.monotonic() + time_limit
+                limit_text = f"its limit of {time_limit:g} s for a move"
+            else:
+                return str(tag), str(text)
+
+    def _acquire(self, key: str, cancel: Optional[threading.Event]) -> int:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise Cancelled()
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled()
+                free = [i for i, busy in enumerate(self._busy) if not busy]
+                if free:
+                    # The worker that served this key before still holds its player.
+                    warm = [i for i in free if (w := self._slots[i]) is not None and key in w.keys]
+                    i = (warm or free)[0]
+                    self._busy[i] = True
+                    return i
+                self._cond.wait(0.05)
+
+    def _release(self, i: int, worker: Optional[_Worker]) -> None:
+        with self._cond:
+            if self._closed and worker is not None:
+                worker.kill()
+                worker = None
+            self._slots[i] = worker
+            self._busy[i] = False
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop every worker (a running job ends with Cancelled)."""
+        with self._cond:
+            self._closed = True
+            idle = [(i, w) for i, w in enumerate(self._slots) if w is not None and not self._busy[i]]
+            for i, _ in idle:
+                self._slots[i] = None
+            self._cond.notify_all()
+        for _, w in idle:
+            w.kill()
+
+    def __enter__(self) -> "ComputerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
