@@ -45,7 +45,8 @@ from agents.alphazero.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agents.alphazero.evaluation import Searcher, elo_difference, play_match, play_vs_spec, spec_tag
+from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
+from agents.arena.ratings import elo_from_score
 from agents.alphazero.learner import Learner, LearnerConfig
 from agents.alphazero.mcts import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
@@ -495,7 +496,7 @@ def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MC
         prev = Searcher(make_evaluator(previous, device, precision), mcts, ec.simulations, name="previous")
         r = play_match(me, prev, games=ec.games, rules=rules, seed=derive_seed(seed, "previous", it),
                        max_plies=ec.max_plies, opening_plies=ec.opening_plies)
-        history["elo"] = float(history["elo"]) + elo_difference(r.score, r.games)
+        history["elo"] = float(history["elo"]) + elo_from_score(r.score, r.games)
         out["score_previous"] = r.score
         out["elo"] = history["elo"]
     return out

@@ -2,10 +2,11 @@
 
 import math
 
-import numpy as np
 import pytest
 
-from agents.alphazero.evaluation import MatchResult, Searcher, elo_difference, play_match, random_openings, spec_tag
+from agents.alphazero.evaluation import MatchResult, Searcher, play_match, spec_tag
+from agents.arena.ratings import elo_from_score
+from agents.arena.tournament import random_openings
 from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
 from envs.players import RandomPlayer
 from envs import Board, RuleSet
@@ -20,8 +21,8 @@ def test_search_side_beats_random_more_often_than_not_and_counts_add_up() -> Non
 
 
 def test_openings_are_legal_and_seeded() -> None:
-    a = random_openings(4, 3, RuleSet(), np.random.default_rng(5))
-    b = random_openings(4, 3, RuleSet(), np.random.default_rng(5))
+    a = [o.board(RuleSet()).jfen() for o in random_openings(4, 3, 5, RuleSet())]
+    b = [o.board(RuleSet()).jfen() for o in random_openings(4, 3, 5, RuleSet())]
     assert a == b
     for jfen in a:
         board = Board(jfen)
@@ -29,9 +30,10 @@ def test_openings_are_legal_and_seeded() -> None:
 
 
 def test_elo_and_tags() -> None:
-    assert elo_difference(0.5, 10) == 0.0
-    assert elo_difference(0.75, 100) == pytest.approx(400 * math.log10(3))
-    assert math.isfinite(elo_difference(1.0, 10))
-    assert elo_difference(1.0, 10) == pytest.approx(-elo_difference(0.0, 10))
+    assert elo_from_score(0.5, 10) == 0.0
+    assert elo_from_score(0.75, 100) == pytest.approx(400 * math.log10(3))
+    assert math.isfinite(elo_from_score(1.0, 10))
+    assert elo_from_score(1.0, 10) == pytest.approx(-elo_from_score(0.0, 10))
+    assert elo_from_score(1.0, 10) == pytest.approx(400 * math.log10(19))  # a 10-game sweep counts as a 0.95 score
     assert spec_tag("alphabeta:depth=2") == "alphabeta_depth2"
     assert MatchResult(wins=1, draws=2, losses=1).score == 0.5

@@ -6,14 +6,12 @@ alternating (side A is Red in even games). A side is either a `Searcher`
 one network call per simulation step for all of them) or any `Player`
 (alpha-beta, random, ...) asked game by game. Scores are from side A's
 view: win 1, draw 1/2, loss 0; a game reaching ``max_plies`` counts as a draw.
-
-`elo_difference` turns a score into an Elo difference (logistic model).
+The openings are the tournaments' (`agents.arena.tournament.random_openings`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Union
 
@@ -22,8 +20,9 @@ import numpy as np
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.mcts import BatchedMCTS, MCTSConfig
 from agents.alphazero.network import Evaluator
+from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
-from envs import Board, Move, RuleSet
+from envs import RuleSet
 from envs import kernels as K
 from envs.encoding import move_to_action
 
@@ -64,21 +63,6 @@ def greedy(config: MCTSConfig) -> MCTSConfig:
     return dataclasses.replace(config, temperature=0.0, temperature_plies=0)
 
 
-def random_openings(n: int, plies: int, rules: RuleSet, rng: np.random.Generator) -> list[str]:
-    """`n` JFENs reached by `plies` random legal moves from the start (games still going on)."""
-    out: list[str] = []
-    while len(out) < n:
-        board = Board(rules=rules)
-        for _ in range(plies):
-            if board.is_game_over():
-                break
-            moves = board.legal_move_ints()
-            board.push(Move.from_int(int(moves[rng.integers(len(moves))])))
-        if not board.is_game_over():
-            out.append(board.jfen())
-    return out
-
-
 def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, max_plies: int = 400,
                opening_plies: int = 0) -> MatchResult:
     """Play `games` games of `a` against `b` in lockstep; colours alternate (a is Red in even games).
@@ -87,7 +71,7 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     position after that many random plies, one game with each colour, so two
     deterministic players still play varied games.
     """
-    openings = random_openings((games + 1) // 2, opening_plies, rules, np.random.default_rng(seed))
+    openings = [o.board(rules).jfen() for o in random_openings((games + 1) // 2, opening_plies, seed, rules)]
     batch = GameBatch(games, rules, max_plies=max_plies)
     for i in range(games):
         batch.reset(i, openings[i // 2])
@@ -136,13 +120,6 @@ def play_vs_spec(searcher: Searcher, spec: str, *, games: int, rules: RuleSet, s
     opponent = make_player(spec, rules=rules, seed=seed)
     return play_match(searcher, opponent, games=games, rules=rules, seed=seed, max_plies=max_plies,
                       opening_plies=opening_plies)
-
-
-def elo_difference(score: float, games: int) -> float:
-    """Elo difference implied by `score` in [0, 1] over `games` games (clipped at 1/(2 games) from 0 and 1)."""
-    eps = 1.0 / (2 * max(1, games))
-    s = min(max(score, eps), 1.0 - eps)
-    return -400.0 * math.log10(1.0 / s - 1.0)
 
 
 def spec_tag(spec: str) -> str:

@@ -31,10 +31,8 @@ depends on the position alone, and the pure self-play games, do not.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
@@ -46,6 +44,7 @@ from envs.rules import RuleSet
 
 from agents.alphazero.mcts import Evaluator, MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.pool import WorkerPool
 from envs.players import make_player
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, build_opponents, merge_selfplay, play_games
 
@@ -184,21 +183,6 @@ class InProcessPool(SelfPlayPool):
                      num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
 
 
-_WORKER: Optional[SelfPlayWorker] = None
-"""This process's worker (set by `_start_worker` in a pool process)."""
-
-
-def _start_worker(settings: WorkerSettings) -> None:
-    global _WORKER
-    _WORKER = SelfPlayWorker(settings)
-
-
-def _worker_play(model_state: Mapping[str, Any], seed: int, first_game: int, num_games: int,
-                 opponent_seeds: Optional[Sequence[int]]) -> SelfPlayData:
-    assert _WORKER is not None, "_start_worker did not run in this process"
-    return _WORKER.play(model_state, seed, first_game, num_games, opponent_seeds)
-
-
 class ProcessPool(SelfPlayPool):
     """`workers` persistent local processes (``spawn``: safe with torch and numba), each one `SelfPlayWorker`."""
 
@@ -206,32 +190,27 @@ class ProcessPool(SelfPlayPool):
 
     def __init__(self, settings: WorkerSettings, workers: int) -> None:
         self.workers = workers
-        self._executor: Optional[ProcessPoolExecutor] = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker, initargs=(settings,))
+        self._pool: Optional[WorkerPool] = WorkerPool(workers, SelfPlayWorker, settings)
 
     def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
              opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
-        if self._executor is None:
+        if self._pool is None:
             raise RuntimeError("this self-play pool is closed")
         t0 = time.perf_counter()
         weights = portable_state(model_state)
         seeds = list(opponent_seeds) if opponent_seeds is not None else None
-        futures: list[Future[SelfPlayData]] = [
-            self._executor.submit(_worker_play, weights, seed, first, count, seeds)
-            for first, count in split_games(num_games, self.workers)]
+        calls = [(weights, seed, first, count, seeds) for first, count in split_games(num_games, self.workers)]
+        parts: dict[int, SelfPlayData] = {}
         with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
-            pending: set[Future[SelfPlayData]] = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    bar.update(len(f.result().records))  # re-raises a worker's error here
-        return merge_selfplay([f.result() for f in futures], seconds=time.perf_counter() - t0)
+            for k, part in self._pool.run("play", calls):  # a worker's error is raised here
+                parts[k] = part
+                bar.update(len(part.records))
+        return merge_selfplay([parts[k] for k in range(len(calls))], seconds=time.perf_counter() - t0)
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
 
 def import_ray() -> Any:

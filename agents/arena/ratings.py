@@ -47,9 +47,14 @@ def expected_score(elo_diff: float) -> float:
     return 1.0 / (1.0 + 10.0 ** (-elo_diff / 400.0))
 
 
-def elo_from_score(score: float) -> float:
-    """Elo difference that gives expected `score` (clipped to +-1200 at 0 and 1)."""
-    s = min(max(score, 1e-3), 1 - 1e-3)
+def elo_from_score(score: float, games: Optional[int] = None) -> float:
+    """Elo difference that gives expected `score` in [0, 1] (logistic model), within +-1200.
+
+    A score of 0 or 1 is first moved in from the edge: by half a game of `games`
+    when the count is given (so a 10-game sweep reads less than a 100-game one),
+    else by 0.001."""
+    eps = 1.0 / (2 * max(1, games)) if games is not None else 1e-3
+    s = min(max(score, eps), 1 - eps)
     return max(-1200.0, min(1200.0, -400.0 * math.log10(1.0 / s - 1.0)))
 
 

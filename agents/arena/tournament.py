@@ -38,8 +38,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import multiprocessing as mp
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +52,7 @@ from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_wr
 from envs.players import Player, PlayerSpecError, make_player, parse_spec
 from agents.arena.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
 from agents.arena.records import GameRecord, write_jsonl
-from agents.stopping import exit_with_parent, ignore_interrupts
+from agents.pool import WorkerPool
 
 MODES = ("round_robin", "gauntlet", "ladder")
 PlayerLike = Union[str, Player]
@@ -220,24 +218,23 @@ def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules:
 
 
 # --- worker side --------------------------------------------------------------------------------
-_WORKER: dict[str, Any] = {}
+class GameWorker:
+    """What a tournament's worker process holds: the player specs, the rules and the ply cap."""
 
+    def __init__(self, specs: list[str], rules: dict[str, Any], max_plies: int) -> None:
+        self.specs = specs
+        self.rules = RuleSet.from_dict(rules)
+        self.max_plies = max_plies
 
-def _worker_init(specs: list[str], rules: dict[str, Any], max_plies: int, parent_pid: int) -> None:
-    ignore_interrupts()  # the parent stops the pool on Ctrl-C
-    exit_with_parent(parent_pid)
-    _WORKER.update(specs=specs, rules=RuleSet.from_dict(rules), max_plies=max_plies)
-
-
-def _play_task(task: GameTask) -> tuple[int, str]:
-    specs: list[str] = _WORKER["specs"]
-    rules: RuleSet = _WORKER["rules"]
-    red = make_player(specs[task.red], rules=rules, seed=task.red_seed)
-    blue = make_player(specs[task.blue], rules=rules, seed=task.blue_seed)
-    rec = play_game(red, blue, task.opening, rules=rules, max_plies=_WORKER["max_plies"], seed=task.seed,
-                    red_name=specs[task.red], blue_name=specs[task.blue], game=task.index, pairing=task.pairing,
-                    opening_index=task.opening_index, red_seed=task.red_seed, blue_seed=task.blue_seed)
-    return task.index, rec.to_json()
+    def play(self, task: GameTask) -> str:
+        """The game of `task`, its players built from their specs, as a JSON record."""
+        specs, rules = self.specs, self.rules
+        red = make_player(specs[task.red], rules=rules, seed=task.red_seed)
+        blue = make_player(specs[task.blue], rules=rules, seed=task.blue_seed)
+        rec = play_game(red, blue, task.opening, rules=rules, max_plies=self.max_plies, seed=task.seed,
+                        red_name=specs[task.red], blue_name=specs[task.blue], game=task.index, pairing=task.pairing,
+                        opening_index=task.opening_index, red_seed=task.red_seed, blue_seed=task.blue_seed)
+        return rec.to_json()
 
 
 # --- results ------------------------------------------------------------------------------------
@@ -551,11 +548,9 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
                                 blue_seed=task.blue_seed)
                 finish(task.index, rec)
         else:
-            ctx = mp.get_context(start_method)
-            with ctx.Pool(workers, initializer=_worker_init,
-                          initargs=(names, rules.to_dict(), max_plies, os.getpid())) as pool:
-                for index, text in pool.imap_unordered(_play_task, todo, chunksize=1):
-                    finish(index, GameRecord.from_dict(json.loads(text)))
+            with WorkerPool(workers, GameWorker, names, rules.to_dict(), max_plies, start_method=start_method) as pool:
+                for k, text in pool.run("play", [(task,) for task in todo]):
+                    finish(todo[k].index, GameRecord.from_dict(json.loads(text)))
     finally:
         if bar is not None:
             bar.close()
