@@ -49,7 +49,8 @@ from gymnasium.vector.utils import batch_space
 from envs import kernels as K
 from envs.board import START_JFEN, Board, Move, Side, state_to_jfen
 from envs.encoding import N_ACTIONS, OBS_SHAPE
-from envs.env import DEFAULT_MAX_PLIES, IllegalActionError, RulesLike, resolve_rules
+from envs.env import DEFAULT_MAX_PLIES, IllegalActionError
+from envs.rules import RulesLike, resolve_rules
 from envs.vector_kernels import (
     C_MAX_PLIES,
     C_OPPONENT,
@@ -60,6 +61,9 @@ from envs.vector_kernels import (
     OPP_NONE,
     OPP_RANDOM,
     SIDE_RANDOM,
+    Games,
+    Outputs,
+    Setup,
     first_illegal,
     sample_legal_actions,
     vector_opponent_step,
@@ -94,7 +98,7 @@ class LegalMultiDiscrete(spaces.MultiDiscrete):
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         if probability is not None or isinstance(mask, tuple):
             return super().sample(mask=mask, probability=probability)
-        masks = self._venv._masks if mask is None else np.ascontiguousarray(mask, dtype=np.int8)
+        masks = self._venv._out.masks if mask is None else np.ascontiguousarray(mask, dtype=np.int8)
         if masks.shape != (len(self.nvec), N_ACTIONS):
             raise ValueError(f"mask must have shape [{len(self.nvec)}, {N_ACTIONS}], got {list(masks.shape)}")
         out = np.empty(len(self.nvec), dtype=np.int64)
@@ -168,10 +172,11 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"agent_side {agent_side!r} is not 'red', 'blue' or 'random'")
         self.opponent = opponent
         self.agent_side_choice = agent_side
-        self._config = np.zeros(N_CONFIG, dtype=np.int64)
-        self._config[C_MAX_PLIES] = 0 if self.max_plies is None else self.max_plies
-        self._config[C_OPPONENT] = kind
-        self._config[C_SIDE] = _SIDE_CODES[agent_side]
+        config = np.zeros(N_CONFIG, dtype=np.int64)
+        config[C_MAX_PLIES] = 0 if self.max_plies is None else self.max_plies
+        config[C_OPPONENT] = kind
+        config[C_SIDE] = _SIDE_CODES[agent_side]
+        self._setup = Setup(board.state.copy(), board.hashes[:1].copy(), self.flags, config)
 
         self.single_observation_space = spaces.Box(0.0, 1.0, shape=OBS_SHAPE, dtype=np.float32)
         self.single_action_space = spaces.Discrete(N_ACTIONS)
@@ -179,27 +184,29 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         self.action_space = LegalMultiDiscrete(self)
 
         n = self.num_envs
-        self._st0 = board.state.copy()
-        self._hash0 = np.uint64(board.hashes[0])
         room = INITIAL_PLY_ROOM if self.max_plies is None else min(INITIAL_PLY_ROOM, self.max_plies + 2)
-        self._states = np.zeros((n, K.STATE_LEN), dtype=np.int16)
-        self._hists = np.zeros((n, room, K.HIST_WIDTH), dtype=np.int16)
-        self._hashes = np.zeros((n, room + 1), dtype=np.uint64)
-        self._top_ply = 0
-        self._rngs = np.zeros(n, dtype=np.uint64)
-        self._agent_sides = np.zeros(n, dtype=np.int8)
-        self._pending = np.zeros(n, dtype=np.bool_)
-        self._awaiting = np.zeros(n, dtype=np.bool_)
+        self._games = Games(
+            states=np.zeros((n, K.STATE_LEN), dtype=np.int16),
+            hists=np.zeros((n, room, K.HIST_WIDTH), dtype=np.int16),
+            hashes=np.zeros((n, room + 1), dtype=np.uint64),
+            rngs=np.zeros(n, dtype=np.uint64),
+            agent_sides=np.zeros(n, dtype=np.int8),
+            pending=np.zeros(n, dtype=np.bool_),
+            awaiting=np.zeros(n, dtype=np.bool_),
+        )
+        self._out = Outputs(
+            obs=np.zeros((n, *OBS_SHAPE), dtype=np.float32),
+            masks=np.zeros((n, N_ACTIONS), dtype=np.int8),
+            rewards=np.zeros(n, dtype=np.float64),
+            terminated=np.zeros(n, dtype=np.bool_),
+            truncated=np.zeros(n, dtype=np.bool_),
+            side_rewards=np.zeros((n, 2), dtype=np.float32),
+            terminations=np.zeros(n, dtype=np.int8),
+            winners=np.zeros(n, dtype=np.int8),
+            opponent_moves=np.zeros(n, dtype=np.int16),
+        )
         self._moves = np.empty(K.MAX_MOVES, dtype=np.int64)
-        self._obs = np.zeros((n, *OBS_SHAPE), dtype=np.float32)
-        self._masks = np.zeros((n, N_ACTIONS), dtype=np.int8)
-        self._rewards = np.zeros(n, dtype=np.float64)
-        self._terminated = np.zeros(n, dtype=np.bool_)
-        self._truncated = np.zeros(n, dtype=np.bool_)
-        self._side_rewards = np.zeros((n, 2), dtype=np.float32)
-        self._terminations = np.zeros(n, dtype=np.int8)
-        self._winners = np.zeros(n, dtype=np.int8)
-        self._opponent_moves = np.zeros(n, dtype=np.int16)
+        self._top_ply = 0
         self._started = False
 
     # -- the Gymnasium API ------------------------------------------------------------------
@@ -220,19 +227,12 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         if not self._started and not reset_mask.all():
             raise ValueError("the first reset must reset every game (no reset_mask)")
         if seed is not None or not self._started:
-            self._rngs[:] = self.np_random.integers(1, 2**63 - 1, size=self.num_envs, dtype=np.int64).astype(np.uint64)
+            rngs = self.np_random.integers(1, 2**63 - 1, size=self.num_envs, dtype=np.int64)
+            self._games.rngs[:] = rngs.astype(np.uint64)
         self._started = True
-        status = vector_reset(
-            reset_mask, self._st0, self._hash0, self.flags, self._config, self._states, self._hists, self._hashes,
-            self._rngs, self._agent_sides, self._pending, self._moves, self._obs, self._masks, self._rewards,
-            self._terminated, self._truncated, self._side_rewards, self._terminations, self._winners,
-            self._opponent_moves,
-        )
-        self._check_opening(status)
-        if self._policy is not None:
-            self._awaiting[:] = reset_mask & (self._states[:, K.S_SIDE] != self._agent_sides)
-            self._opponent_reply()
-        return self._output(self._obs), self._info()
+        self._check_opening(vector_reset(reset_mask, self._setup, self._games, self._out, self._moves))
+        self._opponent_reply()
+        return self._output(self._out.obs), self._info()
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One env step for every game: `actions` int ``[N]`` (those of games being reset are ignored)."""
@@ -242,57 +242,41 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
             raise IllegalActionError(f"actions must be integers of shape [{self.num_envs}], got {acts.dtype} {list(acts.shape)}")
         acts = acts.astype(np.int64, copy=False)
-        self._check_actions(acts, self._pending)
+        self._check_actions(acts, self._games.pending)
         self._ensure_room()
-        status, top = vector_step(
-            acts, self._st0, self._hash0, self.flags, self._config, self._states, self._hists, self._hashes,
-            self._rngs, self._agent_sides, self._pending, self._awaiting, self._moves, self._obs, self._masks,
-            self._rewards, self._terminated, self._truncated, self._side_rewards, self._terminations,
-            self._winners, self._opponent_moves,
-        )
+        status, top = vector_step(acts, self._setup, self._games, self._out, self._moves)
         self._top_ply = max(self._top_ply, int(top))
         self._check_opening(status)
-        if self._policy is not None:
-            self._opponent_reply()
-        return (
-            self._output(self._obs),
-            self._rewards.copy(),
-            self._terminated.copy(),
-            self._truncated.copy(),
-            self._info(),
-        )
+        self._opponent_reply()
+        out = self._out
+        return self._output(out.obs), out.rewards.copy(), out.terminated.copy(), out.truncated.copy(), self._info()
 
     # -- internals -------------------------------------------------------------------------
     def _check_actions(self, actions: np.ndarray, skip: np.ndarray, who: str = "") -> None:
-        bad = int(first_illegal(actions, self._masks, skip))
+        masks = self._out.masks
+        bad = int(first_illegal(actions, masks, skip))
         if bad >= 0:
-            legal = np.flatnonzero(self._masks[bad]).tolist()
+            legal = np.flatnonzero(masks[bad]).tolist()
             raise IllegalActionError(
-                f"illegal {who}action {int(actions[bad])} in game {bad} ({state_to_jfen(self._states[bad])!r}); "
-                f"legal actions: {legal}"
+                f"illegal {who}action {int(actions[bad])} in game {bad} "
+                f"({state_to_jfen(self._games.states[bad])!r}); legal actions: {legal}"
             )
 
     def _opponent_reply(self) -> None:
-        """Ask the batched policy for the games in `_awaiting` and play its answers."""
-        idx = np.flatnonzero(self._awaiting)
-        if len(idx) == 0:
+        """Ask the batched policy for the games marked `awaiting` and play its answers."""
+        awaiting = self._games.awaiting
+        idx = np.flatnonzero(awaiting)
+        if self._policy is None or len(idx) == 0:
             return
-        assert self._policy is not None
-        answers = np.asarray(self._policy(self._obs[idx].copy(), self._masks[idx].copy()))
+        answers = np.asarray(self._policy(self._out.obs[idx].copy(), self._out.masks[idx].copy()))
         if answers.shape != (len(idx),) or not np.issubdtype(answers.dtype, np.integer):
             raise IllegalActionError(f"the opponent policy must return integers of shape [{len(idx)}], got {answers!r}")
         full = np.zeros(self.num_envs, dtype=np.int64)
         full[idx] = answers
-        self._check_actions(full, ~self._awaiting, who="opponent ")
+        self._check_actions(full, ~awaiting, who="opponent ")
         self._ensure_room()
-        status = vector_opponent_step(
-            full, self._awaiting, self.flags, self._config, self._states, self._hists, self._hashes,
-            self._agent_sides, self._pending, self._moves, self._obs, self._masks, self._rewards,
-            self._terminated, self._truncated, self._side_rewards, self._terminations, self._winners,
-            self._opponent_moves,
-        )
-        self._top_ply = max(self._top_ply, int(self._states[idx, K.S_PLY].max()))
-        self._check_opening(status)
+        self._check_opening(vector_opponent_step(full, self._setup, self._games, self._out, self._moves))
+        self._top_ply = max(self._top_ply, int(self._games.states[idx, K.S_PLY].max()))
 
     def _check_opening(self, status: int) -> None:
         if status == OPENING_ENDED_GAME:
@@ -300,41 +284,43 @@ class JungleVectorEnv(gym.vector.VectorEnv):
 
     def _ensure_room(self) -> None:
         """Keep room for two more plies per game (the agent's move and the reply)."""
-        room = self._hists.shape[1]
+        games = self._games
+        room = games.hists.shape[1]
         if self._top_ply + 2 < room:
             return
-        new = 2 * room
-        hists = np.zeros((self.num_envs, new, K.HIST_WIDTH), dtype=np.int16)
-        hists[:, :room] = self._hists
-        hashes = np.zeros((self.num_envs, new + 1), dtype=np.uint64)
-        hashes[:, : room + 1] = self._hashes
-        self._hists, self._hashes = hists, hashes
+        hists = np.zeros((self.num_envs, 2 * room, K.HIST_WIDTH), dtype=np.int16)
+        hists[:, :room] = games.hists
+        hashes = np.zeros((self.num_envs, 2 * room + 1), dtype=np.uint64)
+        hashes[:, : room + 1] = games.hashes
+        self._games = games._replace(hists=hists, hashes=hashes)
 
     def _output(self, array: np.ndarray) -> np.ndarray:
         return array.copy() if self.copy else array
 
     def _info(self) -> dict[str, Any]:
+        out = self._out
         info: dict[str, Any] = {
-            "action_mask": self._output(self._masks),
-            "side_to_move": self._states[:, K.S_SIDE].astype(np.int8),
-            "side_rewards": self._side_rewards.copy(),
-            "termination": self._terminations.copy(),
-            "winner": self._winners.copy(),
+            "action_mask": self._output(out.masks),
+            "side_to_move": self._games.states[:, K.S_SIDE].astype(np.int8),
+            "side_rewards": out.side_rewards.copy(),
+            "termination": out.terminations.copy(),
+            "winner": out.winners.copy(),
         }
-        if self._config[C_OPPONENT] != OPP_NONE:
-            info["agent_side"] = self._agent_sides.copy()
-            info["opponent_move"] = self._opponent_moves.copy()
+        if self.opponent is not None:
+            info["agent_side"] = self._games.agent_sides.copy()
+            info["opponent_move"] = out.opponent_moves.copy()
         return info
 
     # -- conveniences ----------------------------------------------------------------------
     def action_masks(self) -> np.ndarray:
         """bool ``[N, 252]``: each game's legal actions (all False for a game that just ended)."""
-        return self._masks.astype(bool)
+        return self._out.masks.astype(bool)
 
     def board(self, i: int) -> Board:
         """Game `i`'s position as a `Board` with its move history."""
         board = Board.from_jfen(self.start_jfen, rules=self.rules)
-        for frm, to in self._hists[i, : int(self._states[i, K.S_PLY]), :2].tolist():
+        games = self._games
+        for frm, to in games.hists[i, : int(games.states[i, K.S_PLY]), :2].tolist():
             board.push(Move.from_int(frm << 6 | to))
         return board
 

@@ -79,7 +79,7 @@ def test_self_play_equals_independent_envs(max_plies: Optional[int], tiny_histor
             assert info["winner"][i] == (int(winner) if winner is not None else (2 if term[i] else -1))
             ends.add(name)
         assert not (info["termination"][~(term | trunc)]).any()
-    assert (venv.unwrapped._hists.shape[1]) > 8  # the history grew
+    assert venv._games.hists.shape[1] > 8  # the history grew
     if max_plies is None:
         assert ends and "ply_cap" not in ends
     else:
@@ -200,7 +200,7 @@ def test_illegal_action_raises_and_changes_nothing() -> None:
         venv.step(bad)
     with pytest.raises(IllegalActionError, match="shape"):
         venv.step(actions[:2])
-    assert (venv._states[:, 66] == 0).all()  # S_PLY: nothing was played
+    assert [venv.board(i).ply for i in range(3)] == [0, 0, 0]  # nothing was played
     obs2, *_ = venv.step(actions)
     assert not np.array_equal(obs2, obs)
 
@@ -209,8 +209,7 @@ def test_reset_mask_resets_only_those_games() -> None:
     venv = JungleVectorEnv(3, copy=False)
     first, _ = venv.reset(seed=0)
     first = first.copy()
-    venv.step(venv.action_space.sample())
-    moved = venv._obs.copy()
+    moved = venv.step(venv.action_space.sample())[0].copy()
     obs, info = venv.reset(options={"reset_mask": np.array([True, False, True])})
     np.testing.assert_array_equal(obs[[0, 2]], first[[0, 2]])
     np.testing.assert_array_equal(obs[1], moved[1])
