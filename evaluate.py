@@ -2,26 +2,42 @@
 
     python evaluate.py                                              # random vs beginner vs normal, 20 games a pair
     python evaluate.py 'players=[random,"alphabeta:depth=2","alphabeta:depth=4"]' games_per_pair=40 workers=2
-    python evaluate.py mode=gauntlet 'players=["checkpoint:path=checkpoints/best.pt,sims=200",random,"alphabeta:level=expert"]'
+    python evaluate.py mode=gauntlet 'players=["checkpoint:path=checkpoints/shipped/small-cpu.pt,sims=200",random,"alphabeta:level=expert"]'
     python evaluate.py openings=my_openings.txt seed=3 out_dir=runs/eval/try1
+    python evaluate.py resume=runs/eval/try1                        # continue an interrupted tournament
 
-Writes to `out_dir`: results.json, ratings.csv, pairings.csv, games.jsonl
-(one GameRecord per game) and crosstable.png (when Pillow is installed), and
-prints the table. The same seed replays the same games. Bad input (an
-unknown player spec, a missing checkpoint, a malformed openings file, an
-unknown config key) stops with one clear message before any game.
+Writes to `out_dir`: tournament.json (the settings) and games.jsonl (one
+GameRecord per game, appended as each game ends) from the first game on,
+then results.json, ratings.csv, pairings.csv and crosstable.png (when Pillow
+is installed), and prints the table. The same seed replays the same games.
+Bad input (an unknown player spec, a missing checkpoint, a malformed
+openings file, an unknown config key) stops with one clear message before
+any game, and before `out_dir` exists.
+
+Ctrl-C or SIGTERM stops at once and keeps every finished game; the line it
+prints says how to continue (``resume=<out_dir>``: the missing games are
+played and the tables are those of an uninterrupted run). One process at a
+time writes to an `out_dir` (a second is refused, naming the first's pid).
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
+from pathlib import Path
+from typing import Any, Optional
 
 import hydra
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from envs.config import SCHEMA
+
+SETTINGS_FILE = "tournament.json"
+GAMES_FILE = "games.jsonl"
+CHANGEABLE_ON_RESUME = ("resume", "workers", "progress", "image", "start_method")
+"""Keys a resumed tournament may change: they do not change its games."""
 
 
 @dataclass
@@ -53,7 +69,10 @@ class EvaluateConfig:
     prior_games: float = 1.0
     """Virtual drawn games per played pairing that keep a clean sweep's rating finite (0: none)."""
     out_dir: str = "runs/evaluate/${now:%Y-%m-%d_%H-%M-%S}"
-    """Where the result files go (Hydra also writes its .hydra/ config record there)."""
+    """Where the result files go (created at the first game; it must not hold another tournament)."""
+    resume: Optional[str] = None
+    """Continue the interrupted tournament in this directory: its settings (tournament.json) and its games so
+    far (games.jsonl) are kept; only `workers`, `progress`, `image` and `start_method` may be given anew."""
     progress: bool = True
     """Show a progress bar (games done, W/D/L of the first player, ETA)."""
     image: bool = True
@@ -67,32 +86,107 @@ ConfigStore.instance().store(name=SCHEMA, node=EvaluateConfig)  # configs/evalua
 
 @hydra.main(version_base=None, config_path="configs/evaluate", config_name="evaluate")
 def main(cfg: EvaluateConfig) -> None:
-    from envs.rules import load_rules
-    from agents.arena.tournament import run_tournament
+    from agents.arena.records import append_jsonl, cut_torn_tail, read_jsonl
+    from agents.arena.tournament import Opening, TournamentError, run_tournament, schedule
+    from agents.io import atomic_write_json
+    from agents.rundir import RunDirLock, claim_run_dir
+    from agents.stopping import GracefulStop, signal_name
+    from envs.rules import RuleSet
 
+    lock: Optional[RunDirLock] = None
+    played: list[Any] = []
     try:
-        rules = load_rules(cfg.rules)
-        result = run_tournament(
-            list(cfg.players),
-            games_per_pair=cfg.games_per_pair,
-            seed=cfg.seed,
-            workers=cfg.workers,
-            mode=cfg.mode,
-            rules=rules,
-            opening_plies=cfg.opening_plies,
-            openings=cfg.openings,
-            max_plies=cfg.max_plies,
-            anchor=cfg.anchor,
-            prior_games=cfg.prior_games,
-            progress=cfg.progress,
-            start_method=cfg.start_method,
-        )
-    except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError
+        if cfg.resume:
+            out_dir = Path(cfg.resume)
+            settings = stored_settings(out_dir)
+            lock = claim_run_dir(out_dir, what="tournament directory")
+            cut_torn_tail(out_dir / GAMES_FILE)  # a game whose line a kill cut short is played again
+            if (out_dir / GAMES_FILE).is_file():
+                played = list(read_jsonl(out_dir / GAMES_FILE))
+        else:
+            out_dir = Path(str(cfg.out_dir))
+            for name in (SETTINGS_FILE, GAMES_FILE):
+                if (out_dir / name).exists():
+                    raise TournamentError(f"{str(out_dir)!r} already holds a tournament ({name}); continue it with "
+                                          f"resume={out_dir}, or choose another out_dir")
+            settings = new_settings(cfg)
+        players = list(settings["players"])
+        openings = [Opening(*opening_from_text(t)) for t in settings["openings"]] if settings["openings"] else None
+        total = len(schedule(len(players), settings["games_per_pair"], [Opening()], settings["seed"], settings["mode"]))
+
+        def start() -> None:  # every check has passed: the first game is about to be played
+            nonlocal lock
+            if lock is None:
+                lock = claim_run_dir(out_dir, what="tournament directory")
+                atomic_write_json(out_dir / SETTINGS_FILE, settings)
+
+        kept = [len(played)]
+
+        def keep(rec: Any) -> None:
+            append_jsonl(out_dir / GAMES_FILE, [rec])
+            kept[0] += 1
+
+        again = f"python evaluate.py resume={out_dir}"
+        with GracefulStop(on_second=f"stopped at once; continue with: {again}") as stop:
+            result = stop.abandonable(
+                run_tournament, players, games_per_pair=settings["games_per_pair"], seed=settings["seed"],
+                workers=cfg.workers, mode=settings["mode"], rules=RuleSet.from_dict(settings["rules"]),
+                opening_plies=settings["opening_plies"], openings=openings, max_plies=settings["max_plies"],
+                anchor=settings["anchor"], prior_games=settings["prior_games"], progress=cfg.progress,
+                start_method=cfg.start_method, on_game=keep, played=played, on_start=start)
+    except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
         print(f"evaluate.py: error: {e}", file=sys.stderr)
         sys.exit(2)
+    if result is None:
+        print(f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
+              f"(kept in {out_dir / GAMES_FILE}); continue with: {again}", file=sys.stderr)
+        sys.exit(stop.exit_code)
+    result.settings["openings"] = settings["openings_file"]
     print(result.table())
-    paths = result.write(cfg.out_dir, image=cfg.image)
+    paths = result.write(out_dir, image=cfg.image)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+def new_settings(cfg: EvaluateConfig) -> dict[str, Any]:
+    """What decides a tournament's games, as plain data for tournament.json (an openings file is read now)."""
+    from agents.arena.tournament import read_openings
+    from envs.rules import load_rules
+
+    rules = load_rules(cfg.rules)
+    openings = None
+    if cfg.openings:
+        openings = [f"{o.start} | {' '.join(o.moves)}" for o in read_openings(cfg.openings, rules)]
+    return {"players": [str(p) for p in cfg.players], "mode": cfg.mode, "games_per_pair": cfg.games_per_pair,
+            "seed": cfg.seed, "opening_plies": cfg.opening_plies, "openings": openings, "openings_file": cfg.openings,
+            "max_plies": cfg.max_plies, "rules": rules.to_dict(), "anchor": cfg.anchor,
+            "prior_games": cfg.prior_games}
+
+
+def stored_settings(out_dir: Path) -> dict[str, Any]:
+    """The settings of the tournament in `out_dir`; refuses overrides that would change its games."""
+    import json
+
+    from agents.arena.tournament import TournamentError as error
+
+    path = out_dir / SETTINGS_FILE
+    if not path.is_file():
+        raise error(f"resume={out_dir}: no tournament to continue there (no {SETTINGS_FILE})")
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as e:
+        raise error(f"{path} cannot be read: {e}") from None
+    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
+    changed = sorted({o.key_or_group for o in parsed} - set(CHANGEABLE_ON_RESUME))
+    if changed:
+        raise error(f"resume={out_dir} continues that tournament as it was set up; {', '.join(changed)} cannot "
+                    f"change (only {', '.join(CHANGEABLE_ON_RESUME[1:])} can); start a new tournament instead")
+    return dict(settings)
+
+
+def opening_from_text(text: str) -> tuple[str, tuple[str, ...]]:
+    """``"JFEN | moves"`` (as tournament.json stores openings) -> (start JFEN, moves)."""
+    jfen, _, moves = text.partition("|")
+    return jfen.strip(), tuple(moves.split())
 
 
 if __name__ == "__main__":
