@@ -56,6 +56,7 @@ from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
 from envs import RuleSet
 from envs.players import make_player
+from envs.seeding import derive_seed
 from envs.config import SCHEMA, config_dir, config_kwargs
 
 log = logging.getLogger("train")
@@ -215,7 +216,7 @@ class Config:
     """Hydra's own settings: no output directory of its own, no change of working directory."""
 
     def __post_init__(self) -> None:
-        check_at_least(self, "", threads=0)
+        check_at_least(self, "", seed=0, threads=0)
         if self.mcts.num_simulations < 1:
             raise ConfigError(f"mcts.num_simulations={self.mcts.num_simulations!r}: self-play and evaluation "
                               "need at least 1 simulation per move")
@@ -347,7 +348,7 @@ def main(cfg: DictConfig) -> None:
             t0 = time.time()
 
             # self-play (a fraction of the games against the opponents, built from their specs, when there are any)
-            opponent_seeds = [derive_seed(cfg.seed, f"opponent {k}", it) for k in range(len(selfplay.opponents))]
+            opponent_seeds = [derive_seed(cfg.seed, "opponent", k, it) for k in range(len(selfplay.opponents))]
             data = pool.play(model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
                              num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
                              progress=sys.stderr.isatty())
@@ -458,12 +459,6 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
     return cfg  # type: ignore[return-value]
 
 
-def derive_seed(seed: int, purpose: str, iteration: int) -> int:
-    """A seed for one purpose and iteration, derived from the run's one seed (stable across resumes)."""
-    tag = sum(ord(c) * 31**i for i, c in enumerate(purpose)) % 1_000_003
-    return int(np.random.SeedSequence([seed, tag, iteration]).generate_state(1)[0])
-
-
 def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: float, opponents: bool) -> None:
     games = max(1, int(s["games"]))
     writer.add_scalar("selfplay/games_per_s", s["games"] / max(seconds, 1e-9), it)
@@ -486,7 +481,7 @@ def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MC
     out: dict[str, float] = {}
     ladder = []
     for spec in ec.opponents:
-        r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, spec, it),
+        r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, "eval", spec, it),
                          max_plies=ec.max_plies, opening_plies=ec.opening_plies)
         out[f"score_{spec_tag(spec)}"] = r.score
         ladder.append(r.score)

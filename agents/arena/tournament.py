@@ -47,6 +47,7 @@ import numpy as np
 
 from envs import Board, Move, RuleSet
 from envs.board import START_JFEN, Side
+from envs.seeding import derive_seed
 
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
 from envs.players import Player, PlayerSpecError, make_player, parse_spec
@@ -81,12 +82,13 @@ class Opening:
 
 
 def random_openings(count: int, plies: int, seed: int, rules: Optional[RuleSet] = None) -> list[Opening]:
-    """`count` openings of `plies` random legal moves from the start, drawn from (seed, k); distinct when possible."""
+    """`count` openings of `plies` random legal moves from the start, opening k drawn from
+    ``derive_seed(seed, "opening", k)``; distinct when possible."""
     rules = rules if rules is not None else RuleSet()
     out: list[Opening] = []
     seen: set[tuple[str, ...]] = set()
     for k in range(count):
-        rng = np.random.default_rng([seed, k])
+        rng = np.random.default_rng(derive_seed(seed, "opening", k))
         opening = Opening()
         for _attempt in range(20):
             board = Board(rules=rules)
@@ -178,9 +180,9 @@ def schedule(n_players: int, games_per_pair: int, openings: Sequence[Opening], s
         for g in range(games_per_pair):
             red, blue = (i, j) if g % 2 == 0 else (j, i)
             k = (g // 2) % len(openings)
-            s = np.random.SeedSequence([seed, p, g]).generate_state(3, dtype=np.uint32)
             tasks.append(GameTask(index=len(tasks), pairing=p, red=red, blue=blue, opening=openings[k],
-                                  opening_index=k, seed=int(s[0]), red_seed=int(s[1]), blue_seed=int(s[2])))
+                                  opening_index=k, seed=derive_seed(seed, "game", p, g),
+                                  red_seed=derive_seed(seed, "red", p, g), blue_seed=derive_seed(seed, "blue", p, g)))
     return tasks
 
 

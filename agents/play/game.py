@@ -33,6 +33,7 @@ from envs import kernels as K
 from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
 from envs.players import PlayerSpecError, parse_spec
 from envs.rules import RuleSet, RuleSetError
+from envs.seeding import derive_seed
 
 from agents.arena.records import GameRecord, RecordError
 from agents.play.computer import ThinkJob
@@ -505,7 +506,7 @@ class PlayGame:
                 raise PlayError("this game has no computer player")
             spec, seed = self.engine, self.seed
         elif role == "hint":
-            spec, seed = bounded_spec(HINT_SPEC, MOVE_SECONDS), (self.seed + 1) % (MAX_SEED + 1)
+            spec, seed = bounded_spec(HINT_SPEC, MOVE_SECONDS), derive_seed(self.seed, "hint")
         else:
             raise ValueError(f"unknown job role {role!r}")
         return ThinkJob(key=f"{self.id}:{role}", spec=spec, rules=_rules_key(self.rules), seed=seed,
