@@ -178,8 +178,3 @@ MIRROR_ACTION = _mirror_table()
 def mirror_action(action: int) -> int:
     """The action that mirrors `action` left-right in the canonical frame."""
     return int(MIRROR_ACTION[action])
-
-
-def mirror_observation(obs: np.ndarray) -> np.ndarray:
-    """Observation planes `[..., C, 9, 7]` mirrored left-right."""
-    return obs[..., ::-1].copy()

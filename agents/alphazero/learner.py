@@ -144,7 +144,8 @@ class Learner:
                                batch.full_search))
 
     def step(self, batch: Batch) -> dict[str, float]:
-        """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/entropy, lr}."""
+        """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/policy_entropy,
+        loss/grad_norm, lr}."""
         lr = lr_at(self.step_count, self.config)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
