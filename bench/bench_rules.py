@@ -5,9 +5,12 @@
 
 Prints, single-threaded, from the start position with the default rules:
 
-* perft with every node made (make and unmake at every node, the last ply
-  included): nodes per second, nodes = sum of perft(1..depth);
-* perft with bulk counting at the last ply: leaves per second;
+* perft(6) (perft(5) with --quick) side by side with `bench/c/perft.c`, a
+  plain single-file C bitboard perft of the same rules, built here with
+  ``gcc -O2 -march=native`` into a temporary folder, in both modes: every
+  node made (make and unmake at every node, the last ply included) and bulk
+  counting at the last ply; leaves per second and the ratio numba / C
+  (skipped with a message where gcc is missing or fails);
 * uniformly random complete games (`kernels.random_games`): games and plies
   per second;
 * the kernels' compile time on first call (a subprocess with an empty
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,6 +69,49 @@ def best_of(fn: Callable[[], int], repeats: int) -> tuple[int, float, float]:
     return value, min(walls), min(cpus)
 
 
+C_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "perft.c")
+
+
+def build_c_perft(folder: str) -> str | None:
+    """Compile bench/c/perft.c into `folder`; its path, or None (with the reason printed) when that fails."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        print("C reference skipped: gcc not found on PATH")
+        return None
+    exe = os.path.join(folder, "perft")
+    out = subprocess.run([gcc, "-O2", "-march=native", "-o", exe, C_SOURCE], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"C reference skipped: gcc failed: {out.stderr.strip()}")
+        return None
+    return exe
+
+
+def c_perft(exe: str, depth: int, mode: str, repeats: int) -> tuple[int, float, float]:
+    """(leaves, best wall seconds, best CPU seconds) of the C perft in `mode` ("made" or "bulk")."""
+    out = subprocess.run([exe, str(depth), mode, str(repeats)], capture_output=True, text=True, check=True)
+    leaves, wall, cpu = out.stdout.split()
+    return int(leaves), float(wall), float(cpu)
+
+
+def perft_against_c(board: Board, depth: int, repeats: int) -> None:
+    """perft(depth) of the kernels and of the C program, both modes, one after the other."""
+    perft(board, 3)
+    perft(board, 3, bulk=False)
+    with tempfile.TemporaryDirectory() as folder:
+        exe = build_c_perft(folder)
+        print(f"perft({depth}) from the start, best of {repeats}; rates per CPU second (per wall second)")
+        for label, bulk, mode in (("every node made", False, "made"), ("bulk last ply", True, "bulk")):
+            leaves, wall, cpu = best_of(lambda: perft(board, depth, bulk=bulk), repeats)
+            line = (f"  {label:16s} numba {leaves / cpu / 1e6:7.1f} M leaves/s ({leaves / wall / 1e6:.1f})")
+            if exe is not None:
+                c_leaves, c_wall, c_cpu = c_perft(exe, depth, mode, repeats)
+                if c_leaves != leaves:
+                    raise SystemExit(f"perft({depth}) {mode}: the kernels count {leaves}, the C program {c_leaves}")
+                line += (f"   C {c_leaves / c_cpu / 1e6:7.1f} M leaves/s ({c_leaves / c_wall / 1e6:.1f})"
+                         f"   numba / C {c_cpu / cpu:.2f} ({c_wall / wall:.2f})")
+            print(line)
+
+
 def first_call_seconds(cache_dir: str | None) -> float:
     env = dict(os.environ)
     if cache_dir is not None:
@@ -80,20 +127,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller depths and fewer games")
     args = parser.parse_args()
-    bulk_depth, full_depth, n_games, repeats = (5, 4, 5_000, 2) if args.quick else (6, 5, 50_000, 5)
+    depth, n_games, repeats = (5, 5_000, 2) if args.quick else (6, 50_000, 5)
 
     board = Board()
-    perft(board, 3)
-    perft(board, 3, bulk=False)
-
-    leaves, wall, cpu = best_of(lambda: perft(board, bulk_depth), repeats)
-    print(f"perft({bulk_depth}) bulk       {leaves:>11,} leaves  {wall:7.3f} s  "
-          f"{leaves / wall / 1e6:6.1f} M leaves/s  ({leaves / cpu / 1e6:.1f} M per CPU s)")
-
-    nodes = sum(perft(board, d) for d in range(1, full_depth + 1))
-    _, wall, cpu = best_of(lambda: perft(board, full_depth, bulk=False), repeats)
-    print(f"perft({full_depth}) every node {nodes:>11,} nodes   {wall:7.3f} s  "
-          f"{nodes / wall / 1e6:6.1f} M nodes/s   ({nodes / cpu / 1e6:.1f} M per CPU s)")
+    perft_against_c(board, depth, repeats)
 
     results = np.zeros(n_games, dtype=np.int64)
     K.random_games(board.state, board.flags, 10, 1000, 0, results)
