@@ -313,6 +313,15 @@ def test_undo_while_thinking_takes_back_one_ply_and_drops_the_stale_reply(client
     assert done["moves"] == [] and done["jfen"] == Board().jfen()
 
 
+def test_resign_while_the_computer_thinks(client: Client, gate: Path) -> None:
+    v = client.new(opponent=f"gated:gate={gate}")
+    client.call("POST", f"/api/games/{v['id']}/move", {"move": "a3a4"})
+    r = client.call("POST", f"/api/games/{v['id']}/resign")
+    assert (r["result"], r["reason"], r["turn"], r["thinking"]) == ("0-1", "Red resigned", "over", False)
+    gate.touch()
+    assert client.settled(v["id"])["moves"] == ["a3a4"]  # the search in progress was dropped
+
+
 def test_undo_with_two_players_takes_back_one_ply(client: Client) -> None:
     v = client.call("POST", "/api/games", {"mode": "two_players"}, status=201)
     client.call("POST", f"/api/games/{v['id']}/move", {"move": "a3a4"})
@@ -367,6 +376,7 @@ def test_saved_game_continues_after_a_restart(tmp_path: Path, pool: ComputerPool
     first = c.settled(gid)
     legal = first["legal"][0]
     c.call("POST", f"/api/games/{gid}/move", {"move": legal})
+    c.settled(gid)
     c.call("POST", f"/api/games/{gid}/hint")
     before = c.settled(gid)
     stop_server(server)
@@ -416,7 +426,7 @@ def test_record_download_and_replay_round_trip(client: Client) -> None:
     r = client.call("POST", "/api/replay", {"jsonl": two, "index": 1})
     assert r["count"] == 2 and [g["moves"] for g in r["games"]] == [len(rec.moves), 3]
     assert len(r["frames"]) == 4 and r["frames"][-1]["jfen"] == other.replay().jfen()
-    assert r["frames"][0]["last"] is None and r["frames"][3]["last"]["move"] == "a4a5"
+    assert r["plies"][2]["move"] == "a4a5" and r["frames"][0]["trapped"] == []
     assert [p["notation"] for p in r["plies"]] == ["E a3a4", "R a7a6", "E a4a5"] and r["end"] is None
     r0 = client.call("POST", "/api/replay", {"jsonl": text})
     assert r0["index"] == 0 and r0["frames"][-1]["jfen"] == done["jfen"]

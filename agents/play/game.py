@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+import numpy as np
 from envs import kernels as K
 from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
 from envs.players import PlayerSpecError, parse_spec
@@ -259,8 +260,9 @@ def ply_info(board: Board, move: Move) -> PlyInfo:
 
 def trapped_squares(board: Board) -> list[int]:
     """Squares whose piece stands in an enemy trap (rank 0 there: any enemy may take it)."""
-    return [sq for sq in range(K.N_SQUARES)
-            if (p := board.piece_at(sq)) is not None and int(K.TRAP_OWNER[sq]) == int(p.side.other)]
+    codes = board.state[: K.N_SQUARES]
+    trapped = ((codes > 0) & (K.TRAP_OWNER == K.BLUE)) | ((codes < 0) & (K.TRAP_OWNER == K.RED))
+    return [int(sq) for sq in np.flatnonzero(trapped)]
 
 
 def board_letters(board: Board) -> list[str]:
@@ -610,8 +612,8 @@ class PlayGame:
 def replay_frames(record: GameRecord) -> dict[str, Any]:
     """Every position of a recorded game for the replay viewer, and how it ended.
 
-    Returns {"frames": [{jfen, side_to_move, trapped, last}], "plies": [...],
-    "end": {result, termination, winner, reason} or None}. Every move is
+    Returns {"frames": [{jfen, side_to_move, trapped}], "plies": [...] (frame
+    i follows ply i-1), "end": {result, termination, winner, reason} or None}. Every move is
     checked by the rules engine and the game must stop at its end: RecordError
     names the first bad move, a move after the end, or a game longer than
     MAX_REPLAY_PLIES, so the work per record is bounded.
@@ -624,11 +626,10 @@ def replay_frames(record: GameRecord) -> dict[str, Any]:
     except (ValueError, TypeError) as e:
         raise RecordError(f"record cannot be set up: {e}") from None
 
-    def frame(last: Optional[PlyInfo]) -> dict[str, Any]:
-        return {"jfen": board.jfen(), "side_to_move": side_name(board.side_to_move), "trapped": trapped_squares(board),
-                "last": last.to_dict() if last else None}
+    def frame() -> dict[str, Any]:
+        return {"jfen": board.jfen(), "side_to_move": side_name(board.side_to_move), "trapped": trapped_squares(board)}
 
-    frames = [frame(None)]
+    frames = [frame()]
     plies = []
     for i, mv in enumerate(record.moves):
         over = board.outcome()
@@ -642,7 +643,7 @@ def replay_frames(record: GameRecord) -> dict[str, Any]:
         info = ply_info(board, m)
         board.push(m)
         plies.append(info.to_dict())
-        frames.append(frame(info))
+        frames.append(frame())
     out = board.outcome()
     end = None
     if out is not None:

@@ -255,10 +255,10 @@ class GameStore:
         """A suggested move, searched in a worker without holding the lock; the same position's is free."""
         with self.lock:
             game = self.get(game_id)
-            known = game.check_hint()
+            move = game.check_hint()
             version = game.version
-            job = None if known is not None else game.job("hint")
-        if job is not None:
+            job = game.job("hint")
+        if move is None:
             try:
                 move = self.pool.run("move", job, time_limit=MOVE_SECONDS + GRACE_SECONDS)
             except ComputerError as e:
@@ -266,7 +266,7 @@ class GameStore:
             except Cancelled:
                 raise RequestRefused(HTTPStatus.SERVICE_UNAVAILABLE, "the server is stopping") from None
         with self.lock:
-            hint = game.apply_hint(known if job is None else move, version)
+            hint = game.apply_hint(move, version)
             self.last_id = game.id
             self._save(game)
             view = self.view(game)

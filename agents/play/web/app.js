@@ -330,8 +330,8 @@ function render() {
 function replayView() {
   const r = state.replay;
   const f = r.frames[r.ply];
-  return { board: boardFromJfen(f.jfen), last: f.last, ranks: r.ranks, side_to_move: f.side_to_move,
-    trapped: f.trapped };
+  return { board: boardFromJfen(f.jfen), last: r.ply > 0 ? r.plies[r.ply - 1] : null, ranks: r.ranks,
+    side_to_move: f.side_to_move, trapped: f.trapped };
 }
 
 function renderPanel(view) {
@@ -868,10 +868,10 @@ function stepReplay(to) {
   if (!r) return;
   const before = r.ply;
   r.ply = Math.max(0, Math.min(r.frames.length - 1, to));
-  const f = r.frames[r.ply];
-  if (r.ply !== before && r.ply > 0 && f.last) playSound(plySound(f.last));
+  const last = r.ply > 0 ? r.plies[r.ply - 1] : null;
+  if (r.ply !== before && last) playSound(plySound(last));
   render();
-  if (r.ply === before + 1 && f.last) slide(f.last);
+  if (r.ply === before + 1 && last) slide(last);
 }
 
 function closeReplay() {
