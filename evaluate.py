@@ -32,7 +32,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from envs.config import SCHEMA
+from envs.config import SCHEMA, config_dir
 
 SETTINGS_FILE = "tournament.json"
 GAMES_FILE = "games.jsonl"
@@ -84,7 +84,7 @@ class EvaluateConfig:
 ConfigStore.instance().store(name=SCHEMA, node=EvaluateConfig)  # configs/evaluate/evaluate.yaml starts from it
 
 
-@hydra.main(version_base=None, config_path="configs/evaluate", config_name="evaluate")
+@hydra.main(version_base=None, config_path=str(config_dir("evaluate")), config_name="evaluate")  # where installed
 def main(cfg: EvaluateConfig) -> None:
     from agents.arena.records import append_jsonl, cut_torn_tail, read_jsonl
     from agents.arena.tournament import Opening, TournamentError, run_tournament, schedule
