@@ -3,7 +3,8 @@
     python train.py                                  # CPU training on the embedded default config
     python train.py model=medium train=gpu           # a GPU run
     python train.py name=my-run train.iterations=100 # any field can be overridden
-    python train.py resume=my-run                    # continue a run (a name, a run directory or a .pt file)
+    python train.py resume=my-run                    # continue a run (its name, its directory or its latest.pt)
+    python train.py init=checkpoints/shipped/small-cpu.pt name=ft  # a new run starting from given weights
     tensorboard --logdir checkpoints                 # watch
 
 The script reads top to bottom: seed -> build -> loop {self-play -> learn ->
@@ -11,6 +12,14 @@ evaluate -> checkpoint}; the machinery lives in `agents/`. Everything a run
 writes is in ``checkpoints/<name>/``: ``latest.pt`` (resumable), ``best.pt``
 and ``iter_NNNNNN.pt`` (weights), ``config.yaml``, the self-play games
 (``games.jsonl``) and the TensorBoard events.
+
+Faults. One process at a time writes to a run directory (a lock file; a
+second writer is refused, naming the first's pid). The first Ctrl-C or
+SIGTERM abandons self-play or an evaluation at once, or lets learning and a
+checkpoint finish, writes latest.pt when it is behind and prints the resume
+command; a second one stops at once. A resumed run cuts games.jsonl and the
+TensorBoard events back to what its checkpoint had seen, so a killed and
+resumed run writes the same records as one never stopped.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
 
 from agents.alphazero.checkpoint import (
     BEST,
@@ -40,7 +50,9 @@ from agents.alphazero.checkpoint import (
     CheckpointError,
     check_compatible,
     load_checkpoint,
+    require_training_state,
     resolve_checkpoint_path,
+    resume_dir,
     rng_state,
     save_checkpoint,
     set_rng_state,
@@ -50,7 +62,11 @@ from agents.arena.ratings import elo_from_score
 from agents.alphazero.learner import Learner, LearnerConfig
 from agents.alphazero.mcts import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl
+from agents.io import atomic_write_text
+from agents.rundir import claim_run_dir, log_sizes, rewind_logs
+from agents.stopping import GracefulStop, signal_name
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
@@ -60,6 +76,9 @@ from envs.seeding import derive_seed
 from envs.config import SCHEMA, config_dir, config_kwargs
 
 log = logging.getLogger("train")
+
+LOGS = ("games.jsonl", "events.out.tfevents.*")
+"""The run's append-only logs: a resumed run cuts them back to what its checkpoint had seen."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,8 +219,13 @@ class Config:
     threads: int = 1
     """torch CPU threads (0: torch's default). One is fastest for self-play's small batches on a busy CPU."""
     resume: str = ""
-    """Continue a run: a run name, a run directory or a checkpoint file. Its stored config is used;
-    scalar overrides given on the same command line (e.g. train.iterations=80) are applied on top."""
+    """Continue a run: a run name, a run directory or its latest.pt (a file holding weights only is refused:
+    see `init`). Its stored config is used; scalar overrides given on the same command line (e.g.
+    train.iterations=80) are applied on top. The run continues in the directory of its latest.pt; with `name`
+    (or `out_dir`) given, a copy continues as a new run there instead."""
+    init: str = ""
+    """Start a new run from the weights of this checkpoint (best.pt, iter_NNNNNN.pt, a shipped network, a run
+    name or directory): a fresh optimizer, replay buffer and counters; the network shape and rules must match."""
     model: NetworkConfig = field(default_factory=NetworkConfig)
     """Network shape (group `model`)."""
     mcts: MCTSConfig = field(default_factory=MCTSConfig)
@@ -285,19 +309,59 @@ def main(cfg: DictConfig) -> None:
         if cfg.resume:
             resume_path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
             resume_from = load_checkpoint(resume_path)
+            require_training_state(resume_from, resume_path)  # best.pt, iter_*.pt: weights only (see init=)
+            loaded_as = file_identity(resume_path)
             cfg = resumed_config(resume_from["config"], resume_path, HydraConfig.get().overrides.task)
         if not cfg.name:
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
         conf = checked_config(cfg)
+        init_from: Optional[dict[str, Any]] = None
+        given = {o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
+        if resume_from is not None:
+            if "init" in given:
+                raise CheckpointError("init= starts a new run from given weights and resume= continues a run: "
+                                      "give one of them")
+            check_compatible(resume_from, resume_path, network=conf.model, rules=conf.rules.rule_set())
+            # In the directory of its latest.pt, never in the run its config names (a copy would rewind it).
+            run_dir = resume_dir(resume_path, Path(cfg.out_dir) / cfg.name if given & {"name", "out_dir"} else None)
+            cfg.name, cfg.out_dir = run_dir.name, str(run_dir.parent)
+        else:
+            run_dir = Path(cfg.out_dir) / cfg.name
+            held = sorted(p.name for p in run_dir.glob("*.pt"))
+            if held:
+                raise CheckpointError(f"the run directory {str(run_dir)!r} already holds a run ({', '.join(held)}); "
+                                      f"continue it with resume={run_dir}, or choose another name")
+            if cfg.init:
+                init_path = resolve_checkpoint_path(cfg.init, cfg.out_dir)
+                init_from = load_checkpoint(init_path)
+                check_compatible(init_from, init_path, network=conf.model, rules=conf.rules.rule_set())
     except ValueError as e:  # ConfigError, CheckpointError, PlayerSpecError, RuleSetError, ...
         print(f"train.py: error: {e}", file=sys.stderr)
         sys.exit(2)
+    in_place = resume_from is not None and run_dir.resolve() == resume_path.parent.resolve()
+
+    # -- the run directory: this process alone writes to it; logs cut back to the checkpoint --------
+    try:
+        lock = claim_run_dir(run_dir)  # refuses a second writer (naming its pid); clears stale temp files
+        if in_place and file_identity(resume_path) != loaded_as:
+            raise CheckpointError(f"{str(resume_path)!r} was rewritten while this run started; start it again")
+    except ValueError as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    logs = resume_from["extra"].get("logs") if in_place and resume_from is not None else {}
+    if logs is None:
+        log.warning("%s predates log rewinding: games.jsonl and the events may repeat the interrupted iteration",
+                    resume_path)
+    else:
+        for change in rewind_logs(run_dir, logs, LOGS):  # a fresh run: logs of an attempt that never checkpointed
+            log.info("%s", change)
     if resume_from is not None:
-        log.info("resuming %s at iteration %d", resume_path, resume_from["counters"]["iteration"])
-    run_dir = Path(cfg.out_dir) / cfg.name
-    run_dir.mkdir(parents=True, exist_ok=True)
+        log.info("resuming %s at iteration %d%s", resume_path, resume_from["counters"]["iteration"],
+                 "" if in_place else f" as the new run {run_dir}")
+    elif init_from is not None:
+        log.info("new run %s from the weights of %s", run_dir, init_path)
     config_yaml = OmegaConf.to_yaml(cfg)
-    (run_dir / "config.yaml").write_text(config_yaml)
+    atomic_write_text(run_dir / "config.yaml", config_yaml)
     rules, net_cfg, mcts_cfg, learner_cfg, tc = conf.rules.rule_set(), conf.model, conf.mcts, conf.train.learner, conf.train
 
     # -- seed ----------------------------------------------------------------------------------
@@ -310,6 +374,8 @@ def main(cfg: DictConfig) -> None:
     # -- build ---------------------------------------------------------------------------------
     device = resolve_device(cfg.device)
     model = build_network(net_cfg).to(device)
+    if init_from is not None:
+        model.load_state_dict(init_from["model"])
     learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
     replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=cfg.seed)
     counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
@@ -317,7 +383,6 @@ def main(cfg: DictConfig) -> None:
     previous = build_network(net_cfg).to(device)  # the network of the previous evaluation
     previous.load_state_dict(model.state_dict())
     if resume_from is not None:
-        check_compatible(resume_from, resume_path, network=net_cfg, rules=rules)
         model.load_state_dict(resume_from["model"])
         learner.load_state_dict(resume_from["learner"])
         replay.load_state_dict(resume_from["replay"])
@@ -333,102 +398,145 @@ def main(cfg: DictConfig) -> None:
     # The pool checks the settings (opponent specs included) before any game.
     pool = make_selfplay_pool(tc.worker_backend, tc.workers, selfplay_settings, evaluator=evaluator,
                               address=tc.ray_address)
-    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if resume_from else None)
-    if resume_from is None:
+    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if in_place else None)
+    if not in_place:
         writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
     log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
              cfg.name, net_cfg, count_parameters(model), device, mcts_cfg.algorithm, mcts_cfg.num_simulations,
              f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
 
-    # -- loop -----------------------------------------------------------------------------------
-    with pool:  # the workers stop at the end, and on an error
-        start_iteration = counters["iteration"] + 1
+    # -- loop: {self-play -> learn -> evaluate -> checkpoint}; a stop signal ends it at a safe point ---
+    again = f"python train.py resume={run_dir}"
+    clock = PhaseClock(history.get("phase_seconds"))  # seconds per phase, for the ETA
+    progress = sys.stderr.isatty()
+    pending_eval = in_place and bool(resume_from and resume_from["extra"].get("pending_eval"))
+    saved = (counters["iteration"], pending_eval)  # what latest.pt holds: (iteration, its evaluation still to do)
+    stopped = ""
+
+    def save_latest(pending: bool, rng: Optional[dict[str, Any]] = None) -> None:
+        """latest.pt: the weights and all a resume needs, and the sizes of the logs it has seen."""
+        nonlocal saved
+        writer.flush()
+        keep_contents = replay.nbytes() <= tc.replay_in_checkpoint_mb * 2**20
+        save_checkpoint(run_dir / LATEST, dict(
+            weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count),
+            learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
+            rng=rng if rng is not None else rng_state(),
+            extra={"history": dict(history, phase_seconds=clock.state_dict()), "previous_model": previous.state_dict(),
+                   "logs": log_sizes(run_dir, LOGS), "pending_eval": pending},
+        ))
+        saved = (counters["iteration"], pending)
+
+    with pool, GracefulStop(on_second=f"stopped at once; continue from the last checkpoint: {again}") as stop:
         started = time.time()
-        for it in range(start_iteration, tc.iterations + 1):
+        for it in range(counters["iteration"] + (0 if pending_eval else 1), tc.iterations + 1):
             t0 = time.time()
-
-            # self-play (a fraction of the games against the opponents, built from their specs, when there are any)
-            opponent_seeds = [derive_seed(cfg.seed, "opponent", k, it) for k in range(len(selfplay.opponents))]
-            data = pool.play(model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
-                             num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
-                             progress=sys.stderr.isatty())
-            replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
-            if tc.write_games:
-                append_jsonl(run_dir / "games.jsonl", data.records)
-            s = data.stats
-            counters["positions"] += int(s["positions"])
-            counters["games"] += int(s["games"])
-            counters["simulations"] += int(s["simulations"])
-            selfplay_seconds = time.time() - t0
-            log_selfplay(writer, it, s, selfplay_seconds, selfplay.opponent_fraction > 0)
-
-            # learn
-            t1 = time.time()
+            last = it == tc.iterations
+            due = evaluation_due(it, tc.iterations, tc.eval.every)
+            s: dict[str, Any] = {}
             metrics: dict[str, list[float]] = {}
-            steps = 0
-            if len(replay) >= tc.min_replay:
-                steps = min(tc.max_steps_per_iteration, max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
-                for _ in range(steps):
-                    for k, v in learner.step(replay.sample(tc.batch_size)).items():
-                        metrics.setdefault(k, []).append(v)
-            learn_seconds = time.time() - t1
-            for k, values in metrics.items():
-                writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(values)), it)
-            writer.add_scalar("perf/learner_steps", learner.step_count, it)
-            writer.add_scalar("perf/replay_positions", len(replay), it)
+            steps, selfplay_seconds = 0, 0.0
+            if not pending_eval:
+                # self-play (a fraction of the games against the opponents, built from their specs, when there
+                # are any); a stop abandons it at once: nothing has changed yet
+                rng_before = rng_state()
+                opponent_seeds = [derive_seed(cfg.seed, "opponent", k, it) for k in range(len(selfplay.opponents))]
+                data = stop.abandonable(pool.play, model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
+                                        num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
+                                        progress=progress)
+                if data is None:
+                    stopped = f"during the self-play of iteration {it} (its games are dropped)"
+                    if saved != (it - 1, False):
+                        save_latest(pending=False, rng=rng_before)
+                    break
+                for record in data.records:
+                    record.extra["iteration"] = it
+                replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
+                if tc.write_games:
+                    append_jsonl(run_dir / "games.jsonl", data.records)
+                s = data.stats
+                counters["positions"] += int(s["positions"])
+                counters["games"] += int(s["games"])
+                counters["simulations"] += int(s["simulations"])
+                selfplay_seconds = time.time() - t0
+                clock.add("selfplay", selfplay_seconds)
+                log_selfplay(writer, it, s, selfplay_seconds, selfplay.opponent_fraction > 0)
 
-            # evaluate
+                # learn; a stop waits for the end of this phase
+                stop.waiting_for = f"the learning of iteration {it}"
+                t1 = time.time()
+                if len(replay) >= tc.min_replay:
+                    steps = min(tc.max_steps_per_iteration,
+                                max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
+                    metrics = learn(learner, replay, steps, tc.batch_size, progress)
+                clock.add("learn", time.time() - t1)
+                for k, values in metrics.items():
+                    writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(values)), it)
+                writer.add_scalar("perf/learner_steps", learner.step_count, it)
+                writer.add_scalar("perf/replay_positions", len(replay), it)
+                writer.add_scalar("perf/seconds_learn", time.time() - t1, it)
+                counters["iteration"] = it
+                counters["seconds"] += time.time() - t0
+                if stop.requested and due:
+                    save_latest(pending=True)
+                    stopped = f"before the evaluation of iteration {it}, which the resumed run plays"
+                    break
+
+            # evaluate; a stop abandons it at once and the resumed run plays it again
             t2 = time.time()
             scores: dict[str, float] = {}
-            last = it == tc.iterations
-            if tc.eval.every > 0 and (it % tc.eval.every == 0 or last):
-                scores = evaluate(evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it, device, cfg.precision, history)
+            if due:
+                stop.waiting_for = f"the evaluation of iteration {it}"
+                if not progress:
+                    log.info("iter %d: evaluation (%d games against each of %s)", it, tc.eval.games,
+                             ", ".join([*tc.eval.opponents, *(["previous"] if tc.eval.vs_previous else [])]))
+                result = stop.abandonable(evaluate, evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it,
+                                          device, cfg.precision, float(history["elo"]), progress)
+                if result is None:
+                    if saved != (it, True):
+                        save_latest(pending=True)
+                    stopped = f"during the evaluation of iteration {it}, which the resumed run plays again"
+                    break
+                scores = result
+                history["elo"] = scores.get("elo", history["elo"])
                 for k, v in scores.items():
                     writer.add_scalar(f"eval/{k}", v, it)
                 previous.load_state_dict(model.state_dict())
-            eval_seconds = time.time() - t2
+                clock.add("eval", time.time() - t2)
+                writer.add_scalar("perf/seconds_eval", time.time() - t2, it)
+                counters["seconds"] += time.time() - t2
+            pending_eval = False
 
-            # checkpoint
+            # checkpoint; a stop waits for it, and writes one when none is due
+            stop.waiting_for = "the checkpoint"
             t3 = time.time()
-            counters["iteration"] = it
-            counters["seconds"] += time.time() - t0
-            if it % tc.checkpoint_every == 0 or last:
-                state = {
-                    "model": model.state_dict(), "network": net_cfg.to_dict(), "rules": rules.to_dict(),
-                    "config": config_yaml, "counters": dict(counters, learner_steps=learner.step_count),
-                }
+            if it % tc.checkpoint_every == 0 or last or stop.requested:
+                state = weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count)
                 save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
                 ladder = scores.get("ladder_score")
                 if ladder is not None and ladder >= history["best_score"]:
                     history["best_score"] = ladder
                     save_checkpoint(run_dir / BEST, dict(state, extra={"scores": scores}))
-                keep_contents = replay.nbytes() <= tc.replay_in_checkpoint_mb * 2**20
-                save_checkpoint(run_dir / LATEST, dict(
-                    state, learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
-                    rng=rng_state(), extra={"history": dict(history), "previous_model": previous.state_dict()},
-                ))
-            checkpoint_seconds = time.time() - t3
+                save_latest(pending=False)
+            clock.add("checkpoint", time.time() - t3)
+            counters["seconds"] += time.time() - t3
+            # Written after latest.pt: a kill before the next checkpoint drops this one timing.
+            writer.add_scalar("perf/seconds_checkpoint", time.time() - t3, it)
 
-            # progress
-            for k, v in (("selfplay", selfplay_seconds), ("learn", learn_seconds), ("eval", eval_seconds),
-                         ("checkpoint", checkpoint_seconds)):
-                writer.add_scalar(f"perf/seconds_{k}", v, it)
-            writer.flush()
-            elapsed = time.time() - started
-            eta = elapsed / (it - start_iteration + 1) * (tc.iterations - it)
-            evaluation = " ".join(f"{k[6:]} {v:.2f}" for k, v in scores.items() if k.startswith("score_"))
-            if "elo" in scores:
-                evaluation += f" elo {scores['elo']:.0f}"
-            log.info(
-                "iter %d/%d | %d games %d positions (%.0f pos/s, %.0f sims/s, len %.0f, red/blue/draw %d/%d/%d) | "
-                "%d steps loss %.3f (policy %.3f value %.3f) | %s%.0fs, %s elapsed, ETA %s",
-                it, tc.iterations, s["games"], s["positions"], s["positions"] / max(selfplay_seconds, 1e-9),
-                s["simulations"] / max(selfplay_seconds, 1e-9), s["mean_length"], s["red_wins"], s["blue_wins"],
-                s["draws"], steps, mean_or_nan(metrics, "loss/total"), mean_or_nan(metrics, "loss/policy"),
-                mean_or_nan(metrics, "loss/value"), f"eval: {evaluation} | " if evaluation else "",
-                time.time() - t0, format_seconds(counters["seconds"]), format_seconds(eta),
-            )
+            # progress: the ETA prices the phases still to come (evaluations cost more)
+            eta, unpriced = clock.eta(it, tc.iterations, tc.eval.every)
+            log.info("%s | %.0fs, %s elapsed, ETA %s%s", iteration_line(it, tc.iterations, s, selfplay_seconds,
+                     steps, metrics, scores), time.time() - t0, format_seconds(counters["seconds"]),
+                     format_seconds(eta), f" + {unpriced} evaluations" if unpriced else "")
+            if stop.requested:
+                stopped = f"after iteration {it}"
+                break
     writer.close()
+    if stop.requested:
+        at = f"iteration {saved[0]}" + (" (its evaluation still to play)" if saved[1] else "")
+        print(f"{signal_name(stop.requested)}: stopped {stopped}; latest.pt holds {at}; continue with: {again}",
+              file=sys.stderr)
+        sys.exit(stop.exit_code)
     log.info("done: %s (%s)", run_dir, format_seconds(time.time() - started))
 
 
@@ -461,6 +569,7 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
 
 def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: float, opponents: bool) -> None:
     games = max(1, int(s["games"]))
+    writer.add_scalar("perf/seconds_selfplay", seconds, it)
     writer.add_scalar("selfplay/games_per_s", s["games"] / max(seconds, 1e-9), it)
     writer.add_scalar("selfplay/positions_per_s", s["positions"] / max(seconds, 1e-9), it)
     writer.add_scalar("selfplay/simulations_per_s", s["simulations"] / max(seconds, 1e-9), it)
@@ -474,26 +583,79 @@ def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: flo
             writer.add_scalar("selfplay/opponent_score", s["opponent_score"], it)
 
 
+def weights_state(model: torch.nn.Module, network: NetworkConfig, rules: RuleSet, config_yaml: str,
+                  counters: dict[str, Any], learner_steps: int) -> dict[str, Any]:
+    """What every checkpoint of the run holds: the weights, their shape, the rules, the config and the counters."""
+    return {"model": model.state_dict(), "network": network.to_dict(), "rules": rules.to_dict(),
+            "config": config_yaml, "counters": dict(counters, learner_steps=learner_steps)}
+
+
+def file_identity(path: Path) -> tuple[int, int, int]:
+    """(inode, size, modification time): changes whenever an atomic write replaces the file."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def learn(learner: Learner, replay: ReplayBuffer, steps: int, batch_size: int, progress: bool) -> dict[str, list[float]]:
+    """`steps` learner steps on samples of the replay buffer; every metric of every step."""
+    metrics: dict[str, list[float]] = {}
+    for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False):
+        for k, v in learner.step(replay.sample(batch_size)).items():
+            metrics.setdefault(k, []).append(v)
+    return metrics
+
+
+def iteration_line(it: int, iterations: int, s: dict[str, Any], seconds: float, steps: int,
+                   metrics: dict[str, list[float]], scores: dict[str, float]) -> str:
+    """The log line of an iteration: self-play, learning and evaluation figures (`s` empty: an iteration
+    whose self-play and learning ran before a stop)."""
+    parts = [f"iter {it}/{iterations}"]
+    if s:
+        parts.append(
+            f"{s['games']} games {s['positions']} positions ({s['positions'] / max(seconds, 1e-9):.0f} pos/s, "
+            f"{s['simulations'] / max(seconds, 1e-9):.0f} sims/s, len {s['mean_length']:.0f}, red/blue/draw "
+            f"{s['red_wins']}/{s['blue_wins']}/{s['draws']})")
+        parts.append(f"{steps} steps loss {mean_or_nan(metrics, 'loss/total'):.3f} (policy "
+                     f"{mean_or_nan(metrics, 'loss/policy'):.3f} value {mean_or_nan(metrics, 'loss/value'):.3f})")
+    else:
+        parts.append("self-play and learning done before the stop")
+    evaluation = " ".join(f"{k[6:]} {v:.2f}" for k, v in scores.items() if k.startswith("score_"))
+    if "elo" in scores:
+        evaluation += f" elo {scores['elo']:.0f}"
+    if evaluation:
+        parts.append(f"eval: {evaluation}")
+    return " | ".join(parts)
+
+
 def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,
-             seed: int, it: int, device: torch.device, precision: str, history: dict[str, Any]) -> dict[str, float]:
-    """Scores against the ladder and the previous network; updates the running Elo in `history`."""
+             seed: int, it: int, device: torch.device, precision: str, elo: float,
+             progress: bool = False) -> dict[str, float]:
+    """Scores against the ladder and the previous network, and the running Elo (`elo` before this evaluation).
+
+    Changes nothing outside: a stop may abandon it at any point."""
     me = Searcher(evaluator, mcts, ec.simulations)
     out: dict[str, float] = {}
     ladder = []
+    bar = tqdm(total=len(ec.opponents) + int(ec.vs_previous), desc="eval", unit="match", disable=not progress,
+               leave=False)
     for spec in ec.opponents:
+        bar.set_postfix_str(spec)
         r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, "eval", spec, it),
                          max_plies=ec.max_plies, opening_plies=ec.opening_plies)
         out[f"score_{spec_tag(spec)}"] = r.score
         ladder.append(r.score)
+        bar.update(1)
     if ladder:
         out["ladder_score"] = float(np.mean(ladder))
     if ec.vs_previous:
+        bar.set_postfix_str("previous")
         prev = Searcher(make_evaluator(previous, device, precision), mcts, ec.simulations, name="previous")
         r = play_match(me, prev, games=ec.games, rules=rules, seed=derive_seed(seed, "previous", it),
                        max_plies=ec.max_plies, opening_plies=ec.opening_plies)
-        history["elo"] = float(history["elo"]) + elo_from_score(r.score, r.games)
         out["score_previous"] = r.score
-        out["elo"] = history["elo"]
+        out["elo"] = elo + elo_from_score(r.score, r.games)
+        bar.update(1)
+    bar.close()
     return out
 
 
