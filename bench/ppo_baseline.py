@@ -10,9 +10,11 @@ Two phases, one network: MaskablePPO (an MLP over the flattened
 learns against ``random``, then goes on against ``alphabeta:level=beginner``;
 the agent's colour is drawn at every episode (``agent_side="random"``) and the
 reward is the game's, +1/-1/0 at the end. After each phase the deterministic
-policy (masked argmax) plays a colour-swapped evaluation: pairs of games,
-one as Red and one as Blue, from the same seed, against ``random``,
-``alphabeta:level=beginner`` and ``alphabeta:depth=1``. TensorBoard
+policy (masked argmax) plays a colour-swapped evaluation against ``random``,
+``alphabeta:level=beginner`` and ``alphabeta:depth=1``: pairs of games, one
+as Red and one as Blue, each pair from its own 4-ply random opening (the
+tournaments' `random_openings`), so that two deterministic players still
+meet in different games. TensorBoard
 (``<out>/tb``) gets SB3's ``rollout/*`` and ``train/*`` curves plus
 ``eval/score_<opponent>``; ``<out>/results.json`` holds every evaluation
 (W-D-L, score, wall clock), and the table is printed.
@@ -33,6 +35,8 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.env_util import make_vec_env
 
 import envs  # noqa: F401  (registers Jungle-v0)
+from agents.arena.tournament import random_openings
+from envs import RuleSet
 
 PHASES = ("random", "alphabeta:level=beginner")
 EVAL_OPPONENTS = ("random", "alphabeta:level=beginner", "alphabeta:depth=1")
@@ -60,23 +64,25 @@ def make_env(opponent: str, n_envs: int, max_plies: int, seed: int) -> Any:
 
 
 def evaluate(model: MaskablePPO, opponent: str, games: int, seed: int) -> dict[str, Any]:
-    """Play `games` (rounded up to pairs) with the deterministic policy, each seed once as Red and once as Blue."""
-    wins = draws = losses = 0
-    for g in range(2 * ((games + 1) // 2)):
+    """Play `games` (rounded up to pairs) with the deterministic policy: each opening once as Red, once as Blue.
+
+    Returns W-D-L in all and by the policy's colour, and the score."""
+    openings = random_openings((games + 1) // 2, plies=4, seed=seed)
+    wdl = {"red": [0, 0, 0], "blue": [0, 0, 0]}
+    for g in range(2 * len(openings)):
         side = ("red", "blue")[g % 2]
-        env = gym.make("Jungle-v0", opponent=opponent, agent_side=side)
+        start = openings[g // 2].board(RuleSet()).jfen()
+        env = gym.make("Jungle-v0", opponent=opponent, agent_side=side, start_jfen=start)
         obs, info = env.reset(seed=seed + g // 2)
         done = False
         while not done:
             action, _ = model.predict(obs, action_masks=info["action_mask"].astype(bool), deterministic=True)
             obs, reward, terminated, truncated, info = env.step(int(action))
             done = terminated or truncated
-        wins += reward > 0
-        losses += reward < 0
-        draws += reward == 0
-    n = wins + draws + losses
-    return {"opponent": opponent, "wins": int(wins), "draws": int(draws), "losses": int(losses),
-            "score": (wins + 0.5 * draws) / n}
+        wdl[side][0 if reward > 0 else 2 if reward < 0 else 1] += 1
+    wins, draws, losses = (wdl["red"][k] + wdl["blue"][k] for k in range(3))
+    return {"opponent": opponent, "wins": wins, "draws": draws, "losses": losses,
+            "score": (wins + 0.5 * draws) / (wins + draws + losses), "as_red": wdl["red"], "as_blue": wdl["blue"]}
 
 
 def main() -> None:
@@ -107,7 +113,8 @@ def main() -> None:
             results.append(r)
             model.logger.record(f"eval/score_{opp.replace(':', '_').replace('=', '_')}", r["score"])
             print(f"{r['phase']:>30} after {r['steps']:>8} steps ({r['train_minutes']:5.1f} min training): "
-                  f"vs {opp:<26} {r['wins']}-{r['draws']}-{r['losses']} score {r['score']:.2f}", flush=True)
+                  f"vs {opp:<26} {r['wins']}-{r['draws']}-{r['losses']} score {r['score']:.2f} "
+                  f"(as Red {'-'.join(map(str, r['as_red']))}, as Blue {'-'.join(map(str, r['as_blue']))})", flush=True)
         model.logger.dump(model.num_timesteps)
         # checkpoint
         model.save(args.out / f"maskable_ppo_phase{phase + 1}.zip")

@@ -47,7 +47,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from envs import kernels as K
-from envs.board import START_JFEN, Board, Move, Side, state_to_jfen
+from envs.board import START_JFEN, Board, Move, Side, Termination, state_to_jfen
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.env import DEFAULT_MAX_PLIES, IllegalActionError
 from envs.rules import RulesLike, resolve_rules
@@ -74,8 +74,9 @@ from envs.vector_kernels import (
 BatchedPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """An opponent for the vector env: ``(obs [M, 24, 9, 7], mask int8 [M, 252]) -> actions [M]``."""
 
-TERMINATIONS = ("", "den", "all_captured", "no_moves", "repetition", "no_capture_limit", "ply_cap")
-"""Names of ``info["termination"]`` codes, as `Jungle-v0`'s ``info["termination"]`` strings."""
+TERMINATIONS = ("", *(t.name.lower() for t in sorted(Termination, key=lambda t: t.value)), "ply_cap")
+"""Names of the ``info["termination"]`` codes (the kernels' TERM_* codes, then `TERM_PLY_CAP`), as
+`Jungle-v0`'s ``info["termination"]`` strings."""
 
 INITIAL_PLY_ROOM = 256
 """Plies of history allocated per game at first; the arrays double when a game needs more."""

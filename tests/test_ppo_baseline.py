@@ -32,7 +32,7 @@ def test_ppo_baseline_smoke_run(tmp_path: Path) -> None:
         for opp in ("random", "alphabeta:level=beginner", "alphabeta:depth=1")
     ]
     for x in results:
-        assert x["wins"] + x["draws"] + x["losses"] == 2  # one colour-swapped pair
+        assert x["wins"] + x["draws"] + x["losses"] == 2 and sum(x["as_red"]) == sum(x["as_blue"]) == 1  # one pair
         assert x["score"] == (x["wins"] + 0.5 * x["draws"]) / 2
     assert results[0]["steps"] >= 256 and results[-1]["steps"] > results[0]["steps"]
     assert (tmp_path / "maskable_ppo_phase2.zip").is_file()

@@ -10,10 +10,11 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import envs  # noqa: F401  (registers Jungle-v0 and its vector entry point)
-from envs import Move, Side
+from envs import Move, Side, Termination
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.env import IllegalActionError, JungleEnv
 from envs.vector import TERMINATIONS, JungleVectorEnv
+from envs.vector_kernels import TERM_PLY_CAP
 
 DEN_IN_ONE = "r6/3L3/7/7/7/7/7/7/7 r 0 1"  # Red Lion d8 enters Blue's den d9
 
@@ -235,6 +236,11 @@ def test_seeded_random_opponent_is_reproducible() -> None:
 
     a, b = run(), run()
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_termination_names_follow_the_kernel_codes() -> None:
+    assert TERMINATIONS[TERM_PLY_CAP] == "ply_cap"
+    assert all(TERMINATIONS[t.value] == t.name.lower() for t in Termination)
 
 
 @pytest.mark.parametrize(
