@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 import torch
@@ -219,17 +219,16 @@ def fuse_for_inference(model: "JungleNet") -> "JungleNet":
     fused = copy.deepcopy(model).eval()
 
     def fold(seq: nn.Sequential) -> None:
-        seq[0] = fuse_conv_bn_eval(seq[0], seq[1])
+        seq[0] = fuse_conv_bn_eval(cast(nn.Conv2d, seq[0]), cast(nn.BatchNorm2d, seq[1]))
         seq[1] = nn.Identity()
 
     fold(fused.stem)
     fold(fused.policy_conv)
     fold(fused.value_conv)
     for block in fused.tower:
-        block.conv1 = fuse_conv_bn_eval(block.conv1, block.bn1)
-        block.bn1 = nn.Identity()
-        block.conv2 = fuse_conv_bn_eval(block.conv2, block.bn2)
-        block.bn2 = nn.Identity()
+        for conv, bn in (("conv1", "bn1"), ("conv2", "bn2")):  # by name: a block's typed fields change type
+            setattr(block, conv, fuse_conv_bn_eval(getattr(block, conv), getattr(block, bn)))
+            setattr(block, bn, nn.Identity())
     return fused
 
 
