@@ -132,8 +132,9 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         agent_side: ``"red"``, ``"blue"`` or ``"random"``; only with an opponent.
         max_plies: truncate a game once this many plies have been played; None never truncates.
         start_jfen: the position every game starts from (default the start position).
-        copy: return copies of the observation and mask arrays (True) or the env's own
-            buffers, which the next step overwrites (False, faster).
+        copy: return arrays of the caller's own at each call (True: the observations are
+            written into a new array, the masks copied) or the env's buffers, which the next
+            call overwrites (False, faster).
         """
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -231,9 +232,10 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             rngs = self.np_random.integers(1, 2**63 - 1, size=self.num_envs, dtype=np.int64)
             self._games.rngs[:] = rngs.astype(np.uint64)
         self._started = True
+        self._new_obs(keep=not reset_mask.all())
         self._check_opening(vector_reset(reset_mask, self._setup, self._games, self._out, self._moves))
         self._opponent_reply()
-        return self._output(self._out.obs), self._info()
+        return self._out.obs, self._info()
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One env step for every game: `actions` int ``[N]`` (those of games being reset are ignored)."""
@@ -245,12 +247,13 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         acts = acts.astype(np.int64, copy=False)
         self._check_actions(acts, self._games.pending)
         self._ensure_room()
+        self._new_obs(keep=False)  # every game is written: stepped or reset
         status, top = vector_step(acts, self._setup, self._games, self._out, self._moves)
         self._top_ply = max(self._top_ply, int(top))
         self._check_opening(status)
         self._opponent_reply()
         out = self._out
-        return self._output(out.obs), out.rewards.copy(), out.terminated.copy(), out.truncated.copy(), self._info()
+        return out.obs, out.rewards.copy(), out.terminated.copy(), out.truncated.copy(), self._info()
 
     # -- internals -------------------------------------------------------------------------
     def _check_actions(self, actions: np.ndarray, skip: np.ndarray, who: str = "") -> None:
@@ -295,13 +298,17 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         hashes[:, : room + 1] = games.hashes
         self._games = games._replace(hists=hists, hashes=hashes)
 
-    def _output(self, array: np.ndarray) -> np.ndarray:
-        return array.copy() if self.copy else array
+    def _new_obs(self, keep: bool) -> None:
+        """With `copy`, give the coming call a new observation array (a fresh one is cheaper than a
+        copy of the old: nothing reads it); `keep` carries the old rows over for games left alone."""
+        if self.copy:
+            obs = self._out.obs
+            self._out = self._out._replace(obs=obs.copy() if keep else np.empty_like(obs))
 
     def _info(self) -> dict[str, Any]:
         out = self._out
         info: dict[str, Any] = {
-            "action_mask": self._output(out.masks),
+            "action_mask": out.masks.copy() if self.copy else out.masks,
             "side_to_move": self._games.states[:, K.S_SIDE].astype(np.int8),
             "side_rewards": out.side_rewards.copy(),
             "termination": out.terminations.copy(),

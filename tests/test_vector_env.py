@@ -206,8 +206,9 @@ def test_illegal_action_raises_and_changes_nothing() -> None:
     assert not np.array_equal(obs2, obs)
 
 
-def test_reset_mask_resets_only_those_games() -> None:
-    venv = JungleVectorEnv(3, copy=False)
+@pytest.mark.parametrize("copy", [True, False])
+def test_reset_mask_resets_only_those_games(copy: bool) -> None:
+    venv = JungleVectorEnv(3, copy=copy)
     first, _ = venv.reset(seed=0)
     first = first.copy()
     moved = venv.step(venv.action_space.sample())[0].copy()
@@ -216,6 +217,19 @@ def test_reset_mask_resets_only_those_games() -> None:
     np.testing.assert_array_equal(obs[1], moved[1])
     with pytest.raises(ValueError, match="reset option"):
         venv.reset(options={"start_jfen": DEN_IN_ONE})
+
+
+def test_copy_true_returns_arrays_of_the_callers_own() -> None:
+    venv = JungleVectorEnv(2)
+    obs, info = venv.reset(seed=0)
+    kept_obs, kept_mask = obs.copy(), info["action_mask"].copy()
+    obs2, *_, info2 = venv.step(venv.action_space.sample())
+    np.testing.assert_array_equal(obs, kept_obs)
+    np.testing.assert_array_equal(info["action_mask"], kept_mask)
+    assert not np.array_equal(obs2, obs)
+    obs2[:] = 0.0
+    info2["action_mask"][:] = 0  # the env does not see the caller's changes
+    assert venv.action_masks().any(axis=1).all()
 
 
 def test_copy_false_returns_the_buffers() -> None:
