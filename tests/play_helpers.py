@@ -1,5 +1,7 @@
 """Helpers of the play tests: an HTTP client that speaks as the page, servers on a shared worker pool, a gated player.
 
+Test modules import the `pool`, `client` and `browser` fixtures from here.
+
 The computer thinks in worker processes, so a test player that "thinks" for
 as long as a test wants must exist there too: `register_test_players` runs in
 every worker (the pool's `init`) and registers `gated:gate=<file>`, a random
@@ -59,11 +61,27 @@ def make_pool() -> ComputerPool:
     return pool
 
 
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ComputerPool]:
+    """One set of worker processes for a test module (each takes a moment to start)."""
+    with make_pool() as p:
+        yield p
+
+
+@pytest.fixture
+def client(tmp_path: Path, pool: ComputerPool) -> Iterator["Client"]:
+    """A server saving into `tmp_path`, opponent `random` at the instant pace, and a client of it."""
+    server = start_server(tmp_path, pool)
+    yield Client(server)
+    stop_server(server)
+
+
 def start_server(state_dir: Optional[Path], pool: ComputerPool, **kwargs: Any) -> PlayServer:
     kwargs.setdefault("default_opponent", "random")
     kwargs.setdefault("default_pace", "instant")
     server = make_server(port=0, state_dir=state_dir, pool=pool, **kwargs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll interval: shutdown() waits for one poll, and every test stops a server.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
 
 
@@ -133,7 +151,8 @@ def chromium_path() -> str:
     return path
 
 
-def launch_browser() -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
     """Debian's Chromium under Playwright (never a downloaded browser); a failure names the fix, never a skip."""
     try:
         from playwright.sync_api import sync_playwright

@@ -21,21 +21,10 @@ from envs.players import RandomPlayer
 from agents.arena.records import GameRecord
 from agents.play.computer import ComputerPool
 from agents.play.server import PlayServer
-from tests.play_helpers import launch_browser, make_pool, start_server, stop_server
+from tests.play_helpers import browser, pool, start_server, stop_server  # noqa: F401 (fixtures)
 
 VIEWPORT = {"width": 1100, "height": 780}
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch_browser()
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[ComputerPool]:
-    with make_pool() as p:
-        yield p
 
 
 @pytest.fixture
@@ -45,7 +34,8 @@ def server(tmp_path: Path, pool: ComputerPool) -> Iterator[PlayServer]:
     stop_server(srv)
 
 
-def open_page(browser: Any, server: PlayServer, viewport: dict[str, int]) -> tuple[Any, Any, list[str]]:
+def page_at(browser: Any, server: PlayServer, viewport: dict[str, int]) -> Iterator[Any]:
+    """The play page in a fresh browser context; JavaScript errors fail the test."""
     context = browser.new_context(viewport=viewport)
     pg = context.new_page()
     errors: list[str] = []
@@ -55,23 +45,19 @@ def open_page(browser: Any, server: PlayServer, viewport: dict[str, int]) -> tup
           if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
     pg.set_default_timeout(120_000)  # a cold numba cache compiles the computer player on first use
     pg.goto(server.url)
-    return context, pg, errors
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 @pytest.fixture
 def page(browser: Any, server: PlayServer) -> Iterator[Any]:
-    context, pg, errors = open_page(browser, server, VIEWPORT)
-    yield pg
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    yield from page_at(browser, server, VIEWPORT)
 
 
 @pytest.fixture
 def phone(browser: Any, server: PlayServer) -> Iterator[Any]:
-    context, pg, errors = open_page(browser, server, PHONE)
-    yield pg
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    yield from page_at(browser, server, PHONE)
 
 
 def start_game(pg: Any, side: str = "red", opponent: str = "beginner") -> None:

@@ -16,29 +16,16 @@ import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from agents.arena.records import GameRecord
 from agents.play.computer import ComputerPool
 from agents.play.server import MAX_BODY, MAX_RECORDS, TOKEN_HEADER, PlayHandler, PlayServer
-from tests.play_helpers import Client, launch_browser, make_pool, start_server, stop_server
+from tests.play_helpers import Client, browser, client, pool, start_server, stop_server  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[ComputerPool]:
-    with make_pool() as p:
-        yield p
-
-
-@pytest.fixture
-def client(tmp_path: Path, pool: ComputerPool) -> Iterator[Client]:
-    server = start_server(tmp_path, pool)
-    yield Client(server)
-    stop_server(server)
 
 
 def request(server: PlayServer, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
@@ -296,11 +283,6 @@ attack();
 """
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch_browser()
-
-
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_a_page_from_another_origin_changes_nothing(browser: Any, client: Client, tmp_path: Path, host: str,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,7 +304,7 @@ def test_a_page_from_another_origin_changes_nothing(browser: Any, client: Client
             pass
 
     evil = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    threading.Thread(target=evil.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     context = browser.new_context()
     try:
         pg = context.new_page()

@@ -7,7 +7,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -19,22 +19,9 @@ from agents.play import game as play_game
 from agents.play.computer import ComputerPool, PlayerCache, choose_move
 from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
 from agents.play.server import MAX_LIVE_GAMES
-from tests.play_helpers import Client, make_pool, snapshot, start_server, stop_server
+from tests.play_helpers import Client, client, pool, snapshot, start_server, stop_server  # noqa: F401 (fixtures)
 
 DEN_IN_ONE = "2R4/7/6e/7/7/7/7/7/7 r 0 1"  # Red's Rat on c9 steps into Blue's den d9
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[ComputerPool]:
-    with make_pool() as p:
-        yield p
-
-
-@pytest.fixture
-def client(tmp_path: Path, pool: ComputerPool) -> Iterator[Client]:
-    server = start_server(tmp_path, pool)
-    yield Client(server)
-    stop_server(server)
 
 
 @pytest.fixture
@@ -214,6 +201,7 @@ def tiny_checkpoint(path: Path) -> Path:
                                   "rules": RuleSet().to_dict(), "config": ""})
 
 
+@pytest.mark.slow  # the worker imports torch and loads a network
 def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
     path = tiny_checkpoint(tmp_path / "ours" / "run" / "latest.pt")
     server = start_server(tmp_path / "state", pool, checkpoint_dirs=[tmp_path / "ours"])
@@ -236,6 +224,7 @@ def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
         stop_server(server)
 
 
+@pytest.mark.slow  # the worker imports torch and loads a network
 def test_a_shipped_network_becomes_a_level_with_one_entry(tmp_path: Path, pool: ComputerPool,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     path = tiny_checkpoint(tmp_path / "shipped" / "best.pt")
