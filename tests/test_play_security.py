@@ -221,6 +221,17 @@ def test_huge_numbers_and_deep_nesting_are_a_400(client: Client, raw: bytes) -> 
     assert code == 400 and out["error"]
 
 
+def test_a_body_on_a_get_does_not_become_the_next_request(client: Client) -> None:
+    with socket.create_connection(("127.0.0.1", client.server.server_address[1]), timeout=30) as s:
+        s.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 33\r\n\r\n"
+                  b"POST /api/games HTTP/1.1\r\n\r\n{}")
+        answer = b""
+        while chunk := s.recv(65536):  # one answer, then the server closes the connection
+            answer += chunk
+    assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 200")
+    assert client.call("GET", "/api/info")["last_game"] is None
+
+
 def test_a_stalled_client_is_dropped_and_others_are_served(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlayHandler, "timeout", 1.0)
     port = client.server.server_address[1]

@@ -521,6 +521,9 @@ class PlayHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         self._consumed = False
         path = urlsplit(self.path).path
+        if method != "POST" and ((self.headers.get("Content-Length") or "0").strip() != "0"
+                                 or self.headers.get("Transfer-Encoding")):
+            self.close_connection = True  # a body nobody reads must not be taken for the next request
         try:
             self._check_host()
             if path.startswith("/api/"):
