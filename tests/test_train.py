@@ -41,6 +41,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "smoke"
 
 
+@pytest.mark.slow
 def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
     for name in ("latest.pt", "best.pt", "iter_000001.pt", "iter_000002.pt", "config.yaml", "games.jsonl"):
         assert (run_dir / name).is_file(), name
@@ -57,6 +58,7 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
     torch.load(run_dir / "latest.pt", weights_only=True)
 
 
+@pytest.mark.slow
 def test_resume_continues_the_step_counter(run_dir: Path) -> None:
     r = run_train(f"resume={run_dir}", "train.iterations=3")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -68,6 +70,7 @@ def test_resume_continues_the_step_counter(run_dir: Path) -> None:
     assert [s for s, _ in tags["eval/score_random"]] == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_self_play_workers_play_the_games_of_the_in_process_loop(run_dir: Path) -> None:
     """train.workers=2: the same run as the fixture's (in-process), its self-play in two worker processes."""
     out = run_dir.parent
@@ -85,6 +88,7 @@ def test_self_play_workers_play_the_games_of_the_in_process_loop(run_dir: Path) 
     assert selfplay and all(here[k].moves == there[k].moves for k in selfplay)
 
 
+@pytest.mark.slow
 def test_a_corrupted_checkpoint_is_refused_with_a_clear_message(run_dir: Path, tmp_path: Path) -> None:
     bad = tmp_path / "latest.pt"
     data = (run_dir / "iter_000001.pt").read_bytes()
