@@ -22,6 +22,7 @@ The terminal mode calls `choose_move` in its own process with a
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -113,27 +114,35 @@ def choose_move(job: ThinkJob, cache: PlayerCache) -> str:
 
 
 def _worker_main(conn: Connection, init: Optional[Callable[[], None]]) -> None:
-    """A worker process: answer ("build" | "move", job) messages until the pipe closes."""
+    """A worker process: answer ("build" | "move", job) messages until the pipe closes (the server is gone)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it stops the workers
     if init is not None:
         init()
     cache = PlayerCache()
-    while True:
-        try:
+    try:
+        while True:
             kind, job = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            if kind == "build":
-                cache.get(job)
-                conn.send(("built", ""))
-                continue
+            if kind == "move":  # build first: the move's time limit starts with the search
+                built = _answer("build", job, cache)
+                if built[0] == "error":
+                    conn.send(built)
+                    continue
+                conn.send(("started", ""))
+            conn.send(_answer(kind, job, cache))
+    except (EOFError, OSError):
+        return
+
+
+def _answer(kind: str, job: ThinkJob, cache: PlayerCache) -> tuple[str, str]:
+    try:
+        if kind == "build":
             cache.get(job)
-            conn.send(("started", ""))
-            conn.send(("move", choose_move(job, cache)))
-        except ComputerError as e:
-            conn.send(("error", str(e)))
-        except Exception as e:  # noqa: BLE001 - any failure of a player is an answer, never a dead worker
-            conn.send(("error", f"{job.spec} failed: {type(e).__name__}: {e}"))
+            return "built", ""
+        return "move", choose_move(job, cache)
+    except ComputerError as e:
+        return "error", str(e)
+    except Exception as e:  # noqa: BLE001 - any failure of a player is an answer, never a dead worker
+        return "error", f"{job.spec} failed: {type(e).__name__}: {e}"
 
 
 class _Worker:
