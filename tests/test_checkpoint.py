@@ -95,6 +95,7 @@ def test_other_shape_or_rules_are_refused(tmp_path: Path) -> None:
     load_model(path, network=TINY, rules=RuleSet())
 
 
+@pytest.mark.slow
 def test_checkpoint_player_plays_legal_moves_and_fails_early(tmp_path: Path) -> None:
     from envs.players import PlayerSpecError, make_player
     from envs import Board

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from envs import START_JFEN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +42,7 @@ def test_moves_sorted_one_per_line() -> None:
     assert len(lines) == 24 and lines == sorted(lines) and "a3a4" in lines
 
 
+@pytest.mark.slow
 def test_rules_overrides_and_rule_set() -> None:
     jfen = "7/7/7/3w3/3D3/7/7/7/7 r 0 1"  # Red Dog d5 under a Blue Wolf d6
     assert "d5d6" not in run("moves", jfen).stdout.split()
@@ -49,6 +52,7 @@ def test_rules_overrides_and_rule_set() -> None:
     assert "d5d6" not in both.stdout.split()
 
 
+@pytest.mark.slow
 def test_bad_input_exits_non_zero_with_a_message() -> None:
     bad_jfen = run("moves", "7/7/7 r 0 1")
     assert bad_jfen.returncode == 2 and "error:" in bad_jfen.stderr and "7/7/7 r 0 1" in bad_jfen.stderr

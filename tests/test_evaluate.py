@@ -22,6 +22,7 @@ def run_evaluate(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_evaluate_end_to_end_writes_files_and_replays_in_process(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = run_evaluate(tmp_path, 'players=[random,"alphabeta:depth=1","alphabeta:depth=2"]', "games_per_pair=4",
@@ -64,6 +65,7 @@ def test_seeds_decide_the_openings() -> None:
     assert a.score("alphabeta:depth=1", "random") == pytest.approx(1 - a.score("random", "alphabeta:depth=1"))
 
 
+@pytest.mark.slow
 def test_bad_input_fails_before_any_game(tmp_path: Path) -> None:
     played = []
     with pytest.raises(PlayerSpecError, match="nosuch"):

@@ -139,6 +139,7 @@ def test_fused_copy_computes_the_same_function() -> None:
     torch.testing.assert_close(b_v, a_v, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_evaluator_follows_the_weights_as_they_train() -> None:
     torch.manual_seed(4)
     net = build_network(TINY)
@@ -170,6 +171,7 @@ def test_inference_dtype_rule() -> None:
         make_evaluator(build_network(TINY), "cpu", "half")
 
 
+@pytest.mark.slow
 def test_bf16_agrees_with_fp32_on_selfplay_positions() -> None:
     """The shipped network in bf16 vs fp32 over 1000 positions of its own games:
     top-1 policy agreement >= 98% and mean |value difference| <= 0.02."""

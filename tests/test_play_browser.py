@@ -23,6 +23,8 @@ from agents.play.computer import ComputerPool
 from agents.play.server import PlayServer
 from tests.play_helpers import browser, pool, start_server, stop_server  # noqa: F401 (fixtures)
 
+pytestmark = pytest.mark.slow  # every test here drives Chromium or a server end to end
+
 VIEWPORT = {"width": 1100, "height": 780}
 PHONE = {"width": 390, "height": 844}
 

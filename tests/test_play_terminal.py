@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -44,6 +46,7 @@ def test_terminal_two_players_until_end_of_input() -> None:
     assert out.rstrip().endswith("End of input; bye.")
 
 
+@pytest.mark.slow
 def test_terminal_playing_blue_and_bad_options() -> None:
     p = run_play("quit\n", "--opponent", "random", "--side", "blue")
     assert p.returncode == 0 and "The computer plays" in p.stdout and "Your move (Blue)" in p.stdout
@@ -59,6 +62,7 @@ def test_terminal_playing_blue_and_bad_options() -> None:
     assert bad.returncode == 2 and "rank_order" in bad.stderr
 
 
+@pytest.mark.slow
 def test_play_page_server_entry_point(tmp_path: Path) -> None:
     """`play.py --port 0 --no-browser` prints its URL and answers the API until stopped."""
     import json
