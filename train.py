@@ -60,7 +60,7 @@ from agents.alphazero.checkpoint import (
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
 from agents.arena.ratings import elo_from_score
 from agents.alphazero.learner import Learner, LearnerConfig
-from agents.alphazero.mcts import MCTSConfig
+from agents.alphazero.search import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl

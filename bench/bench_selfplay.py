@@ -19,7 +19,7 @@ from dataclasses import asdict
 
 import torch
 
-from agents.alphazero.mcts import MCTSConfig
+from agents.alphazero.search import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerSettings, make_selfplay_pool

@@ -7,7 +7,7 @@ import pytest
 from agents.alphazero.evaluation import MatchResult, Searcher, play_match, spec_tag
 from agents.arena.ratings import elo_from_score
 from agents.arena.tournament import random_openings
-from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
+from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from envs.players import RandomPlayer
 from envs import Board, RuleSet
 

@@ -9,7 +9,7 @@ from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import move_to_action
 from agents.alphazero.gamebatch import GameBatch
-from agents.alphazero.mcts import (
+from agents.alphazero.search import (
     ROOT,
     UNVISITED,
     BatchedMCTS,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from envs import RuleSet
-from agents.alphazero.mcts import MCTSConfig, uniform_evaluator
+from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
 from envs.players import make_player
 from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, merge_selfplay, play_games

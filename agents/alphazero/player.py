@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
 from agents.alphazero.gamebatch import GameBatch
-from agents.alphazero.mcts import BatchedMCTS, MCTSConfig
+from agents.alphazero.search import BatchedMCTS, MCTSConfig
 from agents.alphazero.network import PRECISIONS, make_evaluator, resolve_device
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet

@@ -60,7 +60,7 @@ from envs.players import Player, make_player
 from envs.rules import RuleSet
 
 from agents.alphazero.gamebatch import GameBatch
-from agents.alphazero.mcts import BatchedMCTS, Evaluator, MCTSConfig
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
 from agents.arena.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}

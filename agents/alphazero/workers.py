@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from envs.rules import RuleSet
 
-from agents.alphazero.mcts import Evaluator, MCTSConfig
+from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
 from agents.pool import WorkerPool
 from envs.players import make_player

@@ -1,0 +1,87 @@
+"""Settings of the tree search: `MCTSConfig` (the Hydra group ``configs/mcts/``) and the constants its kernels read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, NamedTuple
+
+from envs.config import config_kwargs
+
+ALGORITHMS = ("puct", "gumbel")
+"""Search algorithms by name (`driver.ROOT_POLICIES` maps each to its selection rules and outputs)."""
+
+
+class MCTSConfigError(ValueError):
+    """An unknown or invalid search setting."""
+
+
+class SearchParams(NamedTuple):
+    """The numbers the numba kernels read, typed once (float64, int64, bool) so each kernel compiles once."""
+
+    c_puct: float
+    fpu_reduction: float
+    c_visit: float
+    c_scale: float
+    max_depth: int
+    decisive: bool
+
+
+@dataclass
+class MCTSConfig:
+    """Settings of the tree search (the Hydra group ``configs/mcts/``)."""
+
+    algorithm: str = "gumbel"
+    """Root policy: ``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero)."""
+    num_simulations: int = 32
+    """New simulations per search (reused subtrees come on top)."""
+    c_puct: float = 1.25
+    """PUCT exploration constant (puct)."""
+    dirichlet_alpha: float = 0.3
+    """Concentration of the Dirichlet noise on the root priors (puct, self-play only)."""
+    dirichlet_fraction: float = 0.25
+    """Weight of the noise in the root priors (puct, self-play only)."""
+    fpu_reduction: float = 0.25
+    """First-play urgency: an unvisited child is valued at the parent's value minus
+    this times the square root of the prior mass already visited (puct)."""
+    temperature: float = 1.0
+    """Visit-count temperature for the move played in the first plies (puct, self-play only)."""
+    temperature_plies: int = 20
+    """Plies of the game (from its start) played with the temperature; later moves are the most visited."""
+    gumbel_max_actions: int = 16
+    """Root actions sampled by Gumbel-top-k, halved each phase of sequential halving (gumbel)."""
+    gumbel_c_visit: float = 50.0
+    """c_visit of sigma(q) = (c_visit + max N) * c_scale * q01 (gumbel)."""
+    gumbel_c_scale: float = 1.0
+    """c_scale of sigma(q) (gumbel)."""
+    reuse_tree: bool = True
+    """Keep the subtree of the move played for the next search."""
+    max_depth: int = 256
+    """Longest path from the root; a deeper leaf is evaluated without being expanded."""
+    decisive_moves: bool = True
+    """A leaf (not the root) whose side to move can win at once (enter the den, take the last
+    piece) is a proven win: exact value +1, no network call (the "decisive moves" enhancement of
+    Teytaud & Teytaud, 2010). Exact tactics then reach one ply further at almost no cost."""
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise MCTSConfigError(f"mcts algorithm {self.algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+        for name in ("num_simulations", "temperature_plies", "gumbel_max_actions", "max_depth"):
+            if int(getattr(self, name)) < (1 if name in ("gumbel_max_actions", "max_depth") else 0):
+                raise MCTSConfigError(f"mcts {name}={getattr(self, name)!r} is out of range")
+        for name in ("c_puct", "dirichlet_alpha", "temperature", "gumbel_c_visit", "gumbel_c_scale"):
+            if not float(getattr(self, name)) >= 0:
+                raise MCTSConfigError(f"mcts {name}={getattr(self, name)!r} must be >= 0")
+        if not 0.0 <= float(self.dirichlet_fraction) <= 1.0:
+            raise MCTSConfigError(f"mcts dirichlet_fraction={self.dirichlet_fraction!r} must lie in [0, 1]")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "MCTSConfig":
+        """Build from a mapping (a Hydra node); unknown keys are errors (``name`` is ignored)."""
+        return cls(**config_kwargs(cls, values, "mcts", MCTSConfigError))
+
+    def params(self) -> SearchParams:
+        """The constants the kernels read."""
+        return SearchParams(
+            c_puct=float(self.c_puct), fpu_reduction=float(self.fpu_reduction), c_visit=float(self.gumbel_c_visit),
+            c_scale=float(self.gumbel_c_scale), max_depth=int(self.max_depth), decisive=bool(self.decisive_moves),
+        )

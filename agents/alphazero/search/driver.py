@@ -1,0 +1,283 @@
+"""`BatchedMCTS`: the stateful driver that searches the B games of a `GameBatch` with one evaluator call per step.
+
+It owns the arrays (`tree`), the per-game random generators, subtree reuse
+between moves, and the calls of the evaluator; what differs between
+algorithms (noise, root selection, targets and moves) comes from the root
+policy that `MCTSConfig.algorithm` names in `ROOT_POLICIES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Protocol
+
+import numpy as np
+
+from envs import kernels as K
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+
+from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.gumbel import Gumbel
+from agents.alphazero.search.puct import Puct
+from agents.alphazero.search.search import apply_evaluations, evaluate_roots, prepare_roots, record_base_visits
+from agents.alphazero.search.tree import (
+    ROOT,
+    Leaves,
+    Roots,
+    Tree,
+    Work,
+    default_nodes,
+    find_child,
+    new_tree,
+    reroot,
+    reset_tree,
+)
+
+Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""(obs float32 [n, 24, 9, 7], mask bool [n, 252]) -> (logits float32 [n, 252], value float32 [n]).
+
+The value is from the view of the side to move in each position, in [-1, 1].
+Logits of illegal actions are ignored (the search reads only legal ones). The
+arrays passed in are buffers reused by the next call: copy them to keep them."""
+
+
+def uniform_evaluator(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zero logits (uniform priors over the legal actions) and zero values; `BatchedMCTS`
+    recognises it and runs the whole search inside numba."""
+    n = obs.shape[0]
+    return np.zeros((n, N_ACTIONS), dtype=np.float32), np.zeros(n, dtype=np.float32)
+
+
+@dataclass
+class SearchOutput:
+    """Result of one `BatchedMCTS.search` for B games (rows of inactive games are zero, action -1)."""
+
+    policy: np.ndarray
+    """float32 [B, 252]: training target (PUCT: visit distribution; Gumbel: completed-Q improved policy); 0 off the legal actions."""
+    action: np.ndarray
+    """int64 [B]: the action to play (canonical index), -1 for inactive games."""
+    root_value: np.ndarray
+    """float32 [B]: the root's value from the side to move's view (PUCT: mean of the simulations; Gumbel:
+    expected completed Q under the improved policy)."""
+    visits: np.ndarray
+    """int32 [B, 252]: visits of the root's children (reused ones included)."""
+
+
+class RootPolicy(Protocol):
+    """One search algorithm as the driver uses it (`puct.Puct`, `gumbel.Gumbel`)."""
+
+    name: str
+
+    def allocate(self, n: int) -> None:
+        """Room for `n` game slots."""
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
+                   roots: Roots) -> None:
+        """Draw this search's exploration noise of the games `noisy` (a subset of the searched `idx`),
+        each from its own generator `rngs[b]`."""
+
+    def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
+                 params: SearchParams, idx: np.ndarray, steps: int, uniform: bool) -> int:
+        """The algorithm's cached `search.simulate` entry point."""
+
+    def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
+        """Set up the root once its children and priors are known (noise, schedules)."""
+
+    def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: SearchOutput) -> None:
+        """Write the targets, moves, root values and visits of the searched games into `out`."""
+
+
+ROOT_POLICIES: dict[str, Callable[[MCTSConfig], RootPolicy]] = {"puct": Puct, "gumbel": Gumbel}
+"""Root policy of each `MCTSConfig.algorithm`."""
+
+
+class BatchedMCTS:
+    """Tree search over the B games of a `GameBatch`, one tree per game slot.
+
+    `search` runs the simulations of all active games in lockstep (one
+    evaluator call per simulation step) and returns targets and moves;
+    `advance` keeps the subtree of the move played (call it after
+    `GameBatch.play`, or with action -1 after a reset). A tree that does not
+    match its game's current position is discarded by the next search.
+
+    Game slot ``b`` draws its noise from its own generator (seeded from
+    ``(seed, b)`` or by `reseed`), so a game's search does not depend on the
+    other games of the batch.
+
+    `n_games` fixes the number of slots now (needed for `reseed` before the
+    first search; otherwise the first GameBatch decides). `max_nodes` fixes the
+    nodes per game; by default it is room for two searches' expansions and
+    grows when a search asks for more simulations than the config's.
+    """
+
+    def __init__(self, evaluator: Evaluator, config: MCTSConfig, flags: np.ndarray, *, seed: int,
+                 n_games: Optional[int] = None, max_nodes: Optional[int] = None) -> None:
+        self.evaluator = evaluator
+        self.config = config
+        self.flags = np.asarray(flags, dtype=np.int64)
+        self.seed = int(seed)
+        self.params = config.params()
+        self.policy: RootPolicy = ROOT_POLICIES[config.algorithm](config)
+        """The algorithm's noise, selection and outputs."""
+        self._n = n_games
+        self._max_nodes = max_nodes
+        self.max_nodes = int(max_nodes) if max_nodes is not None else default_nodes(config.num_simulations)
+        """Nodes per game's tree."""
+        self._cap = -1
+        if n_games is not None:
+            self._allocate(n_games)
+
+    # -- set-up ----------------------------------------------------------------------
+    def _allocate(self, n: int) -> None:
+        self._n = n
+        self.tree = new_tree(n, self.max_nodes)
+        self._rngs = [np.random.default_rng([self.seed, b]) for b in range(n)]
+        self._root_ply = np.full(n, -1, dtype=np.int64)
+        self._root_hash = np.zeros(n, dtype=np.uint64)
+        self._leaves = Leaves(obs=np.zeros((n,) + OBS_SHAPE, dtype=np.float32),
+                              mask=np.zeros((n, N_ACTIONS), dtype=np.bool_), game=np.zeros(n, dtype=np.int64))
+        self._gumbel = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
+        self._base = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
+        self._sims_done = np.zeros(n, dtype=np.int32)
+        self._sigma = np.zeros(K.MAX_MOVES, dtype=np.float64)
+        self._order = np.zeros(self.max_nodes, dtype=np.int32)
+        self._new_index = np.zeros(self.max_nodes, dtype=np.int32)
+        self.policy.allocate(n)
+
+    def _grow(self, sims: int) -> None:
+        """Make room for searches of `sims` simulations (unless max_nodes was fixed), keeping the trees."""
+        nodes = default_nodes(sims)
+        if self._max_nodes is not None or nodes <= self.max_nodes:
+            return
+        if self._n is None:
+            self.max_nodes = nodes
+            return
+        old = self.tree
+        self.tree = new_tree(old.visits.shape[0], nodes)
+        for new, kept in zip(self.tree, old):
+            if kept.ndim == 2:
+                new[:, : kept.shape[1]] = kept
+            else:
+                new[:] = kept
+        self.max_nodes = nodes
+        self._order = np.zeros(nodes, dtype=np.int32)
+        self._new_index = np.zeros(nodes, dtype=np.int32)
+
+    def _ensure_work(self, games: Any) -> None:
+        if self._n is None:
+            self._allocate(games.n)
+        if games.n != self._n:
+            raise ValueError(f"this search holds {self._n} game slots, the GameBatch has {games.n}")
+        cap = games.hist.shape[1]
+        if cap != self._cap:
+            n = int(games.n)
+            depth = self.config.max_depth
+            self.work = Work(
+                root_state=np.zeros((n, K.STATE_LEN), dtype=np.int16),
+                leaf_state=np.zeros((n, K.STATE_LEN), dtype=np.int16),
+                hist=np.zeros((n, cap + depth + 1, K.HIST_WIDTH), dtype=np.int16),
+                hashes=np.zeros((n, cap + depth + 2), dtype=np.uint64),
+                path=np.zeros((n, depth + 1), dtype=np.int32),
+                depth=np.zeros(n, dtype=np.int32),
+                leaf_status=np.zeros(n, dtype=np.int8),
+            )
+            self._cap = cap
+            self._root_ply[:] = -1  # the trees' positions were in the old arrays
+
+    def reseed(self, game_index: int, seed: int) -> None:
+        """Give slot `game_index` a fresh generator from `seed` (a new game's own seed)."""
+        if self._n is None:
+            raise ValueError("reseed before the first search needs n_games at construction")
+        self._rngs[game_index] = np.random.default_rng(seed)
+
+    # -- searching ---------------------------------------------------------------------
+    def search(self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: Any = True,
+               num_simulations: Any = None) -> SearchOutput:
+        """Search the active, unfinished games of `games` (default: all unfinished) in lockstep.
+
+        `add_noise` (a bool, or bool [B] per game) switches on self-play
+        exploration (PUCT: Dirichlet noise and the visit temperature for the
+        first plies; Gumbel: Gumbel noise); without it a game's search is
+        deterministic. `num_simulations` (an int, or int [B] per game)
+        overrides the config's count: games with fewer simulations sit out the
+        last steps, so cheap playout-capped searches share the evaluator
+        batches of the full ones."""
+        cfg = self.config
+        self._ensure_work(games)
+        n = self._n
+        assert n is not None
+        sims = np.broadcast_to(np.asarray(cfg.num_simulations if num_simulations is None else num_simulations,
+                                          dtype=np.int64), (n,)).astype(np.int32)
+        noise = np.broadcast_to(np.asarray(add_noise, dtype=np.bool_), (n,))
+        act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
+        idx = np.flatnonzero(act).astype(np.int64)
+        out = SearchOutput(
+            policy=np.zeros((n, N_ACTIONS), dtype=np.float32),
+            action=np.full(n, -1, dtype=np.int64),
+            root_value=np.zeros(n, dtype=np.float32),
+            visits=np.zeros((n, N_ACTIONS), dtype=np.int32),
+        )
+        if len(idx) == 0:
+            return out
+        if sims[idx].min() < 0:
+            raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
+        max_sims = int(sims[idx].max())
+        self._grow(max_sims)
+        tree, work, policy = self.tree, self.work, self.policy
+        prepare_roots(tree, work, games.state, games.hist, games.hashes, idx, self._root_ply, self._root_hash,
+                      (max_sims + 1) * K.MAX_MOVES)
+        roots = Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((n, max(max_sims, 1)), np.int32),
+                      sims_done=self._sims_done, sims_target=sims, sigma=self._sigma)
+        policy.draw_noise(games, idx, idx[noise[idx]], self._rngs, roots)
+        uniform = self.evaluator is uniform_evaluator
+        # The root's own evaluation (for a root not kept from the previous search).
+        self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, idx, uniform))
+        policy.after_root_evaluation(tree, roots, idx)
+        record_base_visits(tree, idx, self._base)
+        self._sims_done[idx] = 0
+        if uniform:
+            policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, max_sims, True)
+        else:
+            for _ in range(max_sims):
+                self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1,
+                                               False))
+        policy.outputs(tree, roots, self.params, idx, out)
+        return out
+
+    def _evaluate(self, k: int) -> None:
+        """Evaluate the `k` leaves queued by the last step and back their values up."""
+        if k == 0:
+            return
+        logits, values = self.evaluator(self._leaves.obs[:k], self._leaves.mask[:k])
+        logits = np.ascontiguousarray(logits, dtype=np.float32)
+        values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+        if logits.shape != (k, N_ACTIONS) or values.shape != (k,):
+            raise ValueError(f"evaluator returned logits {logits.shape} and values {values.shape} for {k} positions; "
+                             f"expected ({k}, {N_ACTIONS}) and ({k},)")
+        apply_evaluations(self.tree, self.work, self._leaves, logits, values, k)
+
+    def advance(self, game_index: int, action: int) -> None:
+        """Move game `game_index`'s root to the child of `action` (just played), keeping its
+        subtree when `reuse_tree`; action -1 (or an unknown action) clears the tree."""
+        if self._n is None:
+            return
+        b = int(game_index)
+        tree = self.tree
+        child = find_child(tree, b, int(action)) if action >= 0 else -1
+        if child < 0 or not self.config.reuse_tree or self._root_ply[b] < 0:
+            reset_tree(tree, b)
+            self._root_ply[b] = -1
+            return
+        st = self.work.root_state[b].copy()
+        ply = int(st[K.S_PLY])
+        K.make_move(st, self.work.hist[b], self.work.hashes[b], int(tree.move[b, child]))
+        self.work.root_state[b] = st
+        self._root_ply[b] = ply + 1
+        self._root_hash[b] = self.work.hashes[b, ply + 1]
+        reroot(tree, b, child, self._order, self._new_index)
+        if tree.terminal[b, ROOT]:
+            reset_tree(tree, b)  # a proven win (decisive move) is searched afresh as the root
+
+    def root_visits(self, game_index: int) -> int:
+        """Visits of game `game_index`'s root (including those of a kept subtree)."""
+        return 0 if self._n is None else int(self.tree.visits[game_index, ROOT])

@@ -1,0 +1,113 @@
+"""Gumbel AlphaZero's search (Danihelka et al., "Policy improvement by planning with Gumbel", ICLR 2022).
+
+At the root, Gumbel-top-k sampling of the actions and sequential halving of
+the simulation budget among them (`selection.select_gumbel_root`); inside the
+tree the deterministic selection `selection.select_gumbel_interior`. The
+move: among the children most visited in this search, the largest
+g + log prior + sigma(completed Q). Policy target: the improved policy pi'
+at the root. Root value: pi''s expected completed Q (the mean of the
+simulations would weigh the actions sequential halving dropped). Without
+noise (g = 0) the search is deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from envs import kernels as K
+
+from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.search import simulate
+from agents.alphazero.search.selection import (
+    considered_visits_table,
+    improved_policy,
+    select_gumbel_interior,
+    select_gumbel_root,
+)
+from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, root_visits
+
+
+@njit(cache=True)
+def simulate_gumbel(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
+                    idx: np.ndarray, steps: int, uniform: bool) -> int:
+    """`search.simulate` with sequential halving at the root and Gumbel selection below (the cached entry point)."""
+    return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_gumbel_root,
+                    select_gumbel_interior)
+
+
+@njit(cache=True)
+def gumbel_outputs(tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, policy: np.ndarray,
+                   action: np.ndarray, value: np.ndarray, visits: np.ndarray) -> None:
+    """Per searched game `b`: `policy[b]` = pi' at the root; `action[b]` the child with the largest
+    g + log prior + sigma among those most visited in this search; `value[b]` = sum pi' * completed Q
+    (side to move); `visits[b]` the root children's visits."""
+    qhat = np.empty(K.MAX_MOVES, dtype=np.float64)
+    logits = np.empty(K.MAX_MOVES, dtype=np.float64)
+    probs = np.empty(K.MAX_MOVES, dtype=np.float64)
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        fc = tree.first_child[b, ROOT]
+        if fc == UNVISITED:
+            continue
+        n = tree.num_children[b, ROOT]
+        root_visits(tree, b, visits[b])
+        improved_policy(tree, b, ROOT, params, qhat, logits, probs)
+        max_new = -1
+        for j in range(n):
+            max_new = max(max_new, tree.visits[b, fc + j] - roots.base_visits[b, j])
+        best = 0
+        best_score = -1e30
+        improved_value = 0.0
+        for j in range(n):
+            policy[b, tree.action[b, fc + j]] = probs[j]
+            improved_value += probs[j] * qhat[j]
+            if tree.visits[b, fc + j] - roots.base_visits[b, j] == max_new:
+                score = roots.gumbel[b, j] + logits[j]
+                if score > best_score:
+                    best_score = score
+                    best = j
+        value[b] = improved_value
+        action[b] = tree.action[b, fc + best]
+
+
+class Gumbel:
+    """The Gumbel root policy for `BatchedMCTS`: Gumbel noise per game slot, the halving schedule, outputs."""
+
+    name = "gumbel"
+    simulate = staticmethod(simulate_gumbel)
+
+    def __init__(self, config: MCTSConfig) -> None:
+        self.config = config
+        self._tables: dict[int, np.ndarray] = {}
+
+    def allocate(self, n: int) -> None:
+        """Room for `n` game slots (the Gumbel noise lives in `Roots`)."""
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
+                   roots: Roots) -> None:
+        """g ~ Gumbel(0, 1) per root child of each noisy game, from its generator; 0 for the others."""
+        roots.gumbel[idx] = 0.0
+        for b in noisy.tolist():
+            roots.gumbel[b] = rngs[b].gumbel(size=K.MAX_MOVES)
+
+    def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
+        """Row b of the schedule: sequential halving for game b's simulation count and its number of
+        sampled root actions (min(gumbel_max_actions, legal moves))."""
+        considered = np.minimum(self.config.gumbel_max_actions, tree.num_children[idx, ROOT])
+        sims = roots.sims_target[idx]
+        for count in np.unique(sims).tolist():
+            sel = sims == count
+            table = self._table(int(count))
+            roots.schedule[idx[sel], : table.shape[1]] = table[considered[sel]]
+
+    def _table(self, sims: int) -> np.ndarray:
+        if sims not in self._tables:
+            self._tables[sims] = considered_visits_table(self.config.gumbel_max_actions, sims)
+        return self._tables[sims]
+
+    def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: Any) -> None:
+        """Targets, moves, values and visits into `out` (a SearchOutput)."""
+        gumbel_outputs(tree, roots, params, idx, out.policy, out.action, out.root_value, out.visits)

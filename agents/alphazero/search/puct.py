@@ -1,0 +1,154 @@
+"""AlphaZero's search: PUCT selection everywhere, Dirichlet noise on the root priors, a visit-count move.
+
+Self-play exploration (a game's `add_noise`): the root priors are mixed with
+Dirichlet noise for the search, and during the first ``temperature_plies``
+plies of a game the move is drawn from the root visits N^(1/T). Without
+noise the search is deterministic and plays the most visited child (ties:
+the higher Q, then the first generated). Policy target: the root visit
+distribution. Root value: the mean of the root's simulations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from envs import kernels as K
+
+from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.search import simulate
+from agents.alphazero.search.selection import select_puct
+from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, child_q, root_visits
+
+
+@njit(cache=True)
+def simulate_puct(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
+                  idx: np.ndarray, steps: int, uniform: bool) -> int:
+    """`search.simulate` with PUCT selection at the root and below it (the cached entry point)."""
+    return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_puct, select_puct)
+
+
+@njit(cache=True)
+def mix_root_noise(tree: Tree, idx: np.ndarray, noise: np.ndarray, fraction: float, saved: np.ndarray) -> None:
+    """Root priors := (1 - fraction) * prior + fraction * Dirichlet noise (`noise` holds Gamma
+    draws, normalised here over the legal children); the clean priors go to `saved`."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        fc = tree.first_child[b, ROOT]
+        if fc == UNVISITED:
+            continue
+        n = tree.num_children[b, ROOT]
+        z = 0.0
+        for j in range(n):
+            z += noise[b, j]
+        for j in range(n):
+            saved[b, j] = tree.prior[b, fc + j]
+            eta = noise[b, j] / z if z > 0 else 1.0 / n
+            tree.prior[b, fc + j] = (1.0 - fraction) * saved[b, j] + fraction * eta
+
+
+@njit(cache=True)
+def restore_root_priors(tree: Tree, idx: np.ndarray, saved: np.ndarray) -> None:
+    """Undo `mix_root_noise`: the clean priors back from `saved` (kept subtrees must not carry noise)."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        fc = tree.first_child[b, ROOT]
+        if fc == UNVISITED:
+            continue
+        for j in range(tree.num_children[b, ROOT]):
+            tree.prior[b, fc + j] = saved[b, j]
+
+
+@njit(cache=True)
+def puct_outputs(tree: Tree, idx: np.ndarray, temperature: np.ndarray, u: np.ndarray, policy: np.ndarray,
+                 action: np.ndarray, value: np.ndarray, visits: np.ndarray) -> None:
+    """Per searched game `b`: `policy[b]` the root visit distribution (the priors before any visit),
+    `action[b]` drawn from N^(1/T) with the uniform draw `u[b]` when `temperature[b] > 0`, else the
+    most visited (ties: higher Q, then the first generated); `value[b]` the root's mean value (side to
+    move); `visits[b]` the root children's visits."""
+    weights = np.empty(K.MAX_MOVES, dtype=np.float64)
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        fc = tree.first_child[b, ROOT]
+        if fc == UNVISITED:
+            continue
+        n = tree.num_children[b, ROOT]
+        value[b] = tree.value_sum[b, ROOT] / max(tree.visits[b, ROOT], 1)
+        sum_n = root_visits(tree, b, visits[b])
+        for j in range(n):
+            c = fc + j
+            p = tree.visits[b, c] / sum_n if sum_n > 0 else tree.prior[b, c]
+            policy[b, tree.action[b, c]] = p
+        best = 0
+        if temperature[b] > 0 and sum_n > 0:
+            top_n = 0
+            for j in range(n):
+                top_n = max(top_n, tree.visits[b, fc + j])
+            z = 0.0
+            for j in range(n):
+                weights[j] = (tree.visits[b, fc + j] / top_n) ** (1.0 / temperature[b])
+                z += weights[j]
+            r = u[b] * z
+            best = n - 1
+            acc = 0.0
+            for j in range(n):
+                acc += weights[j]
+                if r < acc and weights[j] > 0:
+                    best = j
+                    break
+        else:
+            best_key0 = -1.0
+            best_key1 = -1e30
+            for j in range(n):
+                c = fc + j
+                v = tree.visits[b, c]
+                key0 = float(v) if sum_n > 0 else tree.prior[b, c]
+                key1 = child_q(tree, b, c) if v > 0 else -2.0
+                if key0 > best_key0 or (key0 == best_key0 and key1 > best_key1):
+                    best_key0 = key0
+                    best_key1 = key1
+                    best = j
+        action[b] = tree.action[b, fc + best]
+
+
+class Puct:
+    """The PUCT root policy for `BatchedMCTS`: its noise per game slot, its simulations and its outputs."""
+
+    name = "puct"
+    simulate = staticmethod(simulate_puct)
+
+    def __init__(self, config: MCTSConfig) -> None:
+        self.config = config
+        self._noisy = np.zeros(0, dtype=np.int64)
+
+    def allocate(self, n: int) -> None:
+        """Room for `n` game slots."""
+        self._noise = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
+        self._saved = np.zeros((n, K.MAX_MOVES), dtype=np.float32)
+        self._temperature = np.zeros(n, dtype=np.float64)
+        self._u = np.zeros(n, dtype=np.float64)
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
+                   roots: Roots) -> None:
+        """Dirichlet (Gamma) draws, the move draw and the temperature of each noisy game, from its generator."""
+        cfg = self.config
+        self._temperature[:] = 0.0
+        self._u[:] = 0.0
+        for b in noisy.tolist():
+            rng = rngs[b]
+            self._noise[b] = rng.gamma(cfg.dirichlet_alpha, size=K.MAX_MOVES) if cfg.dirichlet_alpha > 0 else 1.0
+            self._u[b] = rng.random()
+            if games.state[b, K.S_PLY] < cfg.temperature_plies:
+                self._temperature[b] = cfg.temperature
+        self._noisy = noisy if cfg.dirichlet_fraction > 0 else noisy[:0]
+
+    def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
+        """Mix the noise into the (now expanded) root priors of the noisy games."""
+        mix_root_noise(tree, self._noisy, self._noise, self.config.dirichlet_fraction, self._saved)
+
+    def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: Any) -> None:
+        """Clean root priors back, then the targets, moves, values and visits into `out` (a SearchOutput)."""
+        restore_root_priors(tree, self._noisy, self._saved)
+        puct_outputs(tree, idx, self._temperature, self._u, out.policy, out.action, out.root_value, out.visits)

@@ -1,0 +1,269 @@
+"""The search loop: select a leaf per game, expand it, queue it for the evaluator or back up its value.
+
+`simulate` is generic in its selection rules: it takes the root's and the
+interior nodes' selection functions (see `selection`) as arguments, and numba
+compiles one specialised copy per pair. Two numba facts shape how:
+
+* A jitted function whose arguments include other jitted functions cannot
+  be cached on disk (numba keys such a signature by the functions'
+  addresses: every process would compile it again and add cache files). So
+  each algorithm module defines one ``@njit(cache=True)`` entry point that
+  calls `simulate` with its functions fixed (`puct.simulate_puct`,
+  `gumbel.simulate_gumbel`); the entry point's signature holds arrays only,
+  and it caches with `simulate` compiled into it.
+* A function value passed at run time to a function that is not inlined is
+  a pointer to a Python object ("dynamic globals"), which also stops the
+  caching. `simulate` and `select_leaf` are therefore inlined at numba's
+  level (``inline="always"``): the selection functions are then constants
+  of the entry point, called directly, with no flag branched on per node.
+
+A new algorithm (a solver, another root rule) is a new pair of selection
+functions and one such entry point; the loop stays as it is.
+
+Numba's cache is keyed on each entry point's own source file: after editing
+this module or `selection`/`tree`, clear ``agents/alphazero/search/__pycache__``
+(or touch the entry modules) so that their cached machine code is rebuilt.
+
+Values are from the side to move at the node they belong to; `backup`
+negates at each ply up the path.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from envs import kernels as K
+from envs.encoding import encode_observation, legal_action_mask, move_to_action
+
+from agents.alphazero.search.config import SearchParams
+from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, reset_tree
+
+# What `expand` found at a leaf.
+LEAF_TERMINAL = 0  # the game is over there: exact value, no network
+LEAF_EXPANDED = 1  # children allocated now: the network gives priors and a value
+LEAF_EVALUATE = 2  # no room or too deep to expand: the network gives a value only
+
+
+@njit(inline="always")
+def select_leaf(tree: Tree, work: Work, roots: Roots, b: int, params: SearchParams, select_root: Any,
+                select_interior: Any) -> int:
+    """Walk from the root to a leaf (unvisited, terminal or at the depth limit), choosing children with
+    `select_root` at the root and `select_interior` below it and playing the path's moves on
+    `work.leaf_state`; the path goes to `work.path[b]`. Returns the leaf."""
+    st = work.leaf_state[b]
+    st[:] = work.root_state[b]
+    hist = work.hist[b]
+    hashes = work.hashes[b]
+    node = ROOT
+    depth = 0
+    work.path[b, 0] = ROOT
+    while (not tree.terminal[b, node]) and tree.first_child[b, node] != UNVISITED and depth < params.max_depth:
+        if depth == 0:
+            node = select_root(tree, roots, b, node, params)
+        else:
+            node = select_interior(tree, roots, b, node, params)
+        K.make_move(st, hist, hashes, tree.move[b, node])
+        depth += 1
+        work.path[b, depth] = node
+    work.depth[b] = depth
+    return node
+
+
+@njit(cache=True)
+def has_decisive_move(st: np.ndarray, moves: np.ndarray, n: int) -> bool:
+    """Whether one of `moves[:n]` (legal, side to move in `st`) wins at once: den entry or last capture."""
+    side = st[K.S_SIDE]
+    enemy_den = K.DEN[1 - side]
+    last_piece = st[K.S_COUNT + 1 - side] == 1
+    for j in range(n):
+        to = moves[j] & 63
+        if to == enemy_den or (last_piece and st[to] != 0):
+            return True
+    return False
+
+
+@njit(cache=True)
+def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np.ndarray,
+           decisive: bool = False) -> int:
+    """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
+
+    Judges the end of the game first (`kernels.outcome_and_moves`); a
+    terminal node keeps its exact value (side to move's view) in raw_value.
+    With `decisive`, a non-root node whose side to move can win at once is
+    terminal too, value +1 (a proven win, not a game end).
+    Children get uniform priors until the evaluator's arrive."""
+    if tree.terminal[b, node]:
+        return LEAF_TERMINAL
+    if tree.first_child[b, node] != UNVISITED:
+        return LEAF_EVALUATE  # stopped by the depth limit
+    st = work.leaf_state[b]
+    term, winner, n = K.outcome_and_moves(st, work.hist[b], work.hashes[b], flags, buf)
+    over = term != K.TERM_NONE
+    value = 0.0
+    if over and winner != K.DRAW:
+        value = 1.0 if winner == st[K.S_SIDE] else -1.0
+    elif not over and decisive and node != ROOT and has_decisive_move(st, buf, n):
+        value, over = 1.0, True
+    if over:
+        tree.terminal[b, node] = True
+        tree.raw_value[b, node] = value
+        return LEAF_TERMINAL
+    fc = tree.num_nodes[b]
+    if fc + n > tree.visits.shape[1]:
+        return LEAF_EVALUATE
+    tree.num_nodes[b] = fc + n
+    tree.first_child[b, node] = fc
+    tree.num_children[b, node] = n
+    side = st[K.S_SIDE]
+    p = 1.0 / n
+    for j in range(n):
+        c = fc + j
+        tree.parent[b, c] = node
+        tree.move[b, c] = buf[j]
+        tree.action[b, c] = move_to_action(buf[j], side)
+        tree.first_child[b, c] = UNVISITED
+        tree.num_children[b, c] = 0
+        tree.visits[b, c] = 0
+        tree.value_sum[b, c] = 0.0
+        tree.prior[b, c] = p
+        tree.raw_value[b, c] = 0.0
+        tree.terminal[b, c] = False
+    return LEAF_EXPANDED
+
+
+@njit(cache=True)
+def backup(tree: Tree, work: Work, b: int, value: float) -> None:
+    """Add `value` (side to move at the leaf) along game `b`'s path, negated at each ply up."""
+    v = value
+    for d in range(work.depth[b], -1, -1):
+        node = work.path[b, d]
+        tree.visits[b, node] += 1
+        tree.value_sum[b, node] += v
+        v = -v
+
+
+@njit(cache=True)
+def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags: np.ndarray,
+               params: SearchParams, buf: np.ndarray, uniform: bool, k: int) -> int:
+    """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
+    every leaf when `uniform`: value 0, priors uniform), else write its observation and mask to row `k`
+    of `leaves`. Returns the number of rows queued so far."""
+    status = expand(tree, work, b, leaf, flags, buf, params.decisive)
+    if status == LEAF_TERMINAL:
+        backup(tree, work, b, tree.raw_value[b, leaf])
+        return k
+    if uniform:
+        backup(tree, work, b, 0.0)
+        return k
+    work.leaf_status[b] = status
+    encode_observation(work.leaf_state[b], work.hashes[b], flags, leaves.obs[k])
+    if status == LEAF_EXPANDED:
+        leaves.mask[k, :] = False
+        fc = tree.first_child[b, leaf]
+        for j in range(tree.num_children[b, leaf]):
+            leaves.mask[k, tree.action[b, fc + j]] = True
+    else:
+        legal_action_mask(work.leaf_state[b], work.hist[b], flags, leaves.mask[k])
+    leaves.game[k] = b
+    return k + 1
+
+
+@njit(inline="always")
+def simulate(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
+             idx: np.ndarray, steps: int, uniform: bool, select_root: Any, select_interior: Any) -> int:
+    """`steps` simulation steps for the games `idx`: each game that has not run its
+    ``roots.sims_target`` simulations selects a leaf and expands it (`queue_leaf`).
+
+    Returns k, the leaves of the last step queued in `leaves` for the
+    evaluator (always 0 when `uniform`). With a real evaluator call it with
+    ``steps=1``: the queued leaves need their evaluations (`apply_evaluations`)
+    before the next step."""
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    k = 0
+    for _ in range(steps):
+        k = 0
+        for i in range(idx.shape[0]):
+            b = idx[i]
+            if roots.sims_done[b] >= roots.sims_target[b]:
+                continue
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior)
+            roots.sims_done[b] += 1
+            k = queue_leaf(tree, work, leaves, b, leaf, flags, params, buf, uniform, k)
+    return k
+
+
+@njit(cache=True)
+def evaluate_roots(tree: Tree, work: Work, leaves: Leaves, flags: np.ndarray, params: SearchParams,
+                   idx: np.ndarray, uniform: bool) -> int:
+    """The root's own evaluation, for the games of `idx` whose root is unvisited (not kept from the
+    previous search): expanded and queued like any leaf. Returns the rows queued in `leaves`."""
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    k = 0
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        if tree.first_child[b, ROOT] != UNVISITED:
+            continue
+        work.leaf_state[b, :] = work.root_state[b]
+        work.depth[b] = 0
+        work.path[b, 0] = ROOT
+        k = queue_leaf(tree, work, leaves, b, ROOT, flags, params, buf, uniform, k)
+    return k
+
+
+@njit(cache=True)
+def apply_evaluations(tree: Tree, work: Work, leaves: Leaves, logits: np.ndarray, values: np.ndarray, k: int) -> None:
+    """Priors (softmax of the legal logits) and values of the `k` queued leaves, then their backups."""
+    for r in range(k):
+        b = leaves.game[r]
+        leaf = work.path[b, work.depth[b]]
+        if work.leaf_status[b] == LEAF_EXPANDED:
+            fc = tree.first_child[b, leaf]
+            n = tree.num_children[b, leaf]
+            top = -1e30
+            for j in range(n):
+                x = logits[r, tree.action[b, fc + j]]
+                if x > top:
+                    top = x
+            z = 0.0
+            for j in range(n):
+                z += math.exp(logits[r, tree.action[b, fc + j]] - top)
+            for j in range(n):
+                tree.prior[b, fc + j] = math.exp(logits[r, tree.action[b, fc + j]] - top) / z
+        v = min(max(float(values[r]), -1.0), 1.0)
+        if work.leaf_status[b] == LEAF_EXPANDED:
+            tree.raw_value[b, leaf] = v
+        backup(tree, work, b, v)
+
+
+@njit(cache=True)
+def prepare_roots(
+    tree: Tree, work: Work, state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, idx: np.ndarray,
+    root_ply: np.ndarray, root_hash: np.ndarray, nodes_needed: int,
+) -> None:
+    """Copy each game's position and history into the search; keep its tree only if it was
+    built for this very position (ply and hash) and has room for this search."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        ply = state[b, K.S_PLY]
+        work.root_state[b, :] = state[b]
+        work.hist[b, :ply] = hist[b, :ply]
+        work.hashes[b, : ply + 1] = hashes[b, : ply + 1]
+        if (root_ply[b] != ply or root_hash[b] != hashes[b, ply]
+                or tree.num_nodes[b] + nodes_needed > tree.visits.shape[1]):
+            reset_tree(tree, b)
+            root_ply[b] = ply
+            root_hash[b] = hashes[b, ply]
+
+
+@njit(cache=True)
+def record_base_visits(tree: Tree, idx: np.ndarray, base_visits: np.ndarray) -> None:
+    """Visits of the root's children before this search's simulations (reused ones)."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        fc = tree.first_child[b, ROOT]
+        for j in range(tree.num_children[b, ROOT]):
+            base_visits[b, j] = tree.visits[b, fc + j]
