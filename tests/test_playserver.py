@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,10 +18,11 @@ from envs.rules import resolve_rules
 
 from agents.arena.records import GameRecord
 from agents.play import game as play_game
-from agents.play.computer import ComputerPool, PlayerCache, choose_move
+from agents.play.computer import Cancelled, ComputerPool, PlayerCache, choose_move
 from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
 from agents.play.server import MAX_LIVE_GAMES
-from tests.play_helpers import Client, client, pool, snapshot, start_server, stop_server  # noqa: F401 (fixtures)
+from tests.play_helpers import (Client, client, pool, register_test_players, snapshot, start_server,  # noqa: F401
+                                stop_server)
 
 DEN_IN_ONE = "2R4/7/6e/7/7/7/7/7/7 r 0 1"  # Red's Rat on c9 steps into Blue's den d9
 
@@ -533,3 +536,28 @@ def test_live_games_are_bounded_and_the_saved_one_kept(client: Client) -> None:
     assert set(store.games) == set(ids[-MAX_LIVE_GAMES:])
     assert "no game with id" in client.error("GET", f"/api/games/{first['id']}", status=404)
     assert client.call("GET", "/api/games/last")["id"] == ids[-1]
+
+
+@pytest.mark.slow  # starts its own worker process twice
+def test_a_cancelled_search_frees_its_only_worker(tmp_path: Path) -> None:
+    """An undo stops the search in progress: with one worker, the next job runs only if that one was killed."""
+    with ComputerPool(workers=1, init=register_test_players) as one:
+        stuck = PlayGame.new(opponent=f"gated:gate={tmp_path / 'never'},wait=600").job("computer")
+        cancel = threading.Event()
+        outcome: list[str] = []
+
+        def run(job: Any, **kw: Any) -> None:
+            try:
+                outcome.append(one.run("move", job, time_limit=600, **kw))
+            except Cancelled:
+                outcome.append("cancelled")
+
+        first = threading.Thread(target=run, args=(stuck,), kwargs={"cancel": cancel})
+        first.start()
+        time.sleep(1.0)  # let it reach the search (an earlier cancel is also a pass, just a weaker one)
+        cancel.set()
+        first.join(30)
+        second = threading.Thread(target=run, args=(PlayGame.new(opponent="random").job("computer"),))
+        second.start()
+        second.join(120)
+        assert outcome[0] == "cancelled" and outcome[1] in Board().legal_moves, outcome
