@@ -25,6 +25,7 @@ from envs.players import Player, make_player
 from envs import RuleSet
 from envs import kernels as K
 from envs.encoding import move_to_action
+from envs.seeding import derive_seed
 
 
 @dataclass
@@ -79,7 +80,7 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     searches: dict[int, BatchedMCTS] = {}
     for k, s in enumerate((a, b)):
         if isinstance(s, Searcher):
-            searches[k] = BatchedMCTS(s.evaluator, greedy(s.mcts), batch.flags, seed=seed + 7919 * k)
+            searches[k] = BatchedMCTS(s.evaluator, greedy(s.mcts), batch.flags, seed=derive_seed(seed, "search", k))
         else:
             s.reset()
     while not batch.done.all():

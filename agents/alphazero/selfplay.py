@@ -58,6 +58,7 @@ from envs.config import config_kwargs
 from envs.encoding import N_ACTIONS, move_to_action
 from envs.players import Player, make_player
 from envs.rules import RuleSet
+from envs.seeding import derive_seed
 
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
@@ -116,7 +117,7 @@ class SelfPlayConfig:
 
 def opponent_seed(seed: int, k: int) -> int:
     """The seed of opponent `k` for a call seeded `seed`, when the caller gives none."""
-    return int(np.random.SeedSequence([seed, 0x6F70706F, k]).generate_state(1)[0])
+    return derive_seed(seed, "opponent", k)
 
 
 def build_opponents(settings: SelfPlayConfig, rules: RuleSet, seed: int,
@@ -166,14 +167,14 @@ class _Game:
         self.policy: list[np.ndarray] = []
         self.side: list[int] = []
         self.full: list[bool] = []
-        self.coin = np.random.default_rng([seed, 2])
+        self.coin = np.random.default_rng(derive_seed(seed, "playout cap"))
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
 
 
 def game_seed(seed: int, index: int) -> int:
     """The seed of game `index` of a self-play call seeded with `seed`."""
-    return int(np.random.SeedSequence([seed, index]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+    return derive_seed(seed, "game", index)
 
 
 def play_games(
@@ -222,7 +223,7 @@ def play_games(
         nonlocal started
         g = _Game(started, game_seed(seed, started))
         started += 1
-        draw = np.random.default_rng([g.seed, 3])
+        draw = np.random.default_rng(derive_seed(g.seed, "opponent game"))
         if opponent_fraction > 0 and draw.random() < opponent_fraction:
             g.opponent = opponents[int(draw.integers(len(opponents)))]
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE

@@ -15,6 +15,7 @@ import numpy as np
 
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.seeding import derive_seed
 
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.gumbel import Gumbel
@@ -101,7 +102,7 @@ class BatchedMCTS:
     match its game's current position is discarded by the next search.
 
     Game slot ``b`` draws its noise from its own generator (seeded from
-    ``(seed, b)`` or by `reseed`), so a game's search does not depend on the
+    ``derive_seed(seed, "slot", b)`` or by `reseed`), so a game's search does not depend on the
     other games of the batch.
 
     `n_games` fixes the number of slots now (needed for `reseed` before the
@@ -131,7 +132,7 @@ class BatchedMCTS:
     def _allocate(self, n: int) -> None:
         self._n = n
         self.tree = new_tree(n, self.max_nodes)
-        self._rngs = [np.random.default_rng([self.seed, b]) for b in range(n)]
+        self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
         self._leaves = Leaves(obs=np.zeros((n,) + OBS_SHAPE, dtype=np.float32),
