@@ -95,6 +95,7 @@ def rows_by_game(data: SelfPlayData) -> list[slice]:
     return [slice(e - len(r.moves), e) for e, r in zip(ends, data.records)]
 
 
+@pytest.mark.slow
 def test_process_workers_play_the_games_of_one_in_process_call() -> None:
     torch.manual_seed(4)
     net = build_network(TINY)
