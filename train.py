@@ -1,7 +1,8 @@
 """AlphaZero self-play training for Jungle.
 
     python train.py                                  # CPU training on the embedded default config
-    python train.py model=medium train=gpu           # a GPU run
+    python train.py preset=gpu                       # a GPU run (model large, train=gpu, 64 simulations)
+    python train.py preset=smoke name=smoke          # a few seconds per iteration
     python train.py name=my-run train.iterations=100 # any field can be overridden
     python train.py resume=my-run                    # continue a run (its name, its directory or its latest.pt)
     python train.py init=checkpoints/shipped/small-cpu.pt name=ft  # a new run starting from given weights
