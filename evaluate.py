@@ -30,9 +30,8 @@ from typing import Any, Optional
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from envs.config import SCHEMA, config_dir
+from envs.config import SCHEMA, config_dir, override_key
 
 SETTINGS_FILE = "tournament.json"
 GAMES_FILE = "games.jsonl"
@@ -175,8 +174,7 @@ def stored_settings(out_dir: Path) -> dict[str, Any]:
         settings = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError) as e:
         raise error(f"{path} cannot be read: {e}") from None
-    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
-    changed = sorted({o.key_or_group for o in parsed} - set(CHANGEABLE_ON_RESUME))
+    changed = sorted({override_key(o) for o in HydraConfig.get().overrides.task} - set(CHANGEABLE_ON_RESUME))
     if changed:
         raise error(f"resume={out_dir} continues that tournament as it was set up; {', '.join(changed)} cannot "
                     f"change (only {', '.join(CHANGEABLE_ON_RESUME[1:])} can); start a new tournament instead")

@@ -74,7 +74,7 @@ from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSetting
 from envs import RuleSet
 from envs.players import make_player
 from envs.seeding import derive_seed
-from envs.config import SCHEMA, config_dir, config_kwargs
+from envs.config import SCHEMA, config_dir, config_kwargs, override_key
 
 log = logging.getLogger("train")
 
@@ -317,7 +317,7 @@ def main(cfg: DictConfig) -> None:
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
         conf = checked_config(cfg)
         init_from: Optional[dict[str, Any]] = None
-        given = {o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
+        given = {override_key(o) for o in HydraConfig.get().overrides.task}
         if resume_from is not None:
             if "init" in given:
                 raise CheckpointError("init= starts a new run from given weights and resume= continues a run: "
@@ -549,13 +549,13 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
     `key=value` overrides, except `resume`, merged on top; a config group cannot change."""
     dotlist = []
     for item in overrides:
-        key = item.split("=", 1)[0].lstrip("+")
+        key = override_key(item)
         if key == "resume":
             continue
         if key in GROUPS:
             raise ConfigError(f"cannot change the config group {key!r} ({item}) of the run in {str(path)!r} "
                               "when resuming; start a new run instead")
-        if "=" not in item or key.startswith("~"):
+        if "=" not in item or item.startswith("~"):
             raise ConfigError(f"cannot apply {item!r} when resuming: only key=value overrides are")
         dotlist.append(item.lstrip("+"))
     try:  # the schema refuses unknown keys and mistyped values

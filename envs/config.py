@@ -70,3 +70,9 @@ def read_config_file(source: Union[Traversable, Path], what: str, error: type[Ex
     if not isinstance(defaults, list) or any(d not in (SCHEMA, "_self_") for d in defaults):
         raise error(f"{what} file {str(source)!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
     return {str(k): v for k, v in values.items()}
+
+
+def override_key(override: str) -> str:
+    """The key or config group that a Hydra command-line override sets, read without Hydra's internal
+    parser: ``train.iterations=9`` and ``+train.x=1`` -> ``train.iterations``, ``train.x``; ``~a.b`` -> ``a.b``."""
+    return override.split("=", 1)[0].lstrip("+~")
