@@ -271,8 +271,8 @@ def checked_config(cfg: DictConfig) -> Config:
 
     Raises a ValueError subclass naming the key at fault: an unknown key
     (even one added with `+`), a value out of range (ConfigError,
-    NetworkShapeError, MCTSConfigError, LearnerConfigError, RuleSetError) or
-    a bad opponent spec (PlayerSpecError)."""
+    NetworkShapeError, MCTSConfigError, LearnerConfigError, RuleSetError,
+    SelfPlayConfigError) or a bad player spec among the opponents (ConfigError)."""
     refuse_unknown_keys(cfg, Config, "")
     try:
         conf = OmegaConf.to_object(cfg)  # builds every dataclass, so each checks its own values
