@@ -19,12 +19,14 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_perft() -> None:
     out = run("perft", START_JFEN, "3")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "12240"
 
 
+@pytest.mark.slow
 def test_perft_divide() -> None:
     out = run("perft", START_JFEN, "2", "--divide")
     assert out.returncode == 0, out.stderr
@@ -35,6 +37,7 @@ def test_perft_divide() -> None:
     assert [m for m, _ in body] == sorted(m for m, _ in body)
 
 
+@pytest.mark.slow
 def test_moves_sorted_one_per_line() -> None:
     out = run("moves", START_JFEN)
     assert out.returncode == 0, out.stderr

@@ -23,7 +23,7 @@ VARIANT_SETS = {
 }
 
 
-@njit
+@njit(cache=True)  # compiled once, not in every test session
 def plain_random_games(
     st0: np.ndarray, flags: np.ndarray, n_games: int, max_plies: int, seed: int, results: np.ndarray
 ) -> int:

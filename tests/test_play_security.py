@@ -260,6 +260,7 @@ def test_a_burst_of_connections_is_served(client: Client) -> None:
     assert results == [200] * 200
 
 
+@pytest.mark.slow
 def test_a_bad_port_is_a_message_not_a_traceback() -> None:
     p = subprocess.run([sys.executable, str(ROOT / "play.py"), "--port", "99999", "--no-browser"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -295,6 +296,7 @@ attack();
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+@pytest.mark.slow
 def test_a_page_from_another_origin_changes_nothing(browser: Any, client: Client, tmp_path: Path, host: str,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     before = game_with_moves(client)

@@ -16,6 +16,7 @@ def run_play(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_terminal_game_against_the_computer() -> None:
     script = "\n".join(["help", "a3a4", "a3a5", "c3d4", "hello", "hint", "undo", "undo", "resign", "a4a5", "quit"])
     p = run_play(script + "\n", "--opponent", "random", "--seed", "5")
@@ -37,6 +38,7 @@ def test_terminal_game_against_the_computer() -> None:
     assert "The computer plays " in out and "Last move: E a3a4" not in out  # the reply is the last move
 
 
+@pytest.mark.slow
 def test_terminal_two_players_until_end_of_input() -> None:
     p = run_play("a3a4\na7a6\nundo\nboard\n", "--two-players")
     assert p.returncode == 0, p.stderr
