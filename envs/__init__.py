@@ -1,5 +1,11 @@
 """Jungle (Dou Shou Qi): rules kernels, a Board API and a Gymnasium environment."""
 
+from pathlib import Path as _Path
+
+from envs import numba_cache as _numba_cache
+
+_numba_cache.guard(_Path(__file__).parent, [_Path(__file__).parent])
+
 from envs.board import (
     START_JFEN,
     Animal,
