@@ -1,4 +1,5 @@
-"""Batched MCTS: sign conventions in both colours, targets, terminals, batching and subtree reuse."""
+"""Batched MCTS: sign conventions in both colours, targets, terminals, batching and subtree reuse
+(the selection maths alone: tests/test_selection.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from agents.alphazero.search import (
     BatchedMCTS,
     MCTSConfig,
     MCTSConfigError,
-    considered_visits,
     uniform_evaluator,
 )
 
@@ -68,9 +68,9 @@ def linear_evaluator(seed: int = 0):
 
 
 def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
-               seed: int = 0):
+               seed: int = 0, **config):
     games = GameBatch(1, RULES, start_jfen=jfen)
-    mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims), FLAGS, seed=seed)
+    mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims, **config), FLAGS, seed=seed)
     return games, mcts, mcts.search(games, add_noise=add_noise)
 
 
@@ -279,10 +279,14 @@ def test_terminal_values_are_exact_in_the_tree(algorithm: str) -> None:
         assert t.raw_value[0, c] == (-1.0 if capture else 0.0)
     # No legal move: the Dog on a8 walls in Blue's last piece, a Rat in the corner (the Cat holds b9).
     jfen = "rC5/7/D6/7/7/7/7/7/7 r 0 1"
-    games, mcts, out = search_one(jfen, algorithm, 32)
+    games, mcts, out = search_one(jfen, algorithm, 32, solver=False)
     c = _child(mcts, ROOT, action_of(jfen, "a7a8"))
     assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == -1.0
     assert out.action[0] in (action_of(jfen, "a7a8"), action_of(jfen, "b9a9"))  # b9a9 takes the last piece
+    # With the solver the move is a proven win too (Cb9-b8 wins in two: both Rat moves are taken).
+    games, mcts, out = search_one(jfen, algorithm, 32)
+    c = _child(mcts, ROOT, int(out.action[0]))
+    assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == -1.0 and out.root_value[0] == 1.0
 
 
 def test_repetition_is_judged_on_game_history_plus_path() -> None:
@@ -383,12 +387,6 @@ def test_a_stale_tree_is_discarded() -> None:
     assert mcts.search(games).visits[0].sum() == 20
 
 
-def test_sequential_halving_schedule() -> None:
-    # 4 sampled actions get 2 visits each, then the best 2 share the rest.
-    assert considered_visits(4, 16).tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    assert considered_visits(1, 5).tolist() == [0, 1, 2, 3, 4]
-
-
 def test_bad_config_is_refused() -> None:
     with pytest.raises(MCTSConfigError, match="algorithm"):
         MCTSConfig(algorithm="alphabeta")
@@ -406,7 +404,8 @@ def test_decisive_moves_prove_wins_one_ply_early(colour: str) -> None:
     n_moves = len(Board.from_jfen(jfen).legal_moves)
     for decisive in (True, False):
         games = GameBatch(1, RULES, start_jfen=jfen)
-        config = MCTSConfig(algorithm="puct", num_simulations=2 * n_moves, decisive_moves=decisive)
+        # The solver would prove those children from their den-entering replies too: off, to see decisive moves alone.
+        config = MCTSConfig(algorithm="puct", num_simulations=2 * n_moves, decisive_moves=decisive, solver=False)
         mcts = BatchedMCTS(uniform_evaluator, config, FLAGS, seed=0)
         out = mcts.search(games, add_noise=False)
         tree = mcts.tree
@@ -427,3 +426,54 @@ def test_decisive_moves_prove_wins_one_ply_early(colour: str) -> None:
         assert checked >= 3
         if decisive:
             assert out.action[0] == action_of(jfen, safe)
+
+
+# Red to move loses by force: Blue's Lion walks d3-d2-d1 and Red's Elephant on a9 needs three moves to d9.
+LOST_IN_FOUR = "E6/7/7/7/7/7/3l3/7/7 r 0 1"
+# Red to move wins by force: the Lion goes d7-d8, then enters d9; Blue's Elephant on a1 is three moves from d1.
+WON_IN_THREE = "7/7/3L3/7/7/7/7/7/e6 r 0 1"
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("colour", ("red", "blue"))
+def test_solver_proves_a_forced_win_and_plays_it(algorithm: str, colour: str) -> None:
+    """Mate in two: the winning first move is proven (its Blue node lost whatever Blue plays), played,
+    and the root value is exactly +1; without the solver the value is only an average."""
+    jfen, move = WON_IN_THREE, "d7d8"
+    if colour == "blue":
+        jfen, move = rotate(jfen), rotate_move(move)
+    assert Board.from_jfen(jfen).side_to_move.name.lower() == colour
+    _, mcts, out = search_one(jfen, algorithm, 300)
+    c = _child(mcts, ROOT, action_of(jfen, move))
+    assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == -1.0
+    assert out.action[0] == action_of(jfen, move)
+    assert out.root_value[0] == 1.0
+    _, plain, plain_out = search_one(jfen, algorithm, 300, solver=False)
+    assert not plain.tree.terminal[0, _child(plain, ROOT, action_of(jfen, move))]
+    assert plain_out.root_value[0] < 1.0
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("colour", ("red", "blue"))
+def test_solver_proves_a_forced_loss(algorithm: str, colour: str) -> None:
+    """Every move loses (the opponent's Lion is two steps from the den, nothing can stop it): each root
+    child is proven won for the opponent and the root value is exactly -1."""
+    jfen = LOST_IN_FOUR if colour == "red" else rotate(LOST_IN_FOUR)
+    _, mcts, out = search_one(jfen, algorithm, 400)
+    tree = mcts.tree
+    fc, n = tree.first_child[0, ROOT], tree.num_children[0, ROOT]
+    assert all(tree.terminal[0, c] and tree.raw_value[0, c] == 1.0 for c in range(fc, fc + n))
+    assert out.root_value[0] == -1.0
+    _, _, plain_out = search_one(jfen, algorithm, 400, solver=False)
+    assert plain_out.root_value[0] > -1.0
+
+
+def test_solver_off_searches_as_before() -> None:
+    """The solver changes nothing in a search that proves nothing: same visits, targets and moves."""
+    ev = linear_evaluator(2)
+    a = search_one(Board().jfen(), "gumbel", 64, evaluator=ev, add_noise=True, seed=5)
+    b = search_one(Board().jfen(), "gumbel", 64, evaluator=ev, add_noise=True, seed=5, solver=False)
+    assert not a[1].tree.terminal[0, : a[1].tree.num_nodes[0]].any()
+    np.testing.assert_array_equal(a[2].visits, b[2].visits)
+    np.testing.assert_array_equal(a[2].policy, b[2].policy)
+    assert a[2].action[0] == b[2].action[0]

@@ -24,6 +24,7 @@ class SearchParams(NamedTuple):
     c_scale: float
     max_depth: int
     decisive: bool
+    solver: bool
 
 
 @dataclass
@@ -61,6 +62,12 @@ class MCTSConfig:
     """A leaf (not the root) whose side to move can win at once (enter the den, take the last
     piece) is a proven win: exact value +1, no network call (the "decisive moves" enhancement of
     Teytaud & Teytaud, 2010). Exact tactics then reach one ply further at almost no cost."""
+    solver: bool = True
+    """MCTS-solver (Winands et al., 2008): exact results climb the tree. A node with a child lost for
+    the opponent is a proven win; a node whose children are all proven is proven with the best of
+    them (a loss when all win for the opponent). Proven nodes are searched no further, their exact
+    value is their Q, and the move played is a proven win when there is one and never a proven loss
+    while another move is open; the root value is then exact."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -84,4 +91,5 @@ class MCTSConfig:
         return SearchParams(
             c_puct=float(self.c_puct), fpu_reduction=float(self.fpu_reduction), c_visit=float(self.gumbel_c_visit),
             c_scale=float(self.gumbel_c_scale), max_depth=int(self.max_depth), decisive=bool(self.decisive_moves),
+            solver=bool(self.solver),
         )

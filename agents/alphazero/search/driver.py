@@ -20,7 +20,13 @@ from envs.seeding import derive_seed
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.puct import Puct
-from agents.alphazero.search.search import apply_evaluations, evaluate_roots, prepare_roots, record_base_visits
+from agents.alphazero.search.search import (
+    apply_evaluations,
+    evaluate_roots,
+    prepare_roots,
+    record_base_visits,
+    solver_outputs,
+)
 from agents.alphazero.search.tree import (
     ROOT,
     Leaves,
@@ -243,6 +249,8 @@ class BatchedMCTS:
                 self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1,
                                                False))
         policy.outputs(tree, roots, self.params, idx, out)
+        if self.params.solver:
+            solver_outputs(tree, idx, out.action, out.root_value)
         return out
 
     def _evaluate(self, k: int) -> None:

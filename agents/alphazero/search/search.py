@@ -147,6 +147,72 @@ def backup(tree: Tree, work: Work, b: int, value: float) -> None:
 
 
 @njit(cache=True)
+def prove_path(tree: Tree, work: Work, b: int) -> None:
+    """MCTS-solver step after game `b`'s path ended at a terminal (or proven) leaf: climb while the
+    node just proven settles its parent.
+
+    A parent (side to move there: the opposite of its child's) is proven a win (+1) by a child lost
+    for the child's side to move (raw value -1); otherwise it is proven only when every child is,
+    with the best of their results for it, max(-raw value). A proven node is marked terminal with
+    its exact value, so the search stops there and `child_q` reads the exact value. The root is never
+    marked (it must still choose a move): `solver_outputs` reads its children."""
+    for d in range(work.depth[b], 1, -1):
+        c = work.path[b, d]
+        if not tree.terminal[b, c]:
+            return
+        p = work.path[b, d - 1]
+        if tree.raw_value[b, c] == -1.0:
+            value = 1.0
+        else:
+            fc = tree.first_child[b, p]
+            value = -2.0
+            for j in range(tree.num_children[b, p]):
+                s = fc + j
+                if not tree.terminal[b, s]:
+                    return
+                value = max(value, -float(tree.raw_value[b, s]))
+        tree.terminal[b, p] = True
+        tree.raw_value[b, p] = value
+
+
+@njit(cache=True)
+def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.ndarray) -> None:
+    """Correct the root policy's move and value by the root children's proven results, per game of `idx`.
+
+    A proven win is played when there is one (the most visited of them), value +1; with every child
+    proven, the best is played and the value is exact; a chosen move that is a proven loss gives way
+    to the most visited open one. Values are from the side to move at the root."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        fc = tree.first_child[b, ROOT]
+        if fc == UNVISITED:
+            continue
+        best_proven = -1
+        best_q = -2.0
+        best_open = -1
+        all_proven = True
+        chosen_lost = False
+        for j in range(tree.num_children[b, ROOT]):
+            c = fc + j
+            if tree.terminal[b, c]:
+                q = -float(tree.raw_value[b, c])
+                if q > best_q or (q == best_q and tree.visits[b, c] > tree.visits[b, best_proven]):
+                    best_q = q
+                    best_proven = c
+                if q == -1.0 and tree.action[b, c] == action[b]:
+                    chosen_lost = True
+            else:
+                all_proven = False
+                if best_open < 0 or tree.visits[b, c] > tree.visits[b, best_open]:
+                    best_open = c
+        if best_proven >= 0 and (best_q == 1.0 or all_proven):
+            action[b] = tree.action[b, best_proven]
+            value[b] = best_q
+        elif chosen_lost and best_open >= 0:
+            action[b] = tree.action[b, best_open]
+
+
+@njit(cache=True)
 def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags: np.ndarray,
                params: SearchParams, buf: np.ndarray, uniform: bool, k: int) -> int:
     """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
@@ -155,6 +221,8 @@ def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags:
     status = expand(tree, work, b, leaf, flags, buf, params.decisive)
     if status == LEAF_TERMINAL:
         backup(tree, work, b, tree.raw_value[b, leaf])
+        if params.solver:
+            prove_path(tree, work, b)
         return k
     if uniform:
         backup(tree, work, b, 0.0)

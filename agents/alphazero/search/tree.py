@@ -38,7 +38,7 @@ class Tree(NamedTuple):
     value_sum: np.ndarray  # float32 [B, N]: side to move at the node
     prior: np.ndarray  # float32 [B, N]: P(action leading here) from the parent's policy
     raw_value: np.ndarray  # float32 [B, N]: evaluator's (or the exact terminal) value, side to move at the node
-    terminal: np.ndarray  # bool [B, N]
+    terminal: np.ndarray  # bool [B, N]: game over there, or a proven result (decisive moves, solver)
     num_nodes: np.ndarray  # int32 [B]
 
 
@@ -112,7 +112,10 @@ def reset_tree(tree: Tree, b: int) -> None:
 
 @njit(cache=True, inline="always")
 def child_q(tree: Tree, b: int, c: int) -> float:
-    """Q of child `c` from its parent's side to move (the negated mean of the child); needs a visit."""
+    """Q of child `c` from its parent's side to move: the negated exact value of a terminal (or
+    proven) child, else the negated mean of its simulations; needs a visit."""
+    if tree.terminal[b, c]:
+        return -tree.raw_value[b, c]
     return -tree.value_sum[b, c] / tree.visits[b, c]
 
 
