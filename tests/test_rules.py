@@ -412,6 +412,25 @@ def test_load_rules_errors(tmp_path: object) -> None:
     assert load_rules(bare_off) == RuleSet(repetition="off")
 
 
+def test_rule_files_may_start_from_the_schema_like_the_group(tmp_path: object) -> None:
+    """A rules yaml file may carry the group's Hydra defaults list (``[schema, _self_]``) and nothing else there."""
+    from pathlib import Path
+
+    from envs.rules import RuleSetError, load_rules
+
+    like_group = Path(str(tmp_path)) / "mine.yaml"
+    like_group.write_text("defaults:\n  - schema\n  - _self_\njump_blocking: enemy_rat\n")
+    assert load_rules(like_group) == RuleSet(jump_blocking="enemy_rat")
+    other = Path(str(tmp_path)) / "other.yaml"
+    other.write_text("defaults:\n  - dog_over_wolf\n")
+    with pytest.raises(RuleSetError, match="defaults list"):
+        load_rules(other)
+    listed = Path(str(tmp_path)) / "listed.yaml"
+    listed.write_text("- rank_order\n")
+    with pytest.raises(RuleSetError, match="mapping"):
+        load_rules(listed)
+
+
 def test_anti_chase_can_leave_no_move_and_that_loses() -> None:
     """Ruling: moves barred by anti-chase are illegal, so rule 10 applies to them."""
     # Red's only piece, a Lion, loops b1 a1 a2 b2 for 17 moves and ends in the corner a1:
