@@ -11,7 +11,7 @@ from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, SelfPlayData, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, SelfPlayData, play_games, value_targets
 
 RULES = RuleSet(no_capture_draw=40)
 
@@ -24,7 +24,8 @@ def _play(algorithm: str, **kw) -> SelfPlayData:
 
 @pytest.fixture(scope="module", params=("puct", "gumbel"))
 def data(request: pytest.FixtureRequest) -> SelfPlayData:
-    return _play(request.param)
+    # Cut games score 0 here, so every value follows from the record (bootstrapping is tested below).
+    return _play(request.param, truncated_value="draw")
 
 
 def test_shapes_and_counts(data: SelfPlayData) -> None:
@@ -253,3 +254,52 @@ def test_opponents_come_from_the_settings_specs() -> None:
     assert {r.start for r in a.records} == {settings.start_jfen}
     assert 0 < a.stats["opponent_games"] < 6
     assert all({r.red, r.blue} <= {"net", "random"} and "net" in (r.red, r.blue) for r in a.records)
+
+
+def test_value_targets_of_finished_cut_and_blended_games() -> None:
+    sides = np.array([K.RED, K.BLUE, K.RED, K.BLUE, K.RED])
+    q = np.array([0.2, -0.4, np.nan, 0.6, -0.8])  # root values, side to move's view; NaN: an opponent moved
+    plain = SelfPlayConfig()
+    np.testing.assert_array_equal(value_targets(sides, q, K.BLUE, False, plain), [-1, 1, -1, 1, -1])
+    np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, False, plain), [0, 0, 0, 0, 0])
+    # Cut: the mean of the last 2 searched root values seen from Red: (-0.6 + -0.8) / 2 = -0.7.
+    cut = value_targets(sides, q, K.DRAW, True, SelfPlayConfig(bootstrap_plies=2))
+    np.testing.assert_allclose(cut, [-0.7, 0.7, -0.7, 0.7, -0.7], rtol=1e-6)
+    np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, True, SelfPlayConfig(truncated_value="draw")),
+                                  [0, 0, 0, 0, 0])
+    blend = value_targets(sides, q, K.RED, False, SelfPlayConfig(value_q_weight=0.25))
+    np.testing.assert_allclose(blend, [0.8, -0.85, 1.0, -0.6, 0.55], rtol=1e-6)  # the opponent's move keeps z
+    with pytest.raises(SelfPlayConfigError, match="truncated_value"):
+        SelfPlayConfig(truncated_value="zero")
+    with pytest.raises(SelfPlayConfigError, match="value_q_weight"):
+        SelfPlayConfig(value_q_weight=1.5)
+
+
+def linear_evaluator(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(int(np.prod(OBS_SHAPE)), N_ACTIONS)).astype(np.float32) * 0.3
+    v = rng.normal(size=int(np.prod(OBS_SHAPE))).astype(np.float32) * 0.2
+
+    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        flat = obs.reshape(len(obs), -1)
+        return flat @ w, np.tanh(flat @ v).astype(np.float32)
+
+    return evaluate
+
+
+def test_cut_games_bootstrap_their_value_from_the_search() -> None:
+    """Games cut at max_plies get the search's verdict, the same size for both sides with opposite signs."""
+    settings = SelfPlayConfig(parallel=2, max_plies=12)
+    data = play_games(linear_evaluator(), settings, mcts=MCTSConfig(num_simulations=8), rules=RULES,
+                      num_games=3, seed=5)
+    row = 0
+    cut = 0
+    for rec in data.records:
+        values = data.value[row: row + len(rec.moves)]
+        if rec.termination == "ply_cap":
+            cut += 1
+            assert np.all(np.abs(values) == np.abs(values[0])) and values[0] != 0
+            np.testing.assert_allclose(values[::2], -values[1::2][: len(values[::2])], rtol=1e-6)
+            assert np.all(np.abs(values) <= 1)
+        row += len(rec.moves)
+    assert cut >= 1

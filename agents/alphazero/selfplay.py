@@ -69,6 +69,10 @@ TIMING_STATS = ("seconds", "games_per_s", "positions_per_s", "simulations_per_s"
 """The stats that measure time (all others depend on the games only)."""
 
 
+TRUNCATED_VALUES = ("search", "draw")
+"""Value targets of a game cut at `SelfPlayConfig.max_plies` (see `truncated_value`)."""
+
+
 class SelfPlayConfigError(ValueError):
     """An unknown or out-of-range self-play setting."""
 
@@ -81,7 +85,17 @@ class SelfPlayConfig:
     parallel: int = 64
     """Games played in lockstep (one evaluator call per simulation step covers them all)."""
     max_plies: int = 200
-    """A game longer than this stops (termination ``ply_cap``) and counts as a draw (value 0)."""
+    """A game longer than this stops (termination ``ply_cap``, recorded as a draw); its value targets
+    follow `truncated_value`."""
+    truncated_value: str = "search"
+    """Value targets of a game cut at `max_plies`, which is no draw by the rules: ``search``
+    bootstraps them from the search (the mean root value of the last `bootstrap_plies` searched
+    positions, seen from each position's side to move); ``draw`` gives every position 0."""
+    bootstrap_plies: int = 4
+    """Searched positions at the end of a cut game whose root values are averaged (truncated_value=search)."""
+    value_q_weight: float = 0.0
+    """Blend of the value target: (1 - w) * game result + w * the position's own root search value
+    (the z/q mix); 0 trains on results alone. Opponents' positions (no search) keep the result."""
     playout_cap_fraction: float = 0.0
     """Fraction of moves searched cheaply (playout-cap randomisation); those positions train the value only."""
     cheap_simulations: int = 4
@@ -102,7 +116,12 @@ class SelfPlayConfig:
                 raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must be >= 1")
         if int(self.cheap_simulations) < 0:
             raise SelfPlayConfigError(f"selfplay cheap_simulations={self.cheap_simulations!r} must be >= 0")
-        for name in ("playout_cap_fraction", "opponent_fraction"):
+        if self.truncated_value not in TRUNCATED_VALUES:
+            raise SelfPlayConfigError(f"selfplay truncated_value={self.truncated_value!r} is not one of "
+                                      f"{', '.join(TRUNCATED_VALUES)}")
+        if int(self.bootstrap_plies) < 1:
+            raise SelfPlayConfigError(f"selfplay bootstrap_plies={self.bootstrap_plies!r} must be >= 1")
+        for name in ("playout_cap_fraction", "opponent_fraction", "value_q_weight"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must lie in [0, 1]")
         if isinstance(self.opponents, str):
@@ -146,7 +165,8 @@ class SelfPlayData:
     policy: np.ndarray
     """float32 [N, 252]: search policy (0 off the mask)."""
     value: np.ndarray
-    """float32 [N]: final outcome from the side to move's view (+1 win, -1 loss, 0 draw or truncation)."""
+    """float32 [N]: value target from the side to move's view: the game's result (+1 win, -1 loss, 0 draw),
+    for a cut game the search's bootstrapped verdict, blended with the root value per `value_q_weight`."""
     full_search: np.ndarray
     """bool [N]: False for playout-capped cheap moves (not policy targets)."""
     records: list[GameRecord] = field(default_factory=list)
@@ -167,6 +187,8 @@ class _Game:
         self.policy: list[np.ndarray] = []
         self.side: list[int] = []
         self.full: list[bool] = []
+        self.root_value: list[float] = []
+        """The search's root value of each position (side to move's view); NaN for an opponent's move."""
         self.coin = np.random.default_rng(derive_seed(seed, "playout cap"))
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
@@ -273,9 +295,11 @@ def play_games(
                 assert g.opponent is not None
                 action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 g.policy.append(np.zeros(N_ACTIONS, dtype=np.float32))
+                g.root_value.append(float("nan"))
             else:
                 action = int(out.action[s])
                 g.policy.append(out.policy[s].copy())
+                g.root_value.append(float(out.root_value[s]))
             games.play(s, action)
             search.advance(s, action)
             if not games.done[s]:
@@ -283,7 +307,7 @@ def play_games(
             names = (name, name)
             if g.opponent is not None:
                 names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
-            values, record = _finish(games, s, g, rules, names)
+            values, record = _finish(games, s, g, rules, names, settings)
             if g.opponent is not None:
                 mine = np.flatnonzero(np.asarray(g.side) != g.opponent_side)
                 opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
@@ -367,20 +391,42 @@ def merge_selfplay(parts: Sequence[SelfPlayData], seconds: Optional[float] = Non
     )
 
 
-def _finish(games: GameBatch, s: int, g: _Game, rules: RuleSet,
-            player_names: tuple[str, str]) -> tuple[np.ndarray, GameRecord]:
+def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, truncated: bool,
+                  settings: SelfPlayConfig) -> np.ndarray:
+    """float32 [n] value targets of a finished game's positions, each from its side to move.
+
+    `sides` [n] are the sides to move, `root_value` [n] the search's root values (NaN where an
+    opponent moved), `winner` the kernels' winner (RED, BLUE or DRAW) of a game that ended by the
+    rules. A cut game (`truncated`) bootstraps its result from the mean root value of its last
+    `bootstrap_plies` searched positions (``truncated_value="search"``), or scores 0 (``"draw"``).
+    `value_q_weight` then blends each position's own root value in."""
+    red = sides == K.RED
+    if truncated:
+        searched = np.flatnonzero(~np.isnan(root_value))[-settings.bootstrap_plies:]
+        if settings.truncated_value == "draw" or len(searched) == 0:
+            red_result = 0.0
+        else:  # root values seen from Red, averaged
+            red_result = float(np.mean(np.where(red[searched], root_value[searched], -root_value[searched])))
+    else:
+        red_result = 0.0 if winner == K.DRAW else (1.0 if winner == K.RED else -1.0)
+    values = np.where(red, red_result, -red_result)
+    w = settings.value_q_weight
+    if w > 0:
+        values = np.where(np.isnan(root_value), values, (1.0 - w) * values + w * np.nan_to_num(root_value))
+    return values.astype(np.float32)
+
+
+def _finish(games: GameBatch, s: int, g: _Game, rules: RuleSet, player_names: tuple[str, str],
+            settings: SelfPlayConfig) -> tuple[np.ndarray, GameRecord]:
     """Value targets (from each position's side to move) and the record of the game in slot `s`."""
     term, winner = games.outcome(s)
     sides = np.asarray(g.side)
+    values = value_targets(sides, np.asarray(g.root_value, dtype=np.float64), winner, bool(games.truncated[s]),
+                           settings)
     if games.truncated[s]:
         result, termination = "1/2-1/2", "ply_cap"
-        values = np.zeros(len(sides), dtype=np.float32)
     else:
         result, termination = RESULT_OF_WINNER[winner], Termination(term).name.lower()
-        if winner == K.DRAW:
-            values = np.zeros(len(sides), dtype=np.float32)
-        else:
-            values = np.where(sides == winner, 1.0, -1.0).astype(np.float32)
     record = GameRecord(
         start=games.start[s], moves=games.moves(s), result=result, termination=termination,
         red=player_names[0], blue=player_names[1], rules=rules.to_dict(), seed=g.seed,
