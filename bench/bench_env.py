@@ -23,12 +23,12 @@ from envs import JungleEnv
 from envs.vector import JungleVectorEnv
 
 
-def run(env: JungleEnv, steps: int, seed: int = 0) -> tuple[float, int]:
-    """Play `steps` env steps (resetting at episode ends); return (seconds, episodes)."""
+def run(env: JungleEnv, steps: int, seed: int = 0) -> tuple[float, float, int]:
+    """Play `steps` env steps (resetting at episode ends); return (wall seconds, CPU seconds, episodes)."""
     rng = np.random.default_rng(seed)
     obs, info = env.reset(seed=seed)
     episodes = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         legal = np.flatnonzero(info["action_mask"])
         action = legal[rng.integers(len(legal))]
@@ -36,7 +36,7 @@ def run(env: JungleEnv, steps: int, seed: int = 0) -> tuple[float, int]:
         if terminated or truncated:
             episodes += 1
             obs, info = env.reset()
-    return time.perf_counter() - t0, episodes
+    return time.perf_counter() - t0, time.process_time() - c0, episodes
 
 
 def run_vector(venv: JungleVectorEnv, env_steps: int, seed: int = 0) -> tuple[float, float, int]:
@@ -68,8 +68,9 @@ def main() -> None:
         ("self-play", JungleEnv(), args.steps),
         ("vs random", JungleEnv(opponent="random", agent_side="random"), args.steps // 4),
     ):
-        seconds, episodes = run(env, steps)
-        print(f"{label:>10}: {steps / seconds:10,.0f} steps/s  ({steps} steps, {episodes} episodes, {seconds:.2f} s)")
+        seconds, cpu, episodes = run(env, steps)
+        print(f"{label:>10}: {steps / seconds:10,.0f} steps/s [{steps / cpu:10,.0f} per CPU second]  "
+              f"({steps} steps, {episodes} episodes, {seconds:.2f} s)")
 
     print("vector env (JungleVectorEnv), env steps/s, wall clock [per CPU second]:")
     for label, opponent, side in (("self-play", None, "red"), ("vs random", "random", "random")):

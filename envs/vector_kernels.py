@@ -132,13 +132,19 @@ def _play(i: int, m: int, setup: Setup, games: Games, out: Outputs, moves: np.nd
     return _observe(i, setup, games, out, moves)
 
 
+@njit(cache=True, inline="always")
+def _at_cap(st: np.ndarray, setup: Setup) -> bool:
+    """Whether the game in `st` has reached the ply cap (`JungleEnv`'s truncation)."""
+    max_plies = setup.config[C_MAX_PLIES]
+    return max_plies > 0 and st[K.S_PLY] >= max_plies
+
+
 @njit(cache=True)
 def _judge(i: int, term: int, winner: int, viewer: int, setup: Setup, games: Games, out: Outputs) -> bool:
     """Record how game `i` stands after a move (rewards from `viewer`'s side); return whether it ended.
 
     As `JungleEnv.step`: terminated when the rules end the game, else
     truncated once the game's ply reaches the cap (mask cleared, reward 0)."""
-    max_plies = setup.config[C_MAX_PLIES]
     if term != K.TERM_NONE:
         out.terminated[i] = True
         out.terminations[i] = term
@@ -147,7 +153,7 @@ def _judge(i: int, term: int, winner: int, viewer: int, setup: Setup, games: Gam
             out.side_rewards[i, winner] = 1.0
             out.side_rewards[i, 1 - winner] = -1.0
             out.rewards[i] = 1.0 if winner == viewer else -1.0
-    elif max_plies > 0 and games.states[i, K.S_PLY] >= max_plies:
+    elif _at_cap(games.states[i], setup):
         out.truncated[i] = True
         out.terminations[i] = TERM_PLY_CAP
         out.masks[i, :] = 0
@@ -238,12 +244,19 @@ def vector_step(actions: np.ndarray, setup: Setup, games: Games, out: Outputs, m
             _clear(i, out)
             games.awaiting[i] = False
             viewer = st[K.S_SIDE]  # the agent (in self-play the side to move): rewards are from its view
-            term, winner, n = _play(i, action_to_move(st, actions[i]), setup, games, out, moves)
-            if not _judge(i, term, winner, viewer, setup, games, out):
-                if opponent == OPP_RANDOM:
+            m = action_to_move(st, actions[i])
+            if opponent == OPP_RANDOM:
+                # The position between the agent's move and the reply is observed only if the game ends there.
+                K.make_move(st, games.hists[i], games.hashes[i], m)
+                term, winner, n = K.outcome_and_moves(st, games.hists[i], games.hashes[i], setup.flags, moves)
+                if term == K.TERM_NONE and not _at_cap(st, setup):
                     term, winner, n = _random_reply(i, n, setup, games, out, moves)
-                    _judge(i, term, winner, viewer, setup, games, out)
-                elif opponent == OPP_EXTERNAL:
+                else:
+                    term, winner, n = _observe(i, setup, games, out, moves)
+                _judge(i, term, winner, viewer, setup, games, out)
+            else:
+                term, winner, n = _play(i, m, setup, games, out, moves)
+                if not _judge(i, term, winner, viewer, setup, games, out) and opponent == OPP_EXTERNAL:
                     games.awaiting[i] = True
         if st[K.S_PLY] > top:
             top = st[K.S_PLY]
