@@ -725,6 +725,18 @@ def _chase_filter(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, cands: np
 
 
 @lean("always")
+def _legal_targets(
+    st: np.ndarray, hist: np.ndarray, flags: np.ndarray, row: np.ndarray, own: np.uint64, enemy: np.uint64, chase: bool
+) -> int:
+    """The legal targets of each animal of the side to move into `row[8]` (see `_piece_cands`), the
+    anti-chase rules applied when `chase`; returns the number of moves."""
+    n = _piece_cands(st, flags, row, own, enemy)
+    if chase:
+        n = _chase_filter(st, hist, flags, row)
+    return n
+
+
+@lean("always")
 def _play(st: np.ndarray, hist: np.ndarray, chase: bool, animal: int, frm: int, to: int) -> int:
     """Perft's make: the side to move's `animal` goes from `frm` to `to`; returns the captured code (0 if none)."""
     side = side_to_move(st)
@@ -771,12 +783,11 @@ def _perft(
 
     `own` and `enemy` are the occupancies of the side to move and of its
     enemy; `cands[depth]` receives this ply's targets. `bulk` counts the last
-    ply by popcounts instead of making its moves."""
+    ply by popcounts instead of making its moves, in the loop of the ply
+    before (into `cands[0]`), which spares a call per counted node."""
     row = cands[depth]
-    n = _piece_cands(st, flags, row, own, enemy)
     chase = flags[F_ANTI_CHASE] != 0
-    if chase:
-        n = _chase_filter(st, hist, flags, row)
+    n = _legal_targets(st, hist, flags, row, own, enemy, chase)
     if bulk and depth == 1:
         return n
     side = side_to_move(st)
@@ -793,7 +804,12 @@ def _perft(
             if depth == 1:
                 total += 1
             elif to != enemy_den and st[S_COUNT + 1 - side] != 0:  # a win (rule 8, 9) ends the line
-                total += _perft(st, hist, flags, cands, depth - 1, bulk, enemy & ~BIT[to], own ^ BIT[frm] ^ BIT[to])
+                child_own = enemy & ~BIT[to]
+                child_enemy = own ^ BIT[frm] ^ BIT[to]
+                if bulk and depth == 2:
+                    total += _legal_targets(st, hist, flags, cands[0], child_own, child_enemy, chase)
+                else:
+                    total += _perft(st, hist, flags, cands, depth - 1, bulk, child_own, child_enemy)
             _unplay(st, chase, i + 1, frm, to, cap)
     return total
 

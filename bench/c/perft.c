@@ -174,9 +174,9 @@ static int won(const Pos *p) {
 }
 
 /* perft of a position whose game goes on; `bulk` counts the last ply by popcounts
- * instead of making its moves. */
+ * instead of making its moves, in the loop of the ply before. */
 static uint64_t perft(Pos *p, int depth, int bulk) {
-    bb_t cands[9];
+    bb_t cands[9], child[9];
     int n = piece_targets(p, cands);
     if (depth == 1 && bulk) return (uint64_t)n;
     int side = p->side, foe = 1 - side;
@@ -188,7 +188,7 @@ static uint64_t perft(Pos *p, int depth, int bulk) {
             if (depth == 1)
                 total++;
             else if (to != DEN_SQ[foe] && p->count[foe]) /* a win by rule 8 or 9 ends the line */
-                total += perft(p, depth - 1, bulk);
+                total += bulk && depth == 2 ? (uint64_t)piece_targets(p, child) : perft(p, depth - 1, bulk);
             unmake(p, a, frm, to, cap);
         }
     }
