@@ -66,11 +66,15 @@ class GracefulStop:
         """The shell's status for a process ended by the signal received (130 for Ctrl-C, 143 for SIGTERM)."""
         return 128 + (self.requested or signal.SIGINT)
 
-    def __enter__(self) -> "GracefulStop":
-        if threading.current_thread() is threading.main_thread():
+    def install(self) -> "GracefulStop":
+        """Take over the signals now (idempotent; `with` does it too, and gives them back at its end)."""
+        if not self._previous and threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 self._previous[s] = signal.signal(s, self._handle)
         return self
+
+    def __enter__(self) -> "GracefulStop":
+        return self.install()
 
     def __exit__(self, *exc: object) -> None:
         for s, handler in self._previous.items():
