@@ -340,6 +340,10 @@ def main(cfg: DictConfig) -> None:
         print(f"train.py: error: {e}", file=sys.stderr)
         sys.exit(2)
     in_place = resume_from is not None and run_dir.resolve() == resume_path.parent.resolve()
+    again = f"python train.py resume={run_dir}"
+    # From here on a first Ctrl-C or SIGTERM stops at the next safe point; a second one at once.
+    stop = GracefulStop(on_second=f"stopped at once; continue from the last checkpoint: {again}").install()
+    stop.waiting_for = "the start"
 
     # -- the run directory: this process alone writes to it; logs cut back to the checkpoint --------
     try:
@@ -407,7 +411,6 @@ def main(cfg: DictConfig) -> None:
              f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
 
     # -- loop: {self-play -> learn -> evaluate -> checkpoint}; a stop signal ends it at a safe point ---
-    again = f"python train.py resume={run_dir}"
     clock = PhaseClock(history.get("phase_seconds"))  # seconds per phase, for the ETA
     progress = sys.stderr.isatty()
     pending_eval = in_place and bool(resume_from and resume_from["extra"].get("pending_eval"))
@@ -428,9 +431,12 @@ def main(cfg: DictConfig) -> None:
         ))
         saved = (counters["iteration"], pending)
 
-    with pool, GracefulStop(on_second=f"stopped at once; continue from the last checkpoint: {again}") as stop:
+    with pool, stop:
         started = time.time()
         for it in range(counters["iteration"] + (0 if pending_eval else 1), tc.iterations + 1):
+            if stop.requested:
+                stopped = f"before iteration {it}"
+                break
             t0 = time.time()
             last = it == tc.iterations
             due = evaluation_due(it, tc.iterations, tc.eval.every)
@@ -535,8 +541,9 @@ def main(cfg: DictConfig) -> None:
     writer.close()
     if stop.requested:
         at = f"iteration {saved[0]}" + (" (its evaluation still to play)" if saved[1] else "")
-        print(f"{signal_name(stop.requested)}: stopped {stopped}; latest.pt holds {at}; continue with: {again}",
-              file=sys.stderr)
+        then = (f"latest.pt holds {at}; continue with: {again}" if (run_dir / LATEST).is_file() else
+                "no checkpoint was written yet: run the same command again to start afresh")
+        print(f"{signal_name(stop.requested)}: stopped {stopped}; {then}", file=sys.stderr)
         sys.exit(stop.exit_code)
     log.info("done: %s (%s)", run_dir, format_seconds(time.time() - started))
 
