@@ -27,7 +27,11 @@ from agents.io import PathLike, remove_stale_temp_files
 LOCK_NAME = ".lock"
 
 
-class RunDirBusyError(ValueError):
+class RunDirError(ValueError):
+    """A run directory that cannot be claimed (names it and why)."""
+
+
+class RunDirBusyError(RunDirError):
     """Another live process writes to this run directory (names the directory and the holder's pid)."""
 
 
@@ -72,6 +76,10 @@ def claim_run_dir(directory: PathLike, *, what: str = "run directory") -> RunDir
         who = f"process {holder}" if holder else "another process"
         raise RunDirBusyError(f"the {what} {str(d)!r} is in use by {who} (it holds {str(d / LOCK_NAME)!r}); "
                               f"wait for it to finish or stop it first") from None
+    except OSError as e:  # a file system without locks (some network mounts)
+        os.close(fd)
+        raise RunDirError(f"the {what} {str(d)!r} cannot be locked ({e.strerror}); "
+                          f"use a directory on a local file system") from None
     except BaseException:
         os.close(fd)
         raise
