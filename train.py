@@ -413,7 +413,7 @@ def main(cfg: DictConfig) -> None:
     # -- loop: {self-play -> learn -> evaluate -> checkpoint}; a stop signal ends it at a safe point ---
     clock = PhaseClock(history.get("phase_seconds"))  # seconds per phase, for the ETA
     progress = sys.stderr.isatty()
-    pending_eval = in_place and bool(resume_from and resume_from["extra"].get("pending_eval"))
+    pending_eval = bool(resume_from and resume_from["extra"].get("pending_eval"))  # stopped before it evaluated
     saved = (counters["iteration"], pending_eval)  # what latest.pt holds: (iteration, its evaluation still to do)
     stopped = ""
 
