@@ -19,6 +19,7 @@ The modules, in the order of mctx's split:
 * `selection` selection maths per algorithm: PUCT, completed Q, sigma, Gumbel interior and root
               selection, the sequential-halving schedule
 * `search`    the select / expand / evaluate / backup loop, taking the selection functions as arguments
+* `policy`    `RootPolicy`, what an algorithm gives the driver
 * `puct`, `gumbel`  each algorithm: its cached loop entry point, root noise, targets and moves
 * `driver`    `BatchedMCTS`, the stateful driver (evaluator calls, per-game generators, subtree reuse)
 
@@ -28,14 +29,8 @@ The modules, in the order of mctx's split:
 """
 
 from agents.alphazero.search.config import ALGORITHMS, MCTSConfig, MCTSConfigError, SearchParams
-from agents.alphazero.search.driver import (
-    ROOT_POLICIES,
-    BatchedMCTS,
-    Evaluator,
-    RootPolicy,
-    SearchOutput,
-    uniform_evaluator,
-)
+from agents.alphazero.search.driver import ROOT_POLICIES, BatchedMCTS, Evaluator, SearchOutput, uniform_evaluator
+from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.selection import considered_visits
 from agents.alphazero.search.tree import NO_PARENT, ROOT, UNVISITED, Tree
 

@@ -9,7 +9,7 @@ policy that `MCTSConfig.algorithm` names in `ROOT_POLICIES`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -17,8 +17,9 @@ from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.seeding import derive_seed
 
-from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.config import MCTSConfig
 from agents.alphazero.search.gumbel import Gumbel
+from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.puct import Puct
 from agents.alphazero.search.search import (
     apply_evaluations,
@@ -70,31 +71,7 @@ class SearchOutput:
     """int32 [B, 252]: visits of the root's children (reused ones included)."""
 
 
-class RootPolicy(Protocol):
-    """One search algorithm as the driver uses it (`puct.Puct`, `gumbel.Gumbel`)."""
-
-    name: str
-
-    def allocate(self, n: int) -> None:
-        """Room for `n` game slots."""
-
-    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
-                   roots: Roots) -> None:
-        """Draw this search's exploration noise of the games `noisy` (a subset of the searched `idx`),
-        each from its own generator `rngs[b]`."""
-
-    def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
-                 params: SearchParams, idx: np.ndarray, steps: int, uniform: bool) -> int:
-        """The algorithm's cached `search.simulate` entry point."""
-
-    def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
-        """Set up the root once its children and priors are known (noise, schedules)."""
-
-    def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: SearchOutput) -> None:
-        """Write the targets, moves, root values and visits of the searched games into `out`."""
-
-
-ROOT_POLICIES: dict[str, Callable[[MCTSConfig], RootPolicy]] = {"puct": Puct, "gumbel": Gumbel}
+ROOT_POLICIES: dict[str, type[RootPolicy]] = {"puct": Puct, "gumbel": Gumbel}
 """Root policy of each `MCTSConfig.algorithm`."""
 
 

@@ -20,6 +20,7 @@ from numba import njit
 from envs import kernels as K
 
 from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.search import simulate
 from agents.alphazero.search.selection import (
     considered_visits_table,
@@ -73,18 +74,16 @@ def gumbel_outputs(tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarr
         action[b] = tree.action[b, fc + best]
 
 
-class Gumbel:
-    """The Gumbel root policy for `BatchedMCTS`: Gumbel noise per game slot, the halving schedule, outputs."""
+class Gumbel(RootPolicy):
+    """Gumbel AlphaZero's root policy for `BatchedMCTS`: Gumbel noise (kept in `Roots`), the halving schedule."""
 
     name = "gumbel"
     simulate = staticmethod(simulate_gumbel)
 
     def __init__(self, config: MCTSConfig) -> None:
-        self.config = config
+        super().__init__(config)
         self._tables: dict[int, np.ndarray] = {}
-
-    def allocate(self, n: int) -> None:
-        """Room for `n` game slots (the Gumbel noise lives in `Roots`)."""
+        """Sequential-halving tables by simulation count."""
 
     def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
                    roots: Roots) -> None:

@@ -17,7 +17,8 @@ from numba import njit
 
 from envs import kernels as K
 
-from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.config import SearchParams
+from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.search import simulate
 from agents.alphazero.search.selection import select_puct
 from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, child_q, root_visits
@@ -74,8 +75,8 @@ def puct_outputs(tree: Tree, idx: np.ndarray, temperature: np.ndarray, u: np.nda
         fc = tree.first_child[b, ROOT]
         if fc == UNVISITED:
             continue
-        n = tree.num_children[b, ROOT]
         value[b] = tree.value_sum[b, ROOT] / max(tree.visits[b, ROOT], 1)
+        n = tree.num_children[b, ROOT]
         sum_n = root_visits(tree, b, visits[b])
         for j in range(n):
             c = fc + j
@@ -113,18 +114,15 @@ def puct_outputs(tree: Tree, idx: np.ndarray, temperature: np.ndarray, u: np.nda
         action[b] = tree.action[b, fc + best]
 
 
-class Puct:
-    """The PUCT root policy for `BatchedMCTS`: its noise per game slot, its simulations and its outputs."""
+class Puct(RootPolicy):
+    """AlphaZero's root policy for `BatchedMCTS`: Dirichlet noise and a move temperature per game slot."""
 
     name = "puct"
     simulate = staticmethod(simulate_puct)
 
-    def __init__(self, config: MCTSConfig) -> None:
-        self.config = config
-        self._noisy = np.zeros(0, dtype=np.int64)
-
     def allocate(self, n: int) -> None:
         """Room for `n` game slots."""
+        self._noisy = np.zeros(0, dtype=np.int64)
         self._noise = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
         self._saved = np.zeros((n, K.MAX_MOVES), dtype=np.float32)
         self._temperature = np.zeros(n, dtype=np.float64)

@@ -20,9 +20,10 @@ compiles one specialised copy per pair. Two numba facts shape how:
 A new algorithm (a solver, another root rule) is a new pair of selection
 functions and one such entry point; the loop stays as it is.
 
-Numba's cache is keyed on each entry point's own source file: after editing
-this module or `selection`/`tree`, clear ``agents/alphazero/search/__pycache__``
-(or touch the entry modules) so that their cached machine code is rebuilt.
+numba checks only an entry point's own file before loading its cached code,
+which holds this loop and the selection functions too; `envs.numba_cache`
+(run when `agents` is imported) drops the cache when any of their sources
+changed.
 
 Values are from the side to move at the node they belong to; `backup`
 negates at each ply up the path.

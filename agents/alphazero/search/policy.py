@@ -1,0 +1,45 @@
+"""What a search algorithm gives the driver: `RootPolicy`, the base of `puct.Puct` and `gumbel.Gumbel`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agents.alphazero.search.config import MCTSConfig, SearchParams
+from agents.alphazero.search.tree import Leaves, Roots, Tree, Work
+
+if TYPE_CHECKING:
+    from agents.alphazero.search.driver import SearchOutput
+
+
+class RootPolicy:
+    """One search algorithm as `BatchedMCTS` uses it: its exploration noise, its simulation kernel and
+    its root outputs. A subclass sets `name` and `simulate` (its cached `search.simulate` entry point,
+    which fixes its selection functions) and fills in `draw_noise` and `outputs`."""
+
+    name = ""
+
+    def __init__(self, config: MCTSConfig) -> None:
+        self.config = config
+
+    def allocate(self, n: int) -> None:
+        """Room for `n` game slots (none needed by default)."""
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
+                   roots: Roots) -> None:
+        """Draw this search's exploration noise of the games `noisy` (a subset of the searched `idx`),
+        each from its own generator `rngs[b]`."""
+        raise NotImplementedError
+
+    def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
+                 params: SearchParams, idx: np.ndarray, steps: int, uniform: bool) -> int:
+        """`steps` simulation steps (`search.simulate` with this algorithm's selection functions)."""
+        raise NotImplementedError
+
+    def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
+        """Set up the roots once their children and priors are known (nothing by default)."""
+
+    def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: SearchOutput) -> None:
+        """Write the targets, moves, root values and visits of the searched games into `out`."""
+        raise NotImplementedError
