@@ -1,7 +1,7 @@
 """MaskablePPO (sb3-contrib) on `Jungle-v0`: where a generic RL algorithm stands on this game.
 
     pip install -e '.[baselines]'
-    python bench/ppo_baseline.py                          # ~10 minutes on one CPU core
+    python bench/ppo_baseline.py                          # 18 minutes on the README's shared 2-core machine
     python bench/ppo_baseline.py --steps 1000000 --out runs/ppo-long
     tensorboard --logdir runs/ppo
 
@@ -44,7 +44,7 @@ EVAL_OPPONENTS = ("random", "alphabeta:level=beginner", "alphabeta:depth=1")
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=400_000, help="agent steps per phase (one per agent move)")
+    p.add_argument("--steps", type=int, default=200_000, help="agent steps per phase (one per agent move)")
     p.add_argument("--envs", type=int, default=8, help="Jungle-v0 copies stepped together (DummyVecEnv)")
     p.add_argument("--n-steps", type=int, default=256, help="PPO rollout length per env")
     p.add_argument("--eval-games", type=int, default=40, help="evaluation games per opponent (colour-swapped pairs)")

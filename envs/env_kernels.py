@@ -115,22 +115,6 @@ def observe_position(
 
 
 @njit(cache=True)
-def _fill(
-    st: np.ndarray,
-    hist: np.ndarray,
-    hashes: np.ndarray,
-    flags: np.ndarray,
-    moves: np.ndarray,
-    mask: np.ndarray,
-    obs: np.ndarray,
-    text: np.ndarray,
-) -> tuple:
-    """`observe_position` plus the JFEN: (termination, winner, jfen_length)."""
-    term, winner, _ = observe_position(st, hist, hashes, flags, moves, mask, obs)
-    return term, winner, write_jfen(st, text)
-
-
-@njit(cache=True)
 def env_observe(
     st: np.ndarray,
     hist: np.ndarray,
@@ -142,7 +126,8 @@ def env_observe(
     text: np.ndarray,
 ) -> tuple:
     """Fill the outputs for the current position (no move played)."""
-    term, winner, length = _fill(st, hist, hashes, flags, moves, mask, obs, text)
+    term, winner, _ = observe_position(st, hist, hashes, flags, moves, mask, obs)
+    length = write_jfen(st, text)
     return OK, term, winner, length, -1
 
 
@@ -174,7 +159,8 @@ def env_step_move(
     if not _is_legal(st, hist, flags, moves, m):
         return NOT_LEGAL, K.TERM_NONE, -1, 0, m
     K.make_move(st, hist, hashes, m)
-    term, winner, length = _fill(st, hist, hashes, flags, moves, mask, obs, text)
+    term, winner, _ = observe_position(st, hist, hashes, flags, moves, mask, obs)
+    length = write_jfen(st, text)
     return OK, term, winner, length, m
 
 
@@ -201,5 +187,6 @@ def env_step_action(
     if mask[action] == 0:
         return NOT_LEGAL, K.TERM_NONE, -1, 0, m
     K.make_move(st, hist, hashes, m)
-    term, winner, length = _fill(st, hist, hashes, flags, moves, mask, obs, text)
+    term, winner, _ = observe_position(st, hist, hashes, flags, moves, mask, obs)
+    length = write_jfen(st, text)
     return OK, term, winner, length, m
