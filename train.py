@@ -71,6 +71,7 @@ from agents.stopping import GracefulStop, signal_name
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
+from agents.alphazero.inference import InferenceSettings
 from envs import RuleSet
 from envs.players import make_player
 from envs.seeding import derive_seed
@@ -143,6 +144,10 @@ class TrainConfig:
     pip install -e '.[distributed]'); `inprocess` ignores `workers`."""
     ray_address: str = ""
     """The Ray cluster to join (`ray.init(address=...)`, e.g. `auto`); empty: start a local one."""
+    inference_server: bool = False
+    """The workers hold no network: they send their leaf batches to one inference process that owns
+    `device` and evaluates the leaves of all of them at once (agents.alphazero.inference), which keeps a
+    GPU busy. Needs `workers` >= 1 on the `process` or `ray` backend; the games stay the same."""
     replay_capacity: int = 60000
     """Replay buffer size in positions (the newest are kept)."""
     min_replay: int = 2000
@@ -178,6 +183,9 @@ class TrainConfig:
                               f"{self.replay_capacity}: learning would never start")
         if self.worker_backend not in BACKENDS:
             raise WorkerBackendError(f"train.worker_backend={self.worker_backend!r} is not one of {', '.join(BACKENDS)}")
+        if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
+            raise ConfigError(f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
+                              f"the process or ray backend (got {self.workers} on {self.worker_backend!r})")
 
 
 RulesConfig = make_dataclass(
@@ -401,14 +409,17 @@ def main(cfg: DictConfig) -> None:
     selfplay_settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
                                        selfplay=selfplay)
     # The pool checks the settings (opponent specs included) before any game.
+    inference = (InferenceSettings(device=str(device), precision=cfg.precision, threads=cfg.threads)
+                 if tc.inference_server else None)
     pool = make_selfplay_pool(tc.worker_backend, tc.workers, selfplay_settings, evaluator=evaluator,
-                              address=tc.ray_address)
+                              address=tc.ray_address, inference=inference)
     writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if in_place else None)
     if not in_place:
         writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
     log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
              cfg.name, net_cfg, count_parameters(model), device, mcts_cfg.algorithm, mcts_cfg.num_simulations,
-             f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
+             (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
+             + (f" feeding an inference server on {device}" if tc.inference_server else ""))
 
     # -- loop: {self-play -> learn -> evaluate -> checkpoint}; a stop signal ends it at a safe point ---
     clock = PhaseClock(history.get("phase_seconds"))  # seconds per phase, for the ETA

@@ -22,6 +22,11 @@ Backends (`BACKENDS`):
                ``ray.init(address=...)`` joins a cluster, the default starts a local one.
                Every node needs this package and, for ``checkpoint`` opponents, the files.
 
+With ``inference=InferenceSettings(device=...)`` the ``process`` and ``ray``
+workers hold no network: they send their leaf batches to one inference
+server that owns the device and evaluates the leaves of all of them in large
+batches (`agents.alphazero.inference`; the pipeline for a GPU machine).
+
 Opponents are the player specs of the `SelfPlayConfig`, built inside each
 worker, seeded by the `opponent_seeds` of the call. A player with its own random generator or
 memory (a noisy alpha-beta) is shared by the games of one worker, so its
@@ -34,7 +39,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -47,6 +52,9 @@ from agents.alphazero.network import NetworkConfig, build_network, make_evaluato
 from agents.pool import WorkerPool
 from envs.players import make_player
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, build_opponents, merge_selfplay, play_games
+
+if TYPE_CHECKING:
+    from agents.alphazero.inference import InferenceSettings
 
 BACKENDS = ("inprocess", "process", "ray")
 """Where self-play runs: in the caller, in local processes, in Ray actors."""
@@ -97,15 +105,24 @@ def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
     return ranges
 
 
+def load_weights(model: torch.nn.Module, model_state: Mapping[str, Any]) -> None:
+    """Load a state_dict of tensors (on any device) or numpy arrays (e.g. `portable_state`'s) into `model`."""
+    # np.array copies: arrays from Ray's object store are read-only.
+    model.load_state_dict({k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
+                           for k, v in model_state.items()})
+
+
 def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """A state_dict as CPU numpy arrays: pickles as plain bytes to any process or node (no shared memory)."""
     return {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
             for k, v in model_state.items()}
 
 
-def _play(evaluator: Evaluator, settings: WorkerSettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
-          first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]], progress: bool) -> SelfPlayData:
-    """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed`, opponents built from specs."""
+def play_range(evaluator: Evaluator, settings: WorkerSettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
+               first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]] = None,
+               progress: bool = False) -> SelfPlayData:
+    """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed` on `evaluator`, opponents
+    built from the specs of `settings` (what every worker plays)."""
     opponents = build_opponents(settings.selfplay, rules, seed, opponent_seeds)
     return play_games(evaluator, settings.selfplay, mcts=mcts, rules=rules, num_games=num_games, seed=seed,
                       first_game=first_game, opponents=opponents, progress=progress)
@@ -128,9 +145,7 @@ class SelfPlayWorker:
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (tensors on any device, or numpy arrays)."""
-        # np.array copies: arrays from Ray's object store are read-only.
-        self.model.load_state_dict({k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
-                                    for k, v in model_state.items()})
+        load_weights(self.model, model_state)
 
     def play(self, model_state: Optional[Mapping[str, Any]], seed: int, first_game: int, num_games: int,
              opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
@@ -138,8 +153,8 @@ class SelfPlayWorker:
         `first_game + num_games - 1` of the call seeded `seed`."""
         if model_state is not None:
             self.load_weights(model_state)
-        return _play(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
-                     num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+        return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
+                          num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
 
 
 class SelfPlayPool:
@@ -179,8 +194,8 @@ class InProcessPool(SelfPlayPool):
         if self.worker is not None:
             return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
         assert self.evaluator is not None
-        return _play(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=0,
-                     num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+        return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=0,
+                          num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
 
 
 class ProcessPool(SelfPlayPool):
@@ -223,6 +238,19 @@ def import_ray() -> Any:
     return ray
 
 
+def start_ray(address: str, actors: int) -> tuple[Any, bool]:
+    """The `ray` module, initialised (joining `address`, or a local instance with room for `actors` one-CPU
+    actors) unless it already was, and whether this call initialised it (then the caller shuts it down)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray, False
+    # A local instance offers at least one CPU per actor: actors asking for more CPUs than exist would wait
+    # forever. A cluster offers what it has.
+    ray.init(address=address or None, include_dashboard=False,
+             num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(actors, os.cpu_count() or 1))
+    return ray, True
+
+
 class RayPool(SelfPlayPool):
     """`workers` Ray actors (one CPU each), each one `SelfPlayWorker`; the weights go to the object store
     once per call."""
@@ -230,15 +258,8 @@ class RayPool(SelfPlayPool):
     backend = "ray"
 
     def __init__(self, settings: WorkerSettings, workers: int, address: str = "") -> None:
-        ray = import_ray()
-        self._ray = ray
-        self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            # A local instance offers at least one CPU per actor: actors asking for more CPUs than exist would wait
-            # forever. A cluster offers what it has.
-            ray.init(address=address or None, include_dashboard=False,
-                     num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(workers, os.cpu_count() or 1))
-        actor = ray.remote(num_cpus=1)(SelfPlayWorker)
+        self._ray, self._owns_ray = start_ray(address, workers)
+        actor = self._ray.remote(num_cpus=1)(SelfPlayWorker)
         self.workers = workers
         self._actors: list[Any] = [actor.remote(settings) for _ in range(workers)]
 
@@ -264,10 +285,13 @@ class RayPool(SelfPlayPool):
 
 
 def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
-                       evaluator: Optional[Evaluator] = None, address: str = "") -> SelfPlayPool:
+                       evaluator: Optional[Evaluator] = None, address: str = "",
+                       inference: Optional["InferenceSettings"] = None) -> SelfPlayPool:
     """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
     plays in this process on `evaluator` (default: a CPU copy of the network).
 
+    With `inference` the workers (``process`` or ``ray``, at least one) send their leaves to one inference
+    server on ``inference.device`` instead of holding a network (`agents.alphazero.inference`).
     Checks the backend, the count and the settings (opponent specs included) before any worker starts;
     `address` is the Ray cluster to join (``""``: a local one)."""
     if backend not in BACKENDS:
@@ -275,6 +299,15 @@ def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise WorkerBackendError(f"self-play workers={workers!r} must be an integer >= 0 (0: in this process)")
     settings.validate()
+    if inference is not None:
+        if backend == "inprocess" or workers == 0:
+            raise WorkerBackendError(f"an inference server serves self-play worker processes or actors: it needs "
+                                     f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})")
+        from agents.alphazero.inference import RayServedPool, ServedPool  # it builds on this module
+
+        if backend == "process":
+            return ServedPool(settings, workers, inference)
+        return RayServedPool(settings, workers, inference, address)
     if backend == "inprocess" or workers == 0:
         return InProcessPool(settings, evaluator)
     if backend == "process":
