@@ -350,8 +350,15 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
         v = int(t.visits[b, k])
         assert abs(float(t.value_sum[b, k])) <= v + 1e-3
         fc = int(t.first_child[b, k])
+        if t.terminal[b, k] and fc != UNVISITED:
+            # Proven by the solver: the exact value its children justify; searched no further since.
+            kids = range(fc, fc + int(t.num_children[b, k]))
+            results = [-float(t.raw_value[b, c]) for c in kids if t.terminal[b, c]]
+            assert 1.0 in results or (len(results) == len(kids) and t.raw_value[b, k] == max(results))
+            assert t.raw_value[b, k] == (1.0 if 1.0 in results else max(results))
+            assert v >= 1 + sum(int(t.visits[b, c]) for c in kids)
+            continue
         if t.terminal[b, k]:
-            assert fc == UNVISITED
             assert np.isclose(t.value_sum[b, k], v * t.raw_value[b, k], atol=1e-3)
             continue
         if fc == UNVISITED:
@@ -365,10 +372,13 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
         assert len({int(t.action[b, c]) for c in kids}) == len(kids)
 
 
+@pytest.mark.parametrize("leaf_batch", [1, 8])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_tree_invariants_hold_through_play_and_reuse(algorithm: str) -> None:
+def test_tree_invariants_hold_through_play_and_reuse(algorithm: str, leaf_batch: int) -> None:
+    """Also with several leaves per game and call: every virtual loss is taken back."""
     games = GameBatch(4, RULES, max_plies=30)
-    mcts = BatchedMCTS(linear_evaluator(4), MCTSConfig(algorithm=algorithm, num_simulations=24), FLAGS, seed=2)
+    mcts = BatchedMCTS(linear_evaluator(4), MCTSConfig(algorithm=algorithm, num_simulations=24,
+                                                       leaf_batch=leaf_batch), FLAGS, seed=2)
     while not games.done.all():
         out = mcts.search(games)
         for i in np.flatnonzero(~games.done):
@@ -477,3 +487,42 @@ def test_solver_off_searches_as_before() -> None:
     np.testing.assert_array_equal(a[2].visits, b[2].visits)
     np.testing.assert_array_equal(a[2].policy, b[2].policy)
     assert a[2].action[0] == b[2].action[0]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("colour", ("red", "blue"))
+def test_leaf_batching_finds_the_same_tactics_with_fewer_network_calls(algorithm: str, colour: str) -> None:
+    """With 8 leaves per network call (virtual loss) a single game still enters the den in one and stops
+    the opponent's den entry, runs exactly its simulations, and calls the network far less often."""
+    for position, move in ((DEN_IN_ONE, "d8d9"), (STOP_DEN_ENTRY, "d3d2")):
+        jfen = position if colour == "red" else rotate(position)
+        move = move if colour == "red" else rotate_move(move)
+        for leaf_batch in (1, 8):
+            evaluator = linear_evaluator(3)
+
+            def at_most(obs: np.ndarray, mask: np.ndarray, lb: int = leaf_batch):
+                assert len(obs) <= lb
+                return evaluator(obs, mask)
+
+            games, mcts, out = search_one(jfen, algorithm, 160, evaluator=at_most, leaf_batch=leaf_batch)
+            assert out.action[0] == action_of(jfen, move), (position, leaf_batch)
+            chosen = Move.from_int(int(mcts.tree.move[0, _child(mcts, ROOT, int(out.action[0]))]))
+            assert Board.from_jfen(jfen).is_legal(chosen)
+            assert mcts.root_visits(0) == 161  # the root's own evaluation plus every simulation
+            check_tree(mcts, 0)
+    # Away from forced lines (where most simulations end in proven nodes and need no network):
+    _, _, one = search_one(Board().jfen(), algorithm, 160, evaluator=counted_evaluator(calls := {}, 1))
+    _, _, eight = search_one(Board().jfen(), algorithm, 160, evaluator=counted_evaluator(calls, 8), leaf_batch=8)
+    assert calls[8] * 4 <= calls[1], calls
+
+
+def counted_evaluator(calls: dict, key: int):
+    """`linear_evaluator(3)` counting its calls in `calls[key]`."""
+    evaluator = linear_evaluator(3)
+    calls[key] = 0
+
+    def counted(obs: np.ndarray, mask: np.ndarray):
+        calls[key] += 1
+        return evaluator(obs, mask)
+
+    return counted

@@ -6,7 +6,13 @@
 ``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
 ``threads`` torch CPU threads for the process (default 1: one-position network
-calls of these small nets gain nothing from more, and players often share the CPU).
+calls of these small nets gain nothing from more, and players often share the CPU);
+``precision`` ``fp32``/``bf16``/``auto`` (see `network.inference_dtype`);
+``time`` seconds per move: the search runs in rounds of ``sims`` simulations
+(default 32 then) on one growing tree, and starts another round only while the
+rate measured so far says it ends within the budget (at least one round runs);
+``leaf_batch`` leaves evaluated per network call, kept apart by virtual loss
+(default 1; 8-16 feed the network batches that run several times faster here).
 The search is deterministic (no exploration noise). A missing or unreadable
 checkpoint, or one trained under other rules than asked for, fails at
 construction with a CheckpointError naming the path.
@@ -15,6 +21,7 @@ construction with a CheckpointError naming the path.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Optional
 
 import torch
@@ -22,10 +29,11 @@ from omegaconf import OmegaConf
 
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
 from agents.alphazero.gamebatch import GameBatch
-from agents.alphazero.search import BatchedMCTS, MCTSConfig
+from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
 from agents.alphazero.network import PRECISIONS, make_evaluator, resolve_device
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
+from envs import kernels as K
 from envs.encoding import action_to_move
 
 
@@ -34,7 +42,7 @@ class CheckpointPlayer:
 
     def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
                  rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
-                 threads: int = 1, precision: str = "auto") -> None:
+                 threads: int = 1, precision: str = "auto", time: float = 0.0, leaf_batch: int = 1) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -46,10 +54,14 @@ class CheckpointPlayer:
         mcts = _stored_mcts(state.get("config", ""))
         if algorithm is not None:
             mcts = dataclasses.replace(mcts, algorithm=algorithm)
-        self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False)
+        self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
+        self.time = float(time)
+        """Seconds per move (0: a fixed `sims` per move)."""
         self.evaluator = make_evaluator(self.model, device_t, precision)
         self.search = BatchedMCTS(self.evaluator, self.mcts, self.rules.flags(), seed=0 if seed is None else seed,
-                                  n_games=1)
+                                  n_games=1, max_nodes=TIMED_NODES if self.time > 0 else None)
+        self.last_simulations = 0
+        """Simulations of the last move's search."""
         self.last_value = 0.0
         """The root value of the last search, from the view of the side that was to move."""
         self._games: Optional[GameBatch] = None
@@ -59,9 +71,26 @@ class CheckpointPlayer:
         games.load_board(0, board)
         if games.done[0]:
             raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
-        out = self.search.search(games, add_noise=False)
+        out = self._timed_search(games) if self.time > 0 else self.search.search(games, add_noise=False)
+        if self.time <= 0:
+            self.last_simulations = self.mcts.num_simulations
         self.last_value = float(out.root_value[0])
         return Move.from_int(int(action_to_move(games.state[0], int(out.action[0]))))
+
+    def _timed_search(self, games: GameBatch) -> SearchOutput:
+        """Rounds of `sims` simulations on one tree while the next round fits in `time` seconds."""
+        start = time.perf_counter()
+        self.search.advance(0, -1)  # a fresh tree for this position
+        rounds = 0
+        while True:
+            out = self.search.search(games, add_noise=False)
+            rounds += 1
+            spent = time.perf_counter() - start
+            room = self.search.max_nodes - int(self.search.tree.num_nodes[0])
+            if spent + spent / rounds > self.time or room < (self.mcts.num_simulations + 1) * K.MAX_MOVES:
+                break
+        self.last_simulations = rounds * self.mcts.num_simulations
+        return out
 
     def reset(self) -> None:
         self.search.advance(0, -1)
@@ -78,6 +107,10 @@ class CheckpointPlayer:
         return games
 
 
+TIMED_NODES = 1 << 20
+"""Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
+
+
 def _stored_mcts(config_yaml: str) -> MCTSConfig:
     """The search settings of the training run (defaults when the checkpoint holds none)."""
     if not config_yaml:
@@ -89,19 +122,26 @@ def _stored_mcts(config_yaml: str) -> MCTSConfig:
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
-    known = {"path", "sims", "algorithm", "device", "threads", "precision"}
+    known = {"path", "sims", "algorithm", "device", "threads", "precision", "time", "leaf_batch"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if "path" not in options:
         raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory or run name>")
     try:
-        sims = int(options.get("sims", 100))
+        seconds = float(options.get("time", 0.0))
+        sims = int(options.get("sims", 32 if seconds > 0 else 100))
         threads = int(options.get("threads", 1))
+        leaf_batch = int(options.get("leaf_batch", 1))
     except ValueError:
-        raise PlayerSpecError(f"player 'checkpoint': sims and threads must be integers, got {options}") from None
+        raise PlayerSpecError(f"player 'checkpoint': sims, threads and leaf_batch must be integers and time a "
+                              f"number of seconds, got {options}") from None
     if sims < 1:
         raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
+    if not 0 <= seconds <= 3600:
+        raise PlayerSpecError(f"player 'checkpoint': time={seconds} must lie in [0, 3600] seconds")
+    if not 1 <= leaf_batch <= 256:
+        raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, 256]")
     algorithm = options.get("algorithm")
     if algorithm is not None and algorithm not in ("puct", "gumbel"):
         raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
@@ -109,7 +149,8 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     if precision not in PRECISIONS:
         raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
-                            rules=rules, seed=seed, threads=threads, precision=precision)
+                            rules=rules, seed=seed, threads=threads, precision=precision, time=seconds,
+                            leaf_batch=leaf_batch)
 
 
 register_player("checkpoint", make_checkpoint_player)

@@ -62,6 +62,11 @@ class MCTSConfig:
     """A leaf (not the root) whose side to move can win at once (enter the den, take the last
     piece) is a proven win: exact value +1, no network call (the "decisive moves" enhancement of
     Teytaud & Teytaud, 2010). Exact tactics then reach one ply further at almost no cost."""
+    leaf_batch: int = 1
+    """Leaves one game selects per network call, kept apart by virtual loss (each path counts as a
+    visit lost for the side choosing it until its evaluation is backed up). 1: one leaf per game per
+    call, the lockstep self-play default; 8-16 serve single-game searches (the checkpoint player,
+    the play page, equal-time matches), whose one-position network calls are slow."""
     solver: bool = True
     """MCTS-solver (Winands et al., 2008): exact results climb the tree. A node with a child lost for
     the opponent is a proven win; a node whose children are all proven is proven with the best of
@@ -72,8 +77,8 @@ class MCTSConfig:
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
             raise MCTSConfigError(f"mcts algorithm {self.algorithm!r} is not one of {', '.join(ALGORITHMS)}")
-        for name in ("num_simulations", "temperature_plies", "gumbel_max_actions", "max_depth"):
-            if int(getattr(self, name)) < (1 if name in ("gumbel_max_actions", "max_depth") else 0):
+        for name in ("num_simulations", "temperature_plies", "gumbel_max_actions", "max_depth", "leaf_batch"):
+            if int(getattr(self, name)) < (1 if name in ("gumbel_max_actions", "max_depth", "leaf_batch") else 0):
                 raise MCTSConfigError(f"mcts {name}={getattr(self, name)!r} is out of range")
         for name in ("c_puct", "dirichlet_alpha", "temperature", "gumbel_c_visit", "gumbel_c_scale"):
             if not float(getattr(self, name)) >= 0:

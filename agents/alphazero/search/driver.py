@@ -23,6 +23,7 @@ from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.puct import Puct
 from agents.alphazero.search.search import (
     apply_evaluations,
+    apply_lane_evaluations,
     evaluate_roots,
     prepare_roots,
     record_base_visits,
@@ -30,6 +31,7 @@ from agents.alphazero.search.search import (
 )
 from agents.alphazero.search.tree import (
     ROOT,
+    Lanes,
     Leaves,
     Roots,
     Tree,
@@ -118,8 +120,11 @@ class BatchedMCTS:
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
-        self._leaves = Leaves(obs=np.zeros((n,) + OBS_SHAPE, dtype=np.float32),
-                              mask=np.zeros((n, N_ACTIONS), dtype=np.bool_), game=np.zeros(n, dtype=np.int64))
+        rows = n * self.config.leaf_batch
+        self._leaves = Leaves(obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
+                              mask=np.zeros((rows, N_ACTIONS), dtype=np.bool_), game=np.zeros(rows, dtype=np.int64))
+        self._lanes = Lanes(path=np.zeros((rows, self.config.max_depth + 1), dtype=np.int32),
+                            depth=np.zeros(rows, dtype=np.int32), status=np.zeros(rows, dtype=np.int8))
         self._gumbel = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
         self._base = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
         self._sims_done = np.zeros(n, dtype=np.int32)
@@ -221,6 +226,13 @@ class BatchedMCTS:
         self._sims_done[idx] = 0
         if uniform:
             policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, max_sims, True)
+        elif cfg.leaf_batch > 1:
+            while np.any(self._sims_done[idx] < sims[idx]):
+                k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx,
+                                          cfg.leaf_batch)
+                if k:
+                    logits, values = self._call_evaluator(k)
+                    apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, k)
         else:
             for _ in range(max_sims):
                 self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1,
@@ -234,13 +246,18 @@ class BatchedMCTS:
         """Evaluate the `k` leaves queued by the last step and back their values up."""
         if k == 0:
             return
+        logits, values = self._call_evaluator(k)
+        apply_evaluations(self.tree, self.work, self._leaves, logits, values, k)
+
+    def _call_evaluator(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The evaluator's (logits float32 [k, 252], values float32 [k]) for the `k` queued leaves, checked."""
         logits, values = self.evaluator(self._leaves.obs[:k], self._leaves.mask[:k])
         logits = np.ascontiguousarray(logits, dtype=np.float32)
         values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
         if logits.shape != (k, N_ACTIONS) or values.shape != (k,):
             raise ValueError(f"evaluator returned logits {logits.shape} and values {values.shape} for {k} positions; "
                              f"expected ({k}, {N_ACTIONS}) and ({k},)")
-        apply_evaluations(self.tree, self.work, self._leaves, logits, values, k)
+        return logits, values
 
     def advance(self, game_index: int, action: int) -> None:
         """Move game `game_index`'s root to the child of `action` (just played), keeping its

@@ -21,14 +21,14 @@ from envs import kernels as K
 
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.policy import RootPolicy
-from agents.alphazero.search.search import simulate
+from agents.alphazero.search.search import simulate, simulate_lanes
 from agents.alphazero.search.selection import (
     considered_visits_table,
     improved_policy,
     select_gumbel_interior,
     select_gumbel_root,
 )
-from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, root_visits
+from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, root_visits
 
 
 @njit(cache=True)
@@ -37,6 +37,15 @@ def simulate_gumbel(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags:
     """`search.simulate` with sequential halving at the root and Gumbel selection below (the cached entry point)."""
     return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_gumbel_root,
                     select_gumbel_interior)
+
+
+@njit(cache=True)
+def simulate_gumbel_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
+                          params: SearchParams, idx: np.ndarray, width: int) -> int:
+    """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
+    algorithm's selection functions (the cached entry point)."""
+    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_gumbel_root,
+                          select_gumbel_interior)
 
 
 @njit(cache=True)
@@ -79,6 +88,7 @@ class Gumbel(RootPolicy):
 
     name = "gumbel"
     simulate = staticmethod(simulate_gumbel)
+    simulate_lanes = staticmethod(simulate_gumbel_lanes)
 
     def __init__(self, config: MCTSConfig) -> None:
         super().__init__(config)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.alphazero.search.config import MCTSConfig, SearchParams
-from agents.alphazero.search.tree import Leaves, Roots, Tree, Work
+from agents.alphazero.search.tree import Lanes, Leaves, Roots, Tree, Work
 
 if TYPE_CHECKING:
     from agents.alphazero.search.driver import SearchOutput
@@ -35,6 +35,12 @@ class RootPolicy:
     def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
                  params: SearchParams, idx: np.ndarray, steps: int, uniform: bool) -> int:
         """`steps` simulation steps (`search.simulate` with this algorithm's selection functions)."""
+        raise NotImplementedError
+
+    def simulate_lanes(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes,
+                       flags: np.ndarray, params: SearchParams, idx: np.ndarray, width: int) -> int:
+        """Up to `width` leaves per game for one evaluator call, apart by virtual loss
+        (`search.simulate_lanes` with this algorithm's selection functions)."""
         raise NotImplementedError
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:

@@ -19,9 +19,9 @@ from envs import kernels as K
 
 from agents.alphazero.search.config import SearchParams
 from agents.alphazero.search.policy import RootPolicy
-from agents.alphazero.search.search import simulate
+from agents.alphazero.search.search import simulate, simulate_lanes
 from agents.alphazero.search.selection import select_puct
-from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, child_q, root_visits
+from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, child_q, root_visits
 
 
 @njit(cache=True)
@@ -29,6 +29,14 @@ def simulate_puct(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: n
                   idx: np.ndarray, steps: int, uniform: bool) -> int:
     """`search.simulate` with PUCT selection at the root and below it (the cached entry point)."""
     return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_puct, select_puct)
+
+
+@njit(cache=True)
+def simulate_puct_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
+                        params: SearchParams, idx: np.ndarray, width: int) -> int:
+    """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
+    algorithm's selection functions (the cached entry point)."""
+    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_puct, select_puct)
 
 
 @njit(cache=True)
@@ -119,6 +127,7 @@ class Puct(RootPolicy):
 
     name = "puct"
     simulate = staticmethod(simulate_puct)
+    simulate_lanes = staticmethod(simulate_puct_lanes)
 
     def allocate(self, n: int) -> None:
         """Room for `n` game slots."""

@@ -41,7 +41,7 @@ from envs import kernels as K
 from envs.encoding import encode_observation, legal_action_mask, move_to_action
 
 from agents.alphazero.search.config import SearchParams
-from agents.alphazero.search.tree import ROOT, UNVISITED, Leaves, Roots, Tree, Work, reset_tree
+from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, reset_tree
 
 # What `expand` found at a leaf.
 LEAF_TERMINAL = 0  # the game is over there: exact value, no network
@@ -137,14 +137,32 @@ def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np
 
 
 @njit(cache=True)
-def backup(tree: Tree, work: Work, b: int, value: float) -> None:
-    """Add `value` (side to move at the leaf) along game `b`'s path, negated at each ply up."""
+def backup_path(tree: Tree, b: int, path: np.ndarray, depth: int, value: float) -> None:
+    """Add `value` (side to move at the leaf) along `path[:depth + 1]` of game `b`, negated at each ply up."""
     v = value
-    for d in range(work.depth[b], -1, -1):
-        node = work.path[b, d]
+    for d in range(depth, -1, -1):
+        node = path[d]
         tree.visits[b, node] += 1
         tree.value_sum[b, node] += v
         v = -v
+
+
+@njit(cache=True)
+def backup(tree: Tree, work: Work, b: int, value: float) -> None:
+    """Add `value` (side to move at the leaf) along game `b`'s current path, negated at each ply up."""
+    backup_path(tree, b, work.path[b], work.depth[b], value)
+
+
+@njit(cache=True)
+def add_virtual_loss(tree: Tree, b: int, path: np.ndarray, depth: int, sign: int) -> None:
+    """Count a pending simulation down `path[:depth + 1]` as a visit lost for every side choosing on it
+    (``sign=1``), or take it back (``sign=-1``): each node's value_sum, from its own side to move, gains
+    `sign`, so its parent's Q of it drops by about 1 / visits until the evaluation is backed up."""
+    for d in range(depth + 1):
+        node = path[d]
+        tree.visits[b, node] += sign
+        if d > 0:
+            tree.value_sum[b, node] += sign
 
 
 @njit(cache=True)
@@ -180,9 +198,10 @@ def prove_path(tree: Tree, work: Work, b: int) -> None:
 def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.ndarray) -> None:
     """Correct the root policy's move and value by the root children's proven results, per game of `idx`.
 
-    A proven win is played when there is one (the most visited of them), value +1; with every child
+    A proven win is played when there is one (one that ends the game at once first, then the most
+    visited), value +1; with every child
     proven, the best is played and the value is exact; a chosen move that is a proven loss gives way
-    to the most visited open one. Values are from the side to move at the root."""
+    to the most visited open one (ties: the higher prior). Values are from the side to move at the root."""
     for i in range(idx.shape[0]):
         b = idx[i]
         fc = tree.first_child[b, ROOT]
@@ -197,14 +216,21 @@ def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.nd
             c = fc + j
             if tree.terminal[b, c]:
                 q = -float(tree.raw_value[b, c])
-                if q > best_q or (q == best_q and tree.visits[b, c] > tree.visits[b, best_proven]):
+                # Ties: a move that ends the game at once (a terminal never expanded) before one proven
+                # deeper, then the most visited.
+                better = q > best_q
+                if not better and q == best_q:
+                    now, then = tree.first_child[b, c] == UNVISITED, tree.first_child[b, best_proven] == UNVISITED
+                    better = (now and not then) or (now == then and tree.visits[b, c] > tree.visits[b, best_proven])
+                if better:
                     best_q = q
                     best_proven = c
                 if q == -1.0 and tree.action[b, c] == action[b]:
                     chosen_lost = True
             else:
                 all_proven = False
-                if best_open < 0 or tree.visits[b, c] > tree.visits[b, best_open]:
+                if best_open < 0 or tree.visits[b, c] > tree.visits[b, best_open] or (
+                        tree.visits[b, c] == tree.visits[b, best_open] and tree.prior[b, c] > tree.prior[b, best_open]):
                     best_open = c
         if best_proven >= 0 and (best_q == 1.0 or all_proven):
             action[b] = tree.action[b, best_proven]
@@ -229,6 +255,14 @@ def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags:
         backup(tree, work, b, 0.0)
         return k
     work.leaf_status[b] = status
+    write_leaf(tree, work, leaves, b, leaf, status, flags, k)
+    return k + 1
+
+
+@njit(cache=True)
+def write_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, status: int, flags: np.ndarray,
+               k: int) -> None:
+    """Row `k` of `leaves`: the observation and legal mask of game `b`'s leaf (position `work.leaf_state[b]`)."""
     encode_observation(work.leaf_state[b], work.hashes[b], flags, leaves.obs[k])
     if status == LEAF_EXPANDED:
         leaves.mask[k, :] = False
@@ -238,7 +272,6 @@ def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags:
     else:
         legal_action_mask(work.leaf_state[b], work.hist[b], flags, leaves.mask[k])
     leaves.game[k] = b
-    return k + 1
 
 
 @njit(inline="always")
@@ -263,6 +296,89 @@ def simulate(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.nda
             roots.sims_done[b] += 1
             k = queue_leaf(tree, work, leaves, b, leaf, flags, params, buf, uniform, k)
     return k
+
+
+@njit(inline="always")
+def simulate_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
+                   params: SearchParams, idx: np.ndarray, width: int, select_root: Any, select_interior: Any) -> int:
+    """One evaluator call's worth of leaves: up to `width` simulations per game of `idx`, their paths
+    kept apart by virtual loss (`add_virtual_loss`), leaves queued in `leaves`/`lanes` rows 0..k-1.
+
+    A game stops adding leaves when it has run ``roots.sims_target`` simulations or when a path runs
+    into a leaf still awaiting its evaluation (that simulation is dropped, not counted). Terminal
+    leaves are backed up at once (and proven with the solver). Returns k; each queued leaf needs
+    `apply_lane_evaluations` before the next call."""
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    k = 0
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        first = k
+        for _ in range(width):
+            if roots.sims_done[b] >= roots.sims_target[b]:
+                break
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior)
+            if path_meets_pending(work, lanes, b, first, k):
+                break
+            roots.sims_done[b] += 1
+            status = expand(tree, work, b, leaf, flags, buf, params.decisive)
+            if status == LEAF_TERMINAL:
+                backup(tree, work, b, tree.raw_value[b, leaf])
+                if params.solver:
+                    prove_path(tree, work, b)
+                continue
+            depth = work.depth[b]
+            lanes.path[k, : depth + 1] = work.path[b, : depth + 1]
+            lanes.depth[k] = depth
+            lanes.status[k] = status
+            add_virtual_loss(tree, b, lanes.path[k], depth, 1)
+            write_leaf(tree, work, leaves, b, leaf, status, flags, k)
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def path_meets_pending(work: Work, lanes: Lanes, b: int, first: int, k: int) -> bool:
+    """Whether game `b`'s current path passes through a leaf of lanes rows `first`..k-1 (awaiting evaluation)."""
+    for r in range(first, k):
+        pending = lanes.path[r, lanes.depth[r]]
+        for d in range(work.depth[b] + 1):
+            if work.path[b, d] == pending:
+                return True
+    return False
+
+
+@njit(cache=True)
+def set_priors(tree: Tree, b: int, leaf: int, logits: np.ndarray, r: int) -> None:
+    """Priors of `leaf`'s children: the softmax of row `r` of `logits` over their actions."""
+    fc = tree.first_child[b, leaf]
+    n = tree.num_children[b, leaf]
+    top = -1e30
+    for j in range(n):
+        x = logits[r, tree.action[b, fc + j]]
+        if x > top:
+            top = x
+    z = 0.0
+    for j in range(n):
+        z += math.exp(logits[r, tree.action[b, fc + j]] - top)
+    for j in range(n):
+        tree.prior[b, fc + j] = math.exp(logits[r, tree.action[b, fc + j]] - top) / z
+
+
+@njit(cache=True)
+def apply_lane_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.ndarray, values: np.ndarray,
+                           k: int) -> None:
+    """Priors and values of the `k` leaves queued by `simulate_lanes`: each path's virtual loss is taken
+    back and its evaluation backed up."""
+    for r in range(k):
+        b = leaves.game[r]
+        depth = lanes.depth[r]
+        leaf = lanes.path[r, depth]
+        v = min(max(float(values[r]), -1.0), 1.0)
+        if lanes.status[r] == LEAF_EXPANDED:
+            set_priors(tree, b, leaf, logits, r)
+            tree.raw_value[b, leaf] = v
+        add_virtual_loss(tree, b, lanes.path[r], depth, -1)
+        backup_path(tree, b, lanes.path[r], depth, v)
 
 
 @njit(cache=True)
@@ -290,18 +406,7 @@ def apply_evaluations(tree: Tree, work: Work, leaves: Leaves, logits: np.ndarray
         b = leaves.game[r]
         leaf = work.path[b, work.depth[b]]
         if work.leaf_status[b] == LEAF_EXPANDED:
-            fc = tree.first_child[b, leaf]
-            n = tree.num_children[b, leaf]
-            top = -1e30
-            for j in range(n):
-                x = logits[r, tree.action[b, fc + j]]
-                if x > top:
-                    top = x
-            z = 0.0
-            for j in range(n):
-                z += math.exp(logits[r, tree.action[b, fc + j]] - top)
-            for j in range(n):
-                tree.prior[b, fc + j] = math.exp(logits[r, tree.action[b, fc + j]] - top) / z
+            set_priors(tree, b, leaf, logits, r)
         v = min(max(float(values[r]), -1.0), 1.0)
         if work.leaf_status[b] == LEAF_EXPANDED:
             tree.raw_value[b, leaf] = v

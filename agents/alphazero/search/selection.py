@@ -31,7 +31,8 @@ from agents.alphazero.search.tree import ROOT, Roots, Tree, child_q
 @njit(cache=True)
 def select_puct(tree: Tree, roots: Roots, b: int, node: int, params: SearchParams) -> int:
     """The child maximising Q + c_puct * P * sqrt(sum N) / (1 + N), unvisited children at the FPU value
-    (the node's mean value minus fpu_reduction * sqrt(prior mass of the visited children))."""
+    (the node's mean value minus fpu_reduction * sqrt(prior mass of the visited children)); with the
+    solver a child proven lost for the chooser is taken only when all are."""
     fc = tree.first_child[b, node]
     n = tree.num_children[b, node]
     sum_n = 0
@@ -51,6 +52,8 @@ def select_puct(tree: Tree, roots: Roots, b: int, node: int, params: SearchParam
         v = tree.visits[b, c]
         q = child_q(tree, b, c) if v > 0 else fpu
         score = q + explore * tree.prior[b, c] / (1.0 + v)
+        if params.solver and tree.terminal[b, c] and tree.raw_value[b, c] == 1.0:
+            score = -1e29  # a proven loss for the chooser: only when every child is one
         if score > best_score:
             best_score = score
             best = c

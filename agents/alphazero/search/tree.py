@@ -73,6 +73,14 @@ class Leaves(NamedTuple):
     game: np.ndarray  # int64 [B]: the game whose path ends at the leaf
 
 
+class Lanes(NamedTuple):
+    """Paths of the leaves awaiting the evaluator when games select several per call (row r: leaf row r)."""
+
+    path: np.ndarray  # int32 [R, max_depth + 1]: nodes from the root to the leaf
+    depth: np.ndarray  # int32 [R]
+    status: np.ndarray  # int8 [R]: LEAF_* (search.py) of the leaf
+
+
 def new_tree(n_games: int, max_nodes: int) -> Tree:
     """B = `n_games` empty trees (an unvisited root each) with room for `max_nodes` nodes."""
     shape = (n_games, max_nodes)

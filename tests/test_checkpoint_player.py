@@ -1,0 +1,43 @@
+"""The checkpoint player's search options: a time budget per move and several leaves per network call."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from envs import Board
+from envs.players import PlayerSpecError, make_player
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "small-cpu.pt"
+# Blue's Rat on d2 is next to Red's den: every Red move but the capture Ed3xd2 lets it enter d1.
+STOP_DEN_ENTRY = "6e/7/7/7/C6/7/3E3/3r3/7 r 0 1"
+
+
+@pytest.mark.parametrize("budget", [0.2, 0.6])
+def test_time_budget_is_kept(budget: float) -> None:
+    """A move takes about its budget, never much more (rounds of 16 simulations stop before one would
+    overrun it), and searches whole rounds."""
+    player = make_player(f"checkpoint:path={SHIPPED},time={budget},sims=16,leaf_batch=8", seed=0)
+    board = Board()
+    player.select_move(board)  # compilation and the first network call out of the way
+    start = time.perf_counter()
+    move = player.select_move(board)
+    elapsed = time.perf_counter() - start
+    assert board.is_legal(move)
+    assert elapsed <= 1.5 * budget + 0.25, elapsed
+    assert player.last_simulations >= 16 and player.last_simulations % 16 == 0
+
+
+def test_leaf_batching_player_stops_a_den_entry() -> None:
+    board = Board.from_jfen(STOP_DEN_ENTRY)
+    for spec in (f"checkpoint:path={SHIPPED},sims=128,leaf_batch=16", f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8"):
+        move = make_player(spec, seed=0).select_move(board)
+        assert str(move) == "d3d2", spec
+
+
+def test_bad_time_and_leaf_batch_are_refused() -> None:
+    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000"):
+        with pytest.raises(PlayerSpecError, match=bad.split("=")[0]):
+            make_player(f"checkpoint:path={SHIPPED},{bad}")
