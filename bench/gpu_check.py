@@ -95,6 +95,10 @@ def over(deadline: float) -> bool:
     return time.monotonic() > deadline
 
 
+def processes(n: int) -> str:
+    return f"{n} process" if n == 1 else f"{n} processes"
+
+
 def inference_rows(plan: Plan) -> list[tuple[str, str, str]]:
     """One row per model and batch: positions/s in fp32, bf16 and compiled; torch.compile last, as its
     compilations take the longest (a model's compiled column is what the budget leaves)."""
@@ -140,7 +144,7 @@ def selfplay_rows(plan: Plan) -> list[tuple[str, str, str]]:
     rows = []
     for w in plan.processes:
         if over(deadline):
-            rows.append((what, f"{w} processes", SKIPPED))
+            rows.append((what, processes(w), SKIPPED))
             continue
         with make_selfplay_pool("process", w, settings, inference=inference) as pool:
             pool.play(weights, seed=1, num_games=w)  # start-up: the processes, their kernels, the device
@@ -148,7 +152,7 @@ def selfplay_rows(plan: Plan) -> list[tuple[str, str, str]]:
             data = pool.play(weights, seed=0, num_games=plan.selfplay_games)
             seconds = time.perf_counter() - t0
         positions = int(data.stats["positions"])
-        rows.append((what, f"{w} processes", f"{positions / seconds:,.0f} positions/s, mean server batch "
+        rows.append((what, processes(w), f"{positions / seconds:,.0f} positions/s, mean server batch "
                      f"{pool.server_counts['mean_batch']:.0f} ({positions} positions in {seconds:.1f} s)"))
     return rows
 

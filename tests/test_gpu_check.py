@@ -35,7 +35,7 @@ def test_the_cpu_check_prints_one_table_with_every_row(gpu_check: ModuleType) ->
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
     plan = gpu_check.CPU
     expected = [(f"inference {m}", f"batch {b}") for m in plan.models for b in plan.batches]
-    expected += [("self-play", f"{w} processes") for w in plan.processes] + [("training", "")]
+    expected += [("self-play", gpu_check.processes(w)) for w in plan.processes] + [("training", "")]
     assert len(rows) == len(expected), run.stdout
     for (check, setting, result), (what, where) in zip(rows, expected):
         assert check.startswith(what) and setting.startswith(where), (check, setting)
