@@ -218,10 +218,11 @@ class Config:
     device: str = "auto"
     """`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`..."""
     amp: bool = True
-    """Mixed precision of the learner (bf16, or fp16 with a grad scaler) on CUDA; ignored on CPU."""
+    """Mixed precision of the learner: bf16 (or fp16 with a grad scaler) on CUDA, bf16 on CPUs that
+    compute it natively; float32 elsewhere. Master weights stay float32."""
     precision: str = "auto"
     """Inference precision of the self-play and evaluation searches: `fp32`, `bf16`, or `auto`
-    (bf16 on CUDA, and on CPUs with native bf16 for batches of 16 or more; see
+    (bf16 where the device computes it natively: CUDA, CPUs with AVX512-BF16 or AMX; see
     agents.alphazero.network.inference_dtype). The learner keeps fp32 master weights."""
     compile: bool = False
     """torch.compile the network (GPU runs; slow to start)."""
@@ -407,7 +408,7 @@ def main(cfg: DictConfig) -> None:
     evaluator = make_evaluator(net, device, cfg.precision)
     selfplay = replace(tc.selfplay, player_name=cfg.name)
     selfplay_settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
-                                       selfplay=selfplay)
+                                       selfplay=selfplay, precision=cfg.precision)
     # The pool checks the settings (opponent specs included) before any game.
     inference = (InferenceSettings(device=str(device), precision=cfg.precision, threads=cfg.threads)
                  if tc.inference_server else None)

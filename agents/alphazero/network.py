@@ -156,7 +156,8 @@ def resolve_device(device: str) -> torch.device:
 PRECISIONS = ("fp32", "bf16", "auto")
 """Inference precisions of `make_evaluator`."""
 BF16_MIN_BATCH = 16
-"""Smallest batch that `precision="auto"` runs in bf16 on a CPU with native bf16.
+"""Smallest batch at which bf16 pays on a CPU with native bf16 (the checkpoint player's default
+precision follows it through its leaf batch).
 
 Measured with bench/bench_network.py (``small``, one thread, AVX512-BF16): bf16
 is about half as fast as fp32 at batch 1, level at 8, and 1.3x / 2.2x faster at
@@ -194,8 +195,10 @@ def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.d
     """The dtype a batch of `batch` positions is evaluated in on `device` under `precision`.
 
     ``fp32`` always float32; ``bf16`` always bfloat16 (float16 on a GPU without
-    bf16); ``auto``: on CUDA bf16 (fp16 without bf16), on a CPU bf16 where it is
-    native and the batch has at least `BF16_MIN_BATCH` positions, else fp32.
+    bf16); ``auto``: bf16 where the device computes it natively (fp16 on a GPU
+    without bf16), else fp32. The choice does not depend on `batch`, so a game's
+    moves do not depend on how many games share its network calls (self-play
+    splits its games over any number of workers and gets the same games).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"inference precision {precision!r} is not one of {', '.join(PRECISIONS)}")
@@ -203,7 +206,7 @@ def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.d
         return torch.float32
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if precision == "bf16" or (native_bf16(device) and batch >= BF16_MIN_BATCH):
+    if precision == "bf16" or native_bf16(device):
         return torch.bfloat16
     return torch.float32
 
@@ -271,8 +274,7 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
     (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
     from the side to move. The network runs as a batch-norm-fused copy in the
-    dtype `inference_dtype` picks for each batch (`precision`: ``fp32``,
-    ``bf16`` or ``auto``); the copy follows the model's weights as they are
+    dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's weights as they are
     trained. Outputs are always float32.
     """
     dev = torch.device(device) if isinstance(device, str) else device

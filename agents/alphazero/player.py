@@ -7,7 +7,9 @@
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
 ``threads`` torch CPU threads for the process (default 1: one-position network
 calls of these small nets gain nothing from more, and players often share the CPU);
-``precision`` ``fp32``/``bf16``/``auto`` (see `network.inference_dtype`);
+``precision`` ``fp32``/``bf16``/``auto`` (see `network.inference_dtype`; by
+default ``auto`` when ``leaf_batch`` reaches `network.BF16_MIN_BATCH`, else
+``fp32``: bf16 is slower than fp32 for a handful of positions per call);
 ``time`` seconds per move: the search runs in rounds of ``sims`` simulations
 (default 32 then) on one growing tree, and starts another round only while the
 rate measured so far says it ends within the budget (at least one round runs);
@@ -30,7 +32,7 @@ from omegaconf import OmegaConf
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
-from agents.alphazero.network import PRECISIONS, make_evaluator, resolve_device
+from agents.alphazero.network import BF16_MIN_BATCH, PRECISIONS, make_evaluator, resolve_device
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
@@ -42,7 +44,7 @@ class CheckpointPlayer:
 
     def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
                  rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
-                 threads: int = 1, precision: str = "auto", time: float = 0.0, leaf_batch: int = 1) -> None:
+                 threads: int = 1, precision: str = "fp32", time: float = 0.0, leaf_batch: int = 1) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -145,7 +147,7 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     algorithm = options.get("algorithm")
     if algorithm is not None and algorithm not in ("puct", "gumbel"):
         raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
-    precision = options.get("precision", "auto")
+    precision = options.get("precision", "auto" if leaf_batch >= BF16_MIN_BATCH else "fp32")
     if precision not in PRECISIONS:
         raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),

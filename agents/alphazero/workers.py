@@ -80,6 +80,8 @@ class WorkerSettings:
     """How the games are played (`parallel` is the lockstep width inside each worker)."""
     threads: int = 1
     """torch CPU threads in each worker process (0: torch's default)."""
+    precision: str = "fp32"
+    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see network.inference_dtype)."""
 
     def validate(self) -> None:
         """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""
@@ -141,7 +143,7 @@ class SelfPlayWorker:
         self.mcts = MCTSConfig.from_dict(settings.mcts)
         self.model = build_network(NetworkConfig.from_dict(settings.network))
         self.model.eval()
-        self.evaluator = make_evaluator(self.model, "cpu")
+        self.evaluator = make_evaluator(self.model, "cpu", settings.precision)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (tensors on any device, or numpy arrays)."""
