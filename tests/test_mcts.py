@@ -357,6 +357,7 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
             assert 1.0 in results or (len(results) == len(kids) and t.raw_value[b, k] == max(results))
             assert t.raw_value[b, k] == (1.0 if 1.0 in results else max(results))
             assert v >= 1 + sum(int(t.visits[b, c]) for c in kids)
+            assert np.isclose(t.value_sum[b, k], v * t.raw_value[b, k], atol=1e-3)  # its Q is exact
             continue
         if t.terminal[b, k]:
             assert np.isclose(t.value_sum[b, k], v * t.raw_value[b, k], atol=1e-3)
