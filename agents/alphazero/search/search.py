@@ -20,6 +20,12 @@ compiles one specialised copy per pair. Two numba facts shape how:
 A new algorithm (a solver, another root rule) is a new pair of selection
 functions and one such entry point; the loop stays as it is.
 
+The kernels called per node or per simulation that never allocate (the
+selection functions, `expand`, the backups) are compiled without reference
+counting (`envs.kernels.lean`): otherwise every array of the `Tree`, `Work`
+and `Roots` tuples handed to them costs an atomic increment and decrement
+per call, about a fifth of the search's time.
+
 numba checks only an entry point's own file before loading its cached code,
 which holds this loop and the selection functions too; `envs.numba_cache`
 (run when `agents` is imported) drops the cache when any of their sources
@@ -38,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.kernels import lean
 from envs.encoding import encode_observation, legal_action_mask, move_to_action
 
 from agents.alphazero.search.config import SearchParams
@@ -74,7 +81,7 @@ def select_leaf(tree: Tree, work: Work, roots: Roots, b: int, params: SearchPara
     return node
 
 
-@njit(cache=True)
+@lean()
 def has_decisive_move(st: np.ndarray, moves: np.ndarray, n: int) -> bool:
     """Whether one of `moves[:n]` (legal, side to move in `st`) wins at once: den entry or last capture."""
     side = st[K.S_SIDE]
@@ -87,7 +94,7 @@ def has_decisive_move(st: np.ndarray, moves: np.ndarray, n: int) -> bool:
     return False
 
 
-@njit(cache=True)
+@lean()
 def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np.ndarray,
            decisive: bool = False) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
@@ -136,7 +143,7 @@ def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np
     return LEAF_EXPANDED
 
 
-@njit(cache=True)
+@lean()
 def backup_path(tree: Tree, b: int, path: np.ndarray, depth: int, value: float) -> None:
     """Add `value` (side to move at the leaf) along `path[:depth + 1]` of game `b`, negated at each ply up."""
     v = value
@@ -147,13 +154,13 @@ def backup_path(tree: Tree, b: int, path: np.ndarray, depth: int, value: float) 
         v = -v
 
 
-@njit(cache=True)
+@lean()
 def backup(tree: Tree, work: Work, b: int, value: float) -> None:
     """Add `value` (side to move at the leaf) along game `b`'s current path, negated at each ply up."""
     backup_path(tree, b, work.path[b], work.depth[b], value)
 
 
-@njit(cache=True)
+@lean()
 def add_virtual_loss(tree: Tree, b: int, path: np.ndarray, depth: int, sign: int) -> None:
     """Count a pending simulation down `path[:depth + 1]` as a visit lost for every side choosing on it
     (``sign=1``), or take it back (``sign=-1``): each node's value_sum, from its own side to move, gains
@@ -165,7 +172,7 @@ def add_virtual_loss(tree: Tree, b: int, path: np.ndarray, depth: int, sign: int
             tree.value_sum[b, node] += sign
 
 
-@njit(cache=True)
+@lean()
 def prove_path(tree: Tree, work: Work, b: int) -> None:
     """MCTS-solver step after game `b`'s path ended at a terminal (or proven) leaf: climb while the
     node just proven settles its parent.
@@ -173,7 +180,8 @@ def prove_path(tree: Tree, work: Work, b: int) -> None:
     A parent (side to move there: the opposite of its child's) is proven a win (+1) by a child lost
     for the child's side to move (raw value -1); otherwise it is proven only when every child is,
     with the best of their results for it, max(-raw value). A proven node is marked terminal with
-    its exact value, so the search stops there and `child_q` reads the exact value. The root is never
+    its exact value, and its value sum is set to that value times its visits, so the search stops
+    there and its Q is exact. The root is never
     marked (it must still choose a move): `solver_outputs` reads its children."""
     for d in range(work.depth[b], 1, -1):
         c = work.path[b, d]
@@ -192,6 +200,9 @@ def prove_path(tree: Tree, work: Work, b: int) -> None:
                 value = max(value, -float(tree.raw_value[b, s]))
         tree.terminal[b, p] = True
         tree.raw_value[b, p] = value
+        # Its mean becomes the exact value (every later simulation stops here and adds that value),
+        # so `child_q` reads it with no branch for proven nodes.
+        tree.value_sum[b, p] = value * tree.visits[b, p]
 
 
 @njit(cache=True)

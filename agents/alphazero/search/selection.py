@@ -22,13 +22,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from envs.kernels import lean
 
 from agents.alphazero.search.config import SearchParams
 from agents.alphazero.search.tree import ROOT, Roots, Tree, child_q
 
 
-@njit(cache=True)
+@lean()
 def select_puct(tree: Tree, roots: Roots, b: int, node: int, params: SearchParams) -> int:
     """The child maximising Q + c_puct * P * sqrt(sum N) / (1 + N), unvisited children at the FPU value
     (the node's mean value minus fpu_reduction * sqrt(prior mass of the visited children)); with the
@@ -60,7 +61,7 @@ def select_puct(tree: Tree, roots: Roots, b: int, node: int, params: SearchParam
     return best
 
 
-@njit(cache=True)
+@lean()
 def completed_q(tree: Tree, b: int, node: int, out: np.ndarray) -> int:
     """`out[j]` = completed Q of the j-th child of `node` (parent's view); returns the children's max visits.
 
@@ -92,7 +93,7 @@ def completed_q(tree: Tree, b: int, node: int, out: np.ndarray) -> int:
     return max_n
 
 
-@njit(cache=True)
+@lean()
 def completed_sigma(tree: Tree, b: int, node: int, params: SearchParams, out: np.ndarray) -> None:
     """`out[j]` = sigma(completed Q) = (c_visit + max N) * c_scale * (q + 1) / 2 for the j-th child of `node`."""
     max_n = completed_q(tree, b, node, out)
@@ -101,7 +102,7 @@ def completed_sigma(tree: Tree, b: int, node: int, params: SearchParams, out: np
         out[j] = scale * (out[j] + 1.0)
 
 
-@njit(cache=True)
+@lean()
 def improved_policy(tree: Tree, b: int, node: int, params: SearchParams, qhat: np.ndarray, logits: np.ndarray,
                     probs: np.ndarray) -> None:
     """For the j-th child of `node`: `qhat[j]` its completed Q, `logits[j]` = log prior + sigma(completed Q),
@@ -123,7 +124,7 @@ def improved_policy(tree: Tree, b: int, node: int, params: SearchParams, qhat: n
         probs[j] = probs[j] / z
 
 
-@njit(cache=True)
+@lean()
 def select_gumbel_interior(tree: Tree, roots: Roots, b: int, node: int, params: SearchParams) -> int:
     """Deterministic Gumbel selection: argmax over children of pi'(a) - N(a) / (1 + sum N), with
     pi' = softmax(log prior + sigma(completed Q)).
@@ -187,7 +188,7 @@ def select_gumbel_interior(tree: Tree, roots: Roots, b: int, node: int, params: 
     return best
 
 
-@njit(cache=True)
+@lean()
 def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: SearchParams) -> int:
     """Sequential halving at the root (`node` is ROOT): among the children whose visits in this search
     equal the phase's target count ``roots.schedule[b, sims_done]``, the one with the largest

@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.kernels import lean
 
 ROOT = 0
 """Index of the root node in every game's tree."""
@@ -118,12 +119,10 @@ def reset_tree(tree: Tree, b: int) -> None:
     tree.num_nodes[b] = 1
 
 
-@njit(cache=True, inline="always")
+@lean("always")
 def child_q(tree: Tree, b: int, c: int) -> float:
-    """Q of child `c` from its parent's side to move: the negated exact value of a terminal (or
-    proven) child, else the negated mean of its simulations; needs a visit."""
-    if tree.terminal[b, c]:
-        return -tree.raw_value[b, c]
+    """Q of child `c` from its parent's side to move: the negated mean of its simulations (exact for a
+    terminal or proven child, whose value sum is its exact value times its visits); needs a visit."""
     return -tree.value_sum[b, c] / tree.visits[b, c]
 
 
