@@ -953,10 +953,9 @@ def random_games(
             # Draw the move only once the game is known to go on (as `outcome` then a pick).
             if chase:
                 n = _generate(st, hist, flags, buf)
-            elif st[S_SIDE] == RED:
-                n = _piece_cands(st, flags, cands, occ_red, occ_blue)
             else:
-                n = _piece_cands(st, flags, cands, occ_blue, occ_red)
+                red = st[S_SIDE] == RED
+                n = _piece_cands(st, flags, cands, occ_red if red else occ_blue, occ_blue if red else occ_red)
             if n == 0:
                 res = TERM_NO_MOVES * 4 + 1 - st[S_SIDE]
                 break
