@@ -46,6 +46,18 @@ def select_puct(tree: Tree, roots: Roots, b: int, node: int, params: SearchParam
     parent_q = tree.value_sum[b, node] / max(tree.visits[b, node], 1)
     fpu = parent_q - params.fpu_reduction * math.sqrt(visited_p)
     explore = params.c_puct * math.sqrt(max(sum_n, 1))
+    best = _puct_argmax(tree, b, fc, n, fpu, explore, False)
+    if params.solver and tree.terminal[b, best] and tree.raw_value[b, best] == 1.0:
+        # The best score is a proven loss for the chooser: look again without them (rare, so the
+        # common pass has no per-child check).
+        best = _puct_argmax(tree, b, fc, n, fpu, explore, True)
+    return best
+
+
+@lean(inline=True)
+def _puct_argmax(tree: Tree, b: int, fc: int, n: int, fpu: float, explore: float, skip_lost: bool) -> int:
+    """The child of `fc .. fc + n - 1` with the largest PUCT score; with `skip_lost` a child proven lost
+    for the chooser only when every child is one."""
     best = fc
     best_score = -1e30
     for j in range(n):
@@ -53,8 +65,8 @@ def select_puct(tree: Tree, roots: Roots, b: int, node: int, params: SearchParam
         v = tree.visits[b, c]
         q = child_q(tree, b, c) if v > 0 else fpu
         score = q + explore * tree.prior[b, c] / (1.0 + v)
-        if params.solver and tree.terminal[b, c] and tree.raw_value[b, c] == 1.0:
-            score = -1e29  # a proven loss for the chooser: only when every child is one
+        if skip_lost and tree.terminal[b, c] and tree.raw_value[b, c] == 1.0:
+            score = -1e29
         if score > best_score:
             best_score = score
             best = c
