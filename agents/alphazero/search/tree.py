@@ -119,7 +119,7 @@ def reset_tree(tree: Tree, b: int) -> None:
     tree.num_nodes[b] = 1
 
 
-@lean("always")
+@lean(inline=True)
 def child_q(tree: Tree, b: int, c: int) -> float:
     """Q of child `c` from its parent's side to move: the negated mean of its simulations (exact for a
     terminal or proven child, whose value sum is its exact value times its visits); needs a visit."""
