@@ -438,14 +438,16 @@ def test_a_stop_abandons_an_abandonable_phase_at_once_and_is_remembered() -> Non
         time.sleep(10)
         return "finished"
 
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)  # SIGINT is ignored in a background job
     with GracefulStop() as stop:
+        assert signal.getsignal(signal.SIGINT) not in before  # its own handler while it runs
         assert stop.abandonable(lambda: "finished") == "finished"
         t0 = time.time()
         assert stop.abandonable(phase) is None
         assert time.time() - t0 < 5
         assert stop.requested == signal.SIGTERM and stop.exit_code == 143
         assert stop.abandonable(lambda: "finished") is None  # a stop asked before a phase abandons it too
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are given back
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # the handlers are given back
 
 
 def test_the_first_ctrl_c_lets_a_phase_finish_and_the_second_stops_at_once() -> None:
