@@ -22,9 +22,10 @@ functions and one such entry point; the loop stays as it is.
 
 The kernels called per node or per simulation that never allocate (the
 selection functions, `expand`, the backups) are compiled without reference
-counting (`envs.kernels.lean`): otherwise every array of the `Tree`, `Work`
-and `Roots` tuples handed to them costs an atomic increment and decrement
-per call, about a fifth of the search's time.
+counting (`envs.kernels.lean`), and `queue_leaf` is inlined like the loop:
+otherwise every array of the `Tree`, `Work` and `Roots` tuples handed to a
+call costs an atomic increment and decrement, about a fifth of the
+search's time.
 
 numba checks only an entry point's own file before loading its cached code,
 which holds this loop and the selection functions too; `envs.numba_cache`
@@ -250,7 +251,7 @@ def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.nd
             action[b] = tree.action[b, best_open]
 
 
-@njit(cache=True)
+@njit(inline="always")
 def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags: np.ndarray,
                params: SearchParams, buf: np.ndarray, uniform: bool, k: int) -> int:
     """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
