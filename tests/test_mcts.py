@@ -527,3 +527,59 @@ def counted_evaluator(calls: dict, key: int):
         return evaluator(obs, mask)
 
     return counted
+
+
+@pytest.mark.parametrize("colour", ("red", "blue"))
+@pytest.mark.parametrize("draw_value", (-0.5, 0.0, 0.5))
+def test_draws_are_worth_draw_value_to_the_root_side(colour: str, draw_value: float) -> None:
+    # At 119 plies without capture every quiet move draws; the capture of the last piece wins.
+    jfen, capture = "7/7/7/7/7/7/7/2Ee3/7 r 119 80", "c2d2"
+    if colour == "blue":
+        jfen, capture = rotate(jfen), rotate_move(capture)
+    games = GameBatch(1, RULES, start_jfen=jfen)
+    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=16, draw_value=draw_value),
+                       FLAGS, seed=0)
+    out = mcts.search(games, add_noise=False)
+    t = mcts.tree
+    fc = t.first_child[0, ROOT]
+    for c in range(fc, fc + t.num_children[0, ROOT]):
+        assert t.terminal[0, c]
+        # Raw values are from the child's side to move, the root side's opponent.
+        won = t.action[0, c] == action_of(jfen, capture)
+        assert t.raw_value[0, c] == pytest.approx(-1.0 if won else -draw_value)
+    assert out.action[0] == action_of(jfen, capture)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_draw_contempt_steers_away_from_a_repetition_and_draw_seeking_into_it(algorithm: str) -> None:
+    # After these 7 plies Blue's g6g7 would repeat the start position a third time (a draw).
+    shuffle = ["a3a4", "g7g6", "a4a3", "g6g7", "a3a4", "g7g6", "a4a3"]
+    games = GameBatch(1, RULES)
+    for m in shuffle:
+        games.play(0, action_of_state(games, 0, m))
+    repeat = action_of_state(games, 0, "g6g7")
+    chosen = {}
+    for draw_value in (-0.5, 0.5):
+        # Gumbel considers every root move (there are fewer than 64), so the repetition is among them.
+        mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm=algorithm, num_simulations=200,
+                                                         gumbel_max_actions=64, draw_value=draw_value), FLAGS, seed=0)
+        out = mcts.search(games, add_noise=False)
+        c = _child(mcts, ROOT, repeat)
+        assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == pytest.approx(-draw_value)
+        chosen[draw_value] = int(out.action[0])
+    assert chosen[-0.5] != repeat and chosen[0.5] == repeat
+
+
+def test_a_draw_value_keeps_no_subtree_across_moves() -> None:
+    # Draws valued for Red's search would mislead Blue's: with a draw value the next search starts afresh.
+    games = GameBatch(1, RULES)
+    mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(num_simulations=32, draw_value=-0.2), FLAGS, seed=0)
+    out = mcts.search(games, add_noise=False)
+    a = int(out.action[0])
+    assert out.visits[0, a] > 1
+    games.play(0, a)
+    mcts.advance(0, a)
+    assert mcts.root_visits(0) == 0
+    assert mcts.search(games, num_simulations=10).visits[0].sum() == 10
+    with pytest.raises(MCTSConfigError, match="draw_value"):
+        MCTSConfig(draw_value=-2.0)

@@ -303,3 +303,18 @@ def test_cut_games_bootstrap_their_value_from_the_search() -> None:
             assert np.all(np.abs(values) <= 1)
         row += len(rec.moves)
     assert cut >= 1
+
+
+def test_draw_contempt_ends_the_shuffling_into_repetitions() -> None:
+    # Two lone Lions: uniform play shuffles into threefold repetitions; with contempt neither side
+    # completes one while another move is open, and the games end by the den or a capture instead.
+    terms = {}
+    for contempt in (0.0, 0.5):
+        settings = SelfPlayConfig(parallel=16, max_plies=200, draw_contempt=contempt,
+                                  start_jfen="6l/7/7/7/7/7/7/7/L6 r 0 1")
+        data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
+                          num_games=16, seed=1)
+        terms[contempt] = data.stats.get("termination_repetition", 0)
+    assert terms[0.0] >= 3 and terms[0.5] == 0
+    with pytest.raises(SelfPlayConfigError, match="draw_contempt"):
+        SelfPlayConfig(draw_contempt=1.5)

@@ -45,6 +45,7 @@ rarely makes, which pure self-play with little compute learns to meet late.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
@@ -96,6 +97,11 @@ class SelfPlayConfig:
     value_q_weight: float = 0.0
     """Blend of the value target: (1 - w) * game result + w * the position's own root search value
     (the z/q mix); 0 trains on results alone. Opponents' positions (no search) keep the result."""
+    draw_contempt: float = 0.0
+    """Contempt for draws in self-play: each move's search values a drawn end (repetition, no-capture
+    limit) at -draw_contempt for its side to move (`MCTSConfig.draw_value`), so both sides steer away
+    from repetitions that pure self-play otherwise settles into. The value targets keep the result
+    (a draw is 0); evaluation searches are not affected."""
     playout_cap_fraction: float = 0.0
     """Fraction of moves searched cheaply (playout-cap randomisation); those positions train the value only."""
     cheap_simulations: int = 4
@@ -121,7 +127,7 @@ class SelfPlayConfig:
                                       f"{', '.join(TRUNCATED_VALUES)}")
         if int(self.bootstrap_plies) < 1:
             raise SelfPlayConfigError(f"selfplay bootstrap_plies={self.bootstrap_plies!r} must be >= 1")
-        for name in ("playout_cap_fraction", "opponent_fraction", "value_q_weight"):
+        for name in ("playout_cap_fraction", "opponent_fraction", "value_q_weight", "draw_contempt"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must lie in [0, 1]")
         if isinstance(self.opponents, str):
@@ -236,6 +242,8 @@ def play_games(
     t0 = time.perf_counter()
     n = min(settings.parallel, num_games)
     games = GameBatch(n, rules, start_jfen=start_jfen, max_plies=settings.max_plies)
+    if settings.draw_contempt:
+        mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
     search = BatchedMCTS(evaluator, mcts, games.flags, seed=seed, n_games=n)
     slots: list[Optional[_Game]] = [None] * n
     started = first_game

@@ -25,6 +25,7 @@ class SearchParams(NamedTuple):
     max_depth: int
     decisive: bool
     solver: bool
+    draw_value: float
 
 
 @dataclass
@@ -74,6 +75,13 @@ class MCTSConfig:
     value is their Q, and the move played is a proven win when there is one and never a proven loss
     while another move is open; the root value is then exact."""
 
+    draw_value: float = 0.0
+    """Value of a drawn end (repetition, no-capture limit) for the side to move at the root: 0 by the
+    rules; below 0 a contempt for draws, the searching side steers away from repetitions unless every
+    other move looks worse than the draw (self-play sets it from ``train.selfplay.draw_contempt``).
+    Each search's draws are valued for its own root side, so while it is not 0 no subtree is kept
+    from one move to the next (`reuse_tree` has no effect)."""
+
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
             raise MCTSConfigError(f"mcts algorithm {self.algorithm!r} is not one of {', '.join(ALGORITHMS)}")
@@ -83,6 +91,8 @@ class MCTSConfig:
         for name in ("c_puct", "dirichlet_alpha", "temperature", "gumbel_c_visit", "gumbel_c_scale"):
             if not float(getattr(self, name)) >= 0:
                 raise MCTSConfigError(f"mcts {name}={getattr(self, name)!r} must be >= 0")
+        if not -1.0 <= float(self.draw_value) <= 1.0:
+            raise MCTSConfigError(f"mcts draw_value={self.draw_value!r} must lie in [-1, 1]")
         if not 0.0 <= float(self.dirichlet_fraction) <= 1.0:
             raise MCTSConfigError(f"mcts dirichlet_fraction={self.dirichlet_fraction!r} must lie in [0, 1]")
 
@@ -96,5 +106,5 @@ class MCTSConfig:
         return SearchParams(
             c_puct=float(self.c_puct), fpu_reduction=float(self.fpu_reduction), c_visit=float(self.gumbel_c_visit),
             c_scale=float(self.gumbel_c_scale), max_depth=int(self.max_depth), decisive=bool(self.decisive_moves),
-            solver=bool(self.solver),
+            solver=bool(self.solver), draw_value=float(self.draw_value),
         )

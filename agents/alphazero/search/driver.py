@@ -267,7 +267,9 @@ class BatchedMCTS:
         b = int(game_index)
         tree = self.tree
         child = find_child(tree, b, int(action)) if action >= 0 else -1
-        if child < 0 or not self.config.reuse_tree or self._root_ply[b] < 0:
+        # Draws valued for one side (draw_value) would mislead the other side's search: a move hands
+        # the turn over, so such a tree is not kept.
+        if child < 0 or not self.config.reuse_tree or self._root_ply[b] < 0 or self.params.draw_value != 0.0:
             reset_tree(tree, b)
             self._root_ply[b] = -1
             return

@@ -97,11 +97,12 @@ def has_decisive_move(st: np.ndarray, moves: np.ndarray, n: int) -> bool:
 
 @lean()
 def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np.ndarray,
-           decisive: bool = False) -> int:
+           decisive: bool = False, draw_value: float = 0.0) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
 
     Judges the end of the game first (`kernels.outcome_and_moves`); a
     terminal node keeps its exact value (side to move's view) in raw_value.
+    A draw is worth `draw_value` to the root's side to move (0 by the rules).
     With `decisive`, a non-root node whose side to move can win at once is
     terminal too, value +1 (a proven win, not a game end).
     Children get uniform priors until the evaluator's arrive."""
@@ -115,6 +116,8 @@ def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np
     value = 0.0
     if over and winner != K.DRAW:
         value = 1.0 if winner == st[K.S_SIDE] else -1.0
+    elif over and draw_value != 0.0:
+        value = draw_value if st[K.S_SIDE] == work.root_state[b, K.S_SIDE] else -draw_value
     elif not over and decisive and node != ROOT and has_decisive_move(st, buf, n):
         value, over = 1.0, True
     if over:
@@ -257,7 +260,7 @@ def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags:
     """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
     every leaf when `uniform`: value 0, priors uniform), else write its observation and mask to row `k`
     of `leaves`. Returns the number of rows queued so far."""
-    status = expand(tree, work, b, leaf, flags, buf, params.decisive)
+    status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
     if status == LEAF_TERMINAL:
         backup(tree, work, b, tree.raw_value[b, leaf])
         if params.solver:
@@ -332,7 +335,7 @@ def simulate_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: 
             if path_meets_pending(work, lanes, b, first, k):
                 break
             roots.sims_done[b] += 1
-            status = expand(tree, work, b, leaf, flags, buf, params.decisive)
+            status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
             if status == LEAF_TERMINAL:
                 backup(tree, work, b, tree.raw_value[b, leaf])
                 if params.solver:
