@@ -63,6 +63,54 @@ def _play(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.nda
 
 
 @njit(cache=True)
+def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, actions: np.ndarray,
+               max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray,
+               moves: np.ndarray) -> int:
+    """Play `actions[i]` (canonical index) in every game `i` whose action is >= 0, then judge its end
+    (`GameBatch._update_outcome`'s rules); `moves[i]` gets the kernel move played (-1 where none).
+    Returns the first game whose action is illegal or which is over (its later games unplayed), else -1."""
+    for i in range(actions.shape[0]):
+        moves[i] = -1
+        if actions[i] < 0:
+            continue
+        if done[i]:
+            return i
+        m = _play(state[i], hist[i], hashes[i], flags, actions[i])
+        if m < 0:
+            return i
+        moves[i] = m
+        t, w = K.outcome(state[i], hist[i], hashes[i], flags)
+        term[i], winner[i] = t, w
+        done[i] = t != K.TERM_NONE
+        truncated[i] = False
+        if not done[i] and state[i, K.S_PLY] >= max_plies:
+            done[i] = True
+            truncated[i] = True
+    return -1
+
+
+@njit(cache=True)
+def reset_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray,
+                first: np.ndarray, max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray,
+                winner: np.ndarray) -> None:
+    """Start the games `idx` again from the position `first` (`GameBatch.reset` for many games)."""
+    h = K.compute_hash(first)
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        state[i, :] = first
+        hist[i, :, :] = 0
+        hashes[i, :] = 0
+        hashes[i, 0] = h
+        t, w = K.outcome(state[i], hist[i], hashes[i], flags)
+        term[i], winner[i] = t, w
+        done[i] = t != K.TERM_NONE
+        truncated[i] = False
+        if not done[i] and state[i, K.S_PLY] >= max_plies:
+            done[i] = True
+            truncated[i] = True
+
+
+@njit(cache=True)
 def _first_position(state: np.ndarray, hist: np.ndarray, out: np.ndarray) -> None:
     """`out` = the position before every move of `hist` was played (the game's first position)."""
     out[:] = state
@@ -99,7 +147,8 @@ class GameBatch:
         self.term = np.zeros(n, dtype=np.int64)
         self.winner = np.full(n, -1, dtype=np.int64)
         self.start: list[str] = [start_jfen] * n
-        self._boards: list[Optional[Board]] = [None] * n  # games handed out as Boards, kept in step
+        self._boards: dict[int, Board] = {}  # games handed out as Boards, kept in step
+        self._moves = np.full(n, -1, dtype=np.int64)
         for i in range(n):
             self.reset(i, start_jfen)
 
@@ -117,8 +166,18 @@ class GameBatch:
         self.hashes[i] = 0
         self.hashes[i, 0] = K.compute_hash(st)
         self.truncated[i] = False
-        self._boards[i] = None
+        self._boards.pop(i, None)
         self._update_outcome(i)
+
+    def reset_many(self, idx: np.ndarray, jfen: str) -> None:
+        """Start the games `idx` again from `jfen` (`reset` for many games in one kernel call)."""
+        ix = self._index(idx)
+        first = parse_jfen(jfen)
+        reset_batch(self.state, self.hist, self.hashes, self.flags, ix, first, self.max_plies, self.done,
+                    self.truncated, self.term, self.winner)
+        for i in ix.tolist():
+            self.start[i] = jfen
+            self._boards.pop(i, None)
 
     def load_board(self, i: int, board: Board) -> None:
         """Make game `i` the game of `board`: its first position, moves and history arrays, copied as they
@@ -137,7 +196,7 @@ class GameBatch:
         self.hashes[i, : ply + 1] = board.hashes[: ply + 1]
         self.hashes[i, ply + 1 :] = 0
         self.truncated[i] = False
-        self._boards[i] = None
+        self._boards.pop(i, None)
         self._update_outcome(i)
 
     def play(self, i: int, action: int) -> None:
@@ -147,10 +206,28 @@ class GameBatch:
         m = _play(self.state[i], self.hist[i], self.hashes[i], self.flags, int(action))
         if m < 0:
             raise IllegalMoveError(f"action {action} is not legal in game {i} ({state_to_jfen(self.state[i])!r})")
-        board = self._boards[i]
+        board = self._boards.get(i)
         if board is not None:
             board.push(Move.from_int(int(m)))
         self._update_outcome(i)
+
+    def play_many(self, actions: np.ndarray) -> None:
+        """Play `actions[i]` (canonical index) in every game `i` whose action is >= 0 (int [B]), in one
+        kernel call; IllegalMoveError naming the first game where it is not legal (or which is over),
+        the games before it played."""
+        actions = np.ascontiguousarray(actions, dtype=np.int64)
+        if actions.shape != (self.n,):
+            raise ValueError(f"play_many takes one action per game ({self.n}), got shape {actions.shape}")
+        bad = play_batch(self.state, self.hist, self.hashes, self.flags, actions, self.max_plies, self.done,
+                         self.truncated, self.term, self.winner, self._moves)
+        for i, board in self._boards.items():
+            if self._moves[i] >= 0:
+                board.push(Move.from_int(int(self._moves[i])))
+        if bad >= 0 and self.done[bad]:
+            raise IllegalMoveError(f"game {bad} is over; action {actions[bad]} cannot be played")
+        if bad >= 0:
+            raise IllegalMoveError(f"action {actions[bad]} is not legal in game {bad} "
+                                   f"({state_to_jfen(self.state[bad])!r})")
 
     def _update_outcome(self, i: int) -> None:
         term, winner = K.outcome(self.state[i], self.hist[i], self.hashes[i], self.flags)
@@ -201,7 +278,7 @@ class GameBatch:
     def board(self, i: int) -> Board:
         """Game `i` as a Board (a copy, yours to change). The first call for a game replays its moves once;
         from then on the batch pushes each move played on its own Board, so later calls only copy it."""
-        board = self._boards[i]
+        board = self._boards.get(i)
         if board is None:
             board = Board.from_jfen(self.start[i], rules=self.rules)
             for m in self.moves(i):

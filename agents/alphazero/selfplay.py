@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -56,12 +56,13 @@ from tqdm import tqdm
 from envs import kernels as K
 from envs.board import START_JFEN, Termination, parse_jfen
 from envs.config import config_kwargs
-from envs.encoding import N_ACTIONS, move_to_action
+from envs.encoding import move_to_action
 from envs.players import Player, make_player
 from envs.rules import RuleSet
 from envs.seeding import derive_seed
 
 from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
 from agents.arena.records import GameRecord
 
@@ -183,21 +184,26 @@ class SelfPlayData:
 
 
 class _Game:
-    """Positions of one game in progress."""
+    """One game in progress: its index, seed, playout-cap coin and opponent (its positions are kept by slot
+    in `samples.Samples`)."""
 
     def __init__(self, index: int, seed: int) -> None:
         self.index = index
         self.seed = seed
-        self.obs: list[np.ndarray] = []
-        self.mask: list[np.ndarray] = []
-        self.policy: list[np.ndarray] = []
-        self.side: list[int] = []
-        self.full: list[bool] = []
-        self.root_value: list[float] = []
-        """The search's root value of each position (side to move's view); NaN for an opponent's move."""
         self.coin = np.random.default_rng(derive_seed(seed, "playout cap"))
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
+
+
+class _Finished(NamedTuple):
+    """A finished game's record and training rows (`SelfPlayData`'s fields, one game)."""
+
+    record: GameRecord
+    obs: np.ndarray
+    mask: np.ndarray
+    policy: np.ndarray
+    value: np.ndarray
+    full_search: np.ndarray
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -245,11 +251,18 @@ def play_games(
     if settings.draw_contempt:
         mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
     search = BatchedMCTS(evaluator, mcts, games.flags, seed=seed, n_games=n)
+    first = parse_jfen(start_jfen)
+    samples = new_samples(n, settings.max_plies)
     slots: list[Optional[_Game]] = [None] * n
+    occupied = np.zeros(n, dtype=np.bool_)
+    opponent_side = np.full(n, -1, dtype=np.int64)
+    # Game k's playout-cap coins, one per ply, drawn ahead at its start from its own generator.
+    coins = np.ones((n, settings.max_plies), dtype=np.float64)
     started = first_game
     end = first_game + num_games
 
     def start(slot: int) -> None:
+        """Game `started` into `slot` (its position and tree are reset afterwards, with the others')."""
         nonlocal started
         g = _Game(started, game_seed(seed, started))
         started += 1
@@ -259,81 +272,84 @@ def play_games(
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
             g.opponent.reset()
         slots[slot] = g
-        games.reset(slot, start_jfen)
-        search.advance(slot, -1)
+        occupied[slot] = True
+        opponent_side[slot] = g.opponent_side
+        if playout_cap_fraction > 0:
+            coins[slot] = g.coin.random(settings.max_plies)
         search.reseed(slot, g.seed)
 
     for s in range(n):
         start(s)
 
-    finished: dict[int, tuple[_Game, np.ndarray, GameRecord]] = {}
+    finished: dict[int, _Finished] = {}
     simulations = 0
     counts = {"red_wins": 0, "blue_wins": 0, "draws": 0, "truncated": 0}
     opponent_points: list[float] = []
     terms: dict[str, int] = {}
+    every = np.arange(n)
+    no_actions = np.full(n, -1, dtype=np.int64)
     bar = tqdm(total=num_games, desc="self-play", unit="game", disable=not progress)
-    while any(g is not None for g in slots):
-        active = np.array([g is not None for g in slots])
+    # Each ply touches the whole batch a fixed number of times (search, record, play, advance); Python
+    # goes game by game only for opponents' moves and for games that end.
+    while occupied.any():
         # Games whose opponent is to move skip the search and take the opponent's move.
-        theirs = np.array([g is not None and g.opponent is not None and games.side_to_move(s) == g.opponent_side
-                           for s, g in enumerate(slots)], dtype=np.bool_)
-        active &= ~theirs
-        cheap = np.zeros(n, dtype=np.bool_)
+        theirs = occupied & (opponent_side == games.state[:, K.S_SIDE])
+        active = occupied & ~theirs
+        cheap = theirs.copy()
         if playout_cap_fraction > 0:
-            for s, g in enumerate(slots):
-                if g is not None:
-                    cheap[s] = g.coin.random() < playout_cap_fraction
-        cheap |= theirs
-        idx = np.flatnonzero(active | theirs)
-        obs = games.observations(idx)
-        masks = games.masks(idx)
+            cheap |= occupied & (coins[every, np.minimum(games.state[:, K.S_PLY], settings.max_plies - 1)]
+                                 < playout_cap_fraction)
         # One lockstep search: cheap games run fewer simulations, without noise, in the same batches.
         sims = np.where(cheap, cheap_simulations, mcts.num_simulations)
         out = search.search(games, active, add_noise=~cheap, num_simulations=sims)
         simulations += int(sims[active].sum())
-        for r, s in enumerate(idx.tolist()):
+        record_samples(samples, np.flatnonzero(occupied), games.state, out.policy, out.root_value, ~cheap, active)
+        actions = np.where(active, out.action, -1)
+        games.play_many(actions)
+        search.advance_many(np.flatnonzero(active), actions)
+        refill: list[int] = []
+        for s in np.flatnonzero(theirs | (active & games.done)).tolist():  # in slot order, as players expect
             g = slots[s]
             assert g is not None
-            side = games.side_to_move(s)
-            g.obs.append(obs[r])
-            g.mask.append(masks[r])
-            g.side.append(side)
-            g.full.append(not cheap[s])
             if theirs[s]:
                 assert g.opponent is not None
+                side = games.side_to_move(s)
                 action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
-                g.policy.append(np.zeros(N_ACTIONS, dtype=np.float32))
-                g.root_value.append(float("nan"))
-            else:
-                action = int(out.action[s])
-                g.policy.append(out.policy[s].copy())
-                g.root_value.append(float(out.root_value[s]))
-            games.play(s, action)
-            search.advance(s, action)
-            if not games.done[s]:
-                continue
+                games.play(s, action)
+                search.advance(s, action)
+                if not games.done[s]:
+                    continue
             names = (name, name)
             if g.opponent is not None:
                 names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
-            values, record = _finish(games, s, g, rules, names, settings)
+            plies = games.plies(s)
+            sides = samples.side[s, :plies].astype(np.int64)
+            values, record = _finish(games, s, g, sides, samples.root_value[s, :plies], rules, names, settings)
             if g.opponent is not None:
-                mine = np.flatnonzero(np.asarray(g.side) != g.opponent_side)
+                mine = np.flatnonzero(sides != g.opponent_side)
                 opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
-            finished[g.index] = (g, values, record)
+            obs, mask, policy = game_samples(samples, s, first, games.hist[s], plies, games.flags)
+            finished[g.index] = _Finished(record, obs, mask, policy, values, samples.full[s, :plies].copy())
             counts[{"1-0": "red_wins", "0-1": "blue_wins"}.get(record.result, "draws")] += 1
             counts["truncated"] += int(games.truncated[s])
             terms[str(record.termination)] = terms.get(str(record.termination), 0) + 1
             bar.update(1)
             if started < end:
                 start(s)
+                refill.append(s)
             else:
                 slots[s] = None
+                occupied[s] = False
+        if refill:
+            again = np.asarray(refill, dtype=np.int64)
+            games.reset_many(again, start_jfen)
+            search.advance_many(again, no_actions)
     bar.close()
     seconds = time.perf_counter() - t0
     done = [finished[k] for k in sorted(finished)]
-    records = [record for _, _, record in done]
-    value_out = [values for _, values, _ in done]
-    full_out = [np.asarray(g.full, dtype=np.bool_) for g, _, _ in done]
+    records = [d.record for d in done]
+    value_out = [d.value for d in done]
+    full_out = [d.full_search for d in done]
     positions = int(sum(len(v) for v in value_out))
     stats: dict[str, Any] = {
         "games": len(records),
@@ -352,9 +368,9 @@ def play_games(
     for name, c in terms.items():
         stats[f"termination_{name}"] = c
     return SelfPlayData(
-        obs=np.concatenate([np.stack(g.obs) for g, _, _ in done]),
-        mask=np.concatenate([np.stack(g.mask) for g, _, _ in done]),
-        policy=np.concatenate([np.stack(g.policy) for g, _, _ in done]),
+        obs=np.concatenate([d.obs for d in done]),
+        mask=np.concatenate([d.mask for d in done]),
+        policy=np.concatenate([d.policy for d in done]),
         value=np.concatenate(value_out),
         full_search=np.concatenate(full_out),
         records=records,
@@ -424,13 +440,12 @@ def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, trunca
     return values.astype(np.float32)
 
 
-def _finish(games: GameBatch, s: int, g: _Game, rules: RuleSet, player_names: tuple[str, str],
-            settings: SelfPlayConfig) -> tuple[np.ndarray, GameRecord]:
-    """Value targets (from each position's side to move) and the record of the game in slot `s`."""
+def _finish(games: GameBatch, s: int, g: _Game, sides: np.ndarray, root_value: np.ndarray, rules: RuleSet,
+            player_names: tuple[str, str], settings: SelfPlayConfig) -> tuple[np.ndarray, GameRecord]:
+    """Value targets (from each position's side to move) and the record of the game in slot `s`, whose
+    positions had the sides to move `sides` and the root values `root_value` (NaN: an opponent's move)."""
     term, winner = games.outcome(s)
-    sides = np.asarray(g.side)
-    values = value_targets(sides, np.asarray(g.root_value, dtype=np.float64), winner, bool(games.truncated[s]),
-                           settings)
+    values = value_targets(sides, root_value, winner, bool(games.truncated[s]), settings)
     if games.truncated[s]:
         result, termination = "1/2-1/2", "ply_cap"
     else:

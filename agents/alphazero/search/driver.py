@@ -36,11 +36,9 @@ from agents.alphazero.search.tree import (
     Roots,
     Tree,
     Work,
+    advance_trees,
     default_nodes,
-    find_child,
     new_tree,
-    reroot,
-    reset_tree,
 )
 
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -72,6 +70,9 @@ class SearchOutput:
     visits: np.ndarray
     """int32 [B, 252]: visits of the root's children (reused ones included)."""
 
+
+NOISE_PLIES = 32
+"""Searches' worth of exploration noise a game slot draws ahead from its generator at a time."""
 
 ROOT_POLICIES: dict[str, type[RootPolicy]] = {"puct": Puct, "gumbel": Gumbel}
 """Root policy of each `MCTSConfig.algorithm`."""
@@ -131,6 +132,13 @@ class BatchedMCTS:
         self._sigma = np.zeros(K.MAX_MOVES, dtype=np.float64)
         self._order = np.zeros(self.max_nodes, dtype=np.int32)
         self._new_index = np.zeros(self.max_nodes, dtype=np.int32)
+        self.work = self._new_work(n, 0)  # room for no game yet: the first search makes it
+        width = self.policy.noise_width
+        self._noise = np.zeros((n, NOISE_PLIES, width), dtype=np.float64)
+        """Each slot's next searches' noise, drawn ahead from its generator (`policy.fill_noise`)."""
+        self._noise_next = np.full(n, NOISE_PLIES, dtype=np.int64)
+        """The row of `_noise` the slot's next noisy search takes (NOISE_PLIES: none left, draw more)."""
+        self._noise_rows = np.zeros((n, width), dtype=np.float64)
         self.policy.allocate(n)
 
     def _grow(self, sims: int) -> None:
@@ -159,25 +167,40 @@ class BatchedMCTS:
             raise ValueError(f"this search holds {self._n} game slots, the GameBatch has {games.n}")
         cap = games.hist.shape[1]
         if cap != self._cap:
-            n = int(games.n)
-            depth = self.config.max_depth
-            self.work = Work(
-                root_state=np.zeros((n, K.STATE_LEN), dtype=np.int16),
-                leaf_state=np.zeros((n, K.STATE_LEN), dtype=np.int16),
-                hist=np.zeros((n, cap + depth + 1, K.HIST_WIDTH), dtype=np.int16),
-                hashes=np.zeros((n, cap + depth + 2), dtype=np.uint64),
-                path=np.zeros((n, depth + 1), dtype=np.int32),
-                depth=np.zeros(n, dtype=np.int32),
-                leaf_status=np.zeros(n, dtype=np.int8),
-            )
+            self.work = self._new_work(int(games.n), cap)
             self._cap = cap
             self._root_ply[:] = -1  # the trees' positions were in the old arrays
+
+    def _new_work(self, n: int, cap: int) -> Work:
+        """Scratch for `n` games of up to `cap` plies."""
+        depth = self.config.max_depth
+        return Work(
+            root_state=np.zeros((n, K.STATE_LEN), dtype=np.int16),
+            leaf_state=np.zeros((n, K.STATE_LEN), dtype=np.int16),
+            hist=np.zeros((n, cap + depth + 1, K.HIST_WIDTH), dtype=np.int16),
+            hashes=np.zeros((n, cap + depth + 2), dtype=np.uint64),
+            path=np.zeros((n, depth + 1), dtype=np.int32),
+            depth=np.zeros(n, dtype=np.int32),
+            leaf_status=np.zeros(n, dtype=np.int8),
+        )
 
     def reseed(self, game_index: int, seed: int) -> None:
         """Give slot `game_index` a fresh generator from `seed` (a new game's own seed)."""
         if self._n is None:
             raise ValueError("reseed before the first search needs n_games at construction")
         self._rngs[game_index] = np.random.default_rng(seed)
+        self._noise_next[game_index] = NOISE_PLIES  # what was drawn ahead came from the old generator
+
+    def _next_noise(self, noisy: np.ndarray) -> np.ndarray:
+        """float64 [B, noise_width]: row b holds the noise of game b's search now, for the games `noisy`
+        (taken in order from the slot's noise drawn ahead; a slot that has none left draws the next
+        NOISE_PLIES searches' worth from its generator, one Python call per slot that many searches)."""
+        for b in noisy[self._noise_next[noisy] >= NOISE_PLIES].tolist():
+            self._noise[b] = self.policy.fill_noise(self._rngs[b], NOISE_PLIES)
+            self._noise_next[b] = 0
+        self._noise_rows[noisy] = self._noise[noisy, self._noise_next[noisy]]
+        self._noise_next[noisy] += 1
+        return self._noise_rows
 
     # -- searching ---------------------------------------------------------------------
     def search(self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: Any = True,
@@ -217,7 +240,8 @@ class BatchedMCTS:
                       (max_sims + 1) * K.MAX_MOVES)
         roots = Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((n, max(max_sims, 1)), np.int32),
                       sims_done=self._sims_done, sims_target=sims, sigma=self._sigma)
-        policy.draw_noise(games, idx, idx[noise[idx]], self._rngs, roots)
+        noisy = idx[noise[idx]]
+        policy.draw_noise(games, idx, noisy, self._next_noise(noisy), roots)
         uniform = self.evaluator is uniform_evaluator
         # The root's own evaluation (for a root not kept from the previous search).
         self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, idx, uniform))
@@ -264,24 +288,20 @@ class BatchedMCTS:
         subtree when `reuse_tree`; action -1 (or an unknown action) clears the tree."""
         if self._n is None:
             return
-        b = int(game_index)
-        tree = self.tree
-        child = find_child(tree, b, int(action)) if action >= 0 else -1
+        actions = np.full(self._n, -1, dtype=np.int64)
+        actions[int(game_index)] = int(action)
+        self.advance_many(np.array([int(game_index)], dtype=np.int64), actions)
+
+    def advance_many(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        """`advance` for the games `idx` at once (one kernel call): game `b`'s root moves to its child of
+        `actions[b]` (int [B]; -1 clears the tree). A proven root (a decisive move) is searched afresh."""
+        if self._n is None:
+            return
         # Draws valued for one side (draw_value) would mislead the other side's search: a move hands
         # the turn over, so such a tree is not kept.
-        if child < 0 or not self.config.reuse_tree or self._root_ply[b] < 0 or self.params.draw_value != 0.0:
-            reset_tree(tree, b)
-            self._root_ply[b] = -1
-            return
-        st = self.work.root_state[b].copy()
-        ply = int(st[K.S_PLY])
-        K.make_move(st, self.work.hist[b], self.work.hashes[b], int(tree.move[b, child]))
-        self.work.root_state[b] = st
-        self._root_ply[b] = ply + 1
-        self._root_hash[b] = self.work.hashes[b, ply + 1]
-        reroot(tree, b, child, self._order, self._new_index)
-        if tree.terminal[b, ROOT]:
-            reset_tree(tree, b)  # a proven win (decisive move) is searched afresh as the root
+        keep = bool(self.config.reuse_tree) and self.params.draw_value == 0.0
+        advance_trees(self.tree, self.work, self._root_ply, self._root_hash, np.asarray(idx, dtype=np.int64),
+                      np.asarray(actions, dtype=np.int64), keep, self._order, self._new_index)
 
     def root_visits(self, game_index: int) -> int:
         """Visits of game `game_index`'s root (including those of a kept subtree)."""

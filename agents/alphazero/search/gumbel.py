@@ -95,12 +95,16 @@ class Gumbel(RootPolicy):
         self._tables: dict[int, np.ndarray] = {}
         """Sequential-halving tables by simulation count."""
 
-    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
-                   roots: Roots) -> None:
-        """g ~ Gumbel(0, 1) per root child of each noisy game, from its generator; 0 for the others."""
+    noise_width = K.MAX_MOVES
+
+    def fill_noise(self, rng: np.random.Generator, searches: int) -> np.ndarray:
+        """g ~ Gumbel(0, 1) per root child (MAX_MOVES a search)."""
+        return rng.gumbel(size=(searches, K.MAX_MOVES))
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
+        """The noisy games' Gumbel noise from their rows; 0 for the others."""
         roots.gumbel[idx] = 0.0
-        for b in noisy.tolist():
-            roots.gumbel[b] = rngs[b].gumbel(size=K.MAX_MOVES)
+        roots.gumbel[noisy] = rows[noisy]
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
         """Row b of the schedule: sequential halving for game b's simulation count and its number of

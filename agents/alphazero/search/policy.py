@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 class RootPolicy:
     """One search algorithm as `BatchedMCTS` uses it: its exploration noise, its simulation kernel and
     its root outputs. A subclass sets `name` and `simulate` (its cached `search.simulate` entry point,
-    which fixes its selection functions) and fills in `draw_noise` and `outputs`."""
+    which fixes its selection functions) and fills in `fill_noise`, `draw_noise` and `outputs`."""
 
     name = ""
 
@@ -26,10 +26,18 @@ class RootPolicy:
     def allocate(self, n: int) -> None:
         """Room for `n` game slots (none needed by default)."""
 
-    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
-                   roots: Roots) -> None:
-        """Draw this search's exploration noise of the games `noisy` (a subset of the searched `idx`),
-        each from its own generator `rngs[b]`."""
+    noise_width = 1
+    """Numbers of exploration noise one game's search takes (a row of `fill_noise`)."""
+
+    def fill_noise(self, rng: np.random.Generator, searches: int) -> np.ndarray:
+        """float64 [searches, noise_width]: the noise of one game's next `searches` noisy searches, drawn
+        from its generator in the order the searches take them (so drawing ahead changes no draw)."""
+        raise NotImplementedError
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
+        """Set up this search's exploration noise of the games `noisy` (a subset of the searched `idx`):
+        row `rows[b]` (float64 [B, noise_width]) is game b's, from `fill_noise`. Whole-batch array
+        operations, no loop over the games."""
         raise NotImplementedError
 
     def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,

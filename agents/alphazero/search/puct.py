@@ -137,18 +137,27 @@ class Puct(RootPolicy):
         self._temperature = np.zeros(n, dtype=np.float64)
         self._u = np.zeros(n, dtype=np.float64)
 
-    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rngs: list[np.random.Generator],
-                   roots: Roots) -> None:
-        """Dirichlet (Gamma) draws, the move draw and the temperature of each noisy game, from its generator."""
+    noise_width = K.MAX_MOVES + 1
+
+    def fill_noise(self, rng: np.random.Generator, searches: int) -> np.ndarray:
+        """Per search: MAX_MOVES Gamma(alpha) draws (the Dirichlet noise before normalising; 1 when alpha
+        is 0), then the uniform draw of the move."""
+        alpha = self.config.dirichlet_alpha
+        rows = np.ones((searches, self.noise_width), dtype=np.float64)
+        for r in range(searches):  # the draws interleave as the searches take them
+            if alpha > 0:
+                rows[r, : K.MAX_MOVES] = rng.gamma(alpha, size=K.MAX_MOVES)
+            rows[r, K.MAX_MOVES] = rng.random()
+        return rows
+
+    def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
+        """The noisy games' Dirichlet (Gamma) draws and move draws from their rows, and their temperature."""
         cfg = self.config
         self._temperature[:] = 0.0
         self._u[:] = 0.0
-        for b in noisy.tolist():
-            rng = rngs[b]
-            self._noise[b] = rng.gamma(cfg.dirichlet_alpha, size=K.MAX_MOVES) if cfg.dirichlet_alpha > 0 else 1.0
-            self._u[b] = rng.random()
-            if games.state[b, K.S_PLY] < cfg.temperature_plies:
-                self._temperature[b] = cfg.temperature
+        self._noise[noisy] = rows[noisy, : K.MAX_MOVES]
+        self._u[noisy] = rows[noisy, K.MAX_MOVES]
+        self._temperature[noisy] = np.where(games.state[noisy, K.S_PLY] < cfg.temperature_plies, cfg.temperature, 0.0)
         self._noisy = noisy if cfg.dirichlet_fraction > 0 else noisy[:0]
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:

@@ -198,3 +198,29 @@ def _permute(a: np.ndarray, order: np.ndarray, count: int) -> None:
     """a[:count] := a[order[:count]]."""
     tmp = a[order[:count]].copy()
     a[:count] = tmp
+
+
+@njit(cache=True)
+def advance_trees(tree: Tree, work: Work, root_ply: np.ndarray, root_hash: np.ndarray, idx: np.ndarray,
+                  actions: np.ndarray, keep: bool, order: np.ndarray, new_index: np.ndarray) -> None:
+    """Move the root of each game `b` of `idx` to its child of `actions[b]` (the move just played).
+
+    With `keep` and a tree built for the position before the move (``root_ply[b] >= 0``), the
+    child's subtree becomes the tree (`reroot`) and the search's copy of the position
+    (`work.root_state`, history, hashes) follows the move; a proven root (a decisive move) is
+    emptied to be searched afresh. Otherwise (action -1, an action without a child, no `keep`)
+    the tree is emptied and ``root_ply[b] = -1`` (no position). `order`/`new_index`: scratch int32 [N]."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        child = find_child(tree, b, actions[b]) if actions[b] >= 0 else -1
+        if child < 0 or not keep or root_ply[b] < 0:
+            reset_tree(tree, b)
+            root_ply[b] = -1
+            continue
+        ply = work.root_state[b, K.S_PLY]
+        K.make_move(work.root_state[b], work.hist[b], work.hashes[b], tree.move[b, child])
+        root_ply[b] = ply + 1
+        root_hash[b] = work.hashes[b, ply + 1]
+        reroot(tree, b, child, order, new_index)
+        if tree.terminal[b, ROOT]:
+            reset_tree(tree, b)
