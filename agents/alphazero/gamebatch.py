@@ -63,6 +63,20 @@ def _play(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.nda
 
 
 @njit(cache=True)
+def judge(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, i: int, max_plies: int,
+          done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray) -> None:
+    """Game `i`'s termination and winner by the rules; done when they end it or when it has played
+    `max_plies` plies (truncated: no result by the rules)."""
+    t, w = K.outcome(state[i], hist[i], hashes[i], flags)
+    term[i], winner[i] = t, w
+    done[i] = t != K.TERM_NONE
+    truncated[i] = False
+    if not done[i] and state[i, K.S_PLY] >= max_plies:
+        done[i] = True
+        truncated[i] = True
+
+
+@njit(cache=True)
 def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, actions: np.ndarray,
                max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray,
                moves: np.ndarray) -> int:
@@ -79,13 +93,7 @@ def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: n
         if m < 0:
             return i
         moves[i] = m
-        t, w = K.outcome(state[i], hist[i], hashes[i], flags)
-        term[i], winner[i] = t, w
-        done[i] = t != K.TERM_NONE
-        truncated[i] = False
-        if not done[i] and state[i, K.S_PLY] >= max_plies:
-            done[i] = True
-            truncated[i] = True
+        judge(state, hist, hashes, flags, i, max_plies, done, truncated, term, winner)
     return -1
 
 
@@ -101,13 +109,7 @@ def reset_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: 
         hist[i, :, :] = 0
         hashes[i, :] = 0
         hashes[i, 0] = h
-        t, w = K.outcome(state[i], hist[i], hashes[i], flags)
-        term[i], winner[i] = t, w
-        done[i] = t != K.TERM_NONE
-        truncated[i] = False
-        if not done[i] and state[i, K.S_PLY] >= max_plies:
-            done[i] = True
-            truncated[i] = True
+        judge(state, hist, hashes, flags, i, max_plies, done, truncated, term, winner)
 
 
 @njit(cache=True)
@@ -230,12 +232,8 @@ class GameBatch:
                                    f"({state_to_jfen(self.state[bad])!r})")
 
     def _update_outcome(self, i: int) -> None:
-        term, winner = K.outcome(self.state[i], self.hist[i], self.hashes[i], self.flags)
-        self.term[i], self.winner[i] = term, winner
-        self.done[i] = term != K.TERM_NONE
-        if not self.done[i] and self.plies(i) >= self.max_plies:
-            self.done[i] = True
-            self.truncated[i] = True
+        judge(self.state, self.hist, self.hashes, self.flags, i, self.max_plies, self.done, self.truncated,
+              self.term, self.winner)
 
     # -- reading -------------------------------------------------------------------
     def _index(self, idx: IndexLike) -> np.ndarray:
