@@ -1,74 +1,268 @@
-"""Self-play speed with the default network on this CPU: games, positions and simulations per second.
+"""Self-play speed with the default network on this CPU: positions per CPU and wall second, and where the time goes.
 
-    python bench/bench_selfplay.py                         # model small, the default gumbel search
+    python bench/bench_selfplay.py                         # before/after: the two earlier commits and this tree
+    python bench/bench_selfplay.py --before none           # this tree only
+    python bench/bench_selfplay.py --before 3454601 --before-precision fp32   # another commit, in fp32
     python bench/bench_selfplay.py --model medium --parallel 128 --mcts puct --sims 64
+    python bench/bench_selfplay.py --model uniform --games 256   # no network: the search and the game loop alone
     python bench/bench_selfplay.py --workers 2 --backend process   # the games split over 2 local processes
 
-An untrained network (random weights) plays, so game lengths are those of
-early training. Figures only (no assertions); the first call compiles numba
-kernels (and starts the workers), so a warm-up round runs first. With
-workers, `--parallel` is the lockstep width inside each worker, and the time
-counts sending the weights and merging the parts.
+Each measured tree runs in its own subprocess, one after the other: this
+checkout, and each ``--before`` commit checked out as a git worktree under
+the temporary directory (kept there, so its numba cache serves the next
+run). By default the "before" commits are the default self-play when the
+throughput work began (`ORIGINAL_COMMIT`: fp32 inference, a Python loop
+over the games at every ply; a commit whose evaluator has no precision runs
+fp32) and the last one with that Python loop (`PYTHON_LOOP_COMMIT`, bf16
+inference already).
+
+In each subprocess an untrained network (random weights, seed 0) plays, so
+game lengths are those of early training; a warm-up round compiles the
+numba kernels first. The timed round counts positions per CPU second (the
+process's CPU time, all threads) and per wall second, and splits the time
+into the network (inside the evaluator calls), numba (inside calls of
+jitted functions from Python, dispatch included) and Python (the rest): the
+bench wraps every jitted function that `agents` and `envs` modules hold, at
+about a microsecond per call. With ``--workers`` the games run in other
+processes: only the rates are printed. Figures only (no assertions).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
 
-import torch
+ORIGINAL_COMMIT = "e902945"
+"""The default self-play when issue 10 (self-play throughput) was filed: fp32 inference, a Python loop per game."""
+PYTHON_LOOP_COMMIT = "3454601"
+"""The last commit whose self-play looped over the games in Python at every ply (bf16 inference already)."""
 
-from agents.alphazero.search import MCTSConfig
-from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
-from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.workers import BACKENDS, WorkerSettings, make_selfplay_pool
-from envs import RuleSet
-from envs.config import config_dir, read_config_file
+REPO = Path(__file__).resolve().parents[1]
+
+
+class _Clock:
+    """Wall and CPU seconds spent inside wrapped calls (outermost calls only)."""
+
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.cpu = 0.0
+        self.depth = 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self.depth:
+                return fn(*args, **kwargs)
+            self.depth += 1
+            w, c = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.wall += time.perf_counter() - w
+                self.cpu += time.process_time() - c
+                self.depth -= 1
+
+        timed.__wrapped__ = fn  # type: ignore[attr-defined]
+        return timed
+
+
+def _time_numba_calls(clock: _Clock) -> int:
+    """Replace every jitted function held by a module of `agents` or `envs` (module globals and class
+    staticmethods) by a timed wrapper; returns how many. Call it once every kernel is compiled."""
+    from numba.core.dispatcher import Dispatcher
+
+    wrapped: dict[int, Callable[..., Any]] = {}
+
+    def timed(d: Any) -> Callable[..., Any]:
+        if id(d) not in wrapped:
+            wrapped[id(d)] = clock.wrap(d)
+        return wrapped[id(d)]
+
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not name.split(".")[0] in ("agents", "envs"):
+            continue
+        for attr, obj in list(vars(mod).items()):
+            if isinstance(obj, Dispatcher):
+                setattr(mod, attr, timed(obj))
+            elif isinstance(obj, type) and obj.__module__ == name:
+                for key, member in list(vars(obj).items()):
+                    if isinstance(member, staticmethod) and isinstance(member.__func__, Dispatcher):
+                        setattr(obj, key, staticmethod(timed(member.__func__)))
+    return len(wrapped)
 
 
 def load(group: str, name: str) -> dict:
-    """The values of one option of a config group (configs/<group>/<name>.yaml)."""
+    """The values of one option of a config group (configs/<group>/<name>.yaml) of the tree imported."""
+    try:
+        from envs.config import config_dir, read_config_file
+    except ImportError:  # a commit from before envs.config
+        from omegaconf import OmegaConf
+
+        import envs
+
+        path = Path(envs.__file__).resolve().parents[1] / "configs" / group / f"{name}.yaml"
+        values = OmegaConf.to_container(OmegaConf.load(path))
+        return {k: v for k, v in values.items() if k != "defaults"}  # type: ignore[union-attr]
     return read_config_file(config_dir(group) / f"{name}.yaml", group, ValueError)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="small")
-    ap.add_argument("--mcts", default="gumbel", help="a configs/mcts/ name")
-    ap.add_argument("--sims", type=int, default=0, help="simulations per move (0: the config's)")
-    ap.add_argument("--games", type=int, default=64)
-    ap.add_argument("--parallel", type=int, default=64)
-    ap.add_argument("--max-plies", type=int, default=300)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
-    ap.add_argument("--workers", type=int, default=0, help="self-play workers (0: in this process)")
-    ap.add_argument("--backend", default="process", choices=BACKENDS, help="where the workers run")
-    args = ap.parse_args()
+def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) -> Any:
+    """The workers' settings, in the shape of the tree imported (commits before `SelfPlayConfig` took
+    `SelfPlaySettings` with the self-play fields inline)."""
+    try:
+        from agents.alphazero.selfplay import SelfPlayConfig
+        from agents.alphazero.workers import WorkerSettings
+    except ImportError:
+        from agents.alphazero.workers import SelfPlaySettings  # type: ignore[attr-defined]
+
+        return SelfPlaySettings(network=network, mcts=mcts, rules=rules, parallel=args.parallel,
+                                max_plies=args.max_plies, threads=max(args.threads, 0))
+    return WorkerSettings(network=network, mcts=mcts, rules=rules, threads=max(args.threads, 0),
+                          selfplay=SelfPlayConfig(parallel=args.parallel, max_plies=args.max_plies))
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One timed self-play round in this process (the tree on sys.path), after a warm-up round."""
+    import torch
+
+    from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+    from agents.alphazero.workers import make_selfplay_pool
+    from envs import RuleSet
+
+    try:
+        from agents.alphazero.search import MCTSConfig, uniform_evaluator
+    except ImportError:  # a commit from before the search package
+        from agents.alphazero.mcts import MCTSConfig, uniform_evaluator  # type: ignore[no-redef]
+
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     device = resolve_device(args.device)
-    model = build_network(NetworkConfig.from_dict(load("model", args.model))).to(device)
+    model = build_network(NetworkConfig.from_dict(load("model", "small" if args.model == "uniform" else args.model)))
+    model = model.to(device)
     mcts = MCTSConfig.from_dict(load("mcts", args.mcts))
     if args.sims:
-        mcts = MCTSConfig.from_dict(dict(mcts.__dict__, num_simulations=args.sims))
-    evaluator = make_evaluator(model, device, "auto")
+        mcts = MCTSConfig.from_dict(dict(asdict(mcts), num_simulations=args.sims))
+    network = _Clock()
+    if args.model == "uniform":  # the search recognises it and runs whole in numba: no network time
+        evaluator, args.precision = uniform_evaluator, "-"
+    elif "precision" in inspect.signature(make_evaluator).parameters:
+        evaluator = network.wrap(make_evaluator(model, device, args.precision))
+    else:  # a commit from before inference precisions: fp32, the network as trained
+        evaluator = network.wrap(make_evaluator(model, device))
+        args.precision = "fp32"
     rules = RuleSet()
-    settings = WorkerSettings(network=model.config.to_dict(), mcts=asdict(mcts), rules=rules.to_dict(),
-                              selfplay=SelfPlayConfig(parallel=args.parallel, max_plies=args.max_plies),
-                              threads=max(args.threads, 0))
+    settings = _settings(model.config.to_dict(), asdict(mcts), rules.to_dict(), args)
+    kernels = _Clock()
     with make_selfplay_pool(args.backend, args.workers, settings, evaluator=evaluator) as pool:
         pool.play(model.state_dict(), seed=1, num_games=max(2, args.workers))  # compile, start the workers
-        t0 = time.perf_counter()
+        _time_numba_calls(kernels)
+        network.wall = network.cpu = 0.0
+        t0, c0 = time.perf_counter(), time.process_time()
         data = pool.play(model.state_dict(), seed=0, num_games=args.games)
-        dt = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = data.stats
     where = f"{pool.workers} {pool.backend} workers" if pool.workers else f"in process, device {device}"
-    print(f"model {args.model} ({count_parameters(model)} parameters), {mcts.algorithm} {mcts.num_simulations} "
-          f"simulations, {args.parallel} games in parallel, {where}, {torch.get_num_threads()} torch threads")
-    print(f"  {s['games']} games, {s['positions']} positions, mean length {s['mean_length']:.0f} plies, {dt:.1f} s")
-    print(f"  {s['games'] / dt:.2f} games/s  {s['positions'] / dt:.0f} positions/s  {s['simulations'] / dt:.0f} simulations/s")
+    return {
+        "setup": f"model {args.model} ({0 if args.model == 'uniform' else count_parameters(model)} parameters), "
+                 f"{mcts.algorithm} {mcts.num_simulations} "
+                 f"simulations, {args.parallel} games in parallel, {where}, {torch.get_num_threads()} torch threads",
+        "precision": args.precision,
+        "games": s["games"], "positions": s["positions"], "simulations": s["simulations"],
+        "mean_length": s["mean_length"], "wall": wall, "cpu": cpu, "in_process": not pool.workers,
+        "network_wall": network.wall, "network_cpu": network.cpu, "numba_wall": kernels.wall, "numba_cpu": kernels.cpu,
+    }
+
+
+def worktree(rev: str) -> Path:
+    """A git worktree of `rev` under the temporary directory (made once, kept for its numba cache)."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", f"{rev}^{{commit}}"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    path = Path(tempfile.gettempdir()) / f"jungle-zero-bench-{sha}"
+    if not (path / "agents").is_dir():
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), sha], check=True,
+                       capture_output=True, text=True)
+    return path
+
+
+def run_child(tree: Path, argv: list[str]) -> dict[str, Any]:
+    """`measure` in a subprocess that imports `agents` and `envs` from `tree`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *argv], cwd=tree, env=env,
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def row(label: str, r: dict[str, Any]) -> str:
+    pos = r["positions"]
+    line = (f"| {label} | {pos / r['cpu']:.0f} | {pos / r['wall']:.0f} | {r['mean_length']:.0f} |")
+    if not r["in_process"]:
+        return line + " - | - | - |"
+    shares = []
+    for key in ("cpu", "wall"):
+        total = r[key]
+        net, nb = r[f"network_{key}"] / total, r[f"numba_{key}"] / total
+        shares.append(f"{net:.0%} / {nb:.0%} / {1 - net - nb:.0%}")
+    return line + f" {shares[0]} | {shares[1]} |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="small", help="a configs/model/ name, or uniform: no network (zero logits "
+                                                     "and values), the search's and the game loop's own speed")
+    ap.add_argument("--mcts", default="gumbel", help="a configs/mcts/ name")
+    ap.add_argument("--sims", type=int, default=16, help="simulations per move (0: the config's)")
+    ap.add_argument("--games", type=int, default=64)
+    ap.add_argument("--parallel", type=int, default=64)
+    ap.add_argument("--max-plies", type=int, default=300)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="auto", help="inference precision of this tree (fp32, bf16, auto)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
+    ap.add_argument("--workers", type=int, default=0, help="self-play workers (0: in this process)")
+    ap.add_argument("--backend", default="process", help="where the workers run (process, ray, ...)")
+    ap.add_argument("--before", action="append", default=None,
+                    help=f"a commit to measure too, from a git worktree (repeatable; default {ORIGINAL_COMMIT} and "
+                         f"{PYTHON_LOOP_COMMIT}; 'none': this tree only)")
+    ap.add_argument("--before-precision", default=None, help="inference precision of the --before commits "
+                                                             "(default: --precision)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of all trees, alternating; the best per CPU second")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(measure(args)))
+        return
+    common = ["--model", args.model, "--mcts", args.mcts, "--sims", str(args.sims), "--games", str(args.games),
+              "--parallel", str(args.parallel), "--max-plies", str(args.max_plies), "--device", args.device,
+              "--threads", str(args.threads), "--workers", str(args.workers), "--backend", args.backend]
+    befores = [b for b in (args.before or [ORIGINAL_COMMIT, PYTHON_LOOP_COMMIT]) if b != "none"]
+    trees = [(f"before: {b}", worktree(b), args.before_precision or args.precision) for b in befores]
+    trees.append(("this tree", REPO, args.precision))
+    best: dict[str, dict[str, Any]] = {}
+    for _ in range(args.rounds):
+        for label, tree, precision in trees:
+            r = run_child(tree, common + ["--precision", precision])
+            if label not in best or r["positions"] / r["cpu"] > best[label]["positions"] / best[label]["cpu"]:
+                best[label] = r
+    print(best[trees[-1][0]]["setup"])
+    print("| path | positions per CPU s | positions per wall s | mean plies | network / numba / Python "
+          "(CPU) | network / numba / Python (wall) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, _, _ in trees:
+        print(row(f"{label} [{best[label]['precision']}]", best[label]))
+    last = best[trees[-1][0]]
+    for label, _, _ in trees[:-1]:
+        first = best[label]
+        gain = (last["positions"] / last["cpu"]) / (first["positions"] / first["cpu"])
+        wall = (last["positions"] / last["wall"]) / (first["positions"] / first["wall"])
+        print(f"this tree / {label}: {gain:.2f}x positions per CPU second, {wall:.2f}x per wall second")
 
 
 if __name__ == "__main__":
