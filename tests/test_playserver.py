@@ -48,8 +48,9 @@ def test_page_and_static_files_are_served(client: Client) -> None:
 def test_info_describes_rules_and_choices(client: Client) -> None:
     info = client.call("GET", "/api/info")
     assert info["rules"] == RuleSet().to_dict() and info["rules_name"] == "default"
-    assert [lv["name"] for lv in info["levels"]] == ["beginner", "normal", "expert"]
-    assert info["levels"][2]["spec"] == "alphabeta:level=expert" and info["levels"][2]["seconds"] > 0
+    assert [lv["name"] for lv in info["levels"]] == ["beginner", "network", "normal", "expert"]
+    assert info["levels"][1]["spec"].startswith("checkpoint:path=checkpoints/shipped/")
+    assert info["levels"][3]["spec"] == "alphabeta:level=expert" and info["levels"][2]["seconds"] > 0
     terrain = info["terrain"]
     assert len(terrain["squares"]) == 63 and terrain["squares"][0] == "a1" and len(terrain["water"]) == 12
     assert terrain["dens"] == {"d1": "red", "d9": "blue"} and terrain["traps"]["d8"] == "blue"
@@ -238,7 +239,7 @@ def test_a_shipped_network_becomes_a_level_with_one_entry(tmp_path: Path, pool: 
     try:
         client = Client(server)
         levels = client.call("GET", "/api/info")["levels"]
-        assert [lv["name"] for lv in levels] == ["beginner", "normal", "expert", "master"]  # ghost: no file yet
+        assert [lv["name"] for lv in levels] == ["beginner", "network", "normal", "expert", "master"]  # ghost: no file yet
         assert levels[-1]["seconds"] == 4.0
         v = client.new(opponent="master", human="blue")
         assert v["opponent"] == level.spec and v["seconds"] == 4.0
@@ -561,3 +562,9 @@ def test_a_cancelled_search_frees_its_only_worker(tmp_path: Path) -> None:
         second.start()
         second.join(120)
         assert outcome[0] == "cancelled" and outcome[1] in Board().legal_moves, outcome
+
+
+def test_every_named_level_is_offered_from_a_checkout() -> None:
+    # A level naming a checkpoint is hidden while its file is missing: the shipped ones must be there.
+    assert [lv.name for lv in play_game.available_levels()] == [lv.name for lv in play_game.LEVELS]
+    assert any(lv.spec.startswith("checkpoint:") for lv in play_game.LEVELS)
