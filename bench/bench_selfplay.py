@@ -30,6 +30,7 @@ processes: only the rates are printed. Figures only (no assertions).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import os
@@ -129,6 +130,22 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
                           selfplay=SelfPlayConfig(parallel=args.parallel, max_plies=args.max_plies))
 
 
+def _compile_refills(settings: Any, mcts: Any, rules: Any) -> None:
+    """Compile the kernels of refilling a finished game's slot (two short games in one slot), which the
+    warm-up round (fewer games than slots) never calls: once `_time_numba_calls` has put Python wrappers
+    in the modules, a kernel compiled later could not call the ones it names."""
+    try:
+        from agents.alphazero.selfplay import SelfPlayConfig, play_games
+        from agents.alphazero.search import uniform_evaluator
+    except ImportError:  # a commit from before these modules: nothing compiles lazily there
+        return
+    selfplay = getattr(settings, "selfplay", None)
+    if not isinstance(selfplay, SelfPlayConfig) or "settings" not in inspect.signature(play_games).parameters:
+        return
+    play_games(uniform_evaluator, dataclasses.replace(selfplay, parallel=1, max_plies=6), mcts=mcts, rules=rules,
+               num_games=2, seed=1)
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One timed self-play round in this process (the tree on sys.path), after a warm-up round."""
     import torch
@@ -164,6 +181,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     kernels = _Clock()
     with make_selfplay_pool(args.backend, args.workers, settings, evaluator=evaluator) as pool:
         pool.play(model.state_dict(), seed=1, num_games=max(2, args.workers))  # compile, start the workers
+        _compile_refills(settings, mcts, rules)
         _time_numba_calls(kernels)
         network.wall = network.cpu = 0.0
         t0, c0 = time.perf_counter(), time.process_time()
