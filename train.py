@@ -59,7 +59,7 @@ from agents.alphazero.checkpoint import (
     set_rng_state,
 )
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
-from agents.arena.ratings import elo_from_score
+from agents.arena.ratings import elo_from_score, score_interval
 from agents.alphazero.learner import Learner, LearnerConfig
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
@@ -639,7 +639,9 @@ def iteration_line(it: int, iterations: int, s: dict[str, Any], seconds: float, 
                      f"{mean_or_nan(metrics, 'loss/policy'):.3f} value {mean_or_nan(metrics, 'loss/value'):.3f})")
     else:
         parts.append("self-play and learning done before the stop")
-    evaluation = " ".join(f"{k[6:]} {v:.2f}" for k, v in scores.items() if k.startswith("score_"))
+    evaluation = " ".join(f"{k[6:]} {v:.2f}" + (f" [{scores['low_' + k[6:]]:.2f}-{scores['high_' + k[6:]]:.2f}]"
+                                                  if "low_" + k[6:] in scores and "high_" + k[6:] in scores else "")
+                          for k, v in scores.items() if k.startswith("score_"))
     if "elo" in scores:
         evaluation += f" elo {scores['elo']:.0f}"
     if evaluation:
@@ -663,6 +665,8 @@ def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MC
         r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, "eval", spec, it),
                          max_plies=ec.max_plies, opening_plies=ec.opening_plies)
         out[f"score_{spec_tag(spec)}"] = r.score
+        # The 95% interval of the score (24 games: about +-0.2), logged beside it and drawn by plot_run.py.
+        out[f"low_{spec_tag(spec)}"], out[f"high_{spec_tag(spec)}"] = score_interval(r.wins, r.draws, r.losses)
         ladder.append(r.score)
         bar.update(1)
     if ladder:

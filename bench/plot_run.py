@@ -7,7 +7,8 @@ resumed run the later value of a step wins) and draws one line per
 `eval/score_*` tag (default: all but `eval/score_previous`, which measures
 each network against the one before it, not progress): x = iteration, with
 the wall-clock minutes under each tick (summed from `perf/seconds_*`), y =
-score 0..1 (win 1, draw 1/2, loss 0, from the network's side). Drawn with
+score 0..1 (win 1, draw 1/2, loss 0, from the network's side), with a bar for each
+point's 95% interval where the run logged one (`eval/low_*`, `eval/high_*`). Drawn with
 Pillow alone, 900x420, written atomically to --out (default RUN_DIR/curve.png).
 A missing run directory, or one without `eval/score_*` scalars, exits with
 status 2 and says why.
@@ -112,8 +113,10 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
         return ImageFont.load_default()
 
 
-def render(series: dict[str, list[tuple[int, float]]], title: str, minutes: dict[int, float]) -> Image.Image:
-    """Draw the curves: `series` maps legend text -> (iteration, score) points, in legend order."""
+def render(series: dict[str, list[tuple[int, float]]], title: str, minutes: dict[int, float],
+           intervals: Optional[dict[str, dict[int, tuple[float, float]]]] = None) -> Image.Image:
+    """Draw the curves: `series` maps legend text -> (iteration, score) points, in legend order;
+    `intervals` (legend text -> iteration -> (low, high)) adds each point's 95% interval as a bar."""
     s = SCALE
     img = Image.new("RGB", (WIDTH * s, HEIGHT * s), PAPER)
     draw = ImageDraw.Draw(img)
@@ -149,6 +152,12 @@ def render(series: dict[str, list[tuple[int, float]]], title: str, minutes: dict
 
     for (name, points), colour in zip(series.items(), PALETTE):
         xy = [(px(it), py(min(max(v, 0.0), 1.0))) for it, v in points]
+        bars = (intervals or {}).get(name, {})
+        for it, _ in points:
+            if it in bars:
+                low, high = bars[it]
+                x = px(it)
+                draw.line([(x, py(min(max(low, 0.0), 1.0))), (x, py(min(max(high, 0.0), 1.0)))], fill=colour, width=s)
         if len(xy) > 1:
             draw.line(xy, fill=colour, width=3 * s, joint="curve")
         for x, y in xy:
@@ -177,9 +186,15 @@ def plot_run(run_dir: Path, out: Path, tags: Optional[Sequence[str]] = None) -> 
     if len(chosen) > len(PALETTE):
         raise PlotError(f"{len(chosen)} tags asked for; at most {len(PALETTE)} lines fit one image")
     series = {readable_name(t): scalars[t] for t in chosen}
+    intervals = {}
+    for t in chosen:  # eval/score_X -> eval/low_X and eval/high_X, written by train.py since they were added
+        low, high = (scalars.get(t.replace(SCORE_PREFIX, f"eval/{end}_", 1), []) for end in ("low", "high"))
+        if low and high:
+            highs = dict(high)
+            intervals[readable_name(t)] = {it: (v, highs[it]) for it, v in low if it in highs}
     title = f"{run_dir.resolve().name}: evaluation score during training"
     buf = io.BytesIO()
-    render(series, title, cumulative_minutes(scalars)).save(buf, format="PNG", optimize=True)
+    render(series, title, cumulative_minutes(scalars), intervals).save(buf, format="PNG", optimize=True)
     atomic_write_bytes(out, buf.getvalue())
     return out
 

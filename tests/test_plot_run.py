@@ -88,3 +88,19 @@ def test_run_without_eval_scalars_is_a_clear_error(plot_run: ModuleType, tmp_pat
     assert "does not exist" in capsys.readouterr().err
     assert plot_run.main([str(tmp_path), "--tags", "eval/score_nobody"]) == 2
     assert "eval/score_nobody" in capsys.readouterr().err
+
+
+def test_logged_intervals_are_drawn_as_bars(plot_run: ModuleType, tmp_path: Path) -> None:
+    steps = [10, 20, 30]
+    scalars = {"eval/score_alphabeta_depth2": [(s, 0.5) for s in steps]}
+    write_run(tmp_path / "plain", scalars)
+    write_run(tmp_path / "bars", {**scalars, "eval/low_alphabeta_depth2": [(s, 0.1) for s in steps],
+                                  "eval/high_alphabeta_depth2": [(s, 0.9) for s in steps]})
+    counts = []
+    for name in ("plain", "bars"):
+        assert plot_run.main([str(tmp_path / name)]) == 0
+        with Image.open(tmp_path / name / "curve.png") as img:
+            rgb = img.convert("RGB")
+        counts.append(colour_count(rgb, plot_run.PALETTE[0]))
+    plain, bars = counts
+    assert bars > plain + 150  # three bars over 0.8 of the score axis (partly blended by the reduction)

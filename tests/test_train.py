@@ -50,6 +50,10 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
                 "selfplay/positions_per_s", "selfplay/game_length", "selfplay/draws", "selfplay/opponent_games",
                 "eval/score_random", "eval/elo", "perf/seconds_selfplay"):
         assert [s for s, _ in tags[tag]] == [1, 2], tag
+    # Each score comes with its 95% interval.
+    for (_, low), (_, score), (_, high) in zip(tags["eval/low_random"], tags["eval/score_random"],
+                                               tags["eval/high_random"]):
+        assert 0.0 <= low <= score <= high <= 1.0 and high - low > 0.1
     state = load_checkpoint(run_dir / "latest.pt")
     assert state["counters"]["iteration"] == 2
     assert state["counters"]["learner_steps"] == 4
@@ -224,3 +228,12 @@ def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path)
                        ("~train.eval", "only key=value")):
         with pytest.raises(train.ConfigError, match=words):
             train.resumed_config(stored, tmp_path, [bad])
+
+
+def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
+    from train import iteration_line
+
+    scores = {"score_alphabeta_depth2": 0.25, "low_alphabeta_depth2": 0.11, "high_alphabeta_depth2": 0.45,
+              "score_random": 1.0}
+    line = iteration_line(30, 60, {}, 1.0, 0, {}, scores)
+    assert "eval: alphabeta_depth2 0.25 [0.11-0.45] random 1.00" in line
