@@ -259,14 +259,17 @@ def test_opponents_come_from_the_settings_specs() -> None:
 def test_value_targets_of_finished_cut_and_blended_games() -> None:
     sides = np.array([K.RED, K.BLUE, K.RED, K.BLUE, K.RED])
     q = np.array([0.2, -0.4, np.nan, 0.6, -0.8])  # root values, side to move's view; NaN: an opponent moved
-    plain = SelfPlayConfig()
+    plain = SelfPlayConfig(value_q_weight=0.0)  # results alone (the default blends in the root values)
     np.testing.assert_array_equal(value_targets(sides, q, K.BLUE, False, plain), [-1, 1, -1, 1, -1])
     np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, False, plain), [0, 0, 0, 0, 0])
     # Cut: the mean of the last 2 searched root values seen from Red: (-0.6 + -0.8) / 2 = -0.7.
-    cut = value_targets(sides, q, K.DRAW, True, SelfPlayConfig(bootstrap_plies=2))
+    cut = value_targets(sides, q, K.DRAW, True, SelfPlayConfig(bootstrap_plies=2, value_q_weight=0.0))
     np.testing.assert_allclose(cut, [-0.7, 0.7, -0.7, 0.7, -0.7], rtol=1e-6)
-    np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, True, SelfPlayConfig(truncated_value="draw")),
-                                  [0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, True,
+                                                SelfPlayConfig(truncated_value="draw", value_q_weight=0.0)), [0, 0, 0, 0, 0])
+    # The default blends half of each position's root value into its result.
+    np.testing.assert_allclose(value_targets(sides, q, K.BLUE, False, SelfPlayConfig()),
+                               [-0.4, 0.3, -1.0, 0.8, -0.9], rtol=1e-6)
     blend = value_targets(sides, q, K.RED, False, SelfPlayConfig(value_q_weight=0.25))
     np.testing.assert_allclose(blend, [0.8, -0.85, 1.0, -0.6, 0.55], rtol=1e-6)  # the opponent's move keeps z
     with pytest.raises(SelfPlayConfigError, match="truncated_value"):
@@ -289,7 +292,7 @@ def linear_evaluator(seed: int = 0):
 
 def test_cut_games_bootstrap_their_value_from_the_search() -> None:
     """Games cut at max_plies get the search's verdict, the same size for both sides with opposite signs."""
-    settings = SelfPlayConfig(parallel=2, max_plies=12)
+    settings = SelfPlayConfig(parallel=2, max_plies=12, value_q_weight=0.0)  # the bootstrap alone, unblended
     data = play_games(linear_evaluator(), settings, mcts=MCTSConfig(num_simulations=8), rules=RULES,
                       num_games=3, seed=5)
     row = 0
