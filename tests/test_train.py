@@ -237,3 +237,16 @@ def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
               "score_random": 1.0}
     line = iteration_line(30, 60, {}, 1.0, 0, {}, scores)
     assert "eval: alphabeta_depth2 0.25 [0.11-0.45] random 1.00" in line
+
+
+@pytest.mark.slow
+def test_evaluation_does_not_change_the_training(tmp_path: Path) -> None:
+    # Evaluations draw from their own seeds: a run evaluated every iteration learns the same weights as
+    # one never evaluated (so a run's training can be compared whatever its evaluation schedule).
+    for every in (1, 0):
+        r = run_train(*TINY, "train.iterations=2", f"train.eval.every={every}", f"out_dir={tmp_path}",
+                      f"name=e{every}")
+        assert r.returncode == 0, r.stderr[-3000:]
+    a, b = (load_checkpoint(tmp_path / name / "latest.pt")["model"] for name in ("e1", "e0"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert "eval/score_random" in scalars(tmp_path / "e1") and "eval/score_random" not in scalars(tmp_path / "e0")
