@@ -641,9 +641,14 @@ def iteration_line(it: int, iterations: int, s: dict[str, Any], seconds: float, 
                      f"{mean_or_nan(metrics, 'loss/policy'):.3f} value {mean_or_nan(metrics, 'loss/value'):.3f})")
     else:
         parts.append("self-play and learning done before the stop")
-    evaluation = " ".join(f"{k[6:]} {v:.2f}" + (f" [{scores['low_' + k[6:]]:.2f}-{scores['high_' + k[6:]]:.2f}]"
-                                                  if "low_" + k[6:] in scores and "high_" + k[6:] in scores else "")
-                          for k, v in scores.items() if k.startswith("score_"))
+    shown = []
+    for key, score in scores.items():
+        if key.startswith("score_"):
+            tag = key[len("score_"):]
+            low, high = scores.get(f"low_{tag}"), scores.get(f"high_{tag}")
+            shown.append(f"{tag} {score:.2f}" + (f" [{low:.2f}-{high:.2f}]" if low is not None and high is not None
+                                                 else ""))
+    evaluation = " ".join(shown)
     if "elo" in scores:
         evaluation += f" elo {scores['elo']:.0f}"
     if evaluation:
