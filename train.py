@@ -472,7 +472,7 @@ def main(cfg: DictConfig) -> None:
                     break
                 for record in data.records:
                     record.extra["iteration"] = it
-                replay.add(data.obs, data.mask, data.policy, data.value, data.full_search)
+                replay.add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival)
                 if tc.write_games:
                     append_jsonl(run_dir / "games.jsonl", data.records)
                 s = data.stats

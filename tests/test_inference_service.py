@@ -50,7 +50,7 @@ def assert_same_games(a: SelfPlayData, b: SelfPlayData) -> None:
     """The same games move by move and the same positions; the network's outputs (search policies, values
     bootstrapped from the search in cut games, their statistics) within `ROUNDING`."""
     assert [r.to_json() for r in a.records] == [r.to_json() for r in b.records]
-    for name in ("obs", "mask", "full_search"):
+    for name in ("obs", "mask", "full_search", "survival"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     for name in ("policy", "value"):
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=ROUNDING, err_msg=name)

@@ -42,7 +42,7 @@ def untimed(stats: dict) -> dict:
 def assert_same_data(a: SelfPlayData, b: SelfPlayData, atol: float = 0.0) -> None:
     assert [r.moves for r in a.records] == [r.moves for r in b.records]
     assert [r.to_json() for r in a.records] == [r.to_json() for r in b.records]
-    for name in ("obs", "mask", "full_search"):
+    for name in ("obs", "mask", "full_search", "survival"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     # Policies, and the values of games cut at max_plies (bootstrapped from root values), are search
     # outputs: they carry the network's rounding by batch size.

@@ -137,7 +137,11 @@ def check_compatible(state: Mapping[str, Any], path: PathLike, *, network: Optio
                      rules: Optional[RuleSet] = None) -> None:
     """Raise CheckpointError when the checkpoint's network shape or rule set differ from the given ones."""
     if network is not None:
-        diff = _differences(dict(state["network"]), network.to_dict())
+        try:  # through NetworkConfig: a key newer than the checkpoint counts at its default
+            stored = NetworkConfig.from_dict(dict(state["network"])).to_dict()
+        except ValueError as e:
+            raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
+        diff = _differences(stored, network.to_dict())
         if diff:
             raise CheckpointError(f"checkpoint {str(path)!r} holds another network shape ({diff})")
     if rules is not None:

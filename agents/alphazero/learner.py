@@ -4,7 +4,11 @@ Loss = policy cross-entropy against the search policy (positions searched
 in full only; playout-cap cheap searches train the value alone)
 + ``value_weight`` x value loss (MSE of the tanh value against the final
 outcome, or cross-entropy of WDL logits against the outcome class). Values
-and outcomes are from the side to move. Weight decay is the optimizer's.
+and outcomes are from the side to move. A network with the survival head
+(`NetworkConfig.survival_head`) adds ``survival_weight`` x the binary
+cross-entropy of its 16 survival logits against which pieces are still on
+the board at the game's end (mean over pieces and positions). Weight decay
+is the optimizer's.
 
 The learning rate is a pure function of the step (`lr_at`), so the schedule
 needs no state of its own beyond the step counter in the checkpoint.
@@ -22,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.alphazero.network import autocast_dtype, mask_logits
+from agents.alphazero.network import JungleNet, autocast_dtype, mask_logits
 from agents.alphazero.replay import Batch
 
 OPTIMIZERS = ("sgd", "adamw")
@@ -55,6 +59,8 @@ class LearnerConfig:
     """Cosine floor as a fraction of `lr`."""
     value_weight: float = 1.0
     """Weight of the value loss in the total."""
+    survival_weight: float = 1.0
+    """Weight of the survival loss in the total (only for a network with `NetworkConfig.survival_head`)."""
     grad_clip: float = 5.0
     """Gradient-norm clip (0 switches it off)."""
 
@@ -65,6 +71,8 @@ class LearnerConfig:
             raise LearnerConfigError(f"lr schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
         if not self.lr > 0:
             raise LearnerConfigError(f"learning rate must be > 0, got {self.lr!r}")
+        if not self.survival_weight >= 0:
+            raise LearnerConfigError(f"survival_weight must be >= 0, got {self.survival_weight!r}")
 
 
 def lr_at(step: int, cfg: LearnerConfig) -> float:
@@ -86,10 +94,18 @@ def outcome_class(z: torch.Tensor) -> torch.Tensor:
 
 
 def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, policy: torch.Tensor,
-                   value: torch.Tensor, full_search: torch.Tensor, value_weight: float = 1.0
+                   value: torch.Tensor, full_search: torch.Tensor, value_weight: float = 1.0,
+                   survival: torch.Tensor | None = None, survival_weight: float = 1.0
                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Total loss and its parts (detached) for one batch; see the module doc."""
-    logits, v = model(obs)
+    """Total loss and its parts (detached) for one batch; see the module doc.
+
+    `survival` [B, 16] (0/1 floats) trains the survival head of a model that has one (part
+    ``survival``); it is ignored for a model without."""
+    survival_logits = None
+    if survival is not None and isinstance(model, JungleNet) and model.config.survival_head:
+        logits, v, survival_logits = model.forward_with_survival(obs)
+    else:
+        logits, v = model(obs)
     logits = mask_logits(logits.float(), mask)
     logp = F.log_softmax(logits, dim=-1)
     # Target is 0 on illegal actions, and masked log-probs are finite: 0 * finite = 0.
@@ -101,11 +117,17 @@ def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, poli
     else:
         value_loss = F.mse_loss(v.float(), value)
     total = policy_loss + value_weight * value_loss
+    survival_loss = None
+    if survival_logits is not None and survival is not None:
+        survival_loss = F.binary_cross_entropy_with_logits(survival_logits.float(), survival)
+        total = total + survival_weight * survival_loss
     with torch.no_grad():
         p = logp.exp()
         entropy = -(p * logp).masked_fill(~mask, 0.0).sum(-1).mean()
     parts = {"policy": policy_loss.detach(), "value": value_loss.detach(), "total": total.detach(),
              "policy_entropy": entropy}
+    if survival_loss is not None:
+        parts["survival"] = survival_loss.detach()
     return total, parts
 
 
@@ -141,19 +163,20 @@ class Learner:
         d = self.device
         return tuple(torch.from_numpy(np.ascontiguousarray(a)).to(d, non_blocking=True)
                      for a in (batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32),
-                               batch.full_search))
+                               batch.full_search, batch.survival.astype(np.float32)))
 
     def step(self, batch: Batch) -> dict[str, float]:
         """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/policy_entropy,
-        loss/grad_norm, lr}."""
+        loss/grad_norm, lr}, and loss/survival for a network with the survival head."""
         lr = lr_at(self.step_count, self.config)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.train()
-        obs, mask, policy, value, full = self._tensors(batch)
+        obs, mask, policy, value, full, survival = self._tensors(batch)
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
-            total, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight)
+            total, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
+                                          survival, self.config.survival_weight)
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(total).backward()
         grad_norm = torch.tensor(0.0)
@@ -172,8 +195,9 @@ class Learner:
     def evaluate_loss(self, batch: Batch) -> dict[str, float]:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
-        obs, mask, policy, value, full = self._tensors(batch)
-        _, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight)
+        obs, mask, policy, value, full, survival = self._tensors(batch)
+        _, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
+                                  survival, self.config.survival_weight)
         return {f"loss/{k}": float(v) for k, v in parts.items()}
 
     def state_dict(self) -> dict[str, Any]:

@@ -5,6 +5,12 @@ Output ``(logits [B, 252], value)`` where ``value`` is ``[B]`` in [-1, 1]
 (``value_head="scalar"``, tanh) or ``[B, 3]`` win/draw/loss logits
 (``value_head="wdl"``). Values are always from the side to move.
 
+With ``survival_head`` on, an auxiliary head (KataGo-style) also predicts,
+for each of the 16 pieces in the order of observation planes 0-15 (the
+mover's Rat .. Elephant, then the opponent's), whether it is still on the
+board when the game ends: `JungleNet.forward_with_survival` gives its 16
+logits to the learner; `forward` and the search never see it.
+
 Illegal actions are masked with the dtype's most negative finite number
 (`mask_logits`), never ``-inf``: a softmax over a row stays finite, and a row
 with every action masked becomes the uniform distribution over all 252
@@ -51,6 +57,9 @@ class NetworkConfig:
     """Width of the value head's hidden layer."""
     policy_channels: int = 4
     """1x1 convolution channels feeding the policy head."""
+    survival_head: bool = False
+    """An auxiliary head predicting which of the 16 pieces survive to the game's end (trained by the
+    learner, unused by the search); off: the network is exactly the plain policy/value one."""
 
     def __post_init__(self) -> None:
         for key in ("blocks", "channels", "value_hidden", "policy_channels"):
@@ -59,10 +68,13 @@ class NetworkConfig:
                 raise NetworkShapeError(f"network {key}={v!r} must be a positive integer")
         if self.value_head not in VALUE_HEADS:
             raise NetworkShapeError(f"network value_head={self.value_head!r} is not one of {', '.join(VALUE_HEADS)}")
+        if not isinstance(self.survival_head, bool):
+            raise NetworkShapeError(f"network survival_head={self.survival_head!r} must be true or false")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "NetworkConfig":
-        """Build from a mapping (a Hydra node or a checkpoint); unknown keys are errors."""
+        """Build from a mapping (a Hydra node or a checkpoint); unknown keys are errors, missing ones take
+        their defaults (a checkpoint older than `survival_head` has none)."""
         return cls(**config_kwargs(cls, values, "network", NetworkShapeError))
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,8 +97,12 @@ class ResidualBlock(nn.Module):
         return F.relu(x + y)
 
 
+SURVIVAL_PIECES = 16
+"""Outputs of the survival head: the mover's 8 animals, then the opponent's (observation planes 0-15)."""
+
+
 class JungleNet(nn.Module):
-    """Residual tower with a 252-logit policy head and a value head."""
+    """Residual tower with a 252-logit policy head, a value head and, when configured, a survival head."""
 
     def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
         super().__init__()
@@ -103,15 +119,34 @@ class JungleNet(nn.Module):
         self.value_fc = nn.Sequential(
             nn.Linear(2 * squares, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, out)
         )
+        # Built last: the other layers draw the same initial weights with the head on or off.
+        self.survival_conv: nn.Sequential | None = None
+        self.survival_fc: nn.Linear | None = None
+        if config.survival_head:
+            self.survival_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
+            self.survival_fc = nn.Linear(2 * squares, SURVIVAL_PIECES)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs [B, 24, 9, 7] -> (logits [B, 252], value [B] tanh or WDL logits [B, 3])."""
-        x = self.tower(self.stem(obs))
+    def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.policy_fc(self.policy_conv(x).flatten(1))
         v = self.value_fc(self.value_conv(x).flatten(1))
         if self.config.value_head == "wdl":
             return logits, v
         return logits, torch.tanh(v.squeeze(-1))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs [B, 24, 9, 7] -> (logits [B, 252], value [B] tanh or WDL logits [B, 3])."""
+        return self._heads(self.tower(self.stem(obs)))
+
+    def forward_with_survival(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """obs [B, 24, 9, 7] -> (logits [B, 252], value as `forward`, survival logits [B, 16]): piece k
+        (observation plane k, the mover's first) is still on the board at the game's end.
+
+        NetworkShapeError when the network was built without `NetworkConfig.survival_head`."""
+        if self.survival_conv is None or self.survival_fc is None:
+            raise NetworkShapeError("this network has no survival head (NetworkConfig.survival_head is false)")
+        x = self.tower(self.stem(obs))
+        logits, v = self._heads(x)
+        return logits, v, self.survival_fc(self.survival_conv(x).flatten(1))
 
 
 def build_network(config: NetworkConfig | Mapping[str, Any]) -> JungleNet:
@@ -228,6 +263,8 @@ def fuse_for_inference(model: "JungleNet") -> "JungleNet":
     fold(fused.stem)
     fold(fused.policy_conv)
     fold(fused.value_conv)
+    if fused.survival_conv is not None:
+        fold(fused.survival_conv)
     for block in fused.tower:
         for conv, bn in (("conv1", "bn1"), ("conv2", "bn2")):  # by name: a block's typed fields change type
             setattr(block, conv, fuse_conv_bn_eval(getattr(block, conv), getattr(block, bn)))

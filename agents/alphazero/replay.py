@@ -3,16 +3,24 @@
 Each position holds the observation (side to move's frame), the legal mask,
 the search policy target, the final outcome from the mover's view and
 whether the policy target came from a full search (playout-cap
-randomisation marks cheap searches, which train the value only).
+randomisation marks cheap searches, which train the value only), and which
+of the 16 pieces (observation planes 0-15: the mover's, then the
+opponent's) survive to the game's end, the survival head's target.
 
 Observations are stored compactly: planes 0-20 are 0/1 and packed to bits,
 planes 21-23 are constant per position (see `envs.encoding`) and stored as
 three floats; policies are stored as float16. A position costs about 0.9 KB,
 so a 100 000-position buffer is ~90 MB and fits in a checkpoint.
 
+A replay state saved before survival targets existed loads with each
+position's survival taken from its own observation (the pieces on the board
+there): an over-estimate, since pieces captured later in the game count as
+surviving, which the newer positions added after the resume soon outweigh.
+
 Sampling mirrors each position left-right with probability 1/2 (a symmetry
 of the rules): planes flip files, and the policy and mask are permuted by
-`envs.encoding.MIRROR_ACTION` (an involution, so it is its own inverse).
+`envs.encoding.MIRROR_ACTION` (an involution, so it is its own inverse); the
+survival targets name pieces, not squares, and stay as they are.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ _BINARY_PLANES = 21
 _SQUARES = OBS_SHAPE[1] * OBS_SHAPE[2]
 _BITS = _BINARY_PLANES * _SQUARES
 _PACKED = (_BITS + 7) // 8
+_PIECE_PLANES = 16
 
 
 class ReplayError(ValueError):
@@ -38,13 +47,15 @@ class ReplayError(ValueError):
 @dataclass
 class Batch:
     """A training batch (numpy): obs [B,24,9,7] f32, mask [B,252] bool, policy [B,252] f32,
-    value [B] f32 (outcome, mover's view), full_search [B] bool."""
+    value [B] f32 (outcome, mover's view), full_search [B] bool, survival [B,16] f32 (1: piece k of
+    observation plane k is on the board at the game's end)."""
 
     obs: np.ndarray
     mask: np.ndarray
     policy: np.ndarray
     value: np.ndarray
     full_search: np.ndarray
+    survival: np.ndarray
 
     def __len__(self) -> int:
         return len(self.value)
@@ -56,6 +67,14 @@ def pack_observations(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bits = np.packbits(obs[:, :_BINARY_PLANES].reshape(n, -1) > 0.5, axis=1)
     scalars = np.ascontiguousarray(obs[:, _BINARY_PLANES:, 0, 0], dtype=np.float32)
     return bits, scalars
+
+
+def pieces_on_board(bits: np.ndarray) -> np.ndarray:
+    """Packed observations [n, 166] (`pack_observations`) -> bool [n, 16]: whether the piece of each of
+    observation planes 0-15 stands on the board."""
+    count = _PIECE_PLANES * _SQUARES
+    planes = np.unpackbits(bits[:, :(count + 7) // 8], axis=1, count=count)
+    return planes.reshape(len(bits), _PIECE_PLANES, _SQUARES).max(axis=2) > 0
 
 
 def unpack_observations(bits: np.ndarray, scalars: np.ndarray) -> np.ndarray:
@@ -87,30 +106,37 @@ class ReplayBuffer:
         self.policy = np.zeros((capacity, N_ACTIONS), np.float16)
         self.value = np.zeros(capacity, np.float32)
         self.full_search = np.zeros(capacity, np.bool_)
+        self.survival = np.zeros((capacity, _PIECE_PLANES), np.bool_)
         self.add_count = 0
 
     def __len__(self) -> int:
         return min(self.add_count, self.capacity)
 
     def add(self, obs: np.ndarray, mask: np.ndarray, policy: np.ndarray, value: np.ndarray,
-            full_search: np.ndarray | None = None) -> None:
-        """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]."""
+            full_search: np.ndarray | None = None, survival: np.ndarray | None = None) -> None:
+        """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
+        (default all True), survival [n,16] (nonzero: the piece survives the game; default the pieces on
+        the board in `obs`)."""
         n = len(obs)
         if full_search is None:
             full_search = np.ones(n, np.bool_)
         if obs.shape[1:] != OBS_SHAPE:
             raise ReplayError(f"observations must be [n, {', '.join(map(str, OBS_SHAPE))}], got {list(obs.shape)}")
+        bits, scalars = pack_observations(obs)
+        if survival is None:
+            survival = pieces_on_board(bits)
         for name, arr, shape in (("mask", mask, (n, N_ACTIONS)), ("policy", policy, (n, N_ACTIONS)),
-                                 ("value", value, (n,)), ("full_search", full_search, (n,))):
+                                 ("value", value, (n,)), ("full_search", full_search, (n,)),
+                                 ("survival", survival, (n, _PIECE_PLANES))):
             if arr.shape != shape:
                 raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")
         if n == 0:
             return
         if n > self.capacity:  # only the newest fit
-            obs, mask, policy, value, full_search = (a[-self.capacity:] for a in (obs, mask, policy, value, full_search))
+            bits, scalars, mask, policy, value, full_search, survival = (
+                a[-self.capacity:] for a in (bits, scalars, mask, policy, value, full_search, survival))
             self.add_count += n - self.capacity
             n = self.capacity
-        bits, scalars = pack_observations(obs)
         idx = (self.add_count + np.arange(n)) % self.capacity
         self.bits[idx] = bits
         self.scalars[idx] = scalars
@@ -118,6 +144,7 @@ class ReplayBuffer:
         self.policy[idx] = policy
         self.value[idx] = value
         self.full_search[idx] = full_search
+        self.survival[idx] = survival != 0
         self.add_count += n
 
     def get(self, idx: np.ndarray, mirror: np.ndarray | None = None) -> Batch:
@@ -129,7 +156,8 @@ class ReplayBuffer:
             obs[mirror] = obs[mirror][..., ::-1]
             mask[mirror] = mask[mirror][:, MIRROR_ACTION]
             policy[mirror] = policy[mirror][:, MIRROR_ACTION]
-        return Batch(obs, mask, policy, self.value[idx].copy(), self.full_search[idx].copy())
+        return Batch(obs, mask, policy, self.value[idx].copy(), self.full_search[idx].copy(),
+                     self.survival[idx].astype(np.float32))
 
     def sample(self, batch_size: int) -> Batch:
         """A uniform random batch (with replacement), mirrored at random when enabled."""
@@ -142,7 +170,7 @@ class ReplayBuffer:
     # -- checkpoints ---------------------------------------------------------
     def nbytes(self) -> int:
         n = len(self)
-        per = _PACKED + self.scalars.shape[1] * 4 + N_ACTIONS * (1 + 2) + 4 + 1
+        per = _PACKED + self.scalars.shape[1] * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
         return n * per
 
     def state_dict(self, contents: bool = True) -> dict[str, Any]:
@@ -166,6 +194,7 @@ class ReplayBuffer:
                 policy=torch.from_numpy(self.policy[:n].copy()),
                 value=torch.from_numpy(self.value[:n].copy()),
                 full_search=torch.from_numpy(self.full_search[:n].copy()),
+                survival=torch.from_numpy(self.survival[:n].copy()),
             )
         return state
 
@@ -178,5 +207,9 @@ class ReplayBuffer:
             n = len(state["value"])
             for name in ("bits", "scalars", "mask", "policy", "value", "full_search"):
                 getattr(self, name)[:n] = state[name].numpy()
+            if "survival" in state:
+                self.survival[:n] = state["survival"].numpy()
+            else:  # saved before survival targets: the pieces on the board at each position (module doc)
+                self.survival[:n] = pieces_on_board(self.bits[:n])
         else:
             self.add_count = 0  # contents were not saved: start empty, keep sampling the same way

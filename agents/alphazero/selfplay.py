@@ -11,7 +11,8 @@ it, the workers of `agents.alphazero.workers` carry it, and train.py's
 ``train`` group holds its fields.
 
 Each position played yields (observation, legal mask, search policy, final
-outcome from the view of the side to move there). A game slot that finishes
+outcome from the view of the side to move there, and which pieces are still
+on the board when the game ends, ordered from that side: `survival_targets`). A game slot that finishes
 is refilled with the next game until `num_games` have started, then idles.
 Game ``k`` draws its search noise, its playout-cap coin and its opponent from
 generators seeded by ``game_seed(seed, k)``, whatever slot it runs in, and the
@@ -180,6 +181,9 @@ class SelfPlayData:
     for a cut game the search's bootstrapped verdict, blended with the root value per `value_q_weight`."""
     full_search: np.ndarray
     """bool [N]: False for playout-capped cheap moves (not policy targets)."""
+    survival: np.ndarray
+    """float32 [N, 16]: 1 for each piece on the board in the game's last position (a cut game's too), the
+    side to move's Rat .. Elephant then the opponent's (observation planes 0-15); the survival head's target."""
     records: list[GameRecord] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
 
@@ -208,6 +212,7 @@ class _Finished(NamedTuple):
     policy: np.ndarray
     value: np.ndarray
     full_search: np.ndarray
+    survival: np.ndarray
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -333,7 +338,8 @@ def play_games(
                 mine = np.flatnonzero(sides != g.opponent_side)
                 opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
             obs, mask, policy = game_samples(samples, s, first, games.hist[s], plies, games.flags)
-            finished[g.index] = _Finished(record, obs, mask, policy, values, samples.full[s, :plies].copy())
+            finished[g.index] = _Finished(record, obs, mask, policy, values, samples.full[s, :plies].copy(),
+                                          survival_targets(games.state[s], sides))
             counts[{"1-0": "red_wins", "0-1": "blue_wins"}.get(record.result, "draws")] += 1
             counts["truncated"] += int(games.truncated[s])
             terms[str(record.termination)] = terms.get(str(record.termination), 0) + 1
@@ -377,6 +383,7 @@ def play_games(
         policy=np.concatenate([d.policy for d in done]),
         value=np.concatenate(value_out),
         full_search=np.concatenate(full_out),
+        survival=np.concatenate([d.survival for d in done]),
         records=records,
         stats=stats,
     )
@@ -414,6 +421,7 @@ def merge_selfplay(parts: Sequence[SelfPlayData], seconds: Optional[float] = Non
         policy=np.concatenate([p.policy for p in parts]),
         value=np.concatenate([p.value for p in parts]),
         full_search=np.concatenate([p.full_search for p in parts]),
+        survival=np.concatenate([p.survival for p in parts]),
         records=[r for p in parts for r in p.records],
         stats=stats,
     )
@@ -442,6 +450,16 @@ def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, trunca
     if w > 0:
         values = np.where(np.isnan(root_value), values, (1.0 - w) * values + w * np.nan_to_num(root_value))
     return values.astype(np.float32)
+
+
+def survival_targets(final: np.ndarray, sides: np.ndarray) -> np.ndarray:
+    """float32 [n, 16] survival targets of a game's positions: 1 for each piece on the board in the game's
+    `final` position (a kernel state), the side to move's 8 animals first, for the sides to move `sides` [n]."""
+    alive = final[K.S_PIECES:K.S_PIECES + 16].reshape(2, 8) >= 0  # [colour, animal - 1]
+    views = np.zeros((2, 16), dtype=np.float32)  # [side to move, piece in observation order]
+    for side in (K.RED, K.BLUE):
+        views[side] = np.concatenate([alive[side], alive[1 - side]])
+    return views[sides]
 
 
 def _finish(games: GameBatch, s: int, g: _Game, sides: np.ndarray, root_value: np.ndarray, rules: RuleSet,
