@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.alphazero.search.tree import ROOT
 from envs import Board
 from envs.players import PlayerSpecError, make_player
 
@@ -37,7 +38,23 @@ def test_leaf_batching_player_stops_a_den_entry() -> None:
         assert str(move) == "d3d2", spec
 
 
+def test_max_actions_overrides_the_runs_own_search() -> None:
+    """`max_actions` sets Gumbel's considered root actions; without it the run's stored value is kept."""
+    stored = make_player(f"checkpoint:path={SHIPPED},sims=32", seed=0)
+    narrow = make_player(f"checkpoint:path={SHIPPED},sims=32,max_actions=4", seed=0)
+    assert narrow.mcts.gumbel_max_actions == 4
+    assert stored.mcts.gumbel_max_actions != 4
+    # Sequential halving over 4 root actions visits exactly 4 of the start's children; 16 actions, 16.
+    for player, considered in ((narrow, 4), (stored, 16)):
+        player.select_move(Board())
+        tree = player.search.tree
+        first, count = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
+        assert int((tree.visits[0, first:first + count] > 0).sum()) == considered
+    move = narrow.select_move(Board.from_jfen(STOP_DEN_ENTRY))
+    assert str(move) == "d3d2"
+
+
 def test_bad_time_and_leaf_batch_are_refused() -> None:
-    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000"):
+    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000", "max_actions=0", "max_actions=all"):
         with pytest.raises(PlayerSpecError, match=bad.split("=")[0]):
             make_player(f"checkpoint:path={SHIPPED},{bad}")

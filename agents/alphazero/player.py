@@ -14,7 +14,10 @@ default ``auto`` when ``leaf_batch`` reaches `network.BF16_MIN_BATCH`, else
 (default 32 then) on one growing tree, and starts another round only while the
 rate measured so far says it ends within the budget (at least one round runs);
 ``leaf_batch`` leaves evaluated per network call, kept apart by virtual loss
-(default 1; 8-16 feed the network batches that run several times faster here).
+(default 1; 8-16 feed the network batches that run several times faster here);
+``max_actions`` Gumbel's root actions considered (default: the run's own
+``mcts.gumbel_max_actions``; sequential halving splits the simulations among
+fewer of them, each searched deeper).
 The search is deterministic (no exploration noise). A missing or unreadable
 checkpoint, or one trained under other rules than asked for, fails at
 construction with a CheckpointError naming the path.
@@ -44,7 +47,8 @@ class CheckpointPlayer:
 
     def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
                  rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
-                 threads: int = 1, precision: str = "fp32", time: float = 0.0, leaf_batch: int = 1) -> None:
+                 threads: int = 1, precision: str = "fp32", time: float = 0.0, leaf_batch: int = 1,
+                 max_actions: Optional[int] = None) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -56,6 +60,8 @@ class CheckpointPlayer:
         mcts = _stored_mcts(state.get("config", ""))
         if algorithm is not None:
             mcts = dataclasses.replace(mcts, algorithm=algorithm)
+        if max_actions is not None:
+            mcts = dataclasses.replace(mcts, gumbel_max_actions=int(max_actions))
         self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
@@ -124,7 +130,7 @@ def _stored_mcts(config_yaml: str) -> MCTSConfig:
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
-    known = {"path", "sims", "algorithm", "device", "threads", "precision", "time", "leaf_batch"}
+    known = {"path", "sims", "algorithm", "device", "threads", "precision", "time", "leaf_batch", "max_actions"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -135,8 +141,9 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         sims = int(options.get("sims", 32 if seconds > 0 else 100))
         threads = int(options.get("threads", 1))
         leaf_batch = int(options.get("leaf_batch", 1))
+        max_actions = int(options["max_actions"]) if "max_actions" in options else None
     except ValueError:
-        raise PlayerSpecError(f"player 'checkpoint': sims, threads and leaf_batch must be integers and time a "
+        raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers and time a "
                               f"number of seconds, got {options}") from None
     if sims < 1:
         raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
@@ -144,6 +151,8 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         raise PlayerSpecError(f"player 'checkpoint': time={seconds} must lie in [0, 3600] seconds")
     if not 1 <= leaf_batch <= 256:
         raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, 256]")
+    if max_actions is not None and max_actions < 1:
+        raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must be >= 1")
     algorithm = options.get("algorithm")
     if algorithm is not None and algorithm not in ("puct", "gumbel"):
         raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
@@ -152,7 +161,7 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
                             rules=rules, seed=seed, threads=threads, precision=precision, time=seconds,
-                            leaf_batch=leaf_batch)
+                            leaf_batch=leaf_batch, max_actions=max_actions)
 
 
 register_player("checkpoint", make_checkpoint_player)
