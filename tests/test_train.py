@@ -203,7 +203,8 @@ def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> Non
 
 def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train.checked_config(train.compose_config([]))
-    assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 16, 1)  # preset=cpu
+    assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
+    assert default.mcts.gumbel_max_actions == 4
     gpu = train.checked_config(train.compose_config(["preset=gpu"]))
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
     assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
