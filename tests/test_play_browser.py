@@ -392,7 +392,7 @@ def test_levels_from_the_server_and_remembered_choices(page: Any) -> None:
     pg.wait_for_selector("#newgame:not([hidden])")
     levels = pg.evaluate("state.info.levels.map(l => l.name)")
     options = pg.eval_on_selector_all("#ng-opponent option", "els => els.map(e => e.value)")
-    assert options == [*levels, "custom"] and levels[:4] == ["beginner", "network", "normal", "expert"]
+    assert options == [*levels, "custom"] and levels[:4] == ["beginner", "normal", "network", "expert"]
     assert pg.locator(".sq.water").count() == len(pg.evaluate("state.info.terrain.water"))  # terrain from the server
     pg.select_option("#ng-opponent", "normal")
     pg.check('input[name="side"][value="blue"]')

@@ -48,8 +48,8 @@ def test_page_and_static_files_are_served(client: Client) -> None:
 def test_info_describes_rules_and_choices(client: Client) -> None:
     info = client.call("GET", "/api/info")
     assert info["rules"] == RuleSet().to_dict() and info["rules_name"] == "default"
-    assert [lv["name"] for lv in info["levels"]] == ["beginner", "network", "normal", "expert"]
-    assert info["levels"][1]["spec"].startswith("checkpoint:path=checkpoints/shipped/")
+    assert [lv["name"] for lv in info["levels"]] == ["beginner", "normal", "network", "expert"]
+    assert info["levels"][2]["spec"].startswith("checkpoint:path=checkpoints/shipped/")
     assert info["levels"][3]["spec"] == "alphabeta:level=expert" and info["levels"][2]["seconds"] > 0
     terrain = info["terrain"]
     assert len(terrain["squares"]) == 63 and terrain["squares"][0] == "a1" and len(terrain["water"]) == 12
@@ -239,7 +239,7 @@ def test_a_shipped_network_becomes_a_level_with_one_entry(tmp_path: Path, pool: 
     try:
         client = Client(server)
         levels = client.call("GET", "/api/info")["levels"]
-        assert [lv["name"] for lv in levels] == ["beginner", "network", "normal", "expert", "master"]  # ghost: no file yet
+        assert [lv["name"] for lv in levels] == ["beginner", "normal", "network", "expert", "master"]  # ghost: no file yet
         assert levels[-1]["seconds"] == 4.0
         v = client.new(opponent="master", human="blue")
         assert v["opponent"] == level.spec and v["seconds"] == 4.0
