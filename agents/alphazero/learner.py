@@ -163,7 +163,14 @@ class Learner:
         d = self.device
         return tuple(torch.from_numpy(np.ascontiguousarray(a)).to(d, non_blocking=True)
                      for a in (batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32),
-                               batch.full_search, batch.survival.astype(np.float32)))
+                               batch.full_search))
+
+    def _survival(self, batch: Batch) -> torch.Tensor | None:
+        """The survival targets on the device, for a network with the survival head only (None otherwise:
+        no copy on the training path of a network that would ignore them)."""
+        if not (isinstance(self.model, JungleNet) and self.model.config.survival_head):
+            return None
+        return torch.from_numpy(batch.survival.astype(np.float32)).to(self.device, non_blocking=True)
 
     def step(self, batch: Batch) -> dict[str, float]:
         """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/policy_entropy,
@@ -172,7 +179,8 @@ class Learner:
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.train()
-        obs, mask, policy, value, full, survival = self._tensors(batch)
+        obs, mask, policy, value, full = self._tensors(batch)
+        survival = self._survival(batch)
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
             total, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
@@ -195,7 +203,8 @@ class Learner:
     def evaluate_loss(self, batch: Batch) -> dict[str, float]:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
-        obs, mask, policy, value, full, survival = self._tensors(batch)
+        obs, mask, policy, value, full = self._tensors(batch)
+        survival = self._survival(batch)
         _, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
                                   survival, self.config.survival_weight)
         return {f"loss/{k}": float(v) for k, v in parts.items()}
