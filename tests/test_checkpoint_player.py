@@ -54,7 +54,32 @@ def test_max_actions_overrides_the_runs_own_search() -> None:
     assert str(move) == "d3d2"
 
 
+def _grandchildren_visited(player) -> int:  # type: ignore[no-untyped-def]
+    tree = player.search.tree
+    first, count = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
+    seen = 0
+    for child in range(first, first + count):
+        if tree.visits[0, child] > 0 and tree.first_child[0, child] >= 0:
+            below, n = int(tree.first_child[0, child]), int(tree.num_children[0, child])
+            seen += int((tree.visits[0, below:below + n] > 0).sum())
+    return seen
+
+
+def test_c_scale_overrides_the_runs_own_search() -> None:
+    """`c_scale` sets Gumbel's sigma scale. A smaller one weighs Q less against the prior below the root,
+    so a long search spreads over more of the opponent's replies instead of following the best Q found."""
+    stored = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4", seed=0)
+    gentle = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4,c_scale=0.1", seed=0)
+    assert stored.mcts.gumbel_c_scale == 1.0 and gentle.mcts.gumbel_c_scale == 0.1
+    for player in (stored, gentle):
+        player.select_move(Board())
+    assert _grandchildren_visited(gentle) > _grandchildren_visited(stored)
+    timed = make_player(f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8,c_scale=0.1", seed=0)
+    assert str(timed.select_move(Board.from_jfen(STOP_DEN_ENTRY))) == "d3d2"
+
+
 def test_bad_time_and_leaf_batch_are_refused() -> None:
-    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000", "max_actions=0", "max_actions=all"):
+    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000", "max_actions=0", "max_actions=all",
+                "c_scale=0", "c_scale=-1", "c_scale=big"):
         with pytest.raises(PlayerSpecError, match=bad.split("=")[0]):
             make_player(f"checkpoint:path={SHIPPED},{bad}")

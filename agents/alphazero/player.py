@@ -17,7 +17,9 @@ rate measured so far says it ends within the budget (at least one round runs);
 (default 1; 8-16 feed the network batches that run several times faster here);
 ``max_actions`` Gumbel's root actions considered (default: the run's own
 ``mcts.gumbel_max_actions``; sequential halving splits the simulations among
-fewer of them, each searched deeper).
+fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
+``mcts.gumbel_c_scale``; a smaller one keeps a long search from turning greedy on the best
+Q found so far, README, "Search by time").
 The search is deterministic (no exploration noise). A missing or unreadable
 checkpoint, or one trained under other rules than asked for, fails at
 construction with a CheckpointError naming the path.
@@ -48,7 +50,7 @@ class CheckpointPlayer:
     def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
                  rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
                  threads: int = 1, precision: str = "fp32", time: float = 0.0, leaf_batch: int = 1,
-                 max_actions: Optional[int] = None) -> None:
+                 max_actions: Optional[int] = None, c_scale: Optional[float] = None) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -62,6 +64,8 @@ class CheckpointPlayer:
             mcts = dataclasses.replace(mcts, algorithm=algorithm)
         if max_actions is not None:
             mcts = dataclasses.replace(mcts, gumbel_max_actions=int(max_actions))
+        if c_scale is not None:
+            mcts = dataclasses.replace(mcts, gumbel_c_scale=float(c_scale))
         self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
@@ -130,7 +134,8 @@ def _stored_mcts(config_yaml: str) -> MCTSConfig:
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
-    known = {"path", "sims", "algorithm", "device", "threads", "precision", "time", "leaf_batch", "max_actions"}
+    known = {"path", "sims", "algorithm", "device", "threads", "precision", "time", "leaf_batch", "max_actions",
+             "c_scale"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -142,9 +147,10 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         threads = int(options.get("threads", 1))
         leaf_batch = int(options.get("leaf_batch", 1))
         max_actions = int(options["max_actions"]) if "max_actions" in options else None
+        c_scale = float(options["c_scale"]) if "c_scale" in options else None
     except ValueError:
-        raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers and time a "
-                              f"number of seconds, got {options}") from None
+        raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
+                              f"number of seconds and c_scale a number, got {options}") from None
     if sims < 1:
         raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
     if not 0 <= seconds <= 3600:
@@ -153,6 +159,8 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, 256]")
     if max_actions is not None and max_actions < 1:
         raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must be >= 1")
+    if c_scale is not None and not 0 < c_scale <= 100:
+        raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
     algorithm = options.get("algorithm")
     if algorithm is not None and algorithm not in ("puct", "gumbel"):
         raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
@@ -161,7 +169,7 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
                             rules=rules, seed=seed, threads=threads, precision=precision, time=seconds,
-                            leaf_batch=leaf_batch, max_actions=max_actions)
+                            leaf_batch=leaf_batch, max_actions=max_actions, c_scale=c_scale)
 
 
 register_player("checkpoint", make_checkpoint_player)
