@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS
 from agents.alphazero.search.tree import ROOT
 from envs import Board
 from envs.players import PlayerSpecError, make_player
@@ -67,15 +68,19 @@ def _grandchildren_visited(player) -> int:  # type: ignore[no-untyped-def]
 
 def test_c_scale_overrides_the_runs_own_search() -> None:
     """`c_scale` sets Gumbel's sigma scale. A smaller one weighs Q less against the prior below the root,
-    so a long search spreads over more of the opponent's replies instead of following the best Q found."""
+    so a long search spreads over more of the opponent's replies instead of following the best Q found.
+    A search by time takes the timed defaults unless told otherwise."""
     stored = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4", seed=0)
     gentle = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4,c_scale=0.1", seed=0)
     assert stored.mcts.gumbel_c_scale == 1.0 and gentle.mcts.gumbel_c_scale == 0.1
     for player in (stored, gentle):
         player.select_move(Board())
     assert _grandchildren_visited(gentle) > _grandchildren_visited(stored)
-    timed = make_player(f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8,c_scale=0.1", seed=0)
+    timed = make_player(f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8", seed=0)
+    assert (timed.mcts.gumbel_c_scale, timed.mcts.gumbel_max_actions) == (TIMED_C_SCALE, TIMED_MAX_ACTIONS)
     assert str(timed.select_move(Board.from_jfen(STOP_DEN_ENTRY))) == "d3d2"
+    chosen = make_player(f"checkpoint:path={SHIPPED},time=0.3,c_scale=2,max_actions=4", seed=0)
+    assert (chosen.mcts.gumbel_c_scale, chosen.mcts.gumbel_max_actions) == (2.0, 4)
 
 
 def test_bad_time_and_leaf_batch_are_refused() -> None:
