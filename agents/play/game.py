@@ -87,12 +87,12 @@ class Level:
 LEVELS: tuple[Level, ...] = (
     Level("beginner", "Beginner", "alphabeta:level=beginner", "alpha-beta, 1 ply, one move in five at random"),
     Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
-    # The strongest shipped network (README, "Training figures"): the default run resumed to 120
-    # iterations, pure self-play; in 40-game gauntlets at 128 simulations 24-5-11 against alpha-beta
-    # depth 3 and 11-6-23 against depth 4, so it sits above the 3-ply level (with 400 simulations here)
-    # and below the 6-ply one.
-    Level("network", "Network", "checkpoint:path=checkpoints/shipped/small-cpu-gumbel4-sims32-long.pt,sims=400,leaf_batch=8",
-          "the shipped AlphaZero network, 400 simulations (above alpha-beta depth 3)", seconds=5.0),
+    # The strongest shipped network (README, "Training figures"): the default run resumed to 180
+    # iterations (the last 60 at 64 simulations), pure self-play. Searching 0.5 s a move it scored
+    # 26-3-11 against alpha-beta depth 4 (40 games); here it has 1 s, between the 3-ply level and
+    # the 6-ply one.
+    Level("network", "Network", "checkpoint:path=checkpoints/shipped/small-cpu-gumbel4-sims64-long180.pt,time=1,leaf_batch=8",
+          "the shipped AlphaZero network, 1 s a move (beats alpha-beta depth 4 at 0.5 s)", seconds=5.0),
     Level("expert", "Expert", "alphabeta:level=expert", "alpha-beta, 6 plies"),
 )
 """The page's named opponents, weakest first."""
