@@ -214,7 +214,7 @@ def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
         assert "no checkpoint at" in client.error("POST", "/api/games", {"opponent": str(tmp_path / "ours" / "x.pt")})
         v = client.new(opponent=f"checkpoint:path={path},sims=4", human="blue")
         done = client.settled(v["id"])
-        assert len(done["moves"]) == 1 and done["turn"] == "human" and done["computer_error"] is None
+        assert len(done["moves"]) == 1 and done["turn"] == "human" and done["computer_error"] is None, done
         v = client.new(opponent=str(tmp_path / "ours" / "run"))
         assert v["opponent"] == f"checkpoint:path={tmp_path / 'ours' / 'run'}"
         # Outside the allowed directories: refused alike whether a file is there or not.
