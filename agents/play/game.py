@@ -89,7 +89,7 @@ LEVELS: tuple[Level, ...] = (
     Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
     # The strongest shipped network (README, "Training figures"): the default run resumed to 180
     # iterations (the last 60 at 64 simulations), pure self-play. Searching 0.5 s a move it scored
-    # 26-3-11 against alpha-beta depth 4 (40 games); here it has 1 s, between the 3-ply level and
+    # 43-10-27 against alpha-beta depth 4 (80 games); here it has 1 s, between the 3-ply level and
     # the 6-ply one.
     Level("network", "Network", "checkpoint:path=checkpoints/shipped/small-cpu-gumbel4-sims64-long180.pt,time=1,leaf_batch=8",
           "the shipped AlphaZero network, 1 s a move (beats alpha-beta depth 4 at 0.5 s)", seconds=5.0),
