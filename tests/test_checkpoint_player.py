@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS
+from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
 from agents.alphazero.search.tree import ROOT
 from envs import Board
 from envs.players import PlayerSpecError, make_player
@@ -55,7 +55,7 @@ def test_max_actions_overrides_the_runs_own_search() -> None:
     assert str(move) == "d3d2"
 
 
-def _grandchildren_visited(player) -> int:  # type: ignore[no-untyped-def]
+def _grandchildren_visited(player: CheckpointPlayer) -> int:
     tree = player.search.tree
     first, count = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
     seen = 0
