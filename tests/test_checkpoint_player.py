@@ -88,3 +88,11 @@ def test_bad_time_and_leaf_batch_are_refused() -> None:
                 "c_scale=0", "c_scale=-1", "c_scale=big"):
         with pytest.raises(PlayerSpecError, match=bad.split("=")[0]):
             make_player(f"checkpoint:path={SHIPPED},{bad}")
+
+
+@pytest.mark.parametrize("shipped", sorted(p.name for p in SHIPPED.parent.glob("*.pt")))
+def test_every_shipped_network_plays_by_its_spec(shipped: str) -> None:
+    """Each file in checkpoints/shipped loads with `checkpoint:path=...` and plays a legal move."""
+    board = Board()
+    move = make_player(f"checkpoint:path={SHIPPED.parent / shipped},sims=8", seed=0).select_move(board)
+    assert board.is_legal(move)

@@ -61,17 +61,13 @@ class CheckpointPlayer:
         self.rules = rules if rules is not None else rules_of(state)
         self.path = str(file)
         self.name = name or "checkpoint"  # make_player names it by its spec
-        mcts = _stored_mcts(state.get("config", ""))
-        if algorithm is not None:
-            mcts = dataclasses.replace(mcts, algorithm=algorithm)
         if time > 0:
             max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
             c_scale = TIMED_C_SCALE if c_scale is None else c_scale
-        if max_actions is not None:
-            mcts = dataclasses.replace(mcts, gumbel_max_actions=int(max_actions))
-        if c_scale is not None:
-            mcts = dataclasses.replace(mcts, gumbel_c_scale=float(c_scale))
-        self.mcts = dataclasses.replace(mcts, num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
+        chosen: dict[str, Any] = {"algorithm": algorithm, "gumbel_max_actions": max_actions, "gumbel_c_scale": c_scale}
+        self.mcts = dataclasses.replace(_stored_mcts(state.get("config", "")),
+                                        **{k: v for k, v in chosen.items() if v is not None},
+                                        num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
         self.evaluator = make_evaluator(self.model, device_t, precision)
