@@ -68,9 +68,10 @@ def linear_evaluator(seed: int = 0):
 
 
 def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
-               seed: int = 0, **config):
+               seed: int = 0, rounds: bool = True, **config):
     games = GameBatch(1, RULES, start_jfen=jfen)
-    mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims, **config), FLAGS, seed=seed)
+    mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims, **config), FLAGS, seed=seed,
+                       rounds=rounds)
     return games, mcts, mcts.search(games, add_noise=add_noise)
 
 
@@ -494,7 +495,8 @@ def test_solver_off_searches_as_before() -> None:
 @pytest.mark.parametrize("colour", ("red", "blue"))
 def test_leaf_batching_finds_the_same_tactics_with_fewer_network_calls(algorithm: str, colour: str) -> None:
     """With 8 leaves per network call (virtual loss) a single game still enters the den in one and stops
-    the opponent's den entry, runs exactly its simulations, and calls the network far less often."""
+    the opponent's den entry, runs exactly its simulations, and calls the network far less often than
+    one simulation per call (Gumbel's order-free rounds off)."""
     for position, move in ((DEN_IN_ONE, "d8d9"), (STOP_DEN_ENTRY, "d3d2")):
         jfen = position if colour == "red" else rotate(position)
         move = move if colour == "red" else rotate_move(move)
@@ -505,14 +507,15 @@ def test_leaf_batching_finds_the_same_tactics_with_fewer_network_calls(algorithm
                 assert len(obs) <= lb
                 return evaluator(obs, mask)
 
-            games, mcts, out = search_one(jfen, algorithm, 160, evaluator=at_most, leaf_batch=leaf_batch)
+            games, mcts, out = search_one(jfen, algorithm, 160, evaluator=at_most, leaf_batch=leaf_batch,
+                                          rounds=False)
             assert out.action[0] == action_of(jfen, move), (position, leaf_batch)
             chosen = Move.from_int(int(mcts.tree.move[0, _child(mcts, ROOT, int(out.action[0]))]))
             assert Board.from_jfen(jfen).is_legal(chosen)
             assert mcts.root_visits(0) == 161  # the root's own evaluation plus every simulation
             check_tree(mcts, 0)
     # Away from forced lines (where most simulations end in proven nodes and need no network):
-    _, _, one = search_one(Board().jfen(), algorithm, 160, evaluator=counted_evaluator(calls := {}, 1))
+    _, _, one = search_one(Board().jfen(), algorithm, 160, evaluator=counted_evaluator(calls := {}, 1), rounds=False)
     _, _, eight = search_one(Board().jfen(), algorithm, 160, evaluator=counted_evaluator(calls, 8), leaf_batch=8)
     assert calls[8] * 4 <= calls[1], calls
 
@@ -583,3 +586,79 @@ def test_a_draw_value_keeps_no_subtree_across_moves() -> None:
     assert mcts.search(games, num_simulations=10).visits[0].sum() == 10
     with pytest.raises(MCTSConfigError, match="draw_value"):
         MCTSConfig(draw_value=-2.0)
+
+
+def _selfplay_trace(mcts: BatchedMCTS, games: GameBatch, plies: int) -> tuple[np.ndarray, ...]:
+    """Actions, policies, root values and visits of `plies` noisy searches of every game, each move
+    played and its subtree kept."""
+    actions, policies, values, visits = [], [], [], []
+    for _ in range(plies):
+        out = mcts.search(games)
+        actions.append(out.action.copy())
+        policies.append(out.policy.copy())
+        values.append(out.root_value.copy())
+        visits.append(out.visits.copy())
+        live = np.flatnonzero(~games.done)
+        games.play_many(out.action)  # -1 (finished games) plays nothing
+        mcts.advance_many(live, out.action)
+    return tuple(np.array(x) for x in (actions, policies, values, visits))
+
+
+@pytest.mark.parametrize("sims,max_actions", [(16, 16), (32, 4), (24, 8), (64, 16), (5, 16)])
+def test_gumbel_rounds_are_the_searches_of_one_simulation_per_call(sims: int, max_actions: int) -> None:
+    """Gumbel's order-free runs share evaluator calls (`BatchedMCTS.rounds`): over noisy self-play with
+    subtree reuse, every move, target, value and visit count equals that of the one-simulation-per-call
+    loop, with fewer and larger calls."""
+    config = MCTSConfig(algorithm="gumbel", num_simulations=sims, gumbel_max_actions=max_actions)
+    traces, calls = [], []
+    for rounds in (False, True):
+        ev = linear_evaluator(4)
+        sizes: list[int] = []
+
+        def counted(obs: np.ndarray, mask: np.ndarray, ev=ev, sizes=sizes) -> tuple[np.ndarray, np.ndarray]:
+            sizes.append(len(obs))
+            return ev(obs, mask)
+
+        games = GameBatch(6, RULES)
+        mcts = BatchedMCTS(counted, config, FLAGS, seed=11, rounds=rounds)
+        assert mcts.rounds == rounds
+        traces.append(_selfplay_trace(mcts, games, 24))
+        calls.append(sizes)
+    for one, shared in zip(*traces):
+        np.testing.assert_array_equal(one, shared)
+    assert sum(calls[0]) == sum(calls[1])  # the same leaves reach the evaluator
+    assert len(calls[1]) < len(calls[0])
+    if sims == max_actions:  # every first visit in one call: about one call a move
+        assert len(calls[1]) <= 3 * 24
+
+
+def test_gumbel_rounds_need_one_simulation_per_call_elsewhere() -> None:
+    """PUCT and leaf batching keep their own loops."""
+    assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct"), FLAGS, seed=0).rounds
+    assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel", leaf_batch=4), FLAGS, seed=0).rounds
+    assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel"), FLAGS, seed=0, rounds=False).rounds
+
+
+@pytest.mark.parametrize("rounds", (False, True))
+def test_gumbel_first_visits_follow_the_prior_not_a_kept_subtree(rounds: bool) -> None:
+    """The first visits of a Gumbel search go to the largest g + log prior (without noise: the largest
+    priors), even when a subtree kept from the previous search has valued a child outside them above
+    one of them (a rule weighing the kept Q would visit that child first)."""
+    ev = linear_evaluator(3)
+    games = GameBatch(1, RULES)
+    mcts = BatchedMCTS(ev, MCTSConfig(algorithm="gumbel", num_simulations=128, gumbel_max_actions=4), FLAGS,
+                       seed=0, rounds=rounds)
+    out = mcts.search(games, add_noise=False)
+    action = int(out.action[0])
+    games.play(0, action)
+    mcts.advance(0, action)
+    tree = mcts.tree
+    fc, n = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
+    before = tree.visits[0, fc:fc + n].copy()
+    q = -tree.value_sum[0, fc:fc + n] / np.maximum(before, 1)
+    top = np.argsort(-tree.prior[0, fc:fc + n], kind="stable")[:4]
+    outside = [j for j in range(n) if before[j] > 0 and j not in top]
+    assert outside and max(q[outside]) > min(q[j] for j in top if before[j] > 0)
+    mcts.search(games, add_noise=False, num_simulations=4)  # 4 actions, 4 simulations: first visits only
+    visited = np.flatnonzero(tree.visits[0, fc:fc + n] - before)
+    assert sorted(visited.tolist()) == sorted(top.tolist())

@@ -18,6 +18,7 @@ from agents.alphazero.search import ROOT, UNVISITED, MCTSConfig, considered_visi
 from agents.alphazero.search.selection import (
     completed_q,
     completed_sigma,
+    gumbel_root_round,
     improved_policy,
     select_gumbel_interior,
     select_gumbel_root,
@@ -240,14 +241,17 @@ def test_gumbel_interior_selection_is_argmax_of_improved_policy_minus_visit_shar
 
 
 def test_gumbel_root_follows_the_halving_schedule() -> None:
-    """Only children with exactly the phase's visit count may be picked; among them g + logits wins."""
+    """Only children with exactly the phase's visit count may be picked; among them g + logits + sigma wins
+    (at the first visits, target 0, g + logits alone: a kept subtree's values do not weigh in)."""
     rng = np.random.default_rng(4)
-    for case in range(40):
+    for case in range(80):
         n = int(rng.integers(2, 20))
         tree = tree_with_root(rng, n, unvisited=0.3)
         visits, _, prior, fc = stats(tree, ROOT)
         base = np.zeros((1, K.MAX_MOVES), dtype=np.int32)
         base[0, :n] = np.minimum(visits, rng.integers(0, 3, size=n))  # visits kept from an earlier search
+        if case % 8 == 1:  # the first visits of a search: nothing new yet, kept visits on some children
+            base[0, :n] = visits
         new = visits - base[0, :n]
         gumbel = np.zeros((1, K.MAX_MOVES))
         gumbel[0, :n] = rng.gumbel(size=n)
@@ -256,12 +260,53 @@ def test_gumbel_root_follows_the_halving_schedule() -> None:
         roots = no_roots(schedule=schedule, base=base, gumbel=gumbel, sims_done=1)
         got = select_gumbel_root(tree, roots, 0, ROOT, PARAMS) - fc
         if case % 4:
-            score = gumbel[0, :n] + np.log(np.maximum(prior, 1e-30)) + ref_sigma(tree, ROOT, PARAMS.c_visit,
-                                                                                 PARAMS.c_scale)
+            sigma = ref_sigma(tree, ROOT, PARAMS.c_visit, PARAMS.c_scale) if target else 0.0
+            score = gumbel[0, :n] + np.log(np.maximum(prior, 1e-30)) + sigma
             score[new != target] = -np.inf
             assert got == int(np.argmax(score)), case
         else:
             assert got == int(np.argmin(new)), case  # the fallback: the least visited in this search
+
+
+def test_gumbel_root_round_names_the_picks_whatever_the_backups() -> None:
+    """`gumbel_root_round` names the children that `select_gumbel_root` picks one by one through a run of
+    the schedule, whatever values their simulations back up in between; it names none where that is
+    not decided yet (fewer children at the target than the run, or one simulation left)."""
+    rng = np.random.default_rng(8)
+    named = 0
+    for case in range(120):
+        n = int(rng.integers(2, 24))
+        tree = tree_with_root(rng, n, unvisited=1.0 if case % 3 == 0 else 0.3)
+        visits = stats(tree, ROOT)[0].astype(np.int32)
+        base = np.zeros((1, K.MAX_MOVES), dtype=np.int32)
+        if case % 2:  # the first run: kept visits only
+            base[0, :n] = visits
+            target = 0
+        else:
+            base[0, :n] = np.minimum(visits, rng.integers(0, 3, size=n))
+            target = int(rng.choice(visits - base[0, :n]))
+        at_target = int(np.sum(visits - base[0, :n] == target))
+        run = int(rng.integers(1, at_target + 2))  # sometimes longer than the children at the target
+        schedule = np.array([[target] * run + [target + 1]], dtype=np.int32)
+        gumbel = np.zeros((1, K.MAX_MOVES))
+        gumbel[0, :n] = rng.gumbel(size=n) if case % 5 else 0.0
+        roots = no_roots(schedule=schedule, base=base, gumbel=gumbel)
+        roots.sims_target[0] = run + 1
+        picks = np.zeros(K.MAX_MOVES, dtype=np.int32)
+        count = gumbel_root_round(tree, roots, 0, PARAMS, picks)
+        if run < 2 or at_target < run:
+            assert count == 0, case
+            continue
+        assert count == run, case
+        named += 1
+        one_by_one = Tree(*[a.copy() for a in tree])
+        for k in range(run):
+            c = select_gumbel_root(one_by_one, roots, 0, ROOT, PARAMS)
+            assert c == picks[k], (case, k)
+            one_by_one.visits[0, c] += 1  # its simulation backs up some value
+            one_by_one.value_sum[0, c] += np.float32(rng.uniform(-1, 1))
+            roots.sims_done[0] += 1
+    assert named >= 30
 
 
 def test_sequential_halving_schedule() -> None:

@@ -286,6 +286,19 @@ class Slot(NamedTuple):
     """float32 [capacity], written by the server."""
 
 
+MAX_SLOT_ROWS = 4096
+"""Most positions a self-play process's slot holds (about 27 MB); a larger leaf batch goes in pieces."""
+
+
+def leaves_per_game(mcts: Mapping[str, Any]) -> int:
+    """Most leaves one game's search sends in one evaluator call under the search settings `mcts`:
+    `leaf_batch`, or for Gumbel's shared runs (`BatchedMCTS.rounds`) its root actions."""
+    config = MCTSConfig.from_dict(mcts)
+    if config.leaf_batch > 1 or config.algorithm != "gumbel":
+        return config.leaf_batch
+    return config.gumbel_max_actions
+
+
 class LeafSlots:
     """Shared memory holding one `Slot` per client: made by the pool (``name=None``), attached by name in the
     server and the clients. The pool that made it unlinks it."""
@@ -571,7 +584,8 @@ class ServedPool(SelfPlayPool):
         t0 = time.perf_counter()
         ranges = split_games(num_games, self.workers)
         try:
-            capacity = min(self.settings.selfplay.parallel, max(count for _, count in ranges))
+            games = min(self.settings.selfplay.parallel, max(count for _, count in ranges))
+            capacity = min(games * leaves_per_game(self.settings.mcts), max(games, MAX_SLOT_ROWS))
             old = None
             if self._slots is None or capacity > self._slots.capacity:  # made to measure, kept while big enough
                 old, self._slots = self._slots, LeafSlots(self.workers, capacity)

@@ -24,6 +24,7 @@ from agents.alphazero.search.puct import Puct
 from agents.alphazero.search.search import (
     apply_evaluations,
     apply_lane_evaluations,
+    apply_round_evaluations,
     evaluate_roots,
     prepare_roots,
     record_base_visits,
@@ -98,7 +99,7 @@ class BatchedMCTS:
     """
 
     def __init__(self, evaluator: Evaluator, config: MCTSConfig, flags: np.ndarray, *, seed: int,
-                 n_games: Optional[int] = None, max_nodes: Optional[int] = None) -> None:
+                 n_games: Optional[int] = None, max_nodes: Optional[int] = None, rounds: bool = True) -> None:
         self.evaluator = evaluator
         self.config = config
         self.flags = np.asarray(flags, dtype=np.int64)
@@ -106,6 +107,10 @@ class BatchedMCTS:
         self.params = config.params()
         self.policy: RootPolicy = ROOT_POLICIES[config.algorithm](config)
         """The algorithm's noise, selection and outputs."""
+        self.rounds = bool(rounds) and self.policy.simulate_rounds is not None and config.leaf_batch == 1
+        """Whether simulations that cannot see each other's evaluations share an evaluator call (Gumbel's
+        order-free runs, `selection.gumbel_root_round`): the same searches as one simulation per game and
+        call (to the evaluator's rounding by batch size), in fewer and larger calls."""
         self._n = n_games
         self._max_nodes = max_nodes
         self.max_nodes = int(max_nodes) if max_nodes is not None else default_nodes(config.num_simulations)
@@ -121,7 +126,7 @@ class BatchedMCTS:
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
-        rows = n * self.config.leaf_batch
+        rows = n * max(self.config.leaf_batch, self.config.gumbel_max_actions if self.rounds else 1)
         self._leaves = Leaves(obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
                               mask=np.zeros((rows, N_ACTIONS), dtype=np.bool_), game=np.zeros(rows, dtype=np.int64))
         self._lanes = Lanes(path=np.zeros((rows, self.config.max_depth + 1), dtype=np.int32),
@@ -130,6 +135,7 @@ class BatchedMCTS:
         self._base = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
         self._sims_done = np.zeros(n, dtype=np.int32)
         self._sigma = np.zeros(K.MAX_MOVES, dtype=np.float64)
+        self._picks = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
         self._order = np.zeros(self.max_nodes, dtype=np.int32)
         self._new_index = np.zeros(self.max_nodes, dtype=np.int32)
         self.work = self._new_work(n, 0)  # room for no game yet: the first search makes it
@@ -250,6 +256,13 @@ class BatchedMCTS:
         self._sims_done[idx] = 0
         if uniform:
             policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, max_sims, True)
+        elif self.rounds:
+            while np.any(self._sims_done[idx] < sims[idx]):
+                k = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx,
+                                           self._picks)
+                if k:
+                    logits, values = self._call_evaluator(k)
+                    apply_round_evaluations(tree, self._leaves, self._lanes, logits, values, k)
         elif cfg.leaf_batch > 1:
             while np.any(self._sims_done[idx] < sims[idx]):
                 k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx,

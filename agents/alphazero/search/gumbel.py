@@ -21,9 +21,10 @@ from envs import kernels as K
 
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.policy import RootPolicy
-from agents.alphazero.search.search import simulate, simulate_lanes
+from agents.alphazero.search.search import simulate, simulate_lanes, simulate_rounds
 from agents.alphazero.search.selection import (
     considered_visits_table,
+    gumbel_root_round,
     improved_policy,
     select_gumbel_interior,
     select_gumbel_root,
@@ -46,6 +47,16 @@ def simulate_gumbel_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, 
     algorithm's selection functions (the cached entry point)."""
     return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_gumbel_root,
                           select_gumbel_interior)
+
+
+@njit(cache=True)
+def simulate_gumbel_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
+                           params: SearchParams, idx: np.ndarray, picks: np.ndarray) -> int:
+    """`search.simulate_rounds` with sequential halving's order-free runs (`selection.gumbel_root_round`):
+    the simulations of a run that visits every child it could, or the Gumbel-top-k's first visits, share
+    one network call (the cached entry point)."""
+    return simulate_rounds(tree, work, roots, leaves, lanes, flags, params, idx, picks, gumbel_root_round,
+                           select_gumbel_root, select_gumbel_interior)
 
 
 @njit(cache=True)
@@ -89,6 +100,7 @@ class Gumbel(RootPolicy):
     name = "gumbel"
     simulate = staticmethod(simulate_gumbel)
     simulate_lanes = staticmethod(simulate_gumbel_lanes)
+    simulate_rounds = staticmethod(simulate_gumbel_rounds)
 
     def __init__(self, config: MCTSConfig) -> None:
         super().__init__(config)

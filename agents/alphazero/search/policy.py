@@ -51,6 +51,11 @@ class RootPolicy:
         (`search.simulate_lanes` with this algorithm's selection functions)."""
         raise NotImplementedError
 
+    simulate_rounds: Any = None
+    """For an algorithm whose root can name simulations that do not depend on each other's evaluations:
+    ``simulate_rounds(tree, work, roots, leaves, lanes, flags, params, idx, picks) -> k``, the leaves of
+    as many of them as it can for one evaluator call (`search.simulate_rounds`); None: one per game."""
+
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
         """Set up the roots once their children and priors are known (nothing by default)."""
 

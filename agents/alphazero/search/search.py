@@ -351,6 +351,95 @@ def simulate_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: 
     return k
 
 
+@njit(inline="always")
+def select_leaf_below(tree: Tree, work: Work, roots: Roots, b: int, params: SearchParams, first: int,
+                      select_interior: Any) -> int:
+    """`select_leaf` with the root's choice made: the path goes from the root to its child `first`, then
+    down by `select_interior`. Returns the leaf."""
+    st = work.leaf_state[b]
+    st[:] = work.root_state[b]
+    hist = work.hist[b]
+    hashes = work.hashes[b]
+    work.path[b, 0] = ROOT
+    node = first
+    K.make_move(st, hist, hashes, tree.move[b, node])
+    depth = 1
+    work.path[b, 1] = node
+    while (not tree.terminal[b, node]) and tree.first_child[b, node] != UNVISITED and depth < params.max_depth:
+        node = select_interior(tree, roots, b, node, params)
+        K.make_move(st, hist, hashes, tree.move[b, node])
+        depth += 1
+        work.path[b, depth] = node
+    work.depth[b] = depth
+    return node
+
+
+@njit(inline="always")
+def queue_lane(tree: Tree, work: Work, leaves: Leaves, lanes: Lanes, b: int, leaf: int, flags: np.ndarray,
+               params: SearchParams, buf: np.ndarray, k: int) -> int:
+    """Expand game `b`'s leaf (the end of its current path): a terminal one is backed up at once (and
+    proven with the solver), any other is queued in row `k` of `leaves` with its path in `lanes`.
+    Returns the rows queued so far."""
+    status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
+    if status == LEAF_TERMINAL:
+        backup(tree, work, b, tree.raw_value[b, leaf])
+        if params.solver:
+            prove_path(tree, work, b)
+        return k
+    depth = work.depth[b]
+    lanes.path[k, : depth + 1] = work.path[b, : depth + 1]
+    lanes.depth[k] = depth
+    lanes.status[k] = status
+    write_leaf(tree, work, leaves, b, leaf, status, flags, k)
+    return k + 1
+
+
+@njit(inline="always")
+def simulate_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
+                    params: SearchParams, idx: np.ndarray, picks: np.ndarray, root_round: Any, select_root: Any,
+                    select_interior: Any) -> int:
+    """One evaluator call's worth of leaves, with the same results as one simulation per game and call.
+
+    For each game of `idx` that has simulations left, `root_round` names the root's children that its
+    next simulations visit whatever the order in which they are backed up (`picks[b, :count]`, each
+    its own subtree, so no simulation sees another's evaluation); the game queues one leaf below each.
+    A game whose next visit depends on the last evaluation (count 0) queues one simulation as
+    `simulate` would. Terminal leaves are backed up at once. Returns k, the rows queued in
+    `leaves`/`lanes`; each needs `apply_round_evaluations` before the next call."""
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    k = 0
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        if roots.sims_done[b] >= roots.sims_target[b]:
+            continue
+        count = root_round(tree, roots, b, params, picks[b])
+        if count == 0:
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior)
+            roots.sims_done[b] += 1
+            k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k)
+            continue
+        for j in range(count):
+            leaf = select_leaf_below(tree, work, roots, b, params, picks[b, j], select_interior)
+            roots.sims_done[b] += 1
+            k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k)
+    return k
+
+
+@njit(cache=True)
+def apply_round_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.ndarray, values: np.ndarray,
+                            k: int) -> None:
+    """Priors and values of the `k` leaves queued by `simulate_rounds`, each backed up along its path."""
+    for r in range(k):
+        b = leaves.game[r]
+        depth = lanes.depth[r]
+        leaf = lanes.path[r, depth]
+        v = min(max(float(values[r]), -1.0), 1.0)
+        if lanes.status[r] == LEAF_EXPANDED:
+            set_priors(tree, b, leaf, logits, r)
+            tree.raw_value[b, leaf] = v
+        backup_path(tree, b, lanes.path[r], depth, v)
+
+
 @njit(cache=True)
 def path_meets_pending(work: Work, lanes: Lanes, b: int, first: int, k: int) -> bool:
     """Whether game `b`'s current path passes through a leaf of lanes rows `first`..k-1 (awaiting evaluation)."""

@@ -206,14 +206,19 @@ def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: Sear
     equal the phase's target count ``roots.schedule[b, sims_done]``, the one with the largest
     g + log prior + sigma(completed Q); the least visited child if none has the target count.
 
-    The first visits go to the Gumbel-top-k actions (all have 0 visits, the
-    largest scores come first), then the better half of them, and so on."""
+    The first visits go to the Gumbel-top-k actions, the largest g + log prior
+    first (the paper's sample without replacement: a subtree kept from the
+    previous search does not weigh in, and unvisited children would share one
+    sigma anyway), then the better half of them by the full score, and so on."""
     fc = tree.first_child[b, ROOT]
     n = tree.num_children[b, ROOT]
     schedule = roots.schedule
     target = schedule[b, min(roots.sims_done[b], schedule.shape[1] - 1)]
     sigma = roots.sigma
-    completed_sigma(tree, b, ROOT, params, sigma)
+    if target == 0:
+        sigma[:n] = 0.0
+    else:
+        completed_sigma(tree, b, ROOT, params, sigma)
     best = -1
     best_score = -1e30
     fallback = fc
@@ -231,6 +236,59 @@ def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: Sear
             best_score = score
             best = c
     return best if best >= 0 else fallback
+
+
+@lean()
+def gumbel_root_round(tree: Tree, roots: Roots, b: int, params: SearchParams, picks: np.ndarray) -> int:
+    """The root children that game `b`'s next simulations visit whatever their evaluations: their number,
+    and their nodes in `picks[:count]` in the order `select_gumbel_root` takes them; 0 when the next
+    simulation is the last of a run (or the schedule has no such run).
+
+    The schedule's next run of r equal targets t visits r distinct children (a visit lifts a child past
+    t), each in its own subtree, so none of these simulations sees another's leaf, and which children
+    they are does not depend on the backups: the first run (t = 0) takes the r largest g + log prior;
+    a later one ranks children that are all visited, whose completed Q stay as they are while the run
+    lasts, and sigma moves only through max N, which each pick lifts as its backup will."""
+    s = roots.sims_done[b]
+    schedule = roots.schedule
+    end = min(roots.sims_target[b], schedule.shape[1])
+    if s + 1 >= end:
+        return 0
+    target = schedule[b, s]
+    run = 1
+    while s + run < end and schedule[b, s + run] == target:
+        run += 1
+    if run < 2:
+        return 0
+    fc = tree.first_child[b, ROOT]
+    n = tree.num_children[b, ROOT]
+    count = 0
+    for j in range(n):
+        c = fc + j
+        if tree.visits[b, c] - roots.base_visits[b, j] == target:
+            picks[count] = c
+            count += 1
+    if count < run:
+        return 0
+    q = roots.sigma
+    max_n = completed_q(tree, b, ROOT, q)
+    for r in range(run):
+        scale = 0.0 if target == 0 else (params.c_visit + max_n) * params.c_scale * 0.5
+        best = -1
+        best_score = -1e30
+        for i in range(r, count):  # picks[r:count] stay in child order: ties go to the first, as there
+            j = picks[i] - fc
+            sigma = 0.0 if target == 0 else scale * (q[j] + 1.0)
+            score = roots.gumbel[b, j] + math.log(max(tree.prior[b, picks[i]], 1e-30)) + sigma
+            if score > best_score:
+                best_score = score
+                best = i
+        chosen = picks[best]
+        for i in range(best, r, -1):
+            picks[i] = picks[i - 1]
+        picks[r] = chosen
+        max_n = max(max_n, tree.visits[b, chosen] + 1)
+    return run
 
 
 def considered_visits(max_considered: int, num_simulations: int) -> np.ndarray:
