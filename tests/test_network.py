@@ -185,3 +185,32 @@ def test_bf16_agrees_with_fp32_on_selfplay_positions() -> None:
     assert np.all(mask[np.arange(len(mask)), l16.argmax(1)])  # bf16 picks legal moves too
     assert agreement >= 0.98, agreement
     assert float(np.mean(np.abs(v32 - v16))) <= 0.02
+
+
+@pytest.mark.parametrize("precision", ("fp32", "bf16"))
+def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
+    """A call larger than `CPU_CHUNK` positions runs as equal parts (20 as 7 + 7 + 6) and answers as one
+    forward pass over them all would, to the dtype's rounding by batch size; every row is filled."""
+    import agents.alphazero.network as network
+
+    torch.manual_seed(0)
+    model = build_network(TINY)
+    rng = np.random.default_rng(0)
+    obs = (rng.random((20,) + OBS_SHAPE) < 0.1).astype(np.float32)
+    mask = rng.random((20, N_ACTIONS)) < 0.3
+    whole_logits, whole_value = make_evaluator(model, "cpu", precision)(obs, mask)
+    calls: list[int] = []
+    forward = network.JungleNet.forward
+
+    def counted(self: network.JungleNet, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        calls.append(len(x))
+        return forward(self, x)
+
+    monkeypatch.setattr(network, "CPU_CHUNK", 7)
+    monkeypatch.setattr(network.JungleNet, "forward", counted)
+    logits, value = make_evaluator(model, "cpu", precision)(obs, mask)
+    assert calls == [7, 7, 6]
+    tol = 1e-5 if precision == "fp32" else 2e-2
+    np.testing.assert_allclose(logits[mask], whole_logits[mask], rtol=tol, atol=tol)
+    np.testing.assert_allclose(value, whole_value, rtol=tol, atol=tol)
+    assert np.all(logits[~mask] == np.finfo(np.float32).min)

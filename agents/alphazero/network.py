@@ -301,17 +301,30 @@ class _InferenceCopies:
                 fused: nn.Module = fuse_for_inference(self.model)
             else:
                 fused = copy.deepcopy(self.model).eval()
-            self._copies[dtype] = fused.to(self.device, dtype=dtype)
+            fused = fused.to(self.device, dtype=dtype)
+            if channels_last(self.device, dtype):
+                fused = fused.to(memory_format=torch.channels_last)
+            self._copies[dtype] = fused
         return self._copies[dtype]
 
 
-CPU_CHUNK = 256
+CPU_CHUNK = 128
 """Most positions one forward pass takes on a CPU: a larger call runs as equal parts of at most this.
 
-Measured with bench/bench_network.py (``small``, bf16, one thread, 1024 distinct
-positions a round): 14.8 / 17.6 / 18.3 / 16.6 / 12.4 k positions/s in parts
-of 64 / 128 / 256 / 512 / 1024; past a few hundred positions the activations
-leave the core's cache."""
+Past a few hundred positions the activations leave the core's cache. Measured
+(``small``, bf16, one thread): alone, 1024 distinct positions a round, 14.8 /
+17.6 / 18.3 / 16.6 / 12.4 k positions/s in parts of 64 / 128 / 256 / 512 /
+1024; inside self-play (bench/bench_selfplay.py, Gumbel 16, two rounds),
+13.8-14.7 / 14.7-15.5 / 15.2-15.7 / 15.2 / 13.9-14.5 k in parts of 64 / 96 /
+128 / 192 / 256, where the search's own arrays share the cache."""
+
+
+def channels_last(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether inference in `dtype` on `device` runs in channels-last layout: bf16 on a CPU, oneDNN's
+    native layout for its bf16 convolutions (self-play with `small`, three alternating rounds: 926 / 974
+    / 991 positions per CPU second against 985 / 902 / 952 without, level within this machine's noise);
+    fp32 on a CPU was slower with it (README, inference precision table)."""
+    return device.type == "cpu" and dtype == torch.bfloat16
 
 
 def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32") -> Evaluator:
@@ -331,7 +344,10 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     def run(net: nn.Module, dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
         m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
-        logits, v = net(x.to(dtype))
+        x = x.to(dtype)
+        if channels_last(dev, dtype):
+            x = x.contiguous(memory_format=torch.channels_last)
+        logits, v = net(x)
         logits = mask_logits(logits.float(), m)
         value = scalar_value(v.float()).clamp(-1.0, 1.0)
         return logits.cpu().numpy(), value.cpu().numpy()
