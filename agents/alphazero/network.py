@@ -303,7 +303,9 @@ class _InferenceCopies:
                 fused = copy.deepcopy(self.model).eval()
             fused = fused.to(self.device, dtype=dtype)
             if channels_last(self.device, dtype):
-                fused = fused.to(memory_format=torch.channels_last)
+                for module in fused.modules():
+                    if isinstance(module, nn.Conv2d):
+                        module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last)
             self._copies[dtype] = fused
         return self._copies[dtype]
 
