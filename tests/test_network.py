@@ -125,9 +125,11 @@ def _selfplay_positions(model: torch.nn.Module, n: int, games: int = 20) -> tupl
     return obs, mask
 
 
-def test_fused_copy_computes_the_same_function() -> None:
+@pytest.mark.parametrize("value_head", ("scalar", "wdl"))
+def test_fused_copy_computes_the_same_function(value_head: str) -> None:
+    """The batch-norm-folded copy computes the model's function, with either value head."""
     torch.manual_seed(3)
-    net = build_network(NetworkConfig(blocks=2, channels=16))
+    net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
     net.train()
     net(torch.rand(32, *OBS_SHAPE))  # move the running statistics away from their defaults
     net.eval()

@@ -278,18 +278,21 @@ class _InferenceCopies:
     Staleness is read from the parameters' and buffers' in-place version
     counters, which every optimizer step, running-statistics update and
     `load_state_dict` advances; so an evaluator built once keeps serving the
-    network the learner is training.
+    network the learner is training. The tensors are listed once (listing
+    them walks the module tree, a few percent of a self-play call): a
+    parameter replaced by another tensor object is not seen, so build a new
+    evaluator after such surgery.
     """
 
     def __init__(self, model: nn.Module, device: torch.device) -> None:
         self.model = model
         self.device = device
+        self._tensors = [*model.parameters(), *model.buffers()]
         self._key: tuple[int, ...] = ()
         self._copies: dict[torch.dtype, nn.Module] = {}
 
     def _version(self) -> tuple[int, ...]:
-        tensors = list(self.model.parameters()) + list(self.model.buffers())
-        return tuple(t._version for t in tensors) + tuple(t.data_ptr() for t in tensors)
+        return tuple(t._version for t in self._tensors) + tuple(t.data_ptr() for t in self._tensors)
 
     def get(self, dtype: torch.dtype) -> nn.Module:
         key = self._version()
