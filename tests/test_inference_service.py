@@ -28,6 +28,7 @@ from agents.alphazero.inference import (
     LeafSlots,
     ServedEvaluator,
     WorkerDiedError,
+    leaves_per_game,
 )
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
 from agents.alphazero.search import MCTSConfig
@@ -386,3 +387,12 @@ def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPa
     # The server asked for room for a thread per client; one actor per worker plus the server, all killed.
     assert fake.options[0]["max_concurrency"] >= 3 and fake.options[0]["num_gpus"] == 0
     assert (fake.killed, fake.initialized) == (3, False)
+
+
+def test_slots_hold_a_search_step_of_every_game() -> None:
+    """A self-play process's slot is sized for the leaves one search step can send per game: Gumbel's
+    shared runs send up to its root actions, leaf batching its lanes, PUCT one."""
+    assert leaves_per_game({"algorithm": "gumbel", "gumbel_max_actions": 4}) == 4
+    assert leaves_per_game({"algorithm": "gumbel", "gumbel_max_actions": 16, "leaf_batch": 8}) == 8
+    assert leaves_per_game({"algorithm": "puct"}) == 1
+    assert leaves_per_game({"algorithm": "puct", "leaf_batch": 4}) == 4
