@@ -637,28 +637,3 @@ def test_gumbel_rounds_need_one_simulation_per_call_elsewhere() -> None:
     assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct"), FLAGS, seed=0).rounds
     assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel", leaf_batch=4), FLAGS, seed=0).rounds
     assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel"), FLAGS, seed=0, rounds=False).rounds
-
-
-@pytest.mark.parametrize("rounds", (False, True))
-def test_gumbel_first_visits_follow_the_prior_not_a_kept_subtree(rounds: bool) -> None:
-    """The first visits of a Gumbel search go to the largest g + log prior (without noise: the largest
-    priors), even when a subtree kept from the previous search has valued a child outside them above
-    one of them (a rule weighing the kept Q would visit that child first)."""
-    ev = linear_evaluator(3)
-    games = GameBatch(1, RULES)
-    mcts = BatchedMCTS(ev, MCTSConfig(algorithm="gumbel", num_simulations=128, gumbel_max_actions=4), FLAGS,
-                       seed=0, rounds=rounds)
-    out = mcts.search(games, add_noise=False)
-    action = int(out.action[0])
-    games.play(0, action)
-    mcts.advance(0, action)
-    tree = mcts.tree
-    fc, n = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
-    before = tree.visits[0, fc:fc + n].copy()
-    q = -tree.value_sum[0, fc:fc + n] / np.maximum(before, 1)
-    top = np.argsort(-tree.prior[0, fc:fc + n], kind="stable")[:4]
-    outside = [j for j in range(n) if before[j] > 0 and j not in top]
-    assert outside and max(q[outside]) > min(q[j] for j in top if before[j] > 0)
-    mcts.search(games, add_noise=False, num_simulations=4)  # 4 actions, 4 simulations: first visits only
-    visited = np.flatnonzero(tree.visits[0, fc:fc + n] - before)
-    assert sorted(visited.tolist()) == sorted(top.tolist())

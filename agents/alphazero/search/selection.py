@@ -206,19 +206,15 @@ def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: Sear
     equal the phase's target count ``roots.schedule[b, sims_done]``, the one with the largest
     g + log prior + sigma(completed Q); the least visited child if none has the target count.
 
-    The first visits go to the Gumbel-top-k actions, the largest g + log prior
-    first (the paper's sample without replacement: a subtree kept from the
-    previous search does not weigh in, and unvisited children would share one
-    sigma anyway), then the better half of them by the full score, and so on."""
+    The first visits go to the Gumbel-top-k actions (all have 0 visits in this
+    search, the largest scores come first), then the better half of them, and
+    so on."""
     fc = tree.first_child[b, ROOT]
     n = tree.num_children[b, ROOT]
     schedule = roots.schedule
     target = schedule[b, min(roots.sims_done[b], schedule.shape[1] - 1)]
     sigma = roots.sigma
-    if target == 0:
-        sigma[:n] = 0.0
-    else:
-        completed_sigma(tree, b, ROOT, params, sigma)
+    completed_sigma(tree, b, ROOT, params, sigma)
     best = -1
     best_score = -1e30
     fallback = fc
@@ -241,14 +237,19 @@ def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: Sear
 @lean()
 def gumbel_root_round(tree: Tree, roots: Roots, b: int, params: SearchParams, picks: np.ndarray) -> int:
     """The root children that game `b`'s next simulations visit whatever their evaluations: their number,
-    and their nodes in `picks[:count]` in the order `select_gumbel_root` takes them; 0 when the next
-    simulation is the last of a run (or the schedule has no such run).
+    and their nodes in `picks[:count]` in the order `select_gumbel_root` takes them (in child order when
+    the run takes every child at its target); 0 when the next visit depends on an evaluation still to
+    come.
 
     The schedule's next run of r equal targets t visits r distinct children (a visit lifts a child past
-    t), each in its own subtree, so none of these simulations sees another's leaf, and which children
-    they are does not depend on the backups: the first run (t = 0) takes the r largest g + log prior;
-    a later one ranks children that are all visited, whose completed Q stay as they are while the run
-    lasts, and sigma moves only through max N, which each pick lifts as its backup will."""
+    t), each in its own subtree, so none of these simulations sees another's leaf. Which children
+    `select_gumbel_root` picks one by one depends on the backups only through sigma(completed Q): a
+    visited child keeps its Q while the run lasts, and max N moves as each pick lifts it; only an
+    unvisited child's Q (v_mix, the mix of its siblings' values) moves with the evaluations. So the
+    picks are known ahead when exactly r children are at t (the run takes them all), or when the
+    children at t are all visited, or all unvisited (then they share one sigma: the ranking is
+    g + log prior). Children at t both visited (kept from the previous move's search) and unvisited,
+    more of them than r, give 0: those simulations run one per call."""
     s = roots.sims_done[b]
     schedule = roots.schedule
     end = min(roots.sims_target[b], schedule.shape[1])
@@ -263,23 +264,27 @@ def gumbel_root_round(tree: Tree, roots: Roots, b: int, params: SearchParams, pi
     fc = tree.first_child[b, ROOT]
     n = tree.num_children[b, ROOT]
     count = 0
+    unvisited = 0
     for j in range(n):
         c = fc + j
         if tree.visits[b, c] - roots.base_visits[b, j] == target:
             picks[count] = c
             count += 1
-    if count < run:
+            if tree.visits[b, c] == 0:
+                unvisited += 1
+    if count == run:  # the run takes them all, in whatever order
+        return count
+    if count < run or 0 < unvisited < count:
         return 0
     q = roots.sigma
     max_n = completed_q(tree, b, ROOT, q)
     for r in range(run):
-        scale = 0.0 if target == 0 else (params.c_visit + max_n) * params.c_scale * 0.5
+        scale = (params.c_visit + max_n) * params.c_scale * 0.5
         best = -1
         best_score = -1e30
         for i in range(r, count):  # picks[r:count] stay in child order: ties go to the first, as there
             j = picks[i] - fc
-            sigma = 0.0 if target == 0 else scale * (q[j] + 1.0)
-            score = roots.gumbel[b, j] + math.log(max(tree.prior[b, picks[i]], 1e-30)) + sigma
+            score = roots.gumbel[b, j] + math.log(max(tree.prior[b, picks[i]], 1e-30)) + scale * (q[j] + 1.0)
             if score > best_score:
                 best_score = score
                 best = i
