@@ -5,6 +5,7 @@
     python bench/bench_selfplay.py --before 3454601 --before-precision fp32   # another commit, in fp32
     python bench/bench_selfplay.py --model medium --parallel 128 --mcts puct --sims 64
     python bench/bench_selfplay.py --model uniform --games 256   # no network: the search and the game loop alone
+    python bench/bench_selfplay.py --sims 32 --max-actions 4     # the default run's self-play (preset=cpu)
     python bench/bench_selfplay.py --workers 2 --backend process   # the games split over 2 local processes
 
 Each measured tree runs in its own subprocess, one after the other: this
@@ -168,6 +169,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     mcts = MCTSConfig.from_dict(load("mcts", args.mcts))
     if args.sims:
         mcts = MCTSConfig.from_dict(dict(asdict(mcts), num_simulations=args.sims))
+    if args.max_actions:
+        mcts = MCTSConfig.from_dict(dict(asdict(mcts), gumbel_max_actions=args.max_actions))
     network = _Clock()
     if args.model == "uniform":  # the search recognises it and runs whole in numba: no network time
         evaluator, args.precision = uniform_evaluator, "-"
@@ -238,6 +241,8 @@ def main() -> None:
                                                      "and values), the search's and the game loop's own speed")
     ap.add_argument("--mcts", default="gumbel", help="a configs/mcts/ name")
     ap.add_argument("--sims", type=int, default=16, help="simulations per move (0: the config's)")
+    ap.add_argument("--max-actions", type=int, default=0, help="Gumbel root actions (0: the config's; the default "
+                                                                 "run's preset=cpu searches 32 simulations over 4)")
     ap.add_argument("--games", type=int, default=64)
     ap.add_argument("--parallel", type=int, default=64)
     ap.add_argument("--max-plies", type=int, default=300)
@@ -257,7 +262,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(args)))
         return
-    common = ["--model", args.model, "--mcts", args.mcts, "--sims", str(args.sims), "--games", str(args.games),
+    common = ["--model", args.model, "--mcts", args.mcts, "--sims", str(args.sims),
+              "--max-actions", str(args.max_actions), "--games", str(args.games),
               "--parallel", str(args.parallel), "--max-plies", str(args.max_plies), "--device", args.device,
               "--threads", str(args.threads), "--workers", str(args.workers), "--backend", args.backend]
     befores = [b for b in (args.before or [ORIGINAL_COMMIT, PYTHON_LOOP_COMMIT]) if b != "none"]
