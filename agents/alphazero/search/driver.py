@@ -24,7 +24,6 @@ from agents.alphazero.search.puct import Puct
 from agents.alphazero.search.search import (
     apply_evaluations,
     apply_lane_evaluations,
-    apply_round_evaluations,
     evaluate_roots,
     prepare_roots,
     record_base_visits,
@@ -256,20 +255,17 @@ class BatchedMCTS:
         self._sims_done[idx] = 0
         if uniform:
             policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, max_sims, True)
-        elif self.rounds:
+        elif self.rounds or cfg.leaf_batch > 1:
             while np.any(self._sims_done[idx] < sims[idx]):
-                k = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx,
-                                           self._picks)
+                if self.rounds:
+                    k = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
+                                               idx, self._picks)
+                else:
+                    k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
+                                              idx, cfg.leaf_batch)
                 if k:
                     logits, values = self._call_evaluator(k)
-                    apply_round_evaluations(tree, self._leaves, self._lanes, logits, values, k)
-        elif cfg.leaf_batch > 1:
-            while np.any(self._sims_done[idx] < sims[idx]):
-                k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx,
-                                          cfg.leaf_batch)
-                if k:
-                    logits, values = self._call_evaluator(k)
-                    apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, k)
+                    apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, k, not self.rounds)
         else:
             for _ in range(max_sims):
                 self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1,

@@ -59,10 +59,11 @@ LEAF_EVALUATE = 2  # no room or too deep to expand: the network gives a value on
 
 @njit(inline="always")
 def select_leaf(tree: Tree, work: Work, roots: Roots, b: int, params: SearchParams, select_root: Any,
-                select_interior: Any) -> int:
+                select_interior: Any, first: int) -> int:
     """Walk from the root to a leaf (unvisited, terminal or at the depth limit), choosing children with
-    `select_root` at the root and `select_interior` below it and playing the path's moves on
-    `work.leaf_state`; the path goes to `work.path[b]`. Returns the leaf."""
+    `select_root` at the root (or going to its child `first`, when that is not -1) and `select_interior`
+    below it and playing the path's moves on `work.leaf_state`; the path goes to `work.path[b]`.
+    Returns the leaf."""
     st = work.leaf_state[b]
     st[:] = work.root_state[b]
     hist = work.hist[b]
@@ -72,7 +73,7 @@ def select_leaf(tree: Tree, work: Work, roots: Roots, b: int, params: SearchPara
     work.path[b, 0] = ROOT
     while (not tree.terminal[b, node]) and tree.first_child[b, node] != UNVISITED and depth < params.max_depth:
         if depth == 0:
-            node = select_root(tree, roots, b, node, params)
+            node = first if first >= 0 else select_root(tree, roots, b, node, params)
         else:
             node = select_interior(tree, roots, b, node, params)
         K.make_move(st, hist, hashes, tree.move[b, node])
@@ -255,16 +256,26 @@ def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.nd
 
 
 @njit(inline="always")
-def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags: np.ndarray,
-               params: SearchParams, buf: np.ndarray, uniform: bool, k: int) -> int:
-    """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
-    every leaf when `uniform`: value 0, priors uniform), else write its observation and mask to row `k`
-    of `leaves`. Returns the number of rows queued so far."""
+def expand_leaf(tree: Tree, work: Work, b: int, leaf: int, flags: np.ndarray, params: SearchParams,
+                buf: np.ndarray) -> int:
+    """`expand` game `b`'s leaf (the end of its current path); a terminal one is backed up at once (and
+    proven with the solver). Returns the LEAF_* code."""
     status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
     if status == LEAF_TERMINAL:
         backup(tree, work, b, tree.raw_value[b, leaf])
         if params.solver:
             prove_path(tree, work, b)
+    return status
+
+
+@njit(inline="always")
+def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags: np.ndarray,
+               params: SearchParams, buf: np.ndarray, uniform: bool, k: int) -> int:
+    """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
+    every leaf when `uniform`: value 0, priors uniform), else write its observation and mask to row `k`
+    of `leaves`. Returns the number of rows queued so far."""
+    status = expand_leaf(tree, work, b, leaf, flags, params, buf)
+    if status == LEAF_TERMINAL:
         return k
     if uniform:
         backup(tree, work, b, 0.0)
@@ -307,7 +318,7 @@ def simulate(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.nda
             b = idx[i]
             if roots.sims_done[b] >= roots.sims_target[b]:
                 continue
-            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior)
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, -1)
             roots.sims_done[b] += 1
             k = queue_leaf(tree, work, leaves, b, leaf, flags, params, buf, uniform, k)
     return k
@@ -331,47 +342,14 @@ def simulate_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: 
         for _ in range(width):
             if roots.sims_done[b] >= roots.sims_target[b]:
                 break
-            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior)
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, -1)
             if path_meets_pending(work, lanes, b, first, k):
                 break
             roots.sims_done[b] += 1
-            status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
-            if status == LEAF_TERMINAL:
-                backup(tree, work, b, tree.raw_value[b, leaf])
-                if params.solver:
-                    prove_path(tree, work, b)
-                continue
-            depth = work.depth[b]
-            lanes.path[k, : depth + 1] = work.path[b, : depth + 1]
-            lanes.depth[k] = depth
-            lanes.status[k] = status
-            add_virtual_loss(tree, b, lanes.path[k], depth, 1)
-            write_leaf(tree, work, leaves, b, leaf, status, flags, k)
-            k += 1
+            if queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k) > k:
+                add_virtual_loss(tree, b, lanes.path[k], lanes.depth[k], 1)
+                k += 1
     return k
-
-
-@njit(inline="always")
-def select_leaf_below(tree: Tree, work: Work, roots: Roots, b: int, params: SearchParams, first: int,
-                      select_interior: Any) -> int:
-    """`select_leaf` with the root's choice made: the path goes from the root to its child `first`, then
-    down by `select_interior`. Returns the leaf."""
-    st = work.leaf_state[b]
-    st[:] = work.root_state[b]
-    hist = work.hist[b]
-    hashes = work.hashes[b]
-    work.path[b, 0] = ROOT
-    node = first
-    K.make_move(st, hist, hashes, tree.move[b, node])
-    depth = 1
-    work.path[b, 1] = node
-    while (not tree.terminal[b, node]) and tree.first_child[b, node] != UNVISITED and depth < params.max_depth:
-        node = select_interior(tree, roots, b, node, params)
-        K.make_move(st, hist, hashes, tree.move[b, node])
-        depth += 1
-        work.path[b, depth] = node
-    work.depth[b] = depth
-    return node
 
 
 @njit(inline="always")
@@ -380,11 +358,8 @@ def queue_lane(tree: Tree, work: Work, leaves: Leaves, lanes: Lanes, b: int, lea
     """Expand game `b`'s leaf (the end of its current path): a terminal one is backed up at once (and
     proven with the solver), any other is queued in row `k` of `leaves` with its path in `lanes`.
     Returns the rows queued so far."""
-    status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
+    status = expand_leaf(tree, work, b, leaf, flags, params, buf)
     if status == LEAF_TERMINAL:
-        backup(tree, work, b, tree.raw_value[b, leaf])
-        if params.solver:
-            prove_path(tree, work, b)
         return k
     depth = work.depth[b]
     lanes.path[k, : depth + 1] = work.path[b, : depth + 1]
@@ -405,7 +380,7 @@ def simulate_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes:
     its own subtree, so no simulation sees another's evaluation); the game queues one leaf below each.
     A game whose next visit depends on the last evaluation (count 0) queues one simulation as
     `simulate` would. Terminal leaves are backed up at once. Returns k, the rows queued in
-    `leaves`/`lanes`; each needs `apply_round_evaluations` before the next call."""
+    `leaves`/`lanes`; each needs `apply_lane_evaluations` (without virtual loss) before the next call."""
     buf = np.empty(K.MAX_MOVES, dtype=np.int64)
     k = 0
     for i in range(idx.shape[0]):
@@ -414,30 +389,15 @@ def simulate_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes:
             continue
         count = root_round(tree, roots, b, params, picks[b])
         if count == 0:
-            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior)
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, -1)
             roots.sims_done[b] += 1
             k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k)
             continue
         for j in range(count):
-            leaf = select_leaf_below(tree, work, roots, b, params, picks[b, j], select_interior)
+            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, picks[b, j])
             roots.sims_done[b] += 1
             k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k)
     return k
-
-
-@njit(cache=True)
-def apply_round_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.ndarray, values: np.ndarray,
-                            k: int) -> None:
-    """Priors and values of the `k` leaves queued by `simulate_rounds`, each backed up along its path."""
-    for r in range(k):
-        b = leaves.game[r]
-        depth = lanes.depth[r]
-        leaf = lanes.path[r, depth]
-        v = min(max(float(values[r]), -1.0), 1.0)
-        if lanes.status[r] == LEAF_EXPANDED:
-            set_priors(tree, b, leaf, logits, r)
-            tree.raw_value[b, leaf] = v
-        backup_path(tree, b, lanes.path[r], depth, v)
 
 
 @njit(cache=True)
@@ -470,9 +430,10 @@ def set_priors(tree: Tree, b: int, leaf: int, logits: np.ndarray, r: int) -> Non
 
 @njit(cache=True)
 def apply_lane_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.ndarray, values: np.ndarray,
-                           k: int) -> None:
-    """Priors and values of the `k` leaves queued by `simulate_lanes`: each path's virtual loss is taken
-    back and its evaluation backed up."""
+                           k: int, virtual_loss: bool = True) -> None:
+    """Priors and values of the `k` leaves queued by `simulate_lanes` or `simulate_rounds`, each backed up
+    along its path (with `virtual_loss`, as `simulate_lanes` queues them, the path's virtual loss is
+    taken back first)."""
     for r in range(k):
         b = leaves.game[r]
         depth = lanes.depth[r]
@@ -481,7 +442,8 @@ def apply_lane_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.
         if lanes.status[r] == LEAF_EXPANDED:
             set_priors(tree, b, leaf, logits, r)
             tree.raw_value[b, leaf] = v
-        add_virtual_loss(tree, b, lanes.path[r], depth, -1)
+        if virtual_loss:
+            add_virtual_loss(tree, b, lanes.path[r], depth, -1)
         backup_path(tree, b, lanes.path[r], depth, v)
 
 
