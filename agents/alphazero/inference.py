@@ -64,6 +64,7 @@ from envs.rules import RuleSet
 
 from agents.alphazero.network import PRECISIONS, NetworkConfig, build_network, make_evaluator, resolve_device
 from agents.alphazero.search import Evaluator, MCTSConfig
+from agents.alphazero.search.driver import leaves_per_call
 from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
 from agents.alphazero.workers import (
     SelfPlayPool,
@@ -291,12 +292,9 @@ MAX_SLOT_ROWS = 4096
 
 
 def leaves_per_game(mcts: Mapping[str, Any]) -> int:
-    """Most leaves one game's search sends in one evaluator call under the search settings `mcts`:
-    `leaf_batch`, or for Gumbel's shared runs (`BatchedMCTS.rounds`) its root actions."""
-    config = MCTSConfig.from_dict(mcts)
-    if config.leaf_batch > 1 or config.algorithm != "gumbel":
-        return config.leaf_batch
-    return config.gumbel_max_actions
+    """Most leaves one game's search sends in one evaluator call under the search settings `mcts`
+    (`search.driver.leaves_per_call`)."""
+    return leaves_per_call(MCTSConfig.from_dict(mcts))
 
 
 class LeafSlots:

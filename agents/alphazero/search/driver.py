@@ -78,6 +78,19 @@ ROOT_POLICIES: dict[str, type[RootPolicy]] = {"puct": Puct, "gumbel": Gumbel}
 """Root policy of each `MCTSConfig.algorithm`."""
 
 
+def shares_calls(config: MCTSConfig, rounds: bool = True) -> bool:
+    """Whether `BatchedMCTS` (with `rounds`) lets simulations that cannot see each other's evaluations
+    share an evaluator call under `config`: an algorithm with such runs (Gumbel), one leaf per
+    simulation step (no `leaf_batch`)."""
+    return rounds and ROOT_POLICIES[config.algorithm].simulate_rounds is not None and config.leaf_batch == 1
+
+
+def leaves_per_call(config: MCTSConfig, rounds: bool = True) -> int:
+    """Most leaves one game's search queues for one evaluator call under `config`: its root actions when
+    the runs share calls (`shares_calls`), else `leaf_batch`."""
+    return config.gumbel_max_actions if shares_calls(config, rounds) else config.leaf_batch
+
+
 class BatchedMCTS:
     """Tree search over the B games of a `GameBatch`, one tree per game slot.
 
@@ -106,7 +119,7 @@ class BatchedMCTS:
         self.params = config.params()
         self.policy: RootPolicy = ROOT_POLICIES[config.algorithm](config)
         """The algorithm's noise, selection and outputs."""
-        self.rounds = bool(rounds) and self.policy.simulate_rounds is not None and config.leaf_batch == 1
+        self.rounds = shares_calls(config, bool(rounds))
         """Whether simulations that cannot see each other's evaluations share an evaluator call (Gumbel's
         order-free runs, `selection.gumbel_root_round`): the same searches as one simulation per game and
         call (to the evaluator's rounding by batch size), in fewer and larger calls."""
@@ -125,7 +138,7 @@ class BatchedMCTS:
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
-        rows = n * max(self.config.leaf_batch, self.config.gumbel_max_actions if self.rounds else 1)
+        rows = n * leaves_per_call(self.config, self.rounds)
         self._leaves = Leaves(obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
                               mask=np.zeros((rows, N_ACTIONS), dtype=np.bool_), game=np.zeros(rows, dtype=np.int64))
         self._lanes = Lanes(path=np.zeros((rows, self.config.max_depth + 1), dtype=np.int32),

@@ -388,11 +388,9 @@ def simulate_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes:
         if roots.sims_done[b] >= roots.sims_target[b]:
             continue
         count = root_round(tree, roots, b, params, picks[b])
-        if count == 0:
-            leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, -1)
-            roots.sims_done[b] += 1
-            k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k)
-            continue
+        if count == 0:  # one simulation, the root choosing after the last evaluation
+            picks[b, 0] = -1
+            count = 1
         for j in range(count):
             leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, picks[b, j])
             roots.sims_done[b] += 1

@@ -200,6 +200,12 @@ def select_gumbel_interior(tree: Tree, roots: Roots, b: int, node: int, params: 
     return best
 
 
+@lean(inline=True)
+def gumbel_root_score(tree: Tree, roots: Roots, b: int, c: int, j: int, sigma: float) -> float:
+    """g + log prior + sigma of root child `c` (the j-th) of game `b`: what sequential halving ranks."""
+    return roots.gumbel[b, j] + math.log(max(tree.prior[b, c], 1e-30)) + sigma
+
+
 @lean()
 def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: SearchParams) -> int:
     """Sequential halving at the root (`node` is ROOT): among the children whose visits in this search
@@ -227,7 +233,7 @@ def select_gumbel_root(tree: Tree, roots: Roots, b: int, node: int, params: Sear
             fallback = c
         if new != target:
             continue
-        score = roots.gumbel[b, j] + math.log(max(tree.prior[b, c], 1e-30)) + sigma[j]
+        score = gumbel_root_score(tree, roots, b, c, j, sigma[j])
         if score > best_score:
             best_score = score
             best = c
@@ -284,7 +290,7 @@ def gumbel_root_round(tree: Tree, roots: Roots, b: int, params: SearchParams, pi
         best_score = -1e30
         for i in range(r, count):  # picks[r:count] stay in child order: ties go to the first, as there
             j = picks[i] - fc
-            score = roots.gumbel[b, j] + math.log(max(tree.prior[b, picks[i]], 1e-30)) + scale * (q[j] + 1.0)
+            score = gumbel_root_score(tree, roots, b, picks[i], j, scale * (q[j] + 1.0))
             if score > best_score:
                 best_score = score
                 best = i
