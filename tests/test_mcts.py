@@ -10,6 +10,7 @@ from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import move_to_action
 from agents.alphazero.gamebatch import GameBatch
+from tests.evaluators import counted, linear_evaluator
 from agents.alphazero.search import (
     ROOT,
     UNVISITED,
@@ -50,21 +51,6 @@ def rotate_move(move: str) -> str:
 def action_of(jfen: str, move: str) -> int:
     board = Board.from_jfen(jfen)
     return int(move_to_action(Move.from_str(move).to_int(), int(board.side_to_move)))
-
-
-def linear_evaluator(seed: int = 0):
-    """A fixed, row-wise deterministic evaluator (so batching cannot change its answers)."""
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=(24 * 9 * 7, 252)).astype(np.float32) * 0.3
-    v = rng.normal(size=24 * 9 * 7).astype(np.float32) * 0.1
-
-    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        flat = obs.reshape(len(obs), -1)
-        # Row by row: a batched product may round differently with the batch size.
-        logits = np.stack([row @ w for row in flat]) if len(flat) else np.zeros((0, 252), np.float32)
-        return logits, np.tanh(np.array([row @ v for row in flat], dtype=np.float32))
-
-    return evaluate
 
 
 def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
@@ -637,3 +623,48 @@ def test_gumbel_rounds_need_one_simulation_per_call_elsewhere() -> None:
     assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct"), FLAGS, seed=0).rounds
     assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel", leaf_batch=4), FLAGS, seed=0).rounds
     assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel"), FLAGS, seed=0, rounds=False).rounds
+
+
+@pytest.mark.parametrize("algorithm,rounds", [("gumbel", True), ("gumbel", False), ("puct", False)])
+def test_searches_begun_apart_share_calls_and_are_the_searches_alone(algorithm: str, rounds: bool) -> None:
+    """`begin`/`step`: a search begun while another is under way shares its evaluator calls, and each is
+    the search `search` runs (same noise from the slot's generator, same tree, same outputs)."""
+    config = MCTSConfig(algorithm=algorithm, num_simulations=16, gumbel_max_actions=8)
+    games = GameBatch(3, RULES)
+    lockstep = BatchedMCTS(linear_evaluator(2), config, FLAGS, seed=4, rounds=rounds)
+    expected = lockstep.search(games, add_noise=True, num_simulations=np.array([16, 10, 4]))
+
+    sizes: list[int] = []
+    mcts = BatchedMCTS(counted(linear_evaluator(2), sizes), config, FLAGS, seed=4, rounds=rounds)
+    mcts.begin(games, np.array([0]), add_noise=True)
+    assert mcts.step().size == 0 and mcts.step().size == 0 and mcts.searching.tolist() == [True, False, False]
+    first = len(sizes)
+    mcts.begin(games, np.array([1, 2]), add_noise=True, num_simulations=np.array([16, 10, 4]))
+    finished: list[int] = []
+    while mcts.searching.any():
+        finished += mcts.step().tolist()
+    assert sorted(finished) == [0, 1, 2]
+    assert max(sizes[first + 1:]) >= 2  # after the new roots' call, the three searches' leaves share calls
+    out = mcts.results(np.arange(3))
+    for name in ("policy", "action", "root_value", "visits"):
+        np.testing.assert_array_equal(getattr(out, name), getattr(expected, name), err_msg=name)
+
+
+def test_begin_and_step_refuse_what_would_corrupt_a_search() -> None:
+    games = GameBatch(2, RULES)
+    mcts = BatchedMCTS(linear_evaluator(1), MCTSConfig(algorithm="gumbel", num_simulations=8), FLAGS, seed=0)
+    assert mcts.step().size == 0  # nothing under way
+    mcts.begin(games, np.array([0]))
+    with pytest.raises(ValueError, match="already searching"):
+        mcts.begin(games, np.array([0]))
+    with pytest.raises(ValueError, match="searching"):
+        mcts.advance(0, 3)
+    with pytest.raises(ValueError, match="not finished"):
+        mcts.results(np.array([0]))
+    with pytest.raises(RuntimeError, match="still searching"):
+        mcts.search(games)
+    with pytest.raises(ValueError, match=r"in \[0, 2\)"):
+        mcts.begin(games, np.array([2]))
+    while mcts.searching.any():
+        mcts.step()
+    assert mcts.results(np.array([0])).action[0] >= 0

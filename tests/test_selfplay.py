@@ -12,6 +12,7 @@ from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, SelfPlayData, play_games, value_targets
+from tests.evaluators import counted, linear_evaluator
 
 RULES = RuleSet(no_capture_draw=40)
 
@@ -278,22 +279,10 @@ def test_value_targets_of_finished_cut_and_blended_games() -> None:
         SelfPlayConfig(value_q_weight=1.5)
 
 
-def linear_evaluator(seed: int = 0):
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=(int(np.prod(OBS_SHAPE)), N_ACTIONS)).astype(np.float32) * 0.3
-    v = rng.normal(size=int(np.prod(OBS_SHAPE))).astype(np.float32) * 0.2
-
-    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        flat = obs.reshape(len(obs), -1)
-        return flat @ w, np.tanh(flat @ v).astype(np.float32)
-
-    return evaluate
-
-
 def test_cut_games_bootstrap_their_value_from_the_search() -> None:
     """Games cut at max_plies get the search's verdict, the same size for both sides with opposite signs."""
     settings = SelfPlayConfig(parallel=2, max_plies=12, value_q_weight=0.0)  # the bootstrap alone, unblended
-    data = play_games(linear_evaluator(), settings, mcts=MCTSConfig(num_simulations=8), rules=RULES,
+    data = play_games(linear_evaluator(value_scale=0.2), settings, mcts=MCTSConfig(num_simulations=8), rules=RULES,
                       num_games=3, seed=5)
     row = 0
     cut = 0
@@ -321,3 +310,29 @@ def test_draw_contempt_ends_the_shuffling_into_repetitions() -> None:
     assert terms[0.0] >= 3 and terms[0.5] == 0
     with pytest.raises(SelfPlayConfigError, match="draw_contempt"):
         SelfPlayConfig(draw_contempt=1.5)
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_pipelined_games_are_the_games_played_one_at_a_time(algorithm: str) -> None:
+    """Each game searches on its own clock: a search that has finished plays its move (and the opponent's,
+    or the slot's next game starts) and begins the next while the others go on. With an evaluator that
+    batching cannot change, every game of a batch of 4 is the one played alone: moves, targets, values,
+    playout-cap draws, kept subtrees, opponent games and refills; the network sees the same leaves in
+    fewer calls."""
+    mcts = MCTSConfig(algorithm=algorithm, num_simulations=12, gumbel_max_actions=4)
+    runs = []
+    for parallel in (1, 4):
+        sizes: list[int] = []
+        settings = SelfPlayConfig(parallel=parallel, max_plies=40, playout_cap_fraction=0.3, cheap_simulations=3,
+                                  opponent_fraction=0.3)
+        data = play_games(counted(linear_evaluator(3), sizes), settings, mcts=mcts, rules=RULES, num_games=7,
+                          seed=9, opponents=[FirstMove()])
+        runs.append((data, sizes))
+    (alone, one), (together, four) = runs
+    assert [r.moves for r in alone.records] == [r.moves for r in together.records]
+    assert [r.extra["game_index"] for r in together.records] == list(range(7))
+    for field in ("obs", "policy", "value", "full_search"):
+        np.testing.assert_array_equal(getattr(alone, field), getattr(together, field))
+    assert 0 < together.stats["opponent_games"] < 7 and 0 < (~together.full_search).sum() < len(together)
+    assert together.stats["simulations"] == alone.stats["simulations"]
+    assert sum(four) == sum(one) and len(four) < 0.5 * len(one)

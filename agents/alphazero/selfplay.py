@@ -1,4 +1,4 @@
-"""Self-play: B games in lockstep, searched by one `BatchedMCTS`, recorded as training data.
+"""Self-play: B games at once, searched by one `BatchedMCTS` in shared network calls, recorded as training data.
 
     >>> settings = SelfPlayConfig(parallel=4, max_plies=200)
     >>> data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
@@ -295,39 +295,30 @@ def play_games(
     counts = {"red_wins": 0, "blue_wins": 0, "draws": 0, "truncated": 0}
     opponent_points: list[float] = []
     terms: dict[str, int] = {}
-    every = np.arange(n)
-    no_actions = np.full(n, -1, dtype=np.int64)
+    full = np.zeros(n, dtype=np.bool_)  # each search's playout-cap draw: a full (noisy) search or a cheap one
+    actions = np.full(n, -1, dtype=np.int64)
+    no_policy = np.zeros((n, 1), dtype=np.float32)
+    no_value = np.zeros(n, dtype=np.float32)
+    theirs_row = np.zeros(n, dtype=np.bool_)
     bar = tqdm(total=num_games, desc="self-play", unit="game", disable=not progress)
-    # Each ply touches the whole batch a fixed number of times (search, record, play, advance); Python
-    # goes game by game only for opponents' moves and for games that end.
-    while occupied.any():
-        # Games whose opponent is to move skip the search and take the opponent's move.
-        theirs = occupied & (opponent_side == games.state[:, K.S_SIDE])
-        active = occupied & ~theirs
-        cheap = theirs.copy()
-        if playout_cap_fraction > 0:
-            cheap |= occupied & (coins[every, np.minimum(games.state[:, K.S_PLY], settings.max_plies - 1)]
-                                 < playout_cap_fraction)
-        # One lockstep search: cheap games run fewer simulations, without noise, in the same batches.
-        sims = np.where(cheap, cheap_simulations, mcts.num_simulations)
-        out = search.search(games, active, add_noise=~cheap, num_simulations=sims)
-        simulations += int(sims[active].sum())
-        record_samples(samples, np.flatnonzero(occupied), games.state, out.policy, out.root_value, ~cheap, active)
-        actions = np.where(active, out.action, -1)
-        games.play_many(actions)
-        search.advance_many(np.flatnonzero(active), actions)
-        refill: list[int] = []
-        for s in np.flatnonzero(theirs | (active & games.done)).tolist():  # in slot order, as players expect
+
+    def serve(s: int) -> None:
+        """Slot `s` between two of the network's searches: the opponent's moves while it is to move,
+        then, if the game is over, its record and the next game (or the slot idles)."""
+        nonlocal started
+        while True:
             g = slots[s]
             assert g is not None
-            if theirs[s]:
+            if not games.done[s]:
+                if opponent_side[s] != games.state[s, K.S_SIDE]:
+                    return  # the network's move: the slot searches again
                 assert g.opponent is not None
+                record_samples(samples, np.array([s]), games.state, no_policy, no_value, theirs_row, theirs_row)
                 side = games.side_to_move(s)
                 action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
                 search.advance(s, action)
-                if not games.done[s]:
-                    continue
+                continue
             names = (name, name)
             if g.opponent is not None:
                 names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
@@ -344,16 +335,44 @@ def play_games(
             counts["truncated"] += int(games.truncated[s])
             terms[str(record.termination)] = terms.get(str(record.termination), 0) + 1
             bar.update(1)
-            if started < end:
-                start(s)
-                refill.append(s)
-            else:
+            if started >= end:
                 slots[s] = None
                 occupied[s] = False
-        if refill:
-            again = np.asarray(refill, dtype=np.int64)
-            games.reset_many(again, start_jfen)
-            search.advance_many(again, no_actions)
+                return
+            start(s)
+            games.reset_many(np.array([s]), start_jfen)
+            search.advance(s, -1)
+
+    for s in range(n):
+        serve(s)  # an opponent may open the game
+    # Pipelined: every game searches on its own clock. Each step evaluates the leaves of all the searches
+    # in progress in one call; a game whose search has finished plays its move (and the opponent's, or
+    # its next game starts) and begins its next search at once, while the others go on. A game is the
+    # same as in lockstep (its noise, coins and opponent come from its own seed); only the network's
+    # batches differ. Python touches the batch a fixed number of times per step; it goes game by game
+    # only for opponents' moves and for games that end.
+    while occupied.any():
+        idle = occupied & ~search.searching
+        if idle.any():
+            begin = np.flatnonzero(idle)
+            full[begin] = True
+            if playout_cap_fraction > 0:  # cheap: fewer simulations, no noise, in the same batches
+                ply = np.minimum(games.state[begin, K.S_PLY], settings.max_plies - 1)
+                full[begin] = coins[begin, ply] >= playout_cap_fraction
+            sims = np.where(full, mcts.num_simulations, cheap_simulations)
+            search.begin(games, begin, add_noise=full, num_simulations=sims)
+            simulations += int(sims[begin].sum())
+        moved = search.step()
+        if len(moved) == 0:
+            continue
+        out = search.results(moved)
+        record_samples(samples, moved, games.state, out.policy, out.root_value, full, np.ones(n, dtype=np.bool_))
+        actions[:] = -1
+        actions[moved] = out.action[moved]
+        games.play_many(actions)
+        search.advance_many(moved, actions)
+        for s in moved[games.done[moved] | (opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
+            serve(s)  # in slot order, as players expect
     bar.close()
     seconds = time.perf_counter() - t0
     done = [finished[k] for k in sorted(finished)]

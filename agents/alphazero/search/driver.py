@@ -146,6 +146,11 @@ class BatchedMCTS:
         self._gumbel = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
         self._base = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
         self._sims_done = np.zeros(n, dtype=np.int32)
+        self._sims_target = np.zeros(n, dtype=np.int32)
+        self._searching = np.zeros(n, dtype=np.bool_)
+        """Games whose search `begin` started and `step` has not finished."""
+        self._starting = np.zeros(n, dtype=np.bool_)
+        """Searching games whose roots the next `step` evaluates and sets up first."""
         self._sigma = np.zeros(K.MAX_MOVES, dtype=np.float64)
         self._picks = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
         self._order = np.zeros(self.max_nodes, dtype=np.int32)
@@ -158,6 +163,19 @@ class BatchedMCTS:
         """The row of `_noise` the slot's next noisy search takes (NOISE_PLIES: none left, draw more)."""
         self._noise_rows = np.zeros((n, width), dtype=np.float64)
         self.policy.allocate(n)
+        self._roots = self._new_roots(max(self.config.num_simulations, 1))
+
+    def _new_roots(self, width: int) -> Roots:
+        return Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((self._n, width), np.int32),
+                     sims_done=self._sims_done, sims_target=self._sims_target, sigma=self._sigma)
+
+    def _widen_schedule(self, sims: int) -> None:
+        """Room in the roots' schedule rows for searches of `sims` simulations (the rows kept)."""
+        old = self._roots.schedule
+        if sims <= old.shape[1]:
+            return
+        self._roots = self._new_roots(sims)
+        self._roots.schedule[:, : old.shape[1]] = old
 
     def _grow(self, sims: int) -> None:
         """Make room for searches of `sims` simulations (unless max_nodes was fixed), keeping the trees."""
@@ -185,6 +203,8 @@ class BatchedMCTS:
             raise ValueError(f"this search holds {self._n} game slots, the GameBatch has {games.n}")
         cap = games.hist.shape[1]
         if cap != self._cap:
+            if self._searching.any():
+                raise ValueError("the GameBatch's history arrays changed size while games were searching")
             self.work = self._new_work(int(games.n), cap)
             self._cap = cap
             self._root_ply[:] = -1  # the trees' positions were in the old arrays
@@ -231,61 +251,121 @@ class BatchedMCTS:
         deterministic. `num_simulations` (an int, or int [B] per game)
         overrides the config's count: games with fewer simulations sit out the
         last steps, so cheap playout-capped searches share the evaluator
-        batches of the full ones."""
+        batches of the full ones.
+
+        The same as `begin` for those games, `step` until none is searching, then `results`; so it
+        refuses to run while searches started by `begin` are still going."""
+        if self._n is not None and self._searching.any():
+            raise RuntimeError(f"games {np.flatnonzero(self._searching).tolist()} are still searching (begin/step); "
+                               "finish them with step before a lockstep search")
+        n = self._n if self._n is not None else games.n
+        act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
+        idx = np.flatnonzero(act).astype(np.int64)
+        self.begin(games, idx, add_noise=add_noise, num_simulations=num_simulations)
+        while len(idx) and self._searching.any():
+            self.step()
+        return self.results(idx, n)
+
+    @property
+    def searching(self) -> np.ndarray:
+        """bool [B]: the games whose search `begin` started and `step` has not finished (a copy)."""
+        return np.zeros(0, dtype=np.bool_) if self._n is None else self._searching.copy()
+
+    def begin(self, games: Any, idx: np.ndarray, *, add_noise: Any = True, num_simulations: Any = None) -> None:
+        """Start the searches of the games `idx` (int, unfinished, not searching) from their positions in
+        `games` now; `step` runs them, beside any started earlier, and says which have finished.
+
+        `add_noise` and `num_simulations` as in `search` (a value, or one per game slot). The games must
+        not be played until their search has finished: the search copied their positions. Searches
+        started at different times share the evaluator's calls, so a game whose search ends early
+        plays its move and starts the next one while the others go on (the pipelined self-play of
+        `selfplay.play_games`); each search is the one `search` would run for that game alone."""
         cfg = self.config
         self._ensure_work(games)
         n = self._n
         assert n is not None
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        if len(idx) == 0:
+            return
+        if idx.min() < 0 or idx.max() >= n:
+            raise ValueError(f"game indices must be in [0, {n}), got {idx.tolist()}")
+        if games.done[idx].any():
+            raise ValueError(f"games {idx[games.done[idx]].tolist()} are over: there is nothing to search")
+        if self._searching[idx].any():
+            raise ValueError(f"games {idx[self._searching[idx]].tolist()} are already searching")
         sims = np.broadcast_to(np.asarray(cfg.num_simulations if num_simulations is None else num_simulations,
-                                          dtype=np.int64), (n,)).astype(np.int32)
+                                          dtype=np.int64), (n,))
+        if sims[idx].min() < 0:
+            raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
         noise = np.broadcast_to(np.asarray(add_noise, dtype=np.bool_), (n,))
-        act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
-        idx = np.flatnonzero(act).astype(np.int64)
+        max_sims = int(sims[idx].max())
+        self._grow(max_sims)
+        self._widen_schedule(max_sims)
+        prepare_roots(self.tree, self.work, games.state, games.hist, games.hashes, idx, self._root_ply,
+                      self._root_hash, (max_sims + 1) * K.MAX_MOVES)
+        self._sims_target[idx] = sims[idx]
+        noisy = idx[noise[idx]]
+        self.policy.draw_noise(games, idx, noisy, self._next_noise(noisy), self._roots)
+        self._searching[idx] = True
+        self._starting[idx] = True
+
+    def step(self) -> np.ndarray:
+        """One step of every search in progress: the roots of the searches just begun are evaluated (one
+        evaluator call, for those not kept from the previous move), then each search selects its next
+        leaves (Gumbel's order-free runs several, `rounds`) for one evaluator call and backs them up.
+        Returns int64, ascending: the games whose searches have now finished (read them with `results`)."""
+        if self._n is None or not self._searching.any():
+            return np.zeros(0, dtype=np.int64)
+        cfg = self.config
+        tree, work, policy, roots = self.tree, self.work, self.policy, self._roots
+        idx = np.flatnonzero(self._searching).astype(np.int64)
+        uniform = self.evaluator is uniform_evaluator
+        new = idx[self._starting[idx]]
+        if len(new):
+            # The root's own evaluation (for a root not kept from the previous search).
+            self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, new, uniform))
+            policy.after_root_evaluation(tree, roots, new)
+            record_base_visits(tree, new, self._base)
+            self._sims_done[new] = 0
+            self._starting[new] = False
+        if uniform:
+            policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx,
+                            int(self._sims_target[idx].max()), True)
+        elif self.rounds or cfg.leaf_batch > 1:
+            if self.rounds:
+                k = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
+                                           idx, self._picks)
+            else:
+                k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
+                                          idx, cfg.leaf_batch)
+            if k:
+                logits, values = self._call_evaluator(k)
+                apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, k, not self.rounds)
+        else:
+            self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1, False))
+        done = idx[self._sims_done[idx] >= self._sims_target[idx]]
+        self._searching[done] = False
+        return done
+
+    def results(self, idx: np.ndarray, n: Optional[int] = None) -> SearchOutput:
+        """The outcome of the finished searches of the games `idx` (rows of other games zero, action -1);
+        `n` rows (default: the slots)."""
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        rows = self._n if n is None else n
+        assert rows is not None
         out = SearchOutput(
-            policy=np.zeros((n, N_ACTIONS), dtype=np.float32),
-            action=np.full(n, -1, dtype=np.int64),
-            root_value=np.zeros(n, dtype=np.float32),
-            visits=np.zeros((n, N_ACTIONS), dtype=np.int32),
+            policy=np.zeros((rows, N_ACTIONS), dtype=np.float32),
+            action=np.full(rows, -1, dtype=np.int64),
+            root_value=np.zeros(rows, dtype=np.float32),
+            visits=np.zeros((rows, N_ACTIONS), dtype=np.int32),
         )
         if len(idx) == 0:
             return out
-        if sims[idx].min() < 0:
-            raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
-        max_sims = int(sims[idx].max())
-        self._grow(max_sims)
-        tree, work, policy = self.tree, self.work, self.policy
-        prepare_roots(tree, work, games.state, games.hist, games.hashes, idx, self._root_ply, self._root_hash,
-                      (max_sims + 1) * K.MAX_MOVES)
-        roots = Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((n, max(max_sims, 1)), np.int32),
-                      sims_done=self._sims_done, sims_target=sims, sigma=self._sigma)
-        noisy = idx[noise[idx]]
-        policy.draw_noise(games, idx, noisy, self._next_noise(noisy), roots)
-        uniform = self.evaluator is uniform_evaluator
-        # The root's own evaluation (for a root not kept from the previous search).
-        self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, idx, uniform))
-        policy.after_root_evaluation(tree, roots, idx)
-        record_base_visits(tree, idx, self._base)
-        self._sims_done[idx] = 0
-        if uniform:
-            policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, max_sims, True)
-        elif self.rounds or cfg.leaf_batch > 1:
-            while np.any(self._sims_done[idx] < sims[idx]):
-                if self.rounds:
-                    k = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
-                                               idx, self._picks)
-                else:
-                    k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
-                                              idx, cfg.leaf_batch)
-                if k:
-                    logits, values = self._call_evaluator(k)
-                    apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, k, not self.rounds)
-        else:
-            for _ in range(max_sims):
-                self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1,
-                                               False))
-        policy.outputs(tree, roots, self.params, idx, out)
+        if self._searching[idx].any() or self._starting[idx].any():
+            raise ValueError(f"games {idx[self._searching[idx]].tolist()} have not finished their searches")
+        self.policy.outputs(self.tree, self._roots, self.params, idx, out)
         if self.params.solver:
-            solver_outputs(tree, idx, out.action, out.root_value)
+            solver_outputs(self.tree, idx, out.action, out.root_value)
         return out
 
     def _evaluate(self, k: int) -> None:
@@ -321,8 +401,11 @@ class BatchedMCTS:
             return
         # Draws valued for one side (draw_value) would mislead the other side's search: a move hands
         # the turn over, so such a tree is not kept.
+        idx = np.asarray(idx, dtype=np.int64)
+        if self._searching[idx].any():
+            raise ValueError(f"games {idx[self._searching[idx]].tolist()} are searching: finish the search first")
         keep = bool(self.config.reuse_tree) and self.params.draw_value == 0.0
-        advance_trees(self.tree, self.work, self._root_ply, self._root_hash, np.asarray(idx, dtype=np.int64),
+        advance_trees(self.tree, self.work, self._root_ply, self._root_hash, idx,
                       np.asarray(actions, dtype=np.int64), keep, self._order, self._new_index)
 
     def root_visits(self, game_index: int) -> int:

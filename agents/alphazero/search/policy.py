@@ -35,8 +35,9 @@ class RootPolicy:
         raise NotImplementedError
 
     def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
-        """Set up this search's exploration noise of the games `noisy` (a subset of the searched `idx`):
-        row `rows[b]` (float64 [B, noise_width]) is game b's, from `fill_noise`. Whole-batch array
+        """Set up the exploration noise of the searches of the games `idx` that begin now: the games
+        `noisy` (a subset) take row `rows[b]` (float64 [B, noise_width], from `fill_noise`), the others
+        none. Other games' searches may be in progress: touch only the rows of `idx`. Whole-batch array
         operations, no loop over the games."""
         raise NotImplementedError
 
@@ -57,8 +58,10 @@ class RootPolicy:
     as many of them as it can for one evaluator call (`search.simulate_rounds`); None: one per game."""
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
-        """Set up the roots once their children and priors are known (nothing by default)."""
+        """Set up the roots of the games `idx` once their children and priors are known (nothing by
+        default)."""
 
     def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: SearchOutput) -> None:
-        """Write the targets, moves, root values and visits of the searched games into `out`."""
+        """Write the targets, moves, root values and visits of the finished searches of the games `idx`
+        into their rows of `out`."""
         raise NotImplementedError

@@ -131,7 +131,8 @@ class Puct(RootPolicy):
 
     def allocate(self, n: int) -> None:
         """Room for `n` game slots."""
-        self._noisy = np.zeros(0, dtype=np.int64)
+        self._mixed = np.zeros(n, dtype=np.bool_)
+        """Games whose root priors take (or, once the root is evaluated, hold) Dirichlet noise this search."""
         self._noise = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
         self._saved = np.zeros((n, K.MAX_MOVES), dtype=np.float32)
         self._temperature = np.zeros(n, dtype=np.float64)
@@ -153,18 +154,21 @@ class Puct(RootPolicy):
     def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
         """The noisy games' Dirichlet (Gamma) draws and move draws from their rows, and their temperature."""
         cfg = self.config
-        self._temperature[:] = 0.0
-        self._u[:] = 0.0
+        self._temperature[idx] = 0.0
+        self._u[idx] = 0.0
         self._noise[noisy] = rows[noisy, : K.MAX_MOVES]
         self._u[noisy] = rows[noisy, K.MAX_MOVES]
         self._temperature[noisy] = np.where(games.state[noisy, K.S_PLY] < cfg.temperature_plies, cfg.temperature, 0.0)
-        self._noisy = noisy if cfg.dirichlet_fraction > 0 else noisy[:0]
+        self._mixed[idx] = False
+        self._mixed[noisy] = cfg.dirichlet_fraction > 0
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
-        """Mix the noise into the (now expanded) root priors of the noisy games."""
-        mix_root_noise(tree, self._noisy, self._noise, self.config.dirichlet_fraction, self._saved)
+        """Mix the noise into the (now expanded) root priors of the noisy games of `idx`."""
+        mix_root_noise(tree, idx[self._mixed[idx]], self._noise, self.config.dirichlet_fraction, self._saved)
 
     def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: Any) -> None:
         """Clean root priors back, then the targets, moves, values and visits into `out` (a SearchOutput)."""
-        restore_root_priors(tree, self._noisy, self._saved)
+        mixed = idx[self._mixed[idx]]
+        restore_root_priors(tree, mixed, self._saved)
+        self._mixed[mixed] = False
         puct_outputs(tree, idx, self._temperature, self._u, out.policy, out.action, out.root_value, out.visits)
