@@ -8,9 +8,11 @@ import torch
 
 from agents.alphazero.network import (
     BF16_MIN_BATCH,
+    FusedCPUForward,
     NetworkConfig,
     NetworkShapeError,
     build_network,
+    for_inference,
     fuse_for_inference,
     inference_dtype,
     make_evaluator,
@@ -141,6 +143,34 @@ def test_fused_copy_computes_the_same_function(value_head: str) -> None:
     torch.testing.assert_close(b_v, a_v, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("value_head", ("scalar", "wdl"))
+def test_fused_cpu_kernels_compute_the_same_function(value_head: str) -> None:
+    """bf16 inference on a CPU runs each convolution as one oneDNN kernel with its ReLU (and a block's skip
+    addition): the folded module's function to bf16 rounding, with either value head."""
+    torch.manual_seed(5)
+    net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
+    net.train()
+    net(torch.rand(32, *OBS_SHAPE))
+    net.eval()
+    fused = fuse_for_inference(net).to(torch.bfloat16)
+    for m in fused.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            m.weight.data = m.weight.data.contiguous(memory_format=torch.channels_last)
+    run = for_inference(fused, torch.device("cpu"), torch.bfloat16)
+    if not torch.backends.mkldnn.is_available():
+        assert run is fused  # the module itself where torch has no oneDNN
+        return
+    assert isinstance(run, FusedCPUForward)
+    assert for_inference(fused, torch.device("cpu"), torch.float32) is fused  # fp32 keeps the module
+    x = (torch.rand(40, *OBS_SHAPE) < 0.2).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    with torch.inference_mode():
+        a_logits, a_v = fused(x)
+        b_logits, b_v = run(x)
+    assert b_logits.shape == a_logits.shape and b_v.shape == a_v.shape and b_logits.dtype == torch.bfloat16
+    torch.testing.assert_close(b_logits.float(), a_logits.float(), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(b_v.float(), a_v.float(), rtol=2e-2, atol=2e-2)
+
+
 @pytest.mark.slow
 def test_evaluator_follows_the_weights_as_they_train() -> None:
     torch.manual_seed(4)
@@ -202,14 +232,19 @@ def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.Monk
     mask = rng.random((20, N_ACTIONS)) < 0.3
     whole_logits, whole_value = make_evaluator(model, "cpu", precision)(obs, mask)
     calls: list[int] = []
-    forward = network.JungleNet.forward
+    runner = network.for_inference
 
-    def counted(self: network.JungleNet, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        calls.append(len(x))
-        return forward(self, x)
+    def counting(fused: torch.nn.Module, device: torch.device, dtype: torch.dtype):
+        run = runner(fused, device, dtype)
+
+        def counted(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            calls.append(len(x))
+            return run(x)
+
+        return counted
 
     monkeypatch.setattr(network, "CPU_CHUNK", 7)
-    monkeypatch.setattr(network.JungleNet, "forward", counted)
+    monkeypatch.setattr(network, "for_inference", counting)
     logits, value = make_evaluator(model, "cpu", precision)(obs, mask)
     assert calls == [7, 7, 6]
     tol = 1e-5 if precision == "fp32" else 2e-2

@@ -272,6 +272,61 @@ def fuse_for_inference(model: "JungleNet") -> "JungleNet":
     return fused
 
 
+def _conv_pointwise_ops() -> Any:
+    """torch's oneDNN convolutions with fused element-wise work (``torch.ops.mkldnn._convolution_pointwise``,
+    what torch.compile's CPU backend emits), or None where this build of torch lacks them."""
+    try:
+        ops = torch.ops.mkldnn
+        ops._convolution_pointwise.default, ops._convolution_pointwise.binary  # noqa: B018 - raise if missing
+    except (AttributeError, RuntimeError):
+        return None
+    return ops if torch.backends.mkldnn.is_available() else None
+
+
+_SAME = [1, 1]
+_ONE = [1, 1]
+_NONE = [0, 0]
+
+
+class FusedCPUForward:
+    """`JungleNet.forward` of a batch-norm-folded copy (`fuse_for_inference`) on a CPU, each convolution one
+    oneDNN kernel with its ReLU, and a residual block's second one with the skip addition and ReLU too.
+
+    Eager PyTorch runs the ReLUs and additions as separate passes over the activations; fused, the
+    ``small`` network's bf16 forward pass goes ~1.1x faster at 64 positions a call and ~1.25x at 128
+    on this machine (three alternating rounds, one thread), the speed torch.compile reaches without a
+    compile per set of weights. The same function as the module to the dtype's rounding (tested).
+    The fused ops are torch's own (`_conv_pointwise_ops`); `for_inference` falls back to the module
+    where they are missing."""
+
+    def __init__(self, net: "JungleNet", ops: Any) -> None:
+        self.net = net
+        self.ops = ops
+
+    def _conv_relu(self, x: torch.Tensor, conv: nn.Module, padding: list[int]) -> torch.Tensor:
+        return self.ops._convolution_pointwise(x, conv.weight, conv.bias, padding, _ONE, _ONE, 1, "relu", [], "")
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        net, binary = self.net, self.ops._convolution_pointwise.binary
+        x = self._conv_relu(x, net.stem[0], _SAME)
+        for block in net.tower:
+            y = self._conv_relu(x, block.conv1, _SAME)
+            x = binary(y, x, block.conv2.weight, block.conv2.bias, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
+        logits = net.policy_fc(self._conv_relu(x, net.policy_conv[0], _NONE).flatten(1))
+        v = net.value_fc(self._conv_relu(x, net.value_conv[0], _NONE).flatten(1))
+        if net.config.value_head == "wdl":
+            return logits, v
+        return logits, torch.tanh(v.squeeze(-1))
+
+
+def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) -> Callable[..., Any]:
+    """What runs a folded copy (`fuse_for_inference`) in `dtype` on `device`: `FusedCPUForward` for a
+    `JungleNet` in bf16 on a CPU (channels-last, `channels_last`) where torch has the fused ops, else
+    the module itself."""
+    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and channels_last(device, dtype) else None
+    return fused if ops is None else FusedCPUForward(cast(JungleNet, fused), ops)
+
+
 class _InferenceCopies:
     """Fused copies of a live model per dtype, made again whenever its weights change.
 
@@ -289,12 +344,13 @@ class _InferenceCopies:
         self.device = device
         self._tensors = [*model.parameters(), *model.buffers()]
         self._key: tuple[int, ...] = ()
-        self._copies: dict[torch.dtype, nn.Module] = {}
+        self._copies: dict[torch.dtype, Callable[..., Any]] = {}
 
     def _version(self) -> tuple[int, ...]:
         return tuple(t._version for t in self._tensors) + tuple(t.data_ptr() for t in self._tensors)
 
-    def get(self, dtype: torch.dtype) -> nn.Module:
+    def get(self, dtype: torch.dtype) -> Callable[..., Any]:
+        """The forward pass of the current weights' fused copy in `dtype` (`for_inference`)."""
         key = self._version()
         if key != self._key:
             self._copies.clear()
@@ -309,7 +365,7 @@ class _InferenceCopies:
                 for module in fused.modules():
                     if isinstance(module, nn.Conv2d):
                         module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last)
-            self._copies[dtype] = fused
+            self._copies[dtype] = for_inference(fused, self.device, dtype)
         return self._copies[dtype]
 
 
@@ -346,7 +402,7 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     copies = _InferenceCopies(model, dev)
     chunk = CPU_CHUNK if dev.type == "cpu" else None
 
-    def run(net: nn.Module, dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def run(net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
         m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
         x = x.to(dtype)
