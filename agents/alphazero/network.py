@@ -302,6 +302,22 @@ class FusedCPUForward:
     def __init__(self, net: "JungleNet", ops: Any) -> None:
         self.net = net
         self.ops = ops
+        # The heads' first linear layers with their inputs in channels-last order, so a head's 1x1
+        # convolution output (channels-last, as oneDNN writes it) feeds them without a copy.
+        self.policy_w = self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels)
+        value_fc = cast(nn.Linear, net.value_fc[0])
+        self.value_w = self._channels_last_inputs(value_fc.weight, 2)
+
+    @staticmethod
+    def _channels_last_inputs(weight: torch.Tensor, channels: int) -> torch.Tensor:
+        """`weight` [out, C*H*W] of a layer that reads an NCHW-flattened input, reordered to read (H, W, C)."""
+        h, w = OBS_SHAPE[1], OBS_SHAPE[2]
+        return weight.reshape(-1, channels, h, w).permute(0, 2, 3, 1).reshape(weight.shape[0], -1).contiguous()
+
+    @staticmethod
+    def _flat(x: torch.Tensor) -> torch.Tensor:
+        """[B, C, H, W] -> [B, H*W*C] (a view of a channels-last tensor)."""
+        return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
 
     def _conv_relu(self, x: torch.Tensor, conv: nn.Module, padding: list[int]) -> torch.Tensor:
         return self.ops._convolution_pointwise(x, conv.weight, conv.bias, padding, _ONE, _ONE, 1, "relu", [], "")
@@ -312,8 +328,10 @@ class FusedCPUForward:
         for block in net.tower:
             y = self._conv_relu(x, block.conv1, _SAME)
             x = binary(y, x, block.conv2.weight, block.conv2.bias, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
-        logits = net.policy_fc(self._conv_relu(x, net.policy_conv[0], _NONE).flatten(1))
-        v = net.value_fc(self._conv_relu(x, net.value_conv[0], _NONE).flatten(1))
+        logits = F.linear(self._flat(self._conv_relu(x, net.policy_conv[0], _NONE)), self.policy_w, net.policy_fc.bias)
+        v = self._flat(self._conv_relu(x, net.value_conv[0], _NONE))
+        v = F.relu(F.linear(v, self.value_w, cast(nn.Linear, net.value_fc[0]).bias))
+        v = net.value_fc[2](v)
         if net.config.value_head == "wdl":
             return logits, v
         return logits, torch.tanh(v.squeeze(-1))
@@ -405,9 +423,8 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     def run(net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
         m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
-        x = x.to(dtype)
-        if channels_last(dev, dtype):
-            x = x.contiguous(memory_format=torch.channels_last)
+        # One copy into the dtype and layout the network runs in.
+        x = x.to(dtype=dtype, memory_format=torch.channels_last if channels_last(dev, dtype) else torch.contiguous_format)
         logits, v = net(x)
         logits = mask_logits(logits.float(), m)
         value = scalar_value(v.float()).clamp(-1.0, 1.0)
