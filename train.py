@@ -134,7 +134,7 @@ class TrainConfig:
     games_per_iteration: int = 64
     """Self-play games per iteration."""
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    """How the self-play games are played: lockstep width (`parallel`), `max_plies`, playout caps,
+    """How the self-play games are played: games at once (`parallel`), `max_plies`, playout caps,
     opponent games (`opponents`, `opponent_fraction`); see agents.alphazero.selfplay.SelfPlayConfig.
     Its `player_name` is the run's name."""
     workers: int = 0

@@ -1,4 +1,4 @@
-"""B games of Jungle as stacked kernel arrays, for lockstep self-play and batched search.
+"""B games of Jungle as stacked kernel arrays, for batched self-play and search.
 
 Game ``i`` is the position ``state[i]`` with its history ``hist[i]`` and
 ``hashes[i]`` (the layout of `envs.kernels`). Games start from a JFEN and end

@@ -86,7 +86,8 @@ class SelfPlayConfig:
     train.py's ``train`` group). The search has its own settings (`MCTSConfig`)."""
 
     parallel: int = 64
-    """Games played in lockstep (one evaluator call per simulation step covers them all)."""
+    """Games played at once (one evaluator call per search step covers all their searches; each game
+    searches on its own clock, `play_games`)."""
     max_plies: int = 200
     """A game longer than this stops (termination ``ply_cap``, recorded as a draw); its value targets
     follow `truncated_value`."""

@@ -77,7 +77,7 @@ class WorkerSettings:
     rules: Mapping[str, Any]
     """`RuleSet` fields."""
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    """How the games are played (`parallel` is the lockstep width inside each worker)."""
+    """How the games are played (`parallel`: the games each worker plays at once)."""
     threads: int = 1
     """torch CPU threads in each worker process (0: torch's default)."""
     precision: str = "fp32"

@@ -66,7 +66,7 @@ class MCTSConfig:
     leaf_batch: int = 1
     """Leaves one game selects per network call, kept apart by virtual loss (each path counts as a
     visit lost for the side choosing it until its evaluation is backed up). 1: one leaf per game per
-    call, the lockstep self-play default; 8-16 serve single-game searches (the checkpoint player,
+    call, the self-play default; 8-16 serve single-game searches (the checkpoint player,
     the play page, equal-time matches), whose one-position network calls are slow."""
     solver: bool = True
     """MCTS-solver (Winands et al., 2008): exact results climb the tree. A node with a child lost for

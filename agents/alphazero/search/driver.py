@@ -96,6 +96,8 @@ class BatchedMCTS:
 
     `search` runs the simulations of all active games in lockstep (one
     evaluator call per simulation step) and returns targets and moves;
+    `begin`, `step` and `results` run searches that start and end at
+    different times in the same calls (pipelined self-play);
     `advance` keeps the subtree of the move played (call it after
     `GameBatch.play`, or with action -1 after a reset). A tree that does not
     match its game's current position is discarded by the next search.
