@@ -325,7 +325,8 @@ class FusedCPUForward:
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         net, binary = self.net, self.ops._convolution_pointwise.binary
         x = self._conv_relu(x, net.stem[0], _SAME)
-        for block in net.tower:
+        for module in net.tower:
+            block = cast(ResidualBlock, module)
             y = self._conv_relu(x, block.conv1, _SAME)
             x = binary(y, x, block.conv2.weight, block.conv2.bias, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
         logits = F.linear(self._flat(self._conv_relu(x, net.policy_conv[0], _NONE)), self.policy_w, net.policy_fc.bias)

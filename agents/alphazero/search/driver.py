@@ -168,7 +168,9 @@ class BatchedMCTS:
         self._roots = self._new_roots(max(self.config.num_simulations, 1))
 
     def _new_roots(self, width: int) -> Roots:
-        return Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((self._n, width), np.int32),
+        n = self._n
+        assert n is not None
+        return Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((n, width), np.int32),
                      sims_done=self._sims_done, sims_target=self._sims_target, sigma=self._sigma)
 
     def _widen_schedule(self, sims: int) -> None:
