@@ -298,9 +298,10 @@ def play_games(
     terms: dict[str, int] = {}
     full = np.zeros(n, dtype=np.bool_)  # each search's playout-cap draw: a full (noisy) search or a cheap one
     actions = np.full(n, -1, dtype=np.int64)
+    searched = np.ones(n, dtype=np.bool_)  # the network's positions: searched; an opponent's: neither
+    neither = np.zeros(n, dtype=np.bool_)  # searched nor full (record_samples reads no policy or value then)
     no_policy = np.zeros((n, 1), dtype=np.float32)
     no_value = np.zeros(n, dtype=np.float32)
-    theirs_row = np.zeros(n, dtype=np.bool_)
     bar = tqdm(total=num_games, desc="self-play", unit="game", disable=not progress)
 
     def serve(s: int) -> None:
@@ -314,7 +315,7 @@ def play_games(
                 if opponent_side[s] != games.state[s, K.S_SIDE]:
                     return  # the network's move: the slot searches again
                 assert g.opponent is not None
-                record_samples(samples, np.array([s]), games.state, no_policy, no_value, theirs_row, theirs_row)
+                record_samples(samples, np.array([s]), games.state, no_policy, no_value, neither, neither)
                 side = games.side_to_move(s)
                 action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
@@ -367,7 +368,7 @@ def play_games(
         if len(moved) == 0:
             continue
         out = search.results(moved)
-        record_samples(samples, moved, games.state, out.policy, out.root_value, full, np.ones(n, dtype=np.bool_))
+        record_samples(samples, moved, games.state, out.policy, out.root_value, full, searched)
         actions[:] = -1
         actions[moved] = out.action[moved]
         games.play_many(actions)

@@ -262,13 +262,12 @@ class BatchedMCTS:
         if self._n is not None and self._searching.any():
             raise RuntimeError(f"games {np.flatnonzero(self._searching).tolist()} are still searching (begin/step); "
                                "finish them with step before a lockstep search")
-        n = self._n if self._n is not None else games.n
         act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
         idx = np.flatnonzero(act).astype(np.int64)
-        self.begin(games, idx, add_noise=add_noise, num_simulations=num_simulations)
-        while len(idx) and self._searching.any():
+        self.begin(games, idx, add_noise=add_noise, num_simulations=num_simulations)  # makes the slots
+        while self._searching.any():
             self.step()
-        return self.results(idx, n)
+        return self.results(idx)
 
     @property
     def searching(self) -> np.ndarray:
@@ -332,31 +331,31 @@ class BatchedMCTS:
             record_base_visits(tree, new, self._base)
             self._sims_done[new] = 0
             self._starting[new] = False
+        lanes = 0  # leaves queued with their paths in `_lanes` (several a game)
         if uniform:
             policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx,
                             int(self._sims_target[idx].max()), True)
-        elif self.rounds or cfg.leaf_batch > 1:
-            if self.rounds:
-                k = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
+        elif self.rounds:
+            lanes = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
                                            idx, self._picks)
-            else:
-                k = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
+        elif cfg.leaf_batch > 1:
+            lanes = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
                                           idx, cfg.leaf_batch)
-            if k:
-                logits, values = self._call_evaluator(k)
-                apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, k, not self.rounds)
         else:
             self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1, False))
+        if lanes:
+            logits, values = self._call_evaluator(lanes)
+            apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, lanes, not self.rounds)
         done = idx[self._sims_done[idx] >= self._sims_target[idx]]
         self._searching[done] = False
         return done
 
-    def results(self, idx: np.ndarray, n: Optional[int] = None) -> SearchOutput:
-        """The outcome of the finished searches of the games `idx` (rows of other games zero, action -1);
-        `n` rows (default: the slots)."""
+    def results(self, idx: np.ndarray) -> SearchOutput:
+        """The outcome of the finished searches of the games `idx`, a row per slot (rows of other games
+        zero, action -1)."""
         idx = np.asarray(idx, dtype=np.int64).reshape(-1)
-        rows = self._n if n is None else n
-        assert rows is not None
+        rows = self._n
+        assert rows is not None, "no search has begun"
         out = SearchOutput(
             policy=np.zeros((rows, N_ACTIONS), dtype=np.float32),
             action=np.full(rows, -1, dtype=np.int64),
@@ -365,7 +364,7 @@ class BatchedMCTS:
         )
         if len(idx) == 0:
             return out
-        if self._searching[idx].any() or self._starting[idx].any():
+        if self._searching[idx].any():
             raise ValueError(f"games {idx[self._searching[idx]].tolist()} have not finished their searches")
         self.policy.outputs(self.tree, self._roots, self.params, idx, out)
         if self.params.solver:
