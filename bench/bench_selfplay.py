@@ -24,8 +24,13 @@ process's CPU time, all threads) and per wall second, and splits the time
 into the network (inside the evaluator calls), numba (inside calls of
 jitted functions from Python, dispatch included) and Python (the rest): the
 bench wraps every jitted function that `agents` and `envs` modules hold, at
-about a microsecond per call. With ``--workers`` the games run in other
-processes: only the rates are printed. Figures only (no assertions).
+about a microsecond per call, and a kernel the evaluator calls counts as the
+network's. With ``--rounds N`` the trees take turns N times: the table
+shows each tree's best round, and the ratios of this tree to each other one
+follow round by round (the runs of one round are minutes apart and share
+the machine's load, which drifts more than that between rounds here) with
+their median. With ``--workers`` the games run in other processes: only the
+rates are printed. Figures only (no assertions).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import dataclasses
 import inspect
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,16 +58,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 class _Clock:
-    """Wall and CPU seconds spent inside wrapped calls (outermost calls only)."""
+    """Wall and CPU seconds spent inside wrapped calls (outermost calls only, and none made while the
+    `outside` clock runs: a kernel the evaluator calls is the network's time, not the search's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, outside: "_Clock | None" = None) -> None:
         self.wall = 0.0
         self.cpu = 0.0
         self.depth = 0
+        self.outside = outside
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if self.depth:
+            if self.depth or (self.outside is not None and self.outside.depth):
                 return fn(*args, **kwargs)
             self.depth += 1
             w, c = time.perf_counter(), time.process_time()
@@ -181,7 +189,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         args.precision = "fp32"
     rules = RuleSet()
     settings = _settings(model.config.to_dict(), asdict(mcts), rules.to_dict(), args)
-    kernels = _Clock()
+    kernels = _Clock(outside=network)
     with make_selfplay_pool(args.backend, args.workers, settings, evaluator=evaluator) as pool:
         pool.play(model.state_dict(), seed=1, num_games=max(2, args.workers))  # compile, start the workers
         _compile_refills(settings, mcts, rules)
@@ -256,7 +264,9 @@ def main() -> None:
                          f"{PYTHON_LOOP_COMMIT}; 'none': this tree only)")
     ap.add_argument("--before-precision", default=None, help="inference precision of the --before commits "
                                                              "(default: --precision)")
-    ap.add_argument("--rounds", type=int, default=1, help="rounds of all trees, alternating; the best per CPU second")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of all trees, alternating; the table shows each tree's best round, and the ratios "
+                         "of each round's pair follow")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -270,9 +280,11 @@ def main() -> None:
     trees = [(f"before: {b}", worktree(b), args.before_precision or args.precision) for b in befores]
     trees.append(("this tree", REPO, args.precision))
     best: dict[str, dict[str, Any]] = {}
+    rates: dict[str, list[float]] = {label: [] for label, _, _ in trees}
     for _ in range(args.rounds):
         for label, tree, precision in trees:
             r = run_child(tree, common + ["--precision", precision])
+            rates[label].append(r["positions"] / r["cpu"])
             if label not in best or r["positions"] / r["cpu"] > best[label]["positions"] / best[label]["cpu"]:
                 best[label] = r
     print(best[trees[-1][0]]["setup"])
@@ -287,6 +299,10 @@ def main() -> None:
         gain = (last["positions"] / last["cpu"]) / (first["positions"] / first["cpu"])
         wall = (last["positions"] / last["wall"]) / (first["positions"] / first["wall"])
         print(f"this tree / {label}: {gain:.2f}x positions per CPU second, {wall:.2f}x per wall second")
+        if args.rounds > 1:  # each round's trees ran minutes apart at most: the ratios of one round are paired
+            paired = sorted(a / b for a, b in zip(rates[trees[-1][0]], rates[label]))
+            print(f"  per round (positions per CPU second, paired): {' '.join(f'{x:.2f}x' for x in paired)}; "
+                  f"median {statistics.median(paired):.2f}x")
 
 
 if __name__ == "__main__":

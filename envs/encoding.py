@@ -125,6 +125,8 @@ def _terrain_planes() -> np.ndarray:
 
 
 TERRAIN_PLANES = _terrain_planes()
+TERRAIN_FIRST_PLANE = 16
+"""The plane that holds `TERRAIN_PLANES[0]` in every observation."""
 
 
 @njit(cache=True, inline="always")

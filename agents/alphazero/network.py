@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from envs.config import config_kwargs
+from agents.alphazero.planestem import PlaneStem
 from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
 
 VALUE_HEADS = ("scalar", "wdl")
@@ -307,6 +308,7 @@ class FusedCPUForward:
         self.policy_w = self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels)
         value_fc = cast(nn.Linear, net.value_fc[0])
         self.value_w = self._channels_last_inputs(value_fc.weight, 2)
+        self.stem = PlaneStem(cast(nn.Conv2d, net.stem[0]))
 
     @staticmethod
     def _channels_last_inputs(weight: torch.Tensor, channels: int) -> torch.Tensor:
@@ -323,8 +325,16 @@ class FusedCPUForward:
         return self.ops._convolution_pointwise(x, conv.weight, conv.bias, padding, _ONE, _ONE, 1, "relu", [], "")
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Observations as a bf16 channels-last tensor [n, 24, 9, 7] -> (logits [n, 252], value)."""
+        return self._tower_and_heads(self._conv_relu(x, self.net.stem[0], _SAME))
+
+    def from_planes(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """`__call__` of float32 observations [n, 24, 9, 7] (a numpy array): the stem from the planes'
+        nonzero entries (`PlaneStem`), with no input copies."""
+        return self._tower_and_heads(self.stem(obs))
+
+    def _tower_and_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         net, binary = self.net, self.ops._convolution_pointwise.binary
-        x = self._conv_relu(x, net.stem[0], _SAME)
         for module in net.tower:
             block = cast(ResidualBlock, module)
             y = self._conv_relu(x, block.conv1, _SAME)
@@ -422,12 +432,15 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     chunk = CPU_CHUNK if dev.type == "cpu" else None
 
     def run(net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
         m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
-        x = x.to(dtype)  # then the layout: two copies, faster here than one that converts and reorders at once
-        if channels_last(dev, dtype):
-            x = x.contiguous(memory_format=torch.channels_last)
-        logits, v = net(x)
+        if isinstance(net, FusedCPUForward):  # the stem from the planes' nonzero entries, no input copies
+            logits, v = net.from_planes(obs)
+        else:
+            x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
+            x = x.to(dtype)  # then the layout: two copies, faster here than one that converts and reorders at once
+            if channels_last(dev, dtype):
+                x = x.contiguous(memory_format=torch.channels_last)
+            logits, v = net(x)
         logits = mask_logits(logits.float(), m)
         value = scalar_value(v.float()).clamp(-1.0, 1.0)
         return logits.cpu().numpy(), value.cpu().numpy()
