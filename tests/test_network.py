@@ -61,6 +61,9 @@ def test_masking_uses_dtype_minimum_not_inf() -> None:
         p = torch.softmax(out.float(), -1)
         assert p[0, [3, 7]].sum().item() == pytest.approx(1.0)
         assert p[1, 0].item() == pytest.approx(1.0)
+        assert not torch.equal(logits, out)  # a new tensor ...
+        inplace = mask_logits(logits, mask, inplace=True)
+        assert inplace is logits and torch.equal(inplace, out)  # ... or the same one, masked the same
 
 
 def test_all_masked_row_is_uniform_and_finite() -> None:

@@ -20,6 +20,8 @@ actions (every entry is equal), so no NaN can appear downstream.
 from __future__ import annotations
 
 import copy
+import functools
+import operator
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, cast
 
@@ -157,12 +159,15 @@ def build_network(config: NetworkConfig | Mapping[str, Any]) -> JungleNet:
     return JungleNet(config)
 
 
-def mask_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Illegal entries of logits [B, 252] set to the dtype's minimum (finite, never -inf).
+def mask_logits(logits: torch.Tensor, mask: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """Illegal entries of logits [B, 252] set to the dtype's minimum (finite, never -inf); `inplace`:
+    in `logits` itself.
 
     A row whose mask is all False becomes constant, i.e. the uniform
     distribution over all 252 actions after a softmax: defined and NaN-free.
     """
+    if inplace:
+        return logits.masked_fill_(~mask, torch.finfo(logits.dtype).min)
     return logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
 
 
@@ -205,10 +210,16 @@ def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported())
     if device.type == "cpu":
-        cpu = getattr(torch, "cpu", None)
-        checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-        return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+        return _cpu_native_bf16()
     return False
+
+
+@functools.cache
+def _cpu_native_bf16() -> bool:
+    """Whether this CPU has AVX512-BF16 or AMX (asked once: every evaluator call wants to know)."""
+    cpu = getattr(torch, "cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
 
 
 def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
@@ -303,12 +314,27 @@ class FusedCPUForward:
     def __init__(self, net: "JungleNet", ops: Any) -> None:
         self.net = net
         self.ops = ops
+        self.conv = ops._convolution_pointwise.default
+        self.conv_add = ops._convolution_pointwise.binary
+        # Every tensor the pass reads, looked up once: module attribute lookups were ~3% of a call.
+        self.stem_conv = self._weights(net.stem[0])
+        self.blocks = [self._weights(block.conv1) + self._weights(block.conv2)
+                       for block in cast(list[ResidualBlock], list(net.tower))]
+        self.policy_conv = self._weights(net.policy_conv[0])
+        self.value_conv = self._weights(net.value_conv[0])
         # The heads' first linear layers with their inputs in channels-last order, so a head's 1x1
         # convolution output (channels-last, as oneDNN writes it) feeds them without a copy.
-        self.policy_w = self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels)
-        value_fc = cast(nn.Linear, net.value_fc[0])
-        self.value_w = self._channels_last_inputs(value_fc.weight, 2)
+        self.policy_fc = (self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels),
+                          net.policy_fc.bias)
+        value_fc1, value_fc2 = cast(nn.Linear, net.value_fc[0]), cast(nn.Linear, net.value_fc[2])
+        self.value_fc1 = (self._channels_last_inputs(value_fc1.weight, 2), value_fc1.bias)
+        self.value_fc2 = (value_fc2.weight, value_fc2.bias)
+        self.wdl = net.config.value_head == "wdl"
         self.stem = PlaneStem(cast(nn.Conv2d, net.stem[0]))
+
+    @staticmethod
+    def _weights(conv: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        return cast(torch.Tensor, conv.weight), cast(torch.Tensor, conv.bias)
 
     @staticmethod
     def _channels_last_inputs(weight: torch.Tensor, channels: int) -> torch.Tensor:
@@ -321,12 +347,10 @@ class FusedCPUForward:
         """[B, C, H, W] -> [B, H*W*C] (a view of a channels-last tensor)."""
         return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
 
-    def _conv_relu(self, x: torch.Tensor, conv: nn.Module, padding: list[int]) -> torch.Tensor:
-        return self.ops._convolution_pointwise(x, conv.weight, conv.bias, padding, _ONE, _ONE, 1, "relu", [], "")
-
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Observations as a bf16 channels-last tensor [n, 24, 9, 7] -> (logits [n, 252], value)."""
-        return self._tower_and_heads(self._conv_relu(x, self.net.stem[0], _SAME))
+        w, b = self.stem_conv
+        return self._tower_and_heads(self.conv(x, w, b, _SAME, _ONE, _ONE, 1, "relu", [], ""))
 
     def from_planes(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """`__call__` of float32 observations [n, 24, 9, 7] (a numpy array): the stem from the planes'
@@ -334,16 +358,16 @@ class FusedCPUForward:
         return self._tower_and_heads(self.stem(obs))
 
     def _tower_and_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        net, binary = self.net, self.ops._convolution_pointwise.binary
-        for module in net.tower:
-            block = cast(ResidualBlock, module)
-            y = self._conv_relu(x, block.conv1, _SAME)
-            x = binary(y, x, block.conv2.weight, block.conv2.bias, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
-        logits = F.linear(self._flat(self._conv_relu(x, net.policy_conv[0], _NONE)), self.policy_w, net.policy_fc.bias)
-        v = self._flat(self._conv_relu(x, net.value_conv[0], _NONE))
-        v = F.relu(F.linear(v, self.value_w, cast(nn.Linear, net.value_fc[0]).bias))
-        v = net.value_fc[2](v)
-        if net.config.value_head == "wdl":
+        conv, conv_add = self.conv, self.conv_add
+        for w1, b1, w2, b2 in self.blocks:
+            y = conv(x, w1, b1, _SAME, _ONE, _ONE, 1, "relu", [], "")
+            x = conv_add(y, x, w2, b2, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
+        w, b = self.policy_conv
+        logits = F.linear(self._flat(conv(x, w, b, _NONE, _ONE, _ONE, 1, "relu", [], "")), *self.policy_fc)
+        w, b = self.value_conv
+        v = self._flat(conv(x, w, b, _NONE, _ONE, _ONE, 1, "relu", [], ""))
+        v = F.linear(F.relu(F.linear(v, *self.value_fc1)), *self.value_fc2)
+        if self.wdl:
             return logits, v
         return logits, torch.tanh(v.squeeze(-1))
 
@@ -354,6 +378,9 @@ def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) ->
     the module itself."""
     ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and channels_last(device, dtype) else None
     return fused if ops is None else FusedCPUForward(cast(JungleNet, fused), ops)
+
+
+_VERSION = operator.attrgetter("_version")
 
 
 class _InferenceCopies:
@@ -376,7 +403,7 @@ class _InferenceCopies:
         self._copies: dict[torch.dtype, Callable[..., Any]] = {}
 
     def _version(self) -> tuple[int, ...]:
-        return tuple(t._version for t in self._tensors) + tuple(t.data_ptr() for t in self._tensors)
+        return (*map(_VERSION, self._tensors), *map(torch.Tensor.data_ptr, self._tensors))
 
     def get(self, dtype: torch.dtype) -> Callable[..., Any]:
         """The forward pass of the current weights' fused copy in `dtype` (`for_inference`)."""
@@ -441,7 +468,7 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
             if channels_last(dev, dtype):
                 x = x.contiguous(memory_format=torch.channels_last)
             logits, v = net(x)
-        logits = mask_logits(logits.float(), m)
+        logits = mask_logits(logits.float(), m, inplace=True)  # the float copy (or the pass's own output)
         value = scalar_value(v.float()).clamp(-1.0, 1.0)
         return logits.cpu().numpy(), value.cpu().numpy()
 
