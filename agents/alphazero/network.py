@@ -309,7 +309,9 @@ class FusedCPUForward:
     on this machine (three alternating rounds, one thread), the speed torch.compile reaches without a
     compile per set of weights. The same function as the module to the dtype's rounding (tested).
     The fused ops are torch's own (`_conv_pointwise_ops`); `for_inference` falls back to the module
-    where they are missing."""
+    where they are missing. `from_planes` takes the float32 observations themselves and builds the
+    stem's output from their nonzero entries (`PlaneStem`): the evaluator's path, without the dense
+    first convolution and the input copies."""
 
     def __init__(self, net: "JungleNet", ops: Any) -> None:
         self.net = net
