@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from envs.config import config_kwargs
 from agents.alphazero.planestem import PlaneStem
+from envs.config import config_kwargs
 from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
 
 VALUE_HEADS = ("scalar", "wdl")
