@@ -127,6 +127,7 @@ def _terrain_planes() -> np.ndarray:
 TERRAIN_PLANES = _terrain_planes()
 TERRAIN_FIRST_PLANE = 16
 """The plane that holds `TERRAIN_PLANES[0]` in every observation."""
+_TERRAIN_END = TERRAIN_FIRST_PLANE + len(TERRAIN_PLANES)
 
 
 @njit(cache=True, inline="always")
@@ -144,8 +145,8 @@ def encode_observation(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ou
     Pieces are read from the piece list, the terrain planes copied from
     `TERRAIN_PLANES` (the vector env calls this for thousands of games a step)."""
     side = st[K.S_SIDE]
-    out[:16] = 0.0
-    out[16:21] = TERRAIN_PLANES
+    out[:TERRAIN_FIRST_PLANE] = 0.0  # the piece planes
+    out[TERRAIN_FIRST_PLANE:_TERRAIN_END] = TERRAIN_PLANES
     for owner in range(2):
         plane0 = 0 if owner == side else 8
         base = K.S_PIECES + 8 * owner

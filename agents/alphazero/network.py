@@ -315,7 +315,6 @@ class FusedCPUForward:
 
     def __init__(self, net: "JungleNet", ops: Any) -> None:
         self.net = net
-        self.ops = ops
         self.conv = ops._convolution_pointwise.default
         self.conv_add = ops._convolution_pointwise.binary
         # Every tensor the pass reads, looked up once: module attribute lookups were ~3% of a call.

@@ -46,12 +46,16 @@ off the board land (and are dropped)."""
 
 
 @njit(cache=True, inline="always")
+def _bf16_bits(u: np.uint32) -> np.uint32:
+    """The bf16 nearest (ties to even) the float32 whose bits are `u`, as its 16 bits."""
+    return (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+
+
+@njit(cache=True, inline="always")
 def _round_bf16(x: np.ndarray, xu: np.ndarray, v: float) -> float:
-    """v rounded to the nearest bf16 (ties to even), through the one-element float32 array `x` and its
-    uint32 view `xu`."""
+    """v rounded to the nearest bf16, through the one-element float32 array `x` and its uint32 view `xu`."""
     x[0] = v
-    u = xu[0]
-    xu[0] = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)) << np.uint32(16)
+    xu[0] = _bf16_bits(xu[0]) << np.uint32(16)
     return x[0]
 
 
@@ -128,7 +132,7 @@ def stem_relu_bf16(
             dst = out[b, r * FILES * c:(r + 1) * FILES * c]
             for i in range(FILES * c):
                 u = src[i]
-                q = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+                q = _bf16_bits(u)
                 if u >= np.uint32(0x80000000):  # negative (or -0.0): ReLU
                     q = np.uint32(0)
                 dst[i] = np.uint16(q)
