@@ -5,7 +5,7 @@
     python train.py preset=smoke name=smoke          # a few seconds per iteration
     python train.py name=my-run train.iterations=100 # any field can be overridden
     python train.py resume=my-run                    # continue a run (its name, its directory or its latest.pt)
-    python train.py init=checkpoints/shipped/small-cpu.pt name=ft  # a new run starting from given weights
+    python train.py init=shipped:default-180 name=ft  # a new run starting from given weights
     tensorboard --logdir checkpoints                 # watch
 
 The script reads top to bottom: seed -> build -> loop {self-play -> learn ->

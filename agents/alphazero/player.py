@@ -2,7 +2,8 @@
 
     checkpoint:path=checkpoints/my-run/best.pt,sims=200,algorithm=puct,device=cpu
 
-``path`` a checkpoint file, a run directory (its latest.pt) or a run name;
+``path`` a checkpoint file, a run directory (its latest.pt), a run name, or a
+shipped network ``shipped:<name>`` (checkpoints/shipped/manifest.json);
 ``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
 ``threads`` torch CPU threads for the process (default 1: one-position network
@@ -150,7 +151,8 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if "path" not in options:
-        raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory or run name>")
+        raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory, run name or "
+                              "shipped:<name>>")
     try:
         seconds = float(options.get("time", 0.0))
         sims = int(options.get("sims", 32 if seconds > 0 else 100))
