@@ -45,7 +45,7 @@ class EvaluateConfig:
 
     players: list[str] = field(default_factory=lambda: ["random", "alphabeta:level=beginner", "alphabeta:level=normal"])
     """Player specs: `random`, `alphabeta:depth=4`, `alphabeta:level=expert`, `alphabeta:time=0.5`,
-    `checkpoint:path=...,sims=200` (see agents/players.py). Names must be distinct."""
+    `checkpoint:path=...,sims=200` (see envs/players.py). Names must be distinct."""
     mode: str = "round_robin"
     """`round_robin` (every pair meets), `gauntlet` (the first player meets each of the others) or
     `ladder` (each player meets the next in the list)."""
