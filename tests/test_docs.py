@@ -15,7 +15,7 @@ from agents.alphazero import shipped
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "checkpoints" / "shipped" / "README.md"]
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 HASH = re.compile(r"(?<![0-9a-zA-Z])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![0-9a-zA-Z])")
 
 
@@ -55,7 +55,8 @@ def test_each_python_block_runs_as_a_script(where: str, code: str, tmp_path: Pat
     """Pasted into a file and run from an empty directory (what it writes stays there)."""
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
-    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       check=False)
     assert r.returncode == 0, f"{where} exits {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
 
 

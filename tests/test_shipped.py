@@ -29,7 +29,7 @@ def test_the_manifest_lists_exactly_the_shipped_files() -> None:
 @pytest.mark.parametrize("net", NETWORKS, ids=[net.name for net in NETWORKS])
 def test_each_entry_names_a_file_that_loads_and_says_how_it_was_made(net: shipped.ShippedNetwork) -> None:
     assert net.path.is_file() and hashlib.sha256(net.path.read_bytes()).hexdigest() == net.sha256
-    model, state = load_model(net.spec_path)
+    _, state = load_model(net.spec_path)
     assert state["counters"]["iteration"] == net.entry["iterations"] and state["config"]
     assert net.what and net.commands and all(c.startswith("python train.py ") for c in net.commands)
     assert net.strength and all({"player", "opponent", "games", "wdl", "score", "elo"} <= set(r) for r in net.strength)
