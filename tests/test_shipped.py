@@ -31,6 +31,8 @@ def test_each_entry_names_a_file_that_loads_and_says_how_it_was_made(net: shippe
     assert net.path.is_file() and hashlib.sha256(net.path.read_bytes()).hexdigest() == net.sha256
     _, state = load_model(net.spec_path)
     assert state["counters"]["iteration"] == net.entry["iterations"] and state["config"]
+    run_name = next(line.split(":", 1)[1].strip() for line in state["config"].splitlines() if line.startswith("name:"))
+    assert run_name in net.commands[-1], (run_name, net.commands[-1])  # the entry describes this very run
     assert net.what and net.commands and all(c.startswith("python train.py ") for c in net.commands)
     assert net.strength and all({"player", "opponent", "games", "wdl", "score", "elo"} <= set(r) for r in net.strength)
     for row in net.strength:
