@@ -2,7 +2,7 @@
 
     python evaluate.py                                              # random vs beginner vs normal, 20 games a pair
     python evaluate.py 'players=[random,"alphabeta:depth=2","alphabeta:depth=4"]' games_per_pair=40 workers=2
-    python evaluate.py mode=gauntlet 'players=["checkpoint:path=checkpoints/shipped/small-cpu.pt,sims=200",random,"alphabeta:level=expert"]'
+    python evaluate.py mode=gauntlet 'players=["checkpoint:path=shipped:default-180,sims=200",random,"alphabeta:level=expert"]'
     python evaluate.py openings=my_openings.txt seed=3 out_dir=runs/eval/try1
     python evaluate.py resume=runs/eval/try1                        # continue an interrupted tournament
 
@@ -45,7 +45,7 @@ class EvaluateConfig:
 
     players: list[str] = field(default_factory=lambda: ["random", "alphabeta:level=beginner", "alphabeta:level=normal"])
     """Player specs: `random`, `alphabeta:depth=4`, `alphabeta:level=expert`, `alphabeta:time=0.5`,
-    `checkpoint:path=...,sims=200` (see agents/players.py). Names must be distinct."""
+    `checkpoint:path=...,sims=200` (see envs/players.py). Names must be distinct."""
     mode: str = "round_robin"
     """`round_robin` (every pair meets), `gauntlet` (the first player meets each of the others) or
     `ladder` (each player meets the next in the list)."""

@@ -5,7 +5,7 @@
     python train.py preset=smoke name=smoke          # a few seconds per iteration
     python train.py name=my-run train.iterations=100 # any field can be overridden
     python train.py resume=my-run                    # continue a run (its name, its directory or its latest.pt)
-    python train.py init=checkpoints/shipped/small-cpu.pt name=ft  # a new run starting from given weights
+    python train.py init=shipped:default-180 name=ft  # a new run starting from given weights
     tensorboard --logdir checkpoints                 # watch
 
 The script reads top to bottom: seed -> build -> loop {self-play -> learn ->
@@ -110,7 +110,7 @@ class EvalConfig:
     """Search simulations per move of the network in evaluation games (no exploration noise)."""
     opponents: list[str] = field(default_factory=lambda: ["alphabeta:depth=1", "alphabeta:depth=2",
                                                           "alphabeta:depth=3"])
-    """The ladder: player specs (see agents/players.py); each gets eval/score_<spec>. The default is the
+    """The ladder: player specs (see envs/players.py); each gets eval/score_<spec>. The default is the
     alpha-beta ladder of the strength goal (``random`` is beaten from the first evaluation on)."""
     vs_previous: bool = True
     """Also play the network of the previous evaluation; its score drives the running Elo estimate."""

@@ -1,7 +1,7 @@
 """MaskablePPO (sb3-contrib) on `Jungle-v0`: where a generic RL algorithm stands on this game.
 
     pip install -e '.[baselines]'
-    python bench/ppo_baseline.py                          # 18 minutes on the README's shared 2-core machine
+    python bench/ppo_baseline.py                          # tens of minutes on a CPU (docs/rl-interfaces.md)
     python bench/ppo_baseline.py --steps 1000000 --out runs/ppo-long
     tensorboard --logdir runs/ppo
 

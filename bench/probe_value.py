@@ -1,6 +1,6 @@
 """What a network's value head thinks a piece is worth: the value lost by the side missing each animal.
 
-    python bench/probe_value.py checkpoints/shipped/small-cpu.pt checkpoints/shipped/small-cpu-opponents.pt
+    python bench/probe_value.py shipped:results-only-60 shipped:opponents-60
 
 For each animal, the start position without that animal of one colour is
 evaluated with either side to move; the drop in the value of the side
@@ -83,7 +83,7 @@ def probe(evaluator: Evaluator, rules: RuleSet = RuleSet()) -> dict[str, float]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("checkpoints", nargs="+", help="checkpoint files (.pt)")
+    ap.add_argument("checkpoints", nargs="+", help="checkpoint files (.pt) or shipped networks (shipped:<name>)")
     args = ap.parse_args(argv)
     import torch
 
@@ -94,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for path in args.checkpoints:
         model, state = load_model(path)
         columns.append(probe(make_evaluator(model, torch.device("cpu"), "fp32"), rules_of(state)))
-    names = [os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p) for p in args.checkpoints]
+    names = [p if p.startswith("shipped:") else os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
+             for p in args.checkpoints]
     print("| value drop of the side missing | " + " | ".join(names) + " |")
     print("| --- |" + " --- |" * len(names))
     for key in columns[0]:

@@ -12,7 +12,7 @@ from agents.alphazero.search.tree import ROOT
 from envs import Board
 from envs.players import PlayerSpecError, make_player
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "small-cpu.pt"
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "results-only-60.pt"
 # Blue's Rat on d2 is next to Red's den: every Red move but the capture Ed3xd2 lets it enter d1.
 STOP_DEN_ENTRY = "6e/7/7/7/C6/7/3E3/3r3/7 r 0 1"
 

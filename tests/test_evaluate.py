@@ -113,3 +113,51 @@ def test_schedules_pair_the_right_players() -> None:
         assert len({t.seed for t in tasks}) == len(tasks)
     with pytest.raises(TournamentError, match="swiss"):
         schedule(3, 2, openings, seed=0, mode="swiss")
+
+
+def test_the_printed_tables_fit_100_columns_and_the_files_keep_the_full_specs(tmp_path: Path) -> None:
+    """Twelve players with long specs (one path longer than a line): every printed line fits 100 columns,
+    each player appears by label with its spec in the legend, and results.json and ratings.csv keep the specs."""
+    import csv
+
+    import numpy as np
+
+    from agents.arena.records import GameRecord
+    from agents.arena.tournament import TABLE_WIDTH, summarize
+
+    long_path = "checkpoints/" + "a-very-long-run-name-" * 8 + "/iter_000060.pt"
+    players = ([f"checkpoint:path={long_path},sims={s},algorithm=puct,device=cpu,leaf_batch=8" for s in (64, 128)]
+               + [f"alphabeta:depth={d},noise=25,tt=20,nodes=1000000000,random=0.05" for d in range(1, 10)]
+               + ["random"])
+    rng = np.random.default_rng(0)
+    games = [GameRecord(red=players[i], blue=players[j], result=str(rng.choice(["1-0", "0-1", "1/2-1/2"])),
+                        termination="den")
+             for i in range(len(players)) for j in range(len(players)) if i != j for _ in range(50)]
+    result = summarize(games, players)
+    text = result.table()
+    lines = text.splitlines()
+    too_long = [line for line in lines if len(line) > TABLE_WIDTH]
+    assert TABLE_WIDTH == 100 and not too_long, too_long
+    entries: dict[str, str] = {}
+    for line in text.split("\n\n")[0].splitlines()[1:]:  # the legend: "  P1  = spec", wrapped lines indented
+        key, eq, spec = line.strip().partition(" = ")
+        if eq and key.startswith("P") and line.startswith("  P"):
+            entries[key.strip()] = spec
+        else:
+            entries[next(reversed(entries))] += line.strip()
+    assert entries == {f"P{k}": spec for k, spec in enumerate(players, 1)}
+    assert "P12" in text and "[+" in text and "Crosstable" in text
+    out = result.write(tmp_path, image=False)
+    assert json.loads(out["json"].read_text())["players"] == players
+    assert {row["player"] for row in csv.DictReader(out["ratings_csv"].open())} == set(players)
+
+
+def test_short_specs_are_named_in_the_ratings_as_well() -> None:
+    from agents.arena.records import GameRecord
+    from agents.arena.tournament import summarize
+
+    games = [GameRecord(red=a, blue=b, result="1-0", termination="den") for a, b in (PLAYERS[1:], PLAYERS[::2])] * 2
+    text = summarize(games, PLAYERS).table()
+    assert "  P2 = alphabeta:depth=1\n" in text
+    ratings = text.split("Ratings")[1].split("\n\n")[0]
+    assert "P2  alphabeta:depth=1" in ratings and max(map(len, text.splitlines())) <= 100

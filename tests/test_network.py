@@ -102,7 +102,7 @@ def test_bad_shape_is_refused_with_the_field_name() -> None:
         NetworkConfig.from_dict({"widht": 3})
 
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "small-cpu.pt"
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "results-only-60.pt"
 
 
 def _selfplay_positions(model: torch.nn.Module, n: int, games: int = 20) -> tuple[np.ndarray, np.ndarray]:

@@ -89,7 +89,27 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
 def test_ci_runs_exactly_the_readme_test_command() -> None:
     """.ci/run's command is the README's test command, mypy included."""
     readme = (ROOT / "README.md").read_text()
-    command = next(line.strip() for line in readme.splitlines() if line.startswith("    bash .ci/chromium"))
+    command = next(line.strip() for line in readme.splitlines() if line.startswith("bash .ci/chromium"))
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
     assert ci[-1] == command
     assert ".venv/bin/python -m mypy && .venv/bin/python -m pytest" in command
+
+
+def test_the_pettingzoo_env_without_pettingzoo_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import envs.pettingzoo` where PettingZoo is missing says which extra of pyproject.toml to install."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pettingzoo(name: str, *args: object, **kwargs: object) -> object:
+        if name == "pettingzoo" or name.startswith("pettingzoo."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    for module in [m for m in sys.modules if m == "envs.pettingzoo" or m.startswith("envs.pettingzoo.")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setattr(builtins, "__import__", no_pettingzoo)
+    with pytest.raises(ModuleNotFoundError) as info:
+        import envs.pettingzoo  # noqa: F401
+    assert "pip install -e '.[pettingzoo]'" in str(info.value) and info.value.name == "pettingzoo"
+    assert "pettingzoo" in PYPROJECT["project"]["optional-dependencies"]

@@ -49,7 +49,7 @@ def test_info_describes_rules_and_choices(client: Client) -> None:
     info = client.call("GET", "/api/info")
     assert info["rules"] == RuleSet().to_dict() and info["rules_name"] == "default"
     assert [lv["name"] for lv in info["levels"]] == ["beginner", "normal", "network", "expert"]
-    assert info["levels"][2]["spec"].startswith("checkpoint:path=checkpoints/shipped/")
+    assert info["levels"][2]["spec"].startswith("checkpoint:path=shipped:")
     assert info["levels"][3]["spec"] == "alphabeta:level=expert" and info["levels"][2]["seconds"] > 0
     terrain = info["terrain"]
     assert len(terrain["squares"]) == 63 and terrain["squares"][0] == "a1" and len(terrain["water"]) == 12

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from agents.io import PathLike, atomic_write_bytes
+from agents.alphazero import shipped
 from agents.alphazero.network import JungleNet, NetworkConfig, build_network
 from envs.rules import RuleSet
 
@@ -61,10 +62,19 @@ def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
 
 
 def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> Path:
-    """A file, a run directory (its `latest.pt`), or a run name under `root` -> the file path.
+    """A file, a run directory (its `latest.pt`), a run name under `root`, or a shipped network
+    (``shipped:<name>``, `agents.alphazero.shipped`) -> the file path.
 
     Raises CheckpointError naming what was looked for when nothing exists.
     """
+    if str(spec).startswith(shipped.PREFIX):
+        try:
+            p = shipped.resolve(str(spec))
+        except shipped.ShippedError as e:
+            raise CheckpointError(str(e)) from None
+        if not p.is_file():
+            raise CheckpointError(f"shipped network {str(spec)!r}: its file {str(p)!r} does not exist")
+        return p
     p = Path(spec)
     candidates = list(dict.fromkeys([p, p / LATEST, Path(root) / p / LATEST]))
     for c in candidates:

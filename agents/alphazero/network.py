@@ -198,11 +198,8 @@ PRECISIONS = ("fp32", "bf16", "auto")
 """Inference precisions of `make_evaluator`."""
 BF16_MIN_BATCH = 16
 """Smallest batch at which bf16 pays on a CPU with native bf16 (the checkpoint player's default
-precision follows it through its leaf batch).
-
-Measured with bench/bench_network.py (``small``, one thread, AVX512-BF16): bf16
-is about half as fast as fp32 at batch 1, level at 8, and 1.3x / 2.2x faster at
-16 / 64 and beyond."""
+precision follows it through its leaf batch): below it bf16 is slower than fp32
+(bench/bench_network.py; docs/performance.md)."""
 
 
 def native_bf16(device: torch.device) -> bool:
@@ -226,8 +223,8 @@ def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
     """The learner's mixed-precision dtype on `device`, or None for float32.
 
     CUDA: bf16 where supported, else fp16 (with a grad scaler). CPU: bf16 where
-    the CPU computes it natively (about 1.7x the fp32 step rate of ``small`` at
-    batch 256 here), else float32. Master weights stay float32 either way.
+    the CPU computes it natively (faster than fp32 there: docs/performance.md),
+    else float32. Master weights stay float32 either way.
     """
     if not amp:
         return None
@@ -305,9 +302,8 @@ class FusedCPUForward:
     oneDNN kernel with its ReLU, and a residual block's second one with the skip addition and ReLU too.
 
     Eager PyTorch runs the ReLUs and additions as separate passes over the activations; fused, the
-    ``small`` network's bf16 forward pass goes ~1.1x faster at 64 positions a call and ~1.25x at 128
-    on this machine (three alternating rounds, one thread), the speed torch.compile reaches without a
-    compile per set of weights. The same function as the module to the dtype's rounding (tested).
+    forward pass saves them, as torch.compile does, without a compile per set of weights
+    (docs/performance.md). The same function as the module to the dtype's rounding (tested).
     The fused ops are torch's own (`_conv_pointwise_ops`); `for_inference` falls back to the module
     where they are missing. `from_planes` takes the float32 observations themselves and builds the
     stem's output from their nonzero entries (`PlaneStem`): the evaluator's path, without the dense
@@ -317,7 +313,7 @@ class FusedCPUForward:
         self.net = net
         self.conv = ops._convolution_pointwise.default
         self.conv_add = ops._convolution_pointwise.binary
-        # Every tensor the pass reads, looked up once: module attribute lookups were ~3% of a call.
+        # Every tensor the pass reads, looked up once: module attribute lookups are a measurable share of a call.
         self.stem_conv = self._weights(net.stem[0])
         self.blocks = [self._weights(block.conv1) + self._weights(block.conv2)
                        for block in cast(list[ResidualBlock], list(net.tower))]
@@ -429,19 +425,13 @@ class _InferenceCopies:
 CPU_CHUNK = 128
 """Most positions one forward pass takes on a CPU: a larger call runs as equal parts of at most this.
 
-Past a few hundred positions the activations leave the core's cache. Measured
-(``small``, bf16, one thread): alone, 1024 distinct positions a round, 14.8 /
-17.6 / 18.3 / 16.6 / 12.4 k positions/s in parts of 64 / 128 / 256 / 512 /
-1024; inside self-play (bench/bench_selfplay.py, Gumbel 16, two rounds),
-13.8-14.7 / 14.7-15.5 / 15.2-15.7 / 15.2 / 13.9-14.5 k in parts of 64 / 96 /
-128 / 192 / 256, where the search's own arrays share the cache."""
+Past a few hundred positions the activations leave the core's cache; 128 was the fastest part
+inside self-play, where the search's own arrays share the cache (docs/performance.md)."""
 
 
 def channels_last(device: torch.device, dtype: torch.dtype) -> bool:
     """Whether inference in `dtype` on `device` runs in channels-last layout: bf16 on a CPU, oneDNN's
-    native layout for its bf16 convolutions (self-play with `small`, three alternating rounds: 926 / 974
-    / 991 positions per CPU second against 985 / 902 / 952 without, level within this machine's noise);
-    fp32 on a CPU was slower with it (README, inference precision table)."""
+    native layout for its bf16 convolutions; fp32 on a CPU was slower with it (docs/performance.md)."""
     return device.type == "cpu" and dtype == torch.bfloat16
 
 

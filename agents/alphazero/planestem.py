@@ -22,9 +22,9 @@ Then ReLU and rounding to bf16 (to nearest even, as oneDNN rounds), written
 channels-last: the layout the next convolution reads, with no copy. Inputs
 are rounded to bf16 first and the weights are the bf16 copy's, so the sum is
 the dense bf16 convolution's up to the order of float32 additions (tested).
-About 3x faster than the two input copies and the dense convolution at 128
-positions on this machine's CPU; any plane content is handled (a plane that
-is neither constant nor the terrain is summed entry by entry).
+It replaces the two input copies and the dense convolution, which cost more
+(docs/performance.md); any plane content is handled (a plane that is neither
+constant nor the terrain is summed entry by entry).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     checkpoint:path=checkpoints/my-run/best.pt,sims=200,algorithm=puct,device=cpu
 
-``path`` a checkpoint file, a run directory (its latest.pt) or a run name;
+``path`` a checkpoint file, a run directory (its latest.pt), a run name, or a
+shipped network ``shipped:<name>`` (checkpoints/shipped/manifest.json);
 ``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
 ``threads`` torch CPU threads for the process (default 1: one-position network
@@ -14,14 +15,14 @@ default ``auto`` when ``leaf_batch`` reaches `network.BF16_MIN_BATCH`, else
 (default 32 then) on one growing tree, and starts another round only while the
 rate measured so far says it ends within the budget (at least one round runs);
 ``leaf_batch`` leaves evaluated per network call, kept apart by virtual loss
-(default 1; 8-16 feed the network batches that run several times faster here);
+(default 1; 8-16 feed the network batches it runs faster per position);
 ``max_actions`` Gumbel's root actions considered (default: the run's own
 ``mcts.gumbel_max_actions``; sequential halving splits the simulations among
 fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
 ``mcts.gumbel_c_scale``). A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
 `TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
-stops looking at other replies; a smaller c_scale keeps it looking (README, "Search by time").
+stops looking at other replies; a smaller c_scale keeps it looking (docs/search.md, "Search by time").
 The search is deterministic (no exploration noise). A missing or unreadable
 checkpoint, or one trained under other rules than asked for, fails at
 construction with a CheckpointError naming the path.
@@ -125,9 +126,8 @@ TIMED_MAX_ACTIONS = 16
 simulations each halve their way through them)."""
 
 TIMED_C_SCALE = 0.1
-"""Gumbel's sigma scale of a search by time unless `c_scale` is given. Measured at 0.5 s a move
-(README, "Search by time"): the long-run agent with the run's own 1.0 scored 13-2-25 against
-alpha-beta depth 4, with 0.1 23-3-14."""
+"""Gumbel's sigma scale of a search by time unless `c_scale` is given: smaller than training's 1.0,
+which a long search turns greedy with (docs/search.md, "Search by time")."""
 
 TIMED_NODES = 1 << 20
 """Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
@@ -150,7 +150,8 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     if unknown:
         raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if "path" not in options:
-        raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory or run name>")
+        raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory, run name or "
+                              "shipped:<name>>")
     try:
         seconds = float(options.get("time", 0.0))
         sims = int(options.get("sims", 32 if seconds > 0 else 100))

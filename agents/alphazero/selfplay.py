@@ -100,10 +100,7 @@ class SelfPlayConfig:
     value_q_weight: float = 0.5
     """Blend of the value target: (1 - w) * game result + w * the position's own root search value
     (the z/q mix); 0 trains on results alone. Opponents' positions (no search) keep the result.
-    0.5 by default: with results alone the default run's value head learned next to nothing in 60
-    iterations (6-0-34 against alpha-beta depth 2, 2-0-38 against depth 3); with the blend the same run
-    scores 14-1-25 and 16-0-24 (40-game gauntlets, 128 simulations; README,
-    "Training figures")."""
+    0.5 by default: with results alone the value head learned next to nothing (docs/results.md)."""
     draw_contempt: float = 0.0
     """Contempt for draws in self-play: each move's search values a drawn end (repetition, no-capture
     limit) at -draw_contempt for its side to move (`MCTSConfig.draw_value`), so both sides steer away

@@ -38,6 +38,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,8 @@ from agents.arena.records import GameRecord, write_jsonl
 from agents.pool import WorkerPool
 
 MODES = ("round_robin", "gauntlet", "ladder")
+TABLE_WIDTH = 100
+"""Columns of the printed report (`TournamentResult.table`): players appear there by label, P1, P2..."""
 PlayerLike = Union[str, Player]
 
 
@@ -306,33 +309,60 @@ class TournamentResult:
             "terminations": _terminations(self.games),
         }
 
+    def labels(self) -> list[str]:
+        """The players' short names in the printed report, `P1`, `P2`... in player order."""
+        return [f"P{k + 1}" for k in range(len(self.players))]
+
     def table(self) -> str:
-        """A readable report: ratings, pairings, crosstable."""
+        """A readable report within `TABLE_WIDTH` columns: the players' legend, ratings, pairings, crosstable.
+
+        Players appear by label (`labels`) and the legend gives each one's full spec, wrapped at its commas;
+        the ratings repeat the specs when they all fit. The files (`write`) keep the full specs everywhere."""
         out = io.StringIO()
-        width = max(len(p) for p in self.players)
+        label = dict(zip(self.players, self.labels()))
+        lw = max(len(v) for v in label.values())
+        out.write("Players\n")
+        for name in self.players:
+            out.write(_legend(f"  {label[name]:<{lw}} = ", name) + "\n")
         rt = self.ratings
-        out.write(f"Ratings (Bradley-Terry, Elo scale, anchor {rt.anchor!r} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n")
-        out.write(f"  {'#':>2}  {'player':<{width}}  {'Elo':>6}  {'95% CI':>15}  {'games':>5}  {'W-D-L':>11}  score\n")
-        for k, r in enumerate(rt.ratings, 1):
-            w, d, l_ = self.wdl(r.name)
-            ci = f"[{r.ci_low:+.0f}, {r.ci_high:+.0f}]"
-            out.write(f"  {k:>2}  {r.name:<{width}}  {r.elo:>+6.0f}  {ci:>15}  {r.games:>5}  "
-                      f"{f'{w}-{d}-{l_}':>11}  {r.score:.3f}\n")
-        out.write("\nPairings (first player's view; p = sign-test p-value of 'first is stronger')\n")
+
+        def rating_rows(names: bool) -> list[str]:
+            cell = {r.name: f"{label[r.name]:<{lw}}" + (f"  {r.name}" if names else "") for r in rt.ratings}
+            pw = max(len("player"), *(len(c) for c in cell.values()))
+            rows = [f"  {'#':>2}  {'player':<{pw}}  {'Elo':>6}  {'95% CI':>15}  {'games':>5}  {'W-D-L':>11}  score"]
+            for k, r in enumerate(rt.ratings, 1):
+                w, d, l_ = self.wdl(r.name)
+                ci = f"[{r.ci_low:+.0f}, {r.ci_high:+.0f}]"
+                rows.append(f"  {k:>2}  {cell[r.name]:<{pw}}  {r.elo:>+6.0f}  {ci:>15}  {r.games:>5}  "
+                            f"{f'{w}-{d}-{l_}':>11}  {r.score:.3f}")
+            return rows
+
+        rows = rating_rows(names=True)
+        if max(len(row) for row in rows) > TABLE_WIDTH:
+            rows = rating_rows(names=False)
+        out.write(f"\nRatings (Bradley-Terry, Elo scale, anchor {label[rt.anchor]} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n")
+        out.write("\n".join(rows) + "\n")
+        out.write("\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; "
+                  "SPRT(0,30) verdict)\n")
         for p in self.pairings:
-            out.write(f"  {p.a:<{width}} vs {p.b:<{width}}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
+            pair = f"{label[p.a]:<{lw}} vs {label[p.b]:<{lw}}"
+            out.write(f"  {pair}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
                       f"Elo {p.elo_diff:+.0f} [{p.elo_low:+.0f}, {p.elo_high:+.0f}]  LOS {p.los:.3f}  "
-                      f"p {p.p_value:.2g}  SPRT(0,30) {p.sprt}\n")
+                      f"p {p.p_value:.2g}  {p.sprt}\n")
         out.write("\nCrosstable (row's points / games against column)\n")
-        short = [f"P{k + 1}" for k in range(len(self.players))]
-        out.write(" " * (width + 6) + "".join(f"{s:>9}" for s in short) + "\n")
-        for i, name in enumerate(self.players):
-            cells = "".join(
-                f"{'-':>9}" if i == j or not self.counts[i, j] else f"{_pts(self.points[i, j])}/{int(self.counts[i, j])}".rjust(9)
-                for j in range(len(self.players)))
-            out.write(f"  {short[i]:<3} {name:<{width}}{cells}\n")
+        n = len(self.players)
+        cells = [["-" if i == j or not self.counts[i, j] else f"{_pts(self.points[i, j])}/{int(self.counts[i, j])}"
+                  for j in range(n)] for i in range(n)]
+        cw = 2 + max(len(c) for c in [*label.values(), *(c for row in cells for c in row)])
+        per = max(1, (TABLE_WIDTH - lw - 2) // cw)  # columns side by side; more players take several blocks
+        for first in range(0, n, per):
+            cols = range(first, min(n, first + per))
+            out.write(("\n" if first else "") + " " * (lw + 2) + "".join(f"{self.labels()[j]:>{cw}}" for j in cols) + "\n")
+            for i, name in enumerate(self.players):
+                out.write(f"  {label[name]:<{lw}}" + "".join(f"{cells[i][j]:>{cw}}" for j in cols) + "\n")
         terms = ", ".join(f"{k} {v}" for k, v in _terminations(self.games).items())
-        out.write(f"\n{len(self.games)} games in {self.seconds:.1f}s; endings: {terms}\n")
+        out.write("\n" + textwrap.fill(f"{len(self.games)} games in {self.seconds:.1f}s; endings: {terms}",
+                                       TABLE_WIDTH, subsequent_indent="  ") + "\n")
         return out.getvalue()
 
     def write(self, out_dir: PathLike, *, image: bool = True) -> dict[str, Path]:
@@ -374,6 +404,23 @@ class TournamentResult:
 
 def _pts(x: float) -> str:
     return f"{x:g}"
+
+
+def _legend(head: str, spec: str) -> str:
+    """`head` + `spec`, wrapped after its commas (a longer piece anywhere) to `TABLE_WIDTH` columns."""
+    room = TABLE_WIDTH - len(head)
+    parts = spec.split(",")
+    lines, line = [], ""
+    for piece in [p + "," for p in parts[:-1]] + parts[-1:]:
+        if line and len(line) + len(piece) > room:
+            lines.append(line)
+            line = ""
+        while len(piece) > room:
+            lines.append(piece[:room])
+            piece = piece[room:]
+        line += piece
+    lines.append(line)
+    return head + ("\n" + " " * len(head)).join(lines)
 
 
 def _flip(p: PairStats) -> PairStats:

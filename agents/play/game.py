@@ -36,6 +36,7 @@ from envs.players import PlayerSpecError, parse_spec
 from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed
 
+from agents.alphazero import shipped
 from agents.arena.records import GameRecord, RecordError
 from agents.play.computer import ThinkJob
 
@@ -75,9 +76,12 @@ class Level:
     """The most one move may take (alpha-beta stops its deepening there; any other player is stopped)."""
 
     def available(self) -> bool:
-        """A level that names a checkpoint is offered only once that file is there."""
+        """A level that names a checkpoint (a file, or a shipped network's entry) is offered only once that file is there."""
         kind, options = parse_spec(self.spec)
-        return kind != "checkpoint" or Path(options.get("path", "")).exists()
+        try:
+            return kind != "checkpoint" or shipped.resolve(options.get("path", "")).exists()
+        except shipped.ShippedError:  # no manifest (an install without the shipped files) or no such entry
+            return False
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "spec": self.spec, "about": self.about,
@@ -87,12 +91,10 @@ class Level:
 LEVELS: tuple[Level, ...] = (
     Level("beginner", "Beginner", "alphabeta:level=beginner", "alpha-beta, 1 ply, one move in five at random"),
     Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
-    # The strongest shipped network (README, "Training figures"): the default run resumed to 180
-    # iterations (the last 60 at 64 simulations), pure self-play. Searching 0.5 s a move it scored
-    # 43-10-27 against alpha-beta depth 4 (80 games); here it has 1 s, between the 3-ply level and
-    # the 6-ply one.
-    Level("network", "Network", "checkpoint:path=checkpoints/shipped/small-cpu-gumbel4-sims64-long180.pt,time=1,leaf_batch=8",
-          "the shipped AlphaZero network, 1 s a move (beats alpha-beta depth 4 at 0.5 s)", seconds=5.0),
+    # The strongest entry of checkpoints/shipped/manifest.json, 1 s a move: between the 3-ply level and the
+    # 6-ply one (its strength: docs/results.md).
+    Level("network", "Network", "checkpoint:path=shipped:default-180,time=1,leaf_batch=8",
+          "the strongest shipped AlphaZero network, 1 s a move", seconds=5.0),
     Level("expert", "Expert", "alphabeta:level=expert", "alpha-beta, 6 plies"),
 )
 """The page's named opponents, weakest first."""
@@ -179,7 +181,13 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
 
 
 def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
-    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`."""
+    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`, or is a shipped network."""
+    if path.startswith(shipped.PREFIX):  # the manifest's own files only: nothing else can be probed this way
+        try:
+            shipped.network(path)
+        except shipped.ShippedError as e:
+            raise PlayError(str(e)) from None
+        return
     dirs = [Path(d).resolve() for d in dirs]
     p = Path(path).expanduser()
     candidates = [p] if p.is_absolute() else [p, Path("checkpoints") / p]

@@ -40,8 +40,15 @@ from typing import Any, Optional, Union
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
-from pettingzoo import AECEnv
-from pettingzoo.utils import wrappers
+
+try:
+    from pettingzoo import AECEnv
+    from pettingzoo.utils import wrappers
+except ModuleNotFoundError as e:  # the optional extra is not installed: say which one to install
+    if (e.name or "").partition(".")[0] != "pettingzoo":
+        raise
+    raise ModuleNotFoundError(f"envs.pettingzoo needs PettingZoo, which is not installed ({e}); install the "
+                              f"project's extra: pip install -e '.[pettingzoo]'", name="pettingzoo") from None
 
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation
