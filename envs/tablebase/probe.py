@@ -5,8 +5,9 @@ files' memory maps when read from disk), so that numba kernels (the solver,
 the alpha-beta search, and any batched caller) probe a position without the
 Python layer:
 
-    wdl, dtm, dtz = probe_state(st, tb)        # one state array
-    probe_states(states, tb, out)              # [B, STATE_LEN] -> out[B, 3]
+    wdl, dtm, dtz = probe_state(st, tb)                  # one state array
+    wdl, dtm, dtz, clock = probe_clock(st, flags, tb)    # and the no-capture rule's verdict
+    probe_states(states, flags, tb, out)                 # [B, STATE_LEN] -> out[B, 4]
 
 Values are from the side to move: `WIN`, `DRAW`, `LOSS`, or `UNKNOWN` when
 the position is not in the tables (more pieces than built, a game already
@@ -139,20 +140,25 @@ def probe_state(st: np.ndarray, tb: TablebaseArrays) -> tuple:
 
 
 @njit(cache=True)
+def probe_clock(st: np.ndarray, flags: np.ndarray, tb: TablebaseArrays) -> tuple:
+    """(wdl, dtm, dtz, wdl under the no-capture rule of `flags` at the clock of `st`, `clock_wdl`); all
+    of them UNKNOWN or -1 when the tables do not hold `st`."""
+    t, at = table_entry(st, tb)
+    if t < 0:
+        return UNKNOWN, -1, -1, UNKNOWN
+    wdl, dtm, dtz = probe_state(st, tb)
+    return wdl, dtm, dtz, clock_wdl(wdl, dtm, dtz, st[K.S_CLOCK], flags[F_NO_CAPTURE_LIMIT], tb.clock_exact_from[t])
+
+
+@njit(cache=True)
 def probe_states(states: np.ndarray, flags: np.ndarray, tb: TablebaseArrays, out: np.ndarray) -> None:
-    """Probe each row of `states` [B, STATE_LEN] into `out` [B, 4]: (wdl, dtm, dtz, wdl under the
-    no-capture rule of `flags` at the row's clock, `clock_wdl`)."""
-    limit = flags[F_NO_CAPTURE_LIMIT]
+    """`probe_clock` of each row of `states` [B, STATE_LEN] into `out` [B, 4]: (wdl, dtm, dtz, clock wdl)."""
     for b in range(states.shape[0]):
-        st = states[b]
-        wdl, dtm, dtz = probe_state(st, tb)
+        wdl, dtm, dtz, clock = probe_clock(states[b], flags, tb)
         out[b, 0] = wdl
         out[b, 1] = dtm
         out[b, 2] = dtz
-        exact = 0
-        if wdl != UNKNOWN:
-            exact = tb.clock_exact_from[table_entry(st, tb)[0]]
-        out[b, 3] = clock_wdl(wdl, dtm, dtz, st[K.S_CLOCK], limit, exact)
+        out[b, 3] = clock
 
 
 @njit(cache=True)
