@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.kernels import lean
 from envs.encoding import canonical_square
 
 MAX_PIECES = 3
@@ -141,7 +142,7 @@ def material_of_state(st: np.ndarray) -> Material:
 
 
 # --- kernels ------------------------------------------------------------------------------
-@njit(cache=True)
+@lean(inline=True)
 def material_key(st: np.ndarray) -> int:
     """`Material.key` of a state array: the side to move's animals in bits 0-7, the other's in 8-15."""
     side = st[K.S_SIDE] & 1
@@ -154,7 +155,7 @@ def material_key(st: np.ndarray) -> int:
     return key
 
 
-@njit(cache=True)
+@lean(inline=True)
 def position_index(st: np.ndarray, pieces: np.ndarray, n: int) -> int:
     """Index of the position `st` in the table of its material (`pieces[:n]`, see `Material.pieces`), its
     side to move as the mover; -1 when a piece stands where the index has no slot (a den, the water).

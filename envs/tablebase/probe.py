@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.kernels import lean
 from envs.rules import F_NO_CAPTURE_LIMIT
 from envs.tablebase.index import MAX_PIECES, material_key, position_index
 
@@ -106,7 +107,7 @@ def empty_arrays() -> TablebaseArrays:
     return assemble([], [], [], np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint8))
 
 
-@njit(cache=True)
+@lean(inline=True)
 def table_entry(st: np.ndarray, tb: TablebaseArrays) -> tuple:
     """(table, position) of the state `st` in `tb`, its side to move as the mover; (-1, -1) when
     the tables do not hold it (too many pieces, a material not built, a game won by rules 8-9)."""
@@ -121,7 +122,7 @@ def table_entry(st: np.ndarray, tb: TablebaseArrays) -> tuple:
     return t, tb.offset[t] + idx
 
 
-@njit(cache=True)
+@lean(inline=True)
 def probe_state(st: np.ndarray, tb: TablebaseArrays) -> tuple:
     """(wdl, dtm, dtz) of the position `st` for its side to move (module docstring); (UNKNOWN, -1, -1)
     when the tables do not hold it. History rules are not applied: see `clock_wdl` for the
@@ -139,7 +140,7 @@ def probe_state(st: np.ndarray, tb: TablebaseArrays) -> tuple:
     return (WIN if dtm % 2 == 1 else LOSS), dtm, dtz
 
 
-@njit(cache=True)
+@lean(inline=True)
 def probe_clock(st: np.ndarray, flags: np.ndarray, tb: TablebaseArrays) -> tuple:
     """(wdl, dtm, dtz, wdl under the no-capture rule of `flags` at the clock of `st`, `clock_wdl`); all
     of them UNKNOWN or -1 when the tables do not hold `st`."""
@@ -161,7 +162,7 @@ def probe_states(states: np.ndarray, flags: np.ndarray, tb: TablebaseArrays, out
         out[b, 3] = clock
 
 
-@njit(cache=True)
+@lean(inline=True)
 def clock_wdl(wdl: int, dtm: int, dtz: int, clock: int, limit: int, exact_from: int) -> int:
     """The result under the no-capture rule (`limit` plies, 0 none) of a table result `wdl` with
     distances `dtm` and `dtz`, `clock` plies after the last capture; UNKNOWN when the table cannot
