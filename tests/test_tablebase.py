@@ -479,7 +479,7 @@ def test_probe_values_and_best_moves(tb3: Tablebase) -> None:
     p = tb3.probe(Board("7/3L3/7/7/7/7/7/7/e6 r 0 1"))
     assert (p.wdl, p.dtm, p.dtz, p.clock_wdl) == (WIN, 1, 1, WIN)
     assert [str(m) for m in p.best_moves] == ["d8d9"]
-    assert p.describe() == "win in 1 plies"
+    assert p.describe() == "win in 1 ply"
     # Each best move of a won position leads to a position lost one ply sooner; of a lost one, the longest.
     rng = np.random.default_rng(9)
     for board in _random_boards(tb3, rng, 100):
@@ -540,7 +540,7 @@ def test_cli_builds_and_probes(tmp_path: Path) -> None:
     probe = run_cli("probe", "7/3L3/7/7/7/7/7/7/e6 r 0 1", "--dir", str(tmp_path), "--moves")
     assert probe.returncode == 0, probe.stderr
     lines = probe.stdout.splitlines()
-    assert lines[:5] == ["value: win in 1 plies", "dtm: 1", "dtz: 1", "clock: win (120 plies left)",
+    assert lines[:5] == ["value: win in 1 ply", "dtm: 1", "dtz: 1", "clock: win (120 plies left)",
                          "best moves: d8d9"]
     assert "d8d9 win dtm 1 dtz 1 clock win" in lines
     stats = run_cli("stats", "--dir", str(tmp_path))

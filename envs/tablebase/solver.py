@@ -43,6 +43,7 @@ MAX_GROUP_MOVES = 8
 """The most legal moves of a mover with at most two pieces (four directions each)."""
 ERR_SUBTABLE = -1
 ERR_TOO_LONG = -2
+ERR_INDEX = -3
 
 
 @njit(cache=True)
@@ -56,7 +57,8 @@ def expand(flags: np.ndarray, sub: TablebaseArrays, pieces_a: np.ndarray, size_a
     positions), and the exits: `exit_win[0/1]` the shortest exit win by dtm / by dtz (0 none),
     `exit_loss[0/1]` the longest exit loss (0 none), `exit_draw` an exit to a drawn position.
     Returns the longest distance of a won or lost position a capture leads to (0 when none does),
-    or ERR_SUBTABLE when a capture leads to a table `sub` does not hold."""
+    ERR_SUBTABLE when a capture leads to a table `sub` does not hold, or ERR_INDEX when a move leads
+    to a placement the index has no slot for (a rules kernel and the index disagreeing)."""
     st = np.zeros(K.STATE_LEN, dtype=np.int16)
     st[K.S_PIECES : K.S_PIECES + 16] = -1
     st[K.S_MOVENO] = 1
@@ -97,7 +99,10 @@ def expand(flags: np.ndarray, sub: TablebaseArrays, pieces_a: np.ndarray, size_a
                 else:
                     exit_draw[g] = True
             else:
-                child[g, q] = partner_base + position_index(st, partner, n_a)
+                idx = position_index(st, partner, n_a)
+                if idx < 0:
+                    return ERR_INDEX
+                child[g, q] = partner_base + idx
                 q += 1
             K.unmake_move(st, hist)
         n_quiet[g] = q
@@ -250,6 +255,8 @@ def solve_group(rules: RuleSet, sub: TablebaseArrays, material: Material) -> dic
                           child, n_quiet, exit_win, exit_loss, exit_draw)
     if longest_exit == ERR_SUBTABLE:
         raise SolverError(f"material {material}: a capture leads to a table that is not built")
+    if longest_exit == ERR_INDEX:
+        raise SolverError(f"material {material}: a move leads to a placement the index does not hold")
     start, preds = predecessors(child, n_quiet)
     coded = []
     dist = np.empty(total, dtype=np.int64)

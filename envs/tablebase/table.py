@@ -69,8 +69,10 @@ class TablebaseProbe:
         return sorted((m for m, k in keys.items() if k == top), key=str)
 
     def describe(self) -> str:
-        """`'win in 3 plies'`, `'loss in 4 plies'` or `'draw'`, plus the clock's verdict when it differs."""
-        text = "draw" if self.wdl == DRAW else f"{RESULT_NAMES[self.wdl]} in {self.dtm} plies"
+        """`'win in 3 plies'`, `'loss in 4 plies'`, `'win in 1 ply'` or `'draw'`, plus the clock's verdict
+        when it differs."""
+        plies = "ply" if self.dtm == 1 else "plies"
+        text = "draw" if self.wdl == DRAW else f"{RESULT_NAMES[self.wdl]} in {self.dtm} {plies}"
         if self.clock_wdl != self.wdl:
             text += f" ({RESULT_NAMES[self.clock_wdl]} under the no-capture rule, {self.plies_left} plies left)"
         return text
