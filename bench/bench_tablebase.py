@@ -89,8 +89,8 @@ def main() -> None:
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             path, digest = tb.save(out)
             positions = int(sum(m.size() for m in tb.materials))
-            print(f"{n} pieces: {len(tb.materials)} tables, {positions:,} index entries, built in {wall:.1f} s wall "
-                  f"/ {cpu:.1f} s CPU; file {path.stat().st_size / 1e6:.1f} MB, sha256 {digest}")
+            print(f"{n} pieces: {len(tb.materials)} tables, {positions:,} index entries, built in {wall:.2f} s wall "
+                  f"/ {cpu:.2f} s CPU; file {path.stat().st_size / 1e6:.2f} MB, sha256 {digest}")
     assert tb is not None
     states = random_states(tb, 200_000)
     out_arr = np.zeros((len(states), 4), dtype=np.int64)
