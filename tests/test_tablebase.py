@@ -407,11 +407,24 @@ def test_the_clock_verdict_matches_a_minimax_under_the_no_capture_rule(tb3: Tabl
                     continue
                 assert p.clock_wdl == want, (board.jfen(), left, p, want)
                 seen["fits" if p.dtm <= left else "through_capture" if p.clock_wdl == p.wdl else "clock_draw"] += 1
+                if p.dtm > left and p.clock_wdl == p.wdl:
+                    _play_out(board, tb)
         assert seen["fits"] and seen["clock_draw"], seen
         if limit >= 120:  # above every 2-piece distance: the table decides every clock
             assert seen["through_capture"] and not seen["unknown"], seen
         else:
             assert seen["unknown"], seen
+
+
+def _play_out(board: Board, tb: Tablebase) -> None:
+    """Both sides play a best move of the probe until the game ends: the side the clock verdict names wins,
+    under the board's own rules (the no-capture limit and repetition counted by the Board)."""
+    winner = board.side_to_move if tb.probe(board).clock_wdl == WIN else board.side_to_move.other
+    board = Board(board.jfen(), rules=board.rules)
+    while board.outcome() is None:
+        board.push(tb.probe(board).best_moves[0])
+    outcome = board.outcome()
+    assert outcome is not None and outcome.winner == winner, (board.jfen(), outcome)
 
 
 def start_key(board: Board) -> int:

@@ -61,10 +61,14 @@ class TablebaseProbe:
     @property
     def best_moves(self) -> list[Move]:
         """The moves that keep the best result under the game's rules (the clock included), then the
-        shortest win or the longest loss by dtm; sorted."""
+        quickest win or the longest loss; sorted.
+
+        Quickest by dtm, or by dtz when the clock leaves fewer plies than dtm: the winner's dtz then
+        falls at each of its moves, so that line reaches its capture in time and repeats no position."""
         if not self.moves:
             return []
-        keys = {m: _move_key(v) for m, v in self.moves.items()}
+        by_dtz = self.plies_left is not None and self.dtm is not None and self.dtm > self.plies_left
+        keys = {m: _move_key(v, by_dtz) for m, v in self.moves.items()}
         top = max(keys.values())
         return sorted((m for m, k in keys.items() if k == top), key=str)
 
@@ -78,9 +82,12 @@ class TablebaseProbe:
         return text
 
 
-def _move_key(v: MoveValue) -> tuple[int, int, int]:
+def _move_key(v: MoveValue, by_dtz: bool) -> tuple[int, int, int]:
+    """Order of the moves, best last: the result under the clock (the table's where it cannot tell), the
+    table result, then the distance (shorter for a win, longer for a loss)."""
     clock = v.wdl if v.clock_wdl == UNKNOWN else v.clock_wdl
-    dist = 0 if v.dtm is None else (-v.dtm if v.wdl == WIN else v.dtm)
+    d = v.dtz if by_dtz else v.dtm
+    dist = 0 if d is None else (-d if v.wdl == WIN else d)
     return clock, v.wdl, dist
 
 
