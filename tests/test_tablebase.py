@@ -493,6 +493,9 @@ def test_missing_tables_say_how_to_build_them(tmp_path: Path, monkeypatch: pytes
     # Once built there, the same call finds them (a failed open is not remembered).
     Tablebase.build(RuleSet(), pieces=2).save()
     assert board.probe().wdl == WIN
+    with pytest.raises(TablebaseMissingError, match="hold at most 2; build the 3-piece tables with: python -m envs "
+                                                   "tablebase build --pieces 3$"):
+        Board("6e/7/7/7/7/7/7/7/R5L r 0 1").probe()
 
 
 def test_probe_refuses_what_the_tables_do_not_hold(tb3: Tablebase) -> None:

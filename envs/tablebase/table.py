@@ -190,7 +190,11 @@ class Tablebase:
                                  f"plays {', '.join(f'{k}={theirs[k]}' for k in differ)}")
         n = int(board.state[K.S_COUNT] + board.state[K.S_COUNT + 1])
         if n > self.max_pieces:
-            raise TablebaseError(f"{board.jfen()!r} has {n} pieces; these tables hold at most {self.max_pieces}")
+            text = f"{board.jfen()!r} has {n} pieces; these tables hold at most {self.max_pieces}"
+            if n <= MAX_PIECES:
+                raise TablebaseMissingError(f"{text}; build the {n}-piece tables with: python -m envs tablebase "
+                                            f"build --pieces {n}{_rules_flags(self.rules)}")
+            raise TablebaseError(text)
         if K.game_won(board.state):
             raise TablebaseError(f"the game in {board.jfen()!r} is already won (rule 8 or 9): nothing to probe")
         if table_entry(board.state, self.arrays)[0] < 0:
