@@ -23,7 +23,7 @@ from envs.board import Board, Move
 from envs.rules import F_NO_CAPTURE_LIMIT, RuleSet
 from envs.tablebase.errors import TablebaseError, TablebaseMissingError
 from envs.tablebase.index import MAX_PIECES, Material, material_of_state
-from envs.tablebase.probe import DRAW, LOSS, UNKNOWN, WIN, TablebaseArrays, clock_wdl, probe_state, table_entry
+from envs.tablebase.probe import DRAW, LOSS, UNKNOWN, WIN, TablebaseArrays, probe_clock, table_entry
 from envs.tablebase.solver import Progress, build_arrays, check_rules
 from envs.tablebase.store import read_tables, table_path, table_rules, tablebase_root, write_tables
 
@@ -152,10 +152,8 @@ class Tablebase:
         """The tables' value of `board` and of each of its legal moves (TablebaseError when they lack it)."""
         self._check(board)
         st = board.state
-        wdl, dtm, dtz = probe_state(st, self.arrays)
+        wdl, dtm, dtz, clock = probe_clock(st, board.flags, self.arrays)
         limit = int(board.flags[F_NO_CAPTURE_LIMIT])
-        clock = int(st[K.S_CLOCK])
-        exact = int(self.arrays.clock_exact_from[table_entry(st, self.arrays)[0]])
         moves = {}
         child = st.copy()
         hist = np.zeros((1, K.HIST_WIDTH), dtype=np.int16)
@@ -166,9 +164,7 @@ class Tablebase:
             if K.won_by_last_move(child):
                 value = MoveValue(WIN, 1, 1, WIN)
             else:
-                c_wdl, c_dtm, c_dtz = probe_state(child, self.arrays)
-                c_exact = int(self.arrays.clock_exact_from[table_entry(child, self.arrays)[0]])
-                c_clock = clock_wdl(c_wdl, c_dtm, c_dtz, int(child[K.S_CLOCK]), limit, c_exact)
+                c_wdl, c_dtm, c_dtz, c_clock = probe_clock(child, board.flags, self.arrays)
                 if c_wdl == DRAW:
                     value = MoveValue(DRAW, None, None, -c_clock)
                 else:
@@ -178,8 +174,7 @@ class Tablebase:
             moves[Move.from_int(int(m))] = value
         return TablebaseProbe(
             wdl=int(wdl), dtm=None if wdl == DRAW else int(dtm), dtz=None if wdl == DRAW else int(dtz),
-            clock_wdl=int(clock_wdl(wdl, dtm, dtz, clock, limit, exact)),
-            plies_left=limit - clock if limit > 0 else None, moves=moves)
+            clock_wdl=int(clock), plies_left=limit - int(st[K.S_CLOCK]) if limit > 0 else None, moves=moves)
 
     def _check(self, board: Board) -> None:
         if not self.serves(board.rules):
