@@ -2,6 +2,7 @@
 
     python -m envs perft "<jfen>" <depth> [--divide] [--rule-set NAME] [--rules key=value ...]
     python -m envs moves "<jfen>" [--rule-set NAME] [--rules key=value ...]
+    python -m envs tablebase build|probe|stats ...   (see envs.tablebase.cli)
 
 `perft` prints the leaf count (with `--divide`: one `move count` line per
 root move, sorted, then `total count`); `moves` prints one legal move per
@@ -20,6 +21,7 @@ from typing import Optional, Sequence
 
 from envs.board import Board, perft, perft_divide
 from envs.rules import DEFAULT_RULES, RuleSet, load_rules, rule_set_names
+from envs.tablebase import cli as tablebase_cli
 
 EXIT_BAD_INPUT = 2
 
@@ -53,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p_moves = sub.add_parser("moves", help="list the legal moves, one per line, sorted")
     add_rules(p_moves)
+    tablebase_cli.add_parser(sub)
     return parser
 
 
@@ -64,6 +67,8 @@ def _rules(args: argparse.Namespace) -> RuleSet:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
     args = _parser().parse_args(argv)
+    if args.command == "tablebase":
+        return tablebase_cli.run(args)
     try:
         board = Board.from_jfen(args.jfen, rules=_rules(args))
         if args.command == "moves":

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional, Union
 
 import numpy as np
 
 from envs import kernels as K
 from envs.rules import DEFAULT_RULES, RuleSet
+
+if TYPE_CHECKING:
+    from envs.tablebase import Tablebase, TablebaseProbe
 
 START_JFEN = "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1"
 
@@ -273,6 +276,16 @@ class Board:
 
     def is_game_over(self) -> bool:
         return self.outcome() is not None
+
+    def probe(self, tablebase: Optional["Tablebase"] = None) -> "TablebaseProbe":
+        """The endgame tables' value of this position and of its moves (`envs.tablebase`), from the
+        side to move; the board's rules' tables in the default location unless `tablebase` is given.
+
+        A ValueError subclass names what is missing (with the command that builds the tables) or why
+        the tables cannot answer (too many pieces, a game already won, the anti-chase rules)."""
+        from envs.tablebase import default_tablebase  # the tables import this module
+
+        return (tablebase if tablebase is not None else default_tablebase(self.rules)).probe(self)
 
     # -- changing -----------------------------------------------------------------
     def parse_move(self, move: MoveLike) -> Move:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from envs import Board, Move, RuleSet
+from envs import kernels as K
+from envs.board import state_to_jfen
+from envs.tablebase import DRAW, ROOT_ENV, WIN, Material, Tablebase, TablebaseError, TablebaseMissingError
+from envs.tablebase.index import set_position
 from agents.alphabeta.search import MATE, MATE_BOUND, AlphaBeta, SearchLimitError, describe_score, plies_to_result
 from envs.players import PlayerSpecError, make_player
 
@@ -143,3 +149,95 @@ def test_player_specs() -> None:
     for bad in ["alphabeta:depth=x", "alphabeta:level=master", "alphabeta:colour=red", "alphabeta:depth=0"]:
         with pytest.raises(PlayerSpecError):
             make_player(bad)
+
+
+# --- endgame tables -------------------------------------------------------------------------------------
+def _games_digest() -> tuple[str, str]:
+    """Moves, scores and node counts of seeded games and of endgame searches (no tables)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for seed in (1, 2):
+        red = make_player("alphabeta:depth=3,noise=20", seed=seed)
+        blue = make_player("alphabeta:depth=2,noise=40", seed=seed + 10)
+        board = Board()
+        for ply in range(80):
+            if board.outcome() is not None:
+                break
+            p = red if ply % 2 == 0 else blue
+            m = p.select_move(board)
+            r = getattr(p, "last_result")
+            h.update(f"{m} {r.score} {r.nodes} {r.depth};".encode())
+            board.push(m)
+        h.update(board.jfen().encode())
+    e = hashlib.sha256()
+    for jfen in ENDGAMES:
+        r = AlphaBeta(tt_bits=16).search(Board(jfen), depth=5)
+        e.update(f"{r.move} {r.score} {r.nodes} {[str(m) for m in r.pv]};".encode())
+    return h.hexdigest()[:16], e.hexdigest()[:16]
+
+
+ENDGAMES = ["6e/7/7/7/7/7/7/7/R5L r 0 1", "7/3e3/7/7/3L3/7/7/2R4/7 b 0 1", "7/7/2t4/7/7/7/7/3C3/2D4 r 5 3"]
+
+
+def test_without_tables_the_search_is_unchanged() -> None:
+    """Golden digests taken before the tables existed: the same games, scores and node counts."""
+    assert _games_digest() == ("ed49dbfb3dcd6c74", "27694981c2e1a4f6")
+
+
+@pytest.fixture(scope="module")
+def tables() -> Tablebase:
+    return Tablebase.build(RuleSet(), pieces=3, only=[Material.parse(m) for m in ("LR-E", "TC-D", "ER-R")])
+
+
+def test_tablebase_scores_are_exact(tables: Tablebase) -> None:
+    """At depth 1 every child is a table position: the root scores its exact value and plays a best move."""
+    rng = np.random.default_rng(8)
+    mats = [m for m in tables.materials if m.n_pieces == 3]
+    st = np.zeros(K.STATE_LEN, dtype=np.int16)
+    checked = 0
+    ab = AlphaBeta(tt_bits=16, tablebase=tables)
+    while checked < 60:
+        m = mats[int(rng.integers(len(mats)))]
+        st[:] = 0
+        st[K.S_PIECES : K.S_PIECES + 16] = -1
+        st[K.S_MOVENO] = 1
+        if not set_position(st, m.pieces(), m.n_pieces, int(rng.integers(m.size()))):
+            continue
+        board = Board(state_to_jfen(st))
+        p = tables.probe(board)
+        if not p.moves:
+            continue
+        r = ab.search(board, depth=1)
+        want = 0 if p.clock_wdl == DRAW else (MATE - p.dtm if p.clock_wdl == WIN else -(MATE - p.dtm))
+        assert r.score == want, (board.jfen(), p.describe(), r)
+        assert r.move in p.best_moves, (board.jfen(), r.move, p.best_moves)
+        checked += 1
+    # A capture into the tables: without them depth 2 sees material, with them the exact win behind it.
+    board = Board("6e/7/7/7/7/7/7/6c/R5L r 0 1")  # the Lion g1 takes the Cat g2: Lion and Rat against the Elephant
+    with pytest.raises(ValueError, match="has 4 pieces"):
+        tables.probe(board)
+    plain = AlphaBeta(tt_bits=16).search(board, depth=2)
+    r = AlphaBeta(tt_bits=16, tablebase=tables).search(board, depth=2)
+    after = board.copy()
+    after.push("g1g2")
+    q = tables.probe(after)
+    assert plies_to_result(plain.score) is None and q.wdl == -1 and q.dtm is not None
+    assert str(r.move) == "g1g2" and plies_to_result(r.score) == 1 + q.dtm, (r, q.describe())
+
+
+def test_tablebase_spec_option(tables: Tablebase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    with pytest.raises(TablebaseMissingError, match="python -m envs tablebase build"):
+        make_player("alphabeta:depth=2,tablebase=true")
+    with pytest.raises(PlayerSpecError, match="tablebase='yes' must be true or false"):
+        make_player("alphabeta:depth=2,tablebase=yes")
+    tables.save()
+    player = make_player("alphabeta:depth=2,tablebase=true", seed=1)
+    assert getattr(player, "engine").tablebase is not None
+    assert getattr(make_player("alphabeta:depth=2,tablebase=false"), "engine").tablebase is None
+    board = Board("6e/7/7/7/7/7/7/7/R5L r 0 1")
+    move = player.select_move(board)
+    assert move in tables.probe(board).best_moves
+    with pytest.raises(TablebaseError, match="do not serve"):
+        player.select_move(Board("6e/7/7/7/7/7/7/7/R5L r 0 1", rules=RuleSet(trapped_attacker="keeps_rank")))

@@ -11,6 +11,9 @@ Specs (options combine; limits given together all apply, the first reached stops
 ``alphabeta:nodes=100000``         positions per move (reproducible)
 ``alphabeta:depth=4,noise=20``     evaluation noise in [-20, 20] (a Dog = 300) so games differ
 ``alphabeta:level=expert,tt=22``   a 2**22-entry transposition table (default 2**20)
+``alphabeta:depth=4,tablebase=true`` exact scores from the endgame tables (default false), read from
+                                   their default location (`envs.tablebase`); built with
+                                   ``python -m envs tablebase build``
 
 ``random=0.1`` sets the chance of a random move at any level. A seed passed to
 `make_player` makes the noise and the random moves reproducible.
@@ -24,6 +27,7 @@ import numpy as np
 
 from envs import Board, Move
 from envs.rules import RuleSet
+from envs.tablebase import Tablebase, default_tablebase
 
 from agents.alphabeta.search import MAX_PLY, AlphaBeta, SearchResult
 from envs.players import PlayerSpecError, register_player
@@ -41,7 +45,7 @@ class AlphaBetaPlayer:
 
     def __init__(self, *, depth: Optional[int] = None, nodes: Optional[int] = None, time: Optional[float] = None,
                  noise: int = 0, random: float = 0.0, tt_bits: int = 20, rules: Optional[RuleSet] = None,
-                 seed: Optional[int] = None, name: str = "alphabeta") -> None:
+                 seed: Optional[int] = None, name: str = "alphabeta", tablebase: Optional[Tablebase] = None) -> None:
         if depth is None and nodes is None and time is None:
             depth = LEVELS["normal"]["depth"]
         if not 0.0 <= random <= 1.0:
@@ -51,7 +55,7 @@ class AlphaBetaPlayer:
         self.random = float(random)
         self.rng = np.random.default_rng(seed)
         engine_seed = int(self.rng.integers(0, 2**63 - 1))
-        self.engine = AlphaBeta(rules, tt_bits=tt_bits, noise=noise, seed=engine_seed)
+        self.engine = AlphaBeta(rules, tt_bits=tt_bits, noise=noise, seed=engine_seed, tablebase=tablebase)
         self.last_result: Optional[SearchResult] = None
 
     def select_move(self, board: Board) -> Move:
@@ -84,7 +88,7 @@ def _number(spec_key: str, text: Any, kind: type, low: float, high: float) -> An
 
 def make_alphabeta_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> AlphaBetaPlayer:
     """Factory for `make_player('alphabeta:...')`; PlayerSpecError names a bad option."""
-    known = {"level", "depth", "nodes", "time", "noise", "random", "tt"}
+    known = {"level", "depth", "nodes", "time", "noise", "random", "tt", "tablebase"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise PlayerSpecError(f"unknown alphabeta option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -106,6 +110,12 @@ def make_alphabeta_player(rules: Optional[RuleSet] = None, seed: Optional[int] =
         kwargs["random"] = _number("random", options["random"], float, 0.0, 1.0)
     if "tt" in options:
         kwargs["tt_bits"] = _number("tt", options["tt"], int, 4, 28)
+    if "tablebase" in options:
+        text = str(options["tablebase"]).lower()
+        if text not in ("true", "false"):
+            raise PlayerSpecError(f"alphabeta option tablebase={options['tablebase']!r} must be true or false")
+        if text == "true":  # TablebaseMissingError says how to build missing tables
+            kwargs["tablebase"] = default_tablebase(rules)
     return AlphaBetaPlayer(rules=rules, seed=seed, **kwargs)
 
 

@@ -5,7 +5,9 @@ iterative deepening, a transposition table keyed by the Zobrist hash, move
 ordering (den entries, hash move, captures by victim/attacker rank, killer and
 history heuristics), a capture quiescence search and terminal scores that
 prefer faster wins. Repetition (rule 11) and the no-capture limit (rule 12)
-are scored as draws inside the search using the game's hash history.
+are scored as draws inside the search using the game's hash history. With
+endgame tables (`AlphaBeta(tablebase=...)`, off by default) every position
+below the root that they hold scores exactly (`tablebase_score`).
 
 Score convention: every score is **from the side to move** at the root, in
 evaluation units where a Dog is worth `PIECE_VALUE[3]` = 300. Scores with
@@ -53,6 +55,7 @@ from envs.kernels import (
     won_by_last_move,
 )
 from envs.rules import F_NO_CAPTURE_LIMIT, F_RANK, F_REPETITION_DRAW, RuleSet
+from envs.tablebase import DRAW, UNKNOWN, WIN, Tablebase, TablebaseArrays, TablebaseError, empty_arrays, probe_clock
 
 # --- scores -------------------------------------------------------------------------
 MAX_PLY = 64
@@ -98,7 +101,8 @@ C_ORDERING = 5
 C_NOISE = 6  # evaluation noise amplitude, 0: none
 C_NOISE_KEY = 7  # int64 view of the noise key
 C_TIME_LIMITED = 8
-C_LEN = 9
+C_TABLEBASE = 9  # 1: score the positions the tables hold from them
+C_LEN = 10
 TIME_CHECK_NODES = 1024
 """The clock is read once every this many nodes."""
 
@@ -156,9 +160,14 @@ _ST = types.int16[::1]
 _HIST = types.int16[:, ::1]
 _HASHES = types.uint64[::1]
 _FLAGS = types.int64[::1]
-_QUIESCE_SIG = types.int64(_ST, _HIST, _HASHES, _FLAGS, _WS, types.int64, types.int64, types.int64)
-_NEGAMAX_SIG = types.int64(_ST, _HIST, _HASHES, _FLAGS, _WS, types.int64, types.int64, types.int64, types.int64,
+NO_TABLES = empty_arrays()
+"""The tables of a search without tablebase: none (read-only arrays, the type of loaded ones)."""
+_TB = numba.typeof(NO_TABLES)
+_QUIESCE_SIG = types.int64(_ST, _HIST, _HASHES, _FLAGS, _WS, _TB, types.int64, types.int64, types.int64)
+_NEGAMAX_SIG = types.int64(_ST, _HIST, _HASHES, _FLAGS, _WS, _TB, types.int64, types.int64, types.int64, types.int64,
                            types.boolean)
+NO_SCORE = INF + 1
+"""`tablebase_score` of a position the tables do not decide."""
 
 
 # --- evaluation ------------------------------------------------------------------------
@@ -255,6 +264,23 @@ def _draw_or_loss(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: n
     return 0
 
 
+@njit(cache=True)
+def tablebase_score(st: np.ndarray, flags: np.ndarray, tb: TablebaseArrays, ply: int) -> int:
+    """The tables' exact score of a position `ply` plies below the root, from its side to move; NO_SCORE
+    when they do not hold it or cannot tell its result under the no-capture rule.
+
+    A win (loss) scores as ending `dtm` plies on, the tables' shortest win (longest loss); when the
+    clock forbids that line but a capture in time keeps the result (`clock_wdl`), the true line is
+    longer and `dtm` is its lower bound. A cursed win or a saved loss is a draw (0). Repetition is not
+    seen past this position (the winner's shortest line never repeats)."""
+    wdl, dtm, _, clock = probe_clock(st, flags, tb)
+    if wdl == UNKNOWN or clock == UNKNOWN:
+        return NO_SCORE
+    if clock == DRAW:
+        return 0
+    return MATE - (ply + dtm) if clock == WIN else -(MATE - (ply + dtm))
+
+
 @njit(cache=True, inline="always")
 def _to_tt(score: int, ply: int) -> int:
     if score > MATE_BOUND:
@@ -346,7 +372,7 @@ def _update_pv(ws: Workspace, ply: int, m: int) -> None:
 # --- search --------------------------------------------------------------------------------
 @njit(_QUIESCE_SIG, cache=True)
 def quiesce(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ws: Workspace,
-            ply: int, alpha: int, beta: int) -> int:
+            tb: TablebaseArrays, ply: int, alpha: int, beta: int) -> int:
     """Capture search: stand pat on the evaluation or try captures and den entries.
 
     Value from the side to move, fail-soft within (alpha, beta)."""
@@ -356,6 +382,10 @@ def quiesce(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
     ended = _draw_or_loss(st, hist, hashes, flags, ply)
     if ended != 1:
         return ended
+    if ws.ctl[C_TABLEBASE] != 0:
+        exact = tablebase_score(st, flags, tb, ply)
+        if exact != NO_SCORE:
+            return exact
     best = evaluate(st, flags, hashes[st[S_PLY]], ws.ctl[C_NOISE], np.uint64(ws.ctl[C_NOISE_KEY]))
     if best >= beta or ply >= MAX_PLY - 1:
         return best
@@ -384,7 +414,7 @@ def quiesce(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
         elif stop:
             s = 0
         else:
-            s = -quiesce(st, hist, hashes, flags, ws, ply + 1, -beta, -alpha)
+            s = -quiesce(st, hist, hashes, flags, ws, tb, ply + 1, -beta, -alpha)
         unmake_move(st, hist)
         if ws.ctl[C_STOP] != 0:
             return 0
@@ -400,19 +430,23 @@ def quiesce(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
 
 @njit(_NEGAMAX_SIG, cache=True)
 def negamax(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ws: Workspace,
-            depth: int, ply: int, alpha: int, beta: int, pv_node: bool) -> int:
+            tb: TablebaseArrays, depth: int, ply: int, alpha: int, beta: int, pv_node: bool) -> int:
     """Principal-variation search of `depth` plies; value from the side to move.
 
     Fail-soft: the value is exact inside (alpha, beta), a bound outside. The
     caller has scored a win by the move that reached this position."""
     if depth <= 0:
-        return quiesce(st, hist, hashes, flags, ws, ply, alpha, beta)
+        return quiesce(st, hist, hashes, flags, ws, tb, ply, alpha, beta)
     ws.pv_len[ply] = ply
+    ctl = ws.ctl
     if ply > 0:
         ended = _draw_or_loss(st, hist, hashes, flags, ply)
         if ended != 1:
             return ended
-    ctl = ws.ctl
+        if ctl[C_TABLEBASE] != 0:
+            exact = tablebase_score(st, flags, tb, ply)
+            if exact != NO_SCORE:
+                return exact
     use_tt = ctl[C_USE_TT] != 0
     h = hashes[st[S_PLY]]
     mask = np.uint64(ws.tt_keys.shape[0] - 1)
@@ -446,11 +480,11 @@ def negamax(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
         elif stop:
             s = 0
         elif i == 0:
-            s = -negamax(st, hist, hashes, flags, ws, depth - 1, ply + 1, -beta, -alpha, pv_node)
+            s = -negamax(st, hist, hashes, flags, ws, tb, depth - 1, ply + 1, -beta, -alpha, pv_node)
         else:
-            s = -negamax(st, hist, hashes, flags, ws, depth - 1, ply + 1, -alpha - 1, -alpha, not_pv)
+            s = -negamax(st, hist, hashes, flags, ws, tb, depth - 1, ply + 1, -alpha - 1, -alpha, not_pv)
             if alpha < s < beta and ctl[C_STOP] == 0:
-                s = -negamax(st, hist, hashes, flags, ws, depth - 1, ply + 1, -beta, -alpha, not not_pv)
+                s = -negamax(st, hist, hashes, flags, ws, tb, depth - 1, ply + 1, -beta, -alpha, not not_pv)
         unmake_move(st, hist)
         if ctl[C_STOP] != 0:
             return 0
@@ -475,7 +509,7 @@ def negamax(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
 
 @njit(cache=True)
 def iterative_deepening(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ws: Workspace,
-                        max_depth: int, out_pv: np.ndarray) -> tuple:
+                        tb: TablebaseArrays, max_depth: int, out_pv: np.ndarray) -> tuple:
     """Search depths 1, 2, ... `max_depth` until a limit in `ws.ctl` stops it.
 
     Returns (move, score, depth, pv_length) of the deepest completed
@@ -489,7 +523,7 @@ def iterative_deepening(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, fl
     pv_n = 0
     root = max_depth - max_depth  # 0, as a run-time value (see _NEGAMAX_SIG)
     for d in range(1, max_depth + 1):
-        s = negamax(st, hist, hashes, flags, ws, d, root, -INF, INF, root == 0)
+        s = negamax(st, hist, hashes, flags, ws, tb, d, root, -INF, INF, root == 0)
         if ws.ctl[C_STOP] != 0 and done > 0:
             break
         if ws.pv_len[0] > 0:
@@ -565,10 +599,13 @@ class AlphaBeta:
     offset in [-noise, noise] keyed by a number drawn from `seed` at each
     search, so seeded games differ yet replay exactly. `use_tt` and
     `use_ordering` exist for testing (the value at a fixed depth does not
-    depend on them)."""
+    depend on them). `tablebase`: endgame tables that score the positions
+    they hold below the root exactly (`tablebase_score`); they must serve
+    the boards' rules."""
 
     def __init__(self, rules: Optional[RuleSet] = None, *, tt_bits: int = 20, noise: int = 0,
-                 seed: Optional[int] = None, use_tt: bool = True, use_ordering: bool = True) -> None:
+                 seed: Optional[int] = None, use_tt: bool = True, use_ordering: bool = True,
+                 tablebase: Optional[Tablebase] = None) -> None:
         if not 4 <= tt_bits <= 28:
             raise SearchLimitError(f"tt_bits={tt_bits} must be in 4..28")
         if noise < 0:
@@ -581,6 +618,10 @@ class AlphaBeta:
         self._used = False  # whether a search has written to the tables since they were cleared
         self.ws.ctl[C_USE_TT] = int(use_tt)
         self.ws.ctl[C_ORDERING] = int(use_ordering)
+        self.tablebase = tablebase
+        self.ws.ctl[C_TABLEBASE] = int(tablebase is not None)
+        if tablebase is not None and not tablebase.serves(self.rules):
+            raise TablebaseError(f"the tables at {tablebase.path} do not serve the search's rules {self.rules}")
 
     def clear(self) -> None:
         """Forget the transposition table, killers and history (a new game)."""
@@ -611,6 +652,9 @@ class AlphaBeta:
         t0 = _time.perf_counter()
         self._used = True
         if board.rules != self.rules:
+            if self.tablebase is not None and not self.tablebase.serves(board.rules):
+                raise TablebaseError(f"the tables at {self.tablebase.path} do not serve the board's rules "
+                                     f"{board.rules}")
             self.rules = board.rules
             self.flags = board.rules.flags()
             self.clear()
@@ -632,7 +676,8 @@ class AlphaBeta:
         self.ws.killers[:] = 0
         out_pv = np.zeros(MAX_PLY, dtype=np.int64)
         max_depth = depth if depth is not None else MAX_PLY - 16
-        m, score, done, pv_n = iterative_deepening(st, hist, hashes, self.flags, self.ws, max_depth, out_pv)
+        tables = self.tablebase.arrays if self.tablebase is not None else NO_TABLES
+        m, score, done, pv_n = iterative_deepening(st, hist, hashes, self.flags, self.ws, tables, max_depth, out_pv)
         move = Move.from_int(int(m)) if m != 0 else None
         pv = [Move.from_int(int(x)) for x in out_pv[:pv_n]]
         if move is not None and (not pv or pv[0] != move):
@@ -659,4 +704,5 @@ __all__ = [
     "plies_to_result",
     "quiesce",
     "search_position",
+    "tablebase_score",
 ]
