@@ -167,7 +167,7 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
     for level in LEVELS:
         if t == level.name:
             return level.spec
-    if ":" not in t and (t.endswith(".pt") or "/" in t or Path(t).exists() or (Path("checkpoints") / t).is_dir()):
+    if ":" not in t and (t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)):
         t = f"checkpoint:path={t}"
     try:
         kind, options = parse_spec(t)
@@ -176,6 +176,14 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
     if kind == "checkpoint" and checkpoint_dirs is not None:
         _check_checkpoint_place(options.get("path", ""), checkpoint_dirs)
     return t
+
+
+def _exists(path: Path, dir: bool = False) -> bool:
+    """Whether `path` exists (is a directory); a name the file system refuses (too long, say) names nothing."""
+    try:
+        return path.is_dir() if dir else path.exists()
+    except OSError:
+        return False
 
 
 def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
@@ -552,6 +560,8 @@ class PlayGame:
         """Rebuild a saved game, every move checked again by the rules engine (PlayError if it fails)."""
         if not isinstance(d, dict) or d.get("format") != "jungle-zero-play-game":
             raise PlayError("not a saved Jungle Zero game")
+        if not isinstance(d.get("rules"), dict) or not isinstance(d.get("moves"), list):
+            raise PlayError("saved game is malformed: 'rules' must be an object and 'moves' a list of moves")
         try:
             rules = RuleSet.from_dict(d["rules"])
             game = cls.new(mode=d["mode"], human=d["human"] or "red", opponent=d["opponent"] or "random",
@@ -562,7 +572,7 @@ class PlayGame:
             game.hints_left = max(0, min(HINTS_PER_GAME, int(d["hints_left"])))
             if d.get("resigned") is not None:
                 game.resigned = parse_side(d["resigned"])
-        except (KeyError, TypeError, RuleSetError) as e:
+        except (KeyError, TypeError, RuleSetError, OverflowError) as e:
             raise PlayError(f"saved game is malformed: {e!r}") from None
         except ValueError as e:
             raise PlayError(f"saved game does not replay: {e}") from None
@@ -623,10 +633,12 @@ def replay_frames(record: GameRecord) -> dict[str, Any]:
     """
     if len(record.moves) > MAX_REPLAY_PLIES:
         raise RecordError(f"the game has {len(record.moves)} plies; the viewer shows at most {MAX_REPLAY_PLIES}")
+    if not isinstance(record.rules, dict) or not isinstance(record.start, str):
+        raise RecordError("record cannot be set up: 'rules' must be an object of rules and 'start' a JFEN string")
     try:
         rules = RuleSet.from_dict(record.rules)
         board = Board.from_jfen(record.start, rules=rules)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OverflowError) as e:  # OverflowError: a rule number that is infinite
         raise RecordError(f"record cannot be set up: {e}") from None
 
     def frame() -> dict[str, Any]:
