@@ -280,7 +280,7 @@ def test_an_overlong_name_is_a_404_and_an_overlong_opponent_a_400(client: Client
         code, out, _ = request(client.server, "GET", path)
         assert code == 404 and out["error"].startswith("no page"), (len(path), code, out)
     # A name the file system refuses is not an existing checkpoint: the spec is taken as written.
-    assert "unknown player kind" in client.error("POST", "/api/games", {"opponent": "x" * 300})
+    assert "is not a level" in client.error("POST", "/api/games", {"opponent": "x" * 300})
     assert client.call("GET", "/api/info")["last_game"] is None
 
 

@@ -23,6 +23,7 @@ spec the page accepts to a time per move.
 
 from __future__ import annotations
 
+import difflib
 import os
 import secrets
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 from envs import kernels as K
 from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
-from envs.players import PlayerSpecError, parse_spec
+from envs.players import PlayerSpecError, known_kinds, parse_spec
 from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed
 
@@ -169,6 +170,12 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
             return level.spec
     if ":" not in t and (t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)):
         t = f"checkpoint:path={t}"
+    elif ":" not in t and t not in known_kinds():
+        levels = [level.name for level in LEVELS]
+        close = difflib.get_close_matches(t, levels + known_kinds(), n=1)
+        raise PlayError(f"opponent {t[:80]!r} is not a level ({', '.join(levels)}), a player kind "
+                        f"({', '.join(known_kinds())}), a checkpoint file or a run under checkpoints/"
+                        + (f"; did you mean {close[0]!r}?" if close else ""))
     try:
         kind, options = parse_spec(t)
     except PlayerSpecError as e:
@@ -237,6 +244,25 @@ def bounded_spec(spec: str, seconds: float) -> str:
 def level_seconds(spec: Optional[str], default: float = MOVE_SECONDS) -> float:
     """The time per move of the level whose spec this is (`default` for any other spec)."""
     return next((level.seconds for level in LEVELS if level.spec == spec), default)
+
+
+def warm_up_jobs(rules: RuleSet, opponents: Iterable[str] = (), seconds: float = MOVE_SECONDS) -> tuple[ThinkJob, ...]:
+    """A move from the start for each offered level, the hints and `opponents`, as each would play on the page.
+
+    The computer's workers play them before their first job (see
+    `agents.play.computer.warm_up`), so that no move's clock pays for
+    compiling a search. An opponent the page would refuse is left out (the
+    game that names it is refused anyway)."""
+    specs = [bounded_spec(level.spec, level.seconds) for level in available_levels()]
+    specs.append(bounded_spec(HINT_SPEC, MOVE_SECONDS))
+    for text in opponents:
+        try:
+            spec = opponent_spec(text)
+            specs.append(bounded_spec(spec, level_seconds(spec, seconds)))
+        except PlayError:
+            continue
+    return tuple(ThinkJob(key=f"warm-up:{i}", spec=spec, rules=_rules_key(rules), seed=0, start=START_JFEN)
+                 for i, spec in enumerate(dict.fromkeys(specs)))
 
 
 # --- what a ply did -----------------------------------------------------------------------------

@@ -77,7 +77,7 @@ from agents.io import atomic_write_json, remove_stale_temp_files
 from agents.play.computer import Cancelled, ComputerError, ComputerPool
 from agents.play.game import (CHECKPOINT_DIRS, GRACE_SECONDS, HINTS_PER_GAME, MAX_REPLAY_PLIES, MODES,
                               MOVE_SECONDS, PACES, PlayError, PlayGame, UnknownGameError, available_levels,
-                              replay_frames, terrain)
+                              replay_frames, terrain, warm_up_jobs)
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8765
@@ -136,7 +136,8 @@ class GameStore:
         self.default_pace = default_pace
         self.checkpoint_dirs = tuple(Path(d) for d in checkpoint_dirs)
         self._own_pool = pool is None
-        self.pool = pool if pool is not None else ComputerPool()
+        self.pool = pool if pool is not None else ComputerPool(
+            warm_up=warm_up_jobs(rules, [default_opponent], seconds=move_seconds))
         self.lock = threading.RLock()
         self.games: OrderedDict[str, PlayGame] = OrderedDict()  # least recently used first
         self.last_id: Optional[str] = None
@@ -212,6 +213,7 @@ class GameStore:
         with self.lock:
             thinking = self._thinking.get(game.id)
             view = game.view(thinking=thinking is not None and thinking[0] == game.version)
+            view["preparing"] = view["thinking"] and self.pool.preparing  # waiting for the warm-up, off its clock
             view["save_error"] = self.save_error if game.id == self.last_id else None
             return view
 
@@ -335,6 +337,9 @@ class GameStore:
             return
         except ComputerError as e:
             error = f"the computer ({game.opponent}) could not move: {e}. Undo, resign or start a new game."
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, the page must stop showing "thinking"
+            error = (f"the computer ({game.opponent}) could not move: {type(e).__name__}: {e}. "
+                     "Undo, resign or start a new game.")
         # The pace is the whole time from the person's move to the reply; stop early if undone.
         while not (self._stop.is_set() or cancel.is_set()) and time.monotonic() - began < pause:
             cancel.wait(min(0.05, pause))
@@ -380,7 +385,7 @@ class GameStore:
                     "terrain": terrain(), "levels": [level.to_dict() for level in available_levels()],
                     "modes": list(MODES), "paces": list(PACES), "hints_per_game": HINTS_PER_GAME,
                     "default_opponent": self.default_opponent, "default_pace": self.default_pace,
-                    "last_game": last_summary, "load_error": self.load_error,
+                    "last_game": last_summary, "load_error": self.load_error, "preparing": self.pool.preparing,
                     "limits": {"body_bytes": MAX_BODY, "records": MAX_RECORDS, "replay_plies": MAX_REPLAY_PLIES,
                                "live_games": MAX_LIVE_GAMES, "move_seconds": self.move_seconds}}
 
