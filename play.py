@@ -86,7 +86,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_terminal(game)
 
     # The opponent is built here, as the terminal does: a bad spec or checkpoint stops the start.
-    building = f"Building the opponent {args.opponent} (a first run compiles its search)..."
+    building = f"Building the opponent {args.opponent} (up to a minute on a first run, which compiles its search)..."
     slow = threading.Timer(2.0, print, args=(building,), kwargs={"flush": True})
     slow.start()
     try:

@@ -578,7 +578,7 @@ def _slow_start_job(key: str, first: float = 4.0) -> ThinkJob:
 
 @pytest.mark.slow  # starts its own worker processes
 def test_workers_warm_up_before_any_move_clock_starts(tmp_path: Path) -> None:
-    """A first move that compiles for 4 s fits a 0.5 s limit once the warm-up paid for it, in every worker."""
+    """A first move that compiles for 4 s fits a 1 s limit once the warm-up paid for it, in every worker."""
     bad = replace(_slow_start_job("bad"), spec="nosuchkind")
     with ComputerPool(workers=2, init=register_test_players, warm_up=[_slow_start_job("warm-up"), bad]) as pool:
         pool.start()
@@ -592,7 +592,7 @@ def test_workers_warm_up_before_any_move_clock_starts(tmp_path: Path) -> None:
 
         def two_at_once(keys: tuple[str, str]) -> None:  # one game in each worker
             both = [threading.Thread(target=lambda k=k: moves.append(pool.run("move", _slow_start_job(k),
-                                                                              time_limit=0.5))) for k in keys]
+                                                                              time_limit=1.0))) for k in keys]
             for t in both:
                 t.start()
             for t in both:

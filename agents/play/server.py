@@ -7,10 +7,12 @@
 API (JSON bodies; every error is `{"error": "..."}`: 400 bad input, 403 not
 from the page, 404 unknown, 405 method, 411/413/415 body refused):
 
-    GET  /api/info                     rule set in force, terrain, levels, paces, hints per game, the last game
+    GET  /api/info                     rule set in force, terrain, levels, paces, hints per game, the last game,
+                                       `preparing` while the computer warms up
     POST /api/games                    {mode, human, opponent, pace, start?, seed?} -> a new game's view (201)
     GET  /api/games/last               the saved game (404 if none) - "continue last game"
-    GET  /api/games/<id>               the game's view (`thinking` while the computer chooses)
+    GET  /api/games/<id>               the game's view (`thinking` while the computer chooses, `preparing` while
+                                       that waits for its warm-up, `computer_error`, `save_error`)
     POST /api/games/<id>/move          {move: "a3a4"}
     POST /api/games/<id>/undo          against the computer: its reply and your move (one ply while it thinks)
     POST /api/games/<id>/hint          a suggested move (three per game; the same position's hint again is free)
@@ -32,7 +34,9 @@ What the server guarantees:
 - **Bounded work per request.** The computer searches in worker processes
   (`agents.play.computer`), never in the server, each move within its time
   (`bounded_spec`; the worker is killed past it), so a slow opponent never
-  stalls a request, also after a restart. Bodies are at most `MAX_BODY`
+  stalls a request, also after a restart. The workers warm up first (every
+  level plays a move), so a move's time is never spent compiling; a move
+  that fails anyway shows its error and the game waits for an undo. Bodies are at most `MAX_BODY`
   bytes with a Content-Length (no chunked bodies); a replay takes at most
   `MAX_RECORDS` records of `MAX_REPLAY_PLIES` plies that stop at the game's
   end; at most `MAX_LIVE_GAMES` games are kept (the saved one and the most
