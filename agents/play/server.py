@@ -36,7 +36,7 @@ What the server guarantees:
   (`bounded_spec`; the worker is killed past it), so a slow opponent never
   stalls a request, also after a restart. The workers warm up first (every
   level plays a move), so a move's time is never spent compiling; a move
-  that fails anyway shows its error and the game waits for an undo. Bodies are at most `MAX_BODY`
+  that fails anyway ends the `thinking` with its `computer_error`. Bodies are at most `MAX_BODY`
   bytes with a Content-Length (no chunked bodies); a replay takes at most
   `MAX_RECORDS` records of `MAX_REPLAY_PLIES` plies that stop at the game's
   end; at most `MAX_LIVE_GAMES` games are kept (the saved one and the most
