@@ -8,7 +8,9 @@
 The page's server uses only the standard library, listens on 127.0.0.1 and
 answers only its own page (see agents/play/server.py for its guarantees);
 the game in progress is saved in --state-dir, so a reload or a restart
-continues it.
+continues it. The opponent is built before anything starts, so a bad spec or
+checkpoint stops play.py with one line; the page's computer then warms up in
+the background (it says so, and when it is ready).
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from typing import Optional, Sequence
 
 from envs.rules import RuleSetError, resolve_rules
 
-from agents.play.game import CHECKPOINT_DIRS, PACES, PlayError, PlayGame
+from agents.play.computer import ComputerError, ComputerPool, PlayerCache
+from agents.play.game import CHECKPOINT_DIRS, LEVELS, PACES, PlayError, PlayGame
 from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server
 from agents.play.terminal import run_terminal
+
+LEVEL_LINES = "\n".join(f"  {level.name:<10} {level.about}" for level in LEVELS)
 
 
 def port_number(text: str) -> int:
@@ -38,13 +43,16 @@ def port_number(text: str) -> int:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Play Jungle (Dou Shou Qi) against the computer or a friend.")
+    p = argparse.ArgumentParser(description="Play Jungle (Dou Shou Qi) against the computer or a friend.",
+                                epilog=f"levels of --opponent:\n{LEVEL_LINES}",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--terminal", action="store_true", help="play in the terminal instead of the browser")
     p.add_argument("--rules", default="default", metavar="NAME", help="rule set configs/rules/NAME.yaml (default: default)")
     p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
                    help="override one rule, e.g. --rule no_capture_draw=200 (repeatable)")
     p.add_argument("--opponent", default="beginner",
-                   help="beginner, normal, expert, a checkpoint path or a player spec (default: beginner)")
+                   help=f"a level ({', '.join(level.name for level in LEVELS)}), a checkpoint path or a player spec "
+                        "(default: beginner)")
     p.add_argument("--side", default="red", choices=("red", "blue"), help="terminal: your side (Red moves first)")
     p.add_argument("--two-players", action="store_true", help="terminal: two people at one keyboard")
     p.add_argument("--pace", default=None, choices=tuple(PACES),
@@ -77,11 +85,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         return run_terminal(game)
 
-    try:  # the opponent's spec is checked before the page starts (a level, a checkpoint, a spec within limits)
-        PlayGame.new(opponent=args.opponent, rules=rules)
-    except PlayError as e:
-        print(f"play.py: --opponent: {e}", file=sys.stderr)
+    # The opponent is built here, as the terminal does: a bad spec or checkpoint stops the start.
+    building = f"Building the opponent {args.opponent} (up to a minute on a first run, which compiles its search)..."
+    slow = threading.Timer(2.0, print, args=(building,), kwargs={"flush": True})
+    slow.start()
+    try:
+        PlayerCache().get(PlayGame.new(opponent=args.opponent, rules=rules).job("computer"))
+    except (PlayError, ComputerError) as e:
+        print(f"play.py: --opponent: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+    finally:
+        slow.cancel()
     try:
         server = make_server(port=args.port, state_dir=args.state_dir, rules=rules, rules_name=args.rules,
                              default_opponent=args.opponent, default_pace=args.pace or "quick", verbose=args.verbose,
@@ -90,6 +104,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"play.py: cannot listen on 127.0.0.1:{args.port}: {e} (try --port 0)", file=sys.stderr)
         return 2
     print(f"Jungle play page: {server.url}  (Ctrl-C to stop; games saved in {args.state_dir})", flush=True)
+    pool = server.store.pool
+    print("Preparing the computer: its workers play one move of every level first, so that no move's time "
+          "goes to compiling its search (a minute or two on a first run, seconds after)", flush=True)
+    threading.Thread(target=_announce_ready, args=(pool,), daemon=True).start()
     if not args.no_browser:
         threading.Thread(target=_open_browser, args=(server.url,), daemon=True).start()
     try:
@@ -99,6 +117,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def _announce_ready(pool: ComputerPool) -> None:
+    report = pool.wait_warm()
+    if report is None:
+        return
+    seconds, failures = report
+    for failure in failures:
+        print(f"warning: the computer could not warm up {failure}", flush=True)
+    print(f"The computer is ready (warm-up {seconds:.0f} s)", flush=True)
 
 
 def _open_browser(url: str) -> None:

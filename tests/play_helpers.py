@@ -50,9 +50,30 @@ class GatedPlayer:
         pass
 
 
+class SlowStartPlayer:
+    """A random player whose first move in a process takes `first` seconds, as a cold numba cache compiles."""
+
+    compiled = False  # per process, like numba's compiled kernels
+
+    def __init__(self, first: float, seed: Optional[int] = None) -> None:
+        self.name = "slowstart"
+        self.first = first
+        self.inner = RandomPlayer(seed=seed)
+
+    def select_move(self, board: Board) -> Move:
+        if not SlowStartPlayer.compiled:
+            time.sleep(self.first)
+            SlowStartPlayer.compiled = True
+        return self.inner.select_move(board)
+
+    def reset(self) -> None:
+        pass
+
+
 def register_test_players() -> None:
     """Runs in every worker of the test pools (and may run in the test process)."""
     register_player("gated", lambda rules=None, seed=None, gate="", wait="60": GatedPlayer(gate, seed, float(wait)))
+    register_player("slowstart", lambda rules=None, seed=None, first="3": SlowStartPlayer(float(first), seed))
 
 
 def make_pool() -> ComputerPool:

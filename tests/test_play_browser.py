@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,11 +24,13 @@ from envs.players import RandomPlayer
 
 from agents.arena.records import GameRecord
 from agents.play.computer import ComputerPool
+from agents.play.game import LEVELS
 from agents.play.server import PlayServer
 from tests.play_helpers import browser, pool, start_server, stop_server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow  # every test here drives Chromium or a server end to end
 
+ROOT = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1100, "height": 780}
 PHONE = {"width": 390, "height": 844}
 
@@ -36,8 +42,8 @@ def server(tmp_path: Path, pool: ComputerPool) -> Iterator[PlayServer]:
     stop_server(srv)
 
 
-def page_at(browser: Any, server: PlayServer, viewport: dict[str, int]) -> Iterator[Any]:
-    """The play page in a fresh browser context; JavaScript errors fail the test."""
+def page_at(browser: Any, server: PlayServer | str, viewport: dict[str, int]) -> Iterator[Any]:
+    """The play page (of a server or at a URL) in a fresh browser context; JavaScript errors fail the test."""
     context = browser.new_context(viewport=viewport)
     pg = context.new_page()
     errors: list[str] = []
@@ -46,7 +52,7 @@ def page_at(browser: Any, server: PlayServer, viewport: dict[str, int]) -> Itera
     pg.on("console", lambda m: errors.append(m.text)
           if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
     pg.set_default_timeout(120_000)  # a cold numba cache compiles the computer player on first use
-    pg.goto(server.url)
+    pg.goto(server if isinstance(server, str) else server.url)
     yield pg
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
@@ -419,3 +425,83 @@ def test_a_record_before_the_first_game_and_its_end(page: Any, tmp_path: Path) -
     assert "1-0: Red entered Blue's den" in pg.inner_text("#status")
     pg.click("#rp-close")
     pg.wait_for_selector("#newgame:not([hidden])")  # no game yet: back to the dialog
+
+
+# --- the first hour: a cold numba cache, failures shown -------------------------------------------
+def _level(name: str) -> Any:
+    return next(level for level in LEVELS if level.name == name)
+
+
+def test_the_network_level_opens_on_an_empty_numba_cache(browser: Any, tmp_path: Path) -> None:
+    """A fresh install: the page says it is preparing, then the network plays its first move, no error."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))  # empty: every kernel compiles
+    proc = subprocess.Popen([sys.executable, str(ROOT / "play.py"), "--port", "0", "--no-browser",
+                             "--state-dir", str(tmp_path / "state")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env)
+    lines: list[str] = []
+    assert proc.stdout is not None
+    threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True).start()
+
+    def line(prefix: str, timeout: float = 900) -> str:
+        deadline = time.monotonic() + timeout
+        while not any(x.startswith(prefix) for x in lines):
+            assert proc.poll() is None, f"play.py stopped: {lines}"
+            assert time.monotonic() < deadline, f"no line {prefix!r} in {lines}"
+            time.sleep(0.05)
+        return next(x for x in lines if x.startswith(prefix))
+
+    try:
+        url = line("Jungle play page: ").split()[3]
+        assert line("Preparing the computer", timeout=60)  # said at start-up, right after the URL
+        for pg in page_at(browser, url, VIEWPORT):
+            pg.wait_for_selector("#newgame:not([hidden])")
+            pg.select_option("#ng-opponent", "network")
+            pg.check('input[name="side"][value="blue"]')  # the network opens
+            pg.select_option("#ng-pace", "instant")
+            started = time.monotonic()
+            pg.click("#ng-start")
+            wait_until(pg, "() => document.getElementById('message').textContent.startsWith('Preparing the computer')",
+                       timeout=60)  # the first Start on an empty cache says why it waits
+            wait_until(pg, "() => !!(state.game && (state.game.moves.length === 1 || state.game.computer_error))",
+                       timeout=900)
+            took = time.monotonic() - started
+            g = game(pg)
+            assert g["computer_error"] is None and pg.locator("#message.error").count() == 0, g["computer_error"]
+            assert len(g["moves"]) == 1 and g["opponent"] == _level("network").spec and g["turn"] == "human"
+            warm = float(line("The computer is ready (warm-up ").split("warm-up ")[1].split()[0])
+            # Its first move took the level's time once the announced warm-up was over.
+            assert took <= warm + _level("network").seconds, (took, warm, lines)
+            assert not any(x.startswith("warning:") for x in lines), lines
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_a_failed_computer_move_and_an_unsaved_game_are_shown(browser: Any, tmp_path: Path,
+                                                              pool: ComputerPool) -> None:
+    state = tmp_path / "state"
+    srv = start_server(state, pool, move_seconds=0.5, default_opponent=f"gated:gate={tmp_path / 'never'}")
+    try:
+        for pg in page_at(browser, srv, VIEWPORT):
+            pg.wait_for_selector("#newgame:not([hidden])")
+            assert pg.input_value("#ng-opponent") == "custom"  # the command line's opponent, a spec
+            pg.check('input[name="side"][value="red"]')
+            pg.select_option("#ng-pace", "instant")
+            pg.click("#ng-start")
+            wait_plies(pg, 0)
+            assert pg.locator("#save-warning").is_hidden()
+            shutil.rmtree(state)
+            state.write_text("")  # the state directory is gone, a file has its name
+            pg.click('.sq[data-square="a3"]')
+            pg.click('.sq[data-square="a4"]')
+            pg.wait_for_selector("#save-warning:not([hidden])")
+            assert "could not be saved" in pg.inner_text("#save-warning") and str(state) in pg.inner_text("#save-warning")
+            assert game(pg)["moves"] == ["a3a4"]
+            # The computer never answers: stopped at its limit, the page says so and stops "thinking".
+            pg.wait_for_selector("#message.error", timeout=60_000)
+            assert "could not move" in pg.inner_text("#message")
+            assert "thinking" not in pg.inner_text("#status") and pg.locator("#status .thinking").count() == 0
+            assert "the computer could not move" in pg.inner_text("#status")
+            assert pg.evaluate("document.body.dataset.thinking") == "0"
+    finally:
+        stop_server(srv)

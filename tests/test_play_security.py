@@ -7,8 +7,11 @@ no-cors fetches at the play server, and tries to frame it; nothing changes.
 
 from __future__ import annotations
 
+import errno
 import http.client
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,10 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from agents.arena.records import GameRecord
+from agents.play import server as server_module
 from agents.play.computer import ComputerPool
-from agents.play.server import MAX_BODY, MAX_RECORDS, TOKEN_HEADER, PlayHandler, PlayServer
+from agents.play.game import PlayError, PlayGame
+from agents.play.server import MAX_BODY, MAX_RECORDS, TOKEN_HEADER, PlayHandler, PlayServer, replay
 from tests.play_helpers import Client, browser, client, pool, start_server, stop_server  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,6 +272,221 @@ def test_a_bad_port_is_a_message_not_a_traceback() -> None:
     p = subprocess.run([sys.executable, str(ROOT / "play.py"), "--port", "99999", "--no-browser"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert p.returncode == 2 and "port 99999 is not in 0..65535" in p.stderr and "Traceback" not in p.stderr
+
+
+# --- 6. one consistent state: no 500, nothing lost silently -----------------------------------------
+def test_an_overlong_name_is_a_404_and_an_overlong_opponent_a_400(client: Client) -> None:
+    for path in ("/" + "a" * 300, "/" + "a" * 5000, "/" + "/".join(["b" * 200] * 30)):  # ENAMETOOLONG
+        code, out, _ = request(client.server, "GET", path)
+        assert code == 404 and out["error"].startswith("no page"), (len(path), code, out)
+    # A name the file system refuses is not an existing checkpoint: the spec is taken as written.
+    assert "is not a level" in client.error("POST", "/api/games", {"opponent": "x" * 300})
+    assert client.call("GET", "/api/info")["last_game"] is None
+
+
+def test_an_infinite_rule_number_in_a_record_is_a_400(client: Client) -> None:
+    line = GameRecord(moves=["a3a4"]).to_json().replace('"no_capture_draw": 120', '"no_capture_draw": 1e400')
+    assert "1e400" in line
+    code, out, _ = request(client.server, "POST", "/api/replay", json.dumps({"jsonl": line}).encode(),
+                           {"Content-Type": "application/json", TOKEN_HEADER: client.server.token})
+    assert code == 400 and out["error"].startswith("game 1: record cannot be set up"), out
+
+
+ODD_VALUES = hs.one_of(hs.none(), hs.booleans(), hs.integers(-2**70, 2**70), hs.floats(), hs.text(max_size=20),
+                       hs.lists(hs.integers(), max_size=3), hs.dictionaries(hs.text(max_size=4), hs.integers(), max_size=2))
+
+
+def _with(d: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(d))
+    if field.startswith("rules."):
+        out["rules"][field[len("rules."):]] = value
+    else:
+        out[field] = value
+    return out
+
+
+_RECORD = json.loads(GameRecord(moves=["a3a4", "a7a6"]).to_json())
+_SAVED = {"format": "jungle-zero-play-game", "version": 1, "id": "abc", "mode": "computer", "human": "red",
+          "opponent": "random", "pace": "instant", "rules": dict(_RECORD["rules"]), "rules_name": "default",
+          "start": _RECORD["start"], "seed": 1, "moves": ["a3a4", "a7a6"], "hints_left": 3, "resigned": None}
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.sampled_from([*_RECORD, *(f"rules.{k}" for k in _RECORD["rules"])]), ODD_VALUES)
+def test_a_record_with_any_odd_value_is_replayed_or_refused_in_one_line(field: str, value: Any) -> None:
+    try:
+        replay({"jsonl": json.dumps(_with(_RECORD, field, value))})  # what POST /api/replay runs
+    except PlayError as e:  # answered 400 with its message; anything else would be a 500
+        assert str(e) and "\n" not in str(e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.sampled_from([*_SAVED, *(f"rules.{k}" for k in _SAVED["rules"])]), ODD_VALUES)
+def test_a_saved_game_with_any_odd_value_is_continued_or_refused_in_one_line(field: str, value: Any) -> None:
+    try:
+        PlayGame.from_saved(_with(_SAVED, field, value))  # what the server runs at start-up
+    except PlayError as e:  # the page shows why the game cannot be continued
+        assert str(e) and "\n" not in str(e)
+
+
+def test_a_saved_game_with_an_infinite_rule_does_not_stop_the_server(tmp_path: Path, pool: ComputerPool) -> None:
+    saved = dict(_SAVED, rules=dict(_SAVED["rules"], no_capture_draw=float("inf")))
+    (tmp_path / "last_game.json").write_text(json.dumps(saved))  # json writes Infinity
+    server = start_server(tmp_path, pool)
+    try:
+        c = Client(server)
+        assert "saved game is malformed" in c.call("GET", "/api/info")["load_error"]
+        assert "saved game is malformed" in c.error("GET", "/api/games/last", status=404)
+    finally:
+        stop_server(server)
+
+
+def test_a_move_that_cannot_be_saved_is_played_and_says_so(tmp_path: Path, pool: ComputerPool) -> None:
+    state = tmp_path / "state"
+    server = start_server(state, pool)
+    try:
+        c = Client(server)
+        v = c.new()
+        assert v["save_error"] is None and (state / "last_game.json").is_file()
+        shutil.rmtree(state)
+        state.write_text("not a directory")  # the state directory is gone and a file has its name
+        after = c.call("POST", f"/api/games/{v['id']}/move", {"move": "a3a4"})
+        assert after["moves"][:1] == ["a3a4"]  # applied, and the answer says it is not saved
+        assert "could not be saved" in after["save_error"] and str(state) in after["save_error"]
+        replied = c.settled(v["id"])
+        assert len(replied["moves"]) == 2 and "could not be saved" in replied["save_error"]
+        assert "could not be saved" in c.call("GET", "/api/games/last")["save_error"]
+        state.unlink()  # the directory can be written again: the next change saves the whole game
+        back = c.call("POST", f"/api/games/{v['id']}/move", {"move": replied["legal"][0]})
+        assert back["save_error"] is None
+        live = c.settled(v["id"])
+    finally:
+        stop_server(server)
+    assert json.loads((state / "last_game.json").read_text())["moves"] == live["moves"]
+    server = start_server(state, pool)
+    try:
+        assert Client(server).call("GET", "/api/games/last")["moves"] == live["moves"]
+    finally:
+        stop_server(server)
+
+
+def test_a_full_disk_is_reported_the_same_way(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = client.new(mode="two_players")
+
+    def full(path: Any, obj: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(server_module, "atomic_write_json", full)
+    after = client.call("POST", f"/api/games/{v['id']}/move", {"move": "a3a4"})
+    assert after["moves"] == ["a3a4"] and "No space left on device" in after["save_error"]
+    assert json.loads((tmp_path / "last_game.json").read_text())["moves"] == []  # the file holds the last save
+    monkeypatch.undo()
+    after = client.call("POST", f"/api/games/{v['id']}/move", {"move": "a7a6"})
+    assert after["save_error"] is None
+    assert json.loads((tmp_path / "last_game.json").read_text())["moves"] == ["a3a4", "a7a6"]
+
+
+def _connection_threads() -> int:
+    return sum(1 for t in threading.enumerate() if "process_request_thread" in t.name)
+
+
+def test_connections_beyond_the_cap_wait_their_turn(client: Client) -> None:
+    server = client.server
+    server.max_connections = 3
+    port = server.server_address[1]
+    threads = _connection_threads()
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(5)]  # they send nothing
+    try:
+        deadline = time.monotonic() + 30
+        while _connection_threads() - threads < 3:
+            assert time.monotonic() < deadline, "the server never took the first connections"
+            time.sleep(0.01)
+        late = socket.create_connection(("127.0.0.1", port), timeout=30)
+        late.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        late.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            late.recv(1)  # not answered while the cap is taken: it waits in the listen queue
+        assert _connection_threads() - threads <= 3 and server.live_connections == 3
+        for s in idle:
+            s.close()  # the idle ones give their places back, one by one
+        late.settimeout(30)
+        answer = late.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+        late.close()
+    finally:
+        for s in idle:
+            s.close()
+
+
+FD_SERVER = """
+import os, resource, sys, threading
+from agents.play.computer import ComputerPool
+from agents.play.server import make_server
+server = make_server(port=0, state_dir=None, pool=ComputerPool(workers=1))  # a pool never started: no search here
+threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+print(server.server_address[1], flush=True)
+sys.stdin.readline()
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), hard))
+hog = []
+try:
+    while True:
+        hog.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+print("full", len(hog), flush=True)
+sys.stdin.readline()
+for fd in hog:
+    os.close(fd)
+print("freed", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.slow
+def test_out_of_file_descriptors_the_server_neither_stalls_nor_spins() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", FD_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def say(word: str) -> str:
+        proc.stdin.write(word + "\n")
+        proc.stdin.flush()
+        return proc.stdout.readline()
+
+    def info(conn: http.client.HTTPConnection) -> int:
+        conn.request("GET", "/api/info")
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+
+    try:
+        port = int(proc.stdout.readline())
+        before = http.client.HTTPConnection("127.0.0.1", port, timeout=10)  # open before the descriptors run out
+        assert info(before) == 200
+        assert say("fill").startswith("full")
+        spare = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        assert info(spare) == 200  # a new connection is still taken, on the spare descriptor
+        waiting = socket.create_connection(("127.0.0.1", port), timeout=10)  # no descriptor left for this one
+        waiting.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        cpu = _cpu_seconds(proc.pid)
+        time.sleep(2.0)
+        assert info(before) == 200  # the open connections are served meanwhile
+        assert _cpu_seconds(proc.pid) - cpu < 0.5, "the accept loop spins on the connection it cannot take"
+        spare.close()  # its descriptor goes back to the spare, which takes the waiting connection
+        assert waiting.recv(65536).startswith(b"HTTP/1.1 200")
+        waiting.close()
+        assert say("free").startswith("freed")
+        assert all(info(http.client.HTTPConnection("127.0.0.1", port, timeout=10)) == 200 for _ in range(5))
+        before.close()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 # --- the cross-origin cases in a real browser -----------------------------------------------------

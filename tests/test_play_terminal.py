@@ -59,7 +59,7 @@ def test_terminal_playing_blue_and_bad_options() -> None:
     top = lines.index(files)
     assert lines[top + 1].startswith(" 1 ") and lines[top + 9] == " 9  t  .  #  *  #  .  l  9"  # Blue not moved yet
     bad = run_play("", "--opponent", "nosuchplayer")
-    assert bad.returncode == 2 and "unknown player kind 'nosuchplayer'" in bad.stderr
+    assert bad.returncode == 2 and "opponent 'nosuchplayer' is not a level" in bad.stderr
     bad = run_play("", "--rule", "rank_order=sideways")
     assert bad.returncode == 2 and "rank_order" in bad.stderr
 
@@ -76,6 +76,8 @@ def test_play_page_server_entry_point(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
+        if line.startswith("Building the opponent"):  # a first run compiles its search before the page
+            line = proc.stdout.readline()
         assert line.startswith("Jungle play page: http://127.0.0.1:"), line
         url = line.split()[3]
         with urllib.request.urlopen(url + "api/info", timeout=60) as resp:
@@ -88,3 +90,37 @@ def test_play_page_server_entry_point(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, str(ROOT / "play.py"), "--rules", "nosuchset", "--no-browser"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2 and "unknown rule set 'nosuchset'" in bad.stderr
+
+
+def run_page(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """play.py for the page, expected to stop at start-up (a server that starts would run until the timeout)."""
+    return subprocess.run([sys.executable, str(ROOT / "play.py"), "--no-browser", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_opponent_typos_name_the_levels_and_help_names_every_level(tmp_path: Path) -> None:
+    from agents.play.game import LEVELS
+
+    names = [level.name for level in LEVELS]
+    for p in (run_play("", "--opponent", "netwrok"), run_page("--opponent", "netwrok", "--state-dir", str(tmp_path))):
+        assert p.returncode == 2 and "Traceback" not in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr  # one line
+        assert f"is not a level ({', '.join(names)})" in p.stderr and "did you mean 'network'?" in p.stderr
+    assert not (tmp_path / "last_game.json").exists()
+    text = subprocess.run([sys.executable, str(ROOT / "play.py"), "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT).stdout
+    assert f"a level ({', '.join(names)})" in " ".join(text.split())
+    assert all(f"  {level.name:<10} {level.about}" in text for level in LEVELS)
+
+
+@pytest.mark.slow
+def test_a_corrupt_checkpoint_opponent_stops_the_page_at_start(tmp_path: Path) -> None:
+    good = next((ROOT / "checkpoints" / "shipped").glob("*.pt")).read_bytes()  # a real checkpoint, cut below
+    for name, data in (("noise.pt", bytes(range(256)) * 8), ("cut.pt", good[: len(good) // 2]), ("empty.pt", b"")):
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        p = run_page("--opponent", str(bad), "--state-dir", str(tmp_path / "state"))
+        assert p.returncode == 2 and "Jungle play page" not in p.stdout, (name, p.stdout)
+        assert p.stderr.startswith("play.py: --opponent: ") and str(bad) in p.stderr, (name, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (name, p.stderr)

@@ -8,6 +8,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,7 +19,7 @@ from envs.rules import resolve_rules
 
 from agents.arena.records import GameRecord
 from agents.play import game as play_game
-from agents.play.computer import Cancelled, ComputerPool, PlayerCache, choose_move
+from agents.play.computer import Cancelled, ComputerError, ComputerPool, PlayerCache, ThinkJob, choose_move
 from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
 from agents.play.server import MAX_LIVE_GAMES
 from tests.play_helpers import (Client, client, pool, register_test_players, snapshot, start_server,  # noqa: F401
@@ -78,7 +79,7 @@ def test_new_game_view(client: Client) -> None:
     ({"mode": "solo"}, "mode"),
     ({"pace": "fast"}, "pace"),
     ({"human": "green"}, "side"),
-    ({"opponent": "nosuchkind"}, "unknown player kind"),
+    ({"opponent": "nosuchkind"}, "is not a level"),
     ({"opponent": "random:depth=3"}, "random"),
     ({"opponent": "alphabeta:depth"}, "key=value"),
     ({"start": "not a jfen"}, "JFEN"),
@@ -568,3 +569,56 @@ def test_every_named_level_is_offered_from_a_checkout() -> None:
     # A level naming a checkpoint is hidden while its file is missing: the shipped ones must be there.
     assert [lv.name for lv in play_game.available_levels()] == [lv.name for lv in play_game.LEVELS]
     assert any(lv.spec.startswith("checkpoint:") for lv in play_game.LEVELS)
+
+
+# --- the computer warms up before any move's clock starts ----------------------------------------
+def _slow_start_job(key: str, first: float = 4.0) -> ThinkJob:
+    return PlayGame.new(opponent=f"slowstart:first={first:g}", game_id=key).job("computer")
+
+
+@pytest.mark.slow  # starts its own worker processes
+def test_workers_warm_up_before_any_move_clock_starts(tmp_path: Path) -> None:
+    """A first move that compiles for 4 s fits a 1 s limit once the warm-up paid for it, in every worker."""
+    bad = replace(_slow_start_job("bad"), spec="nosuchkind")
+    with ComputerPool(workers=2, init=register_test_players, warm_up=[_slow_start_job("warm-up"), bad]) as pool:
+        pool.start()
+        assert pool.preparing  # until a worker is warm, a job would wait for the warm-up
+        report = pool.wait_warm(timeout=300)
+        assert report is not None and not pool.preparing
+        seconds, failures = report
+        assert seconds >= 8.0  # the two workers one after the other, each paying the 4 s once
+        assert len(failures) == 1 and failures[0].startswith("nosuchkind: unknown player kind")
+        moves: list[str] = []
+
+        def two_at_once(keys: tuple[str, str]) -> None:  # one game in each worker
+            both = [threading.Thread(target=lambda k=k: moves.append(pool.run("move", _slow_start_job(k),
+                                                                              time_limit=1.0))) for k in keys]
+            for t in both:
+                t.start()
+            for t in both:
+                t.join(300)
+
+        two_at_once(("one", "two"))
+        assert len(moves) == 2 and all(m in Board().legal_moves for m in moves)
+        # A worker started after a kill warms up too: the runaway below is stopped, its place warmed up again.
+        stuck = PlayGame.new(opponent=f"gated:gate={tmp_path / 'never'}").job("computer")
+        with pytest.raises(ComputerError, match="limit of 0.3 s"):
+            pool.run("move", stuck, time_limit=0.3)
+        two_at_once(("three", "four"))
+        assert len(moves) == 4 and all(m in Board().legal_moves for m in moves)
+
+
+@pytest.mark.slow  # starts its own worker process
+def test_the_page_says_preparing_while_the_computer_warms_up(tmp_path: Path) -> None:
+    with ComputerPool(workers=1, init=register_test_players, warm_up=[_slow_start_job("warm-up", 6.0)]) as own:
+        own.start()
+        server = start_server(tmp_path, own, move_seconds=0.5)
+        try:
+            c = Client(server)
+            assert c.call("GET", "/api/info")["preparing"] is True
+            v = c.new(opponent="slowstart:first=6", human="blue")  # waits for the warm worker, off any clock
+            done = c.settled(v["id"])
+            assert len(done["moves"]) == 1 and done["computer_error"] is None
+            assert done["preparing"] is False and c.call("GET", "/api/info")["preparing"] is False
+        finally:
+            stop_server(server)

@@ -8,12 +8,17 @@ other threads answer requests meanwhile. Each worker keeps the few players
 it built last (an alpha-beta player owns a transposition table, a checkpoint
 player a network), so a game's moves reuse its player.
 
-A job has two limits: building the player (importing torch, loading a
-checkpoint, a cold numba cache) and, from the moment the worker starts
+A worker first warms up: it plays one move of each of the pool's `warm_up`
+jobs (the page's levels) with players built for that alone, so that every
+kernel their searches run is compiled, and written to numba's cache, before
+any job reaches it. The pool starts its workers one after the other (the
+first compiles, the next ones read the cache), and a job waits for a warm
+worker, off any clock. Then a job has two limits: building the player
+(importing torch, loading a checkpoint) and, from the moment the worker starts
 searching, `time_limit` seconds for the move. A worker that runs past its
 limit, or whose job is cancelled (the person undid or resigned meanwhile), is
-killed, and a fresh one starts for the next job: a runaway search costs CPU
-for at most its limit and never blocks anything else.
+killed, and a fresh one starts and warms up in the background: a runaway
+search costs CPU for at most its limit and never blocks anything else.
 
 The terminal mode calls `choose_move` in its own process with a
 `PlayerCache`, the same code the workers run.
@@ -28,7 +33,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from envs.board import Board
 from envs.players import Player, PlayerSpecError, make_player
@@ -38,6 +43,8 @@ BUILD_SECONDS = 120.0
 """How long a worker may take to start and build a player (a cold numba cache compiles for about a minute)."""
 PLAYERS_PER_WORKER = 4
 """Players a worker keeps built (least recently used dropped)."""
+WARM_UP_SECONDS = 900.0
+"""How long a worker may take to start and warm up (a cold numba cache compiles every level's search)."""
 
 
 class ComputerError(ValueError):
@@ -113,13 +120,30 @@ def choose_move(job: ThinkJob, cache: PlayerCache) -> str:
         raise ComputerError(f"{job.spec} could not move: {e}") from None
 
 
-def _worker_main(conn: Connection, init: Optional[Callable[[], None]]) -> None:
-    """A worker process: answer ("build" | "move", job) messages until the pipe closes (the server is gone)."""
+def warm_up(jobs: Iterable[ThinkJob]) -> list[str]:
+    """Choose one move for each job with a player built for it alone (then dropped); returns the failures.
+
+    This compiles (and caches on disk) every kernel those searches run, so
+    that a later move's time is spent searching. The players of later jobs
+    are built afresh: a warm-up changes no game's player or its seeds."""
+    failures = []
+    for job in jobs:
+        try:
+            choose_move(job, PlayerCache(size=1))
+        except Exception as e:  # noqa: BLE001 - a level that cannot play is reported, the others still warm up
+            failures.append(f"{job.spec}: {' '.join(str(e).split())}")
+    return failures
+
+
+def _worker_main(conn: Connection, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob] = ()) -> None:
+    """A worker process: warm up, say ("ready", failures), then answer ("build" | "move", job) messages until
+    the pipe closes (the server is gone)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it stops the workers
-    if init is not None:
-        init()
     cache = PlayerCache()
     try:
+        if init is not None:
+            init()
+        conn.send(("ready", warm_up(jobs)))
         while True:
             kind, job = conn.recv()
             if kind == "move":  # build first: the move's time limit starts with the search
@@ -146,11 +170,16 @@ def _answer(kind: str, job: ThinkJob, cache: PlayerCache) -> tuple[str, str]:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, init: Optional[Callable[[], None]]) -> None:
+    def __init__(self, ctx: Any, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob]) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, init), daemon=True, name="jungle-computer")
-        self.process.start()
-        child.close()
+        self.process = ctx.Process(target=_worker_main, args=(child, init, tuple(jobs)), daemon=True,
+                                   name="jungle-computer")
+        try:
+            self.process.start()
+        finally:
+            child.close()
+        self.ready = False
+        """Whether it has warmed up (and said so): only then does it take jobs."""
         self.keys: list[str] = []  # job keys it has answered, newest last (its players, roughly)
 
     def kill(self) -> None:
@@ -165,35 +194,120 @@ class ComputerPool:
     `run` blocks the calling thread (never the others) until the answer, a
     failure (ComputerError) or a cancel (Cancelled). Jobs beyond `workers` wait
     for a free worker. `init` runs once in every worker before its first job
-    (to register extra player kinds, say); it must be picklable."""
+    (to register extra player kinds, say); it must be picklable. Every worker
+    plays the `warm_up` jobs before its first job (see the module docstring);
+    `preparing` says whether that is what the computer is waiting for now."""
 
     def __init__(self, workers: int = 2, *, init: Optional[Callable[[], None]] = None,
-                 build_seconds: float = BUILD_SECONDS) -> None:
+                 build_seconds: float = BUILD_SECONDS, warm_up: Sequence[ThinkJob] = (),
+                 warm_up_seconds: float = WARM_UP_SECONDS) -> None:
         if workers < 1:
             raise ValueError(f"a computer pool needs at least one worker, got {workers}")
         self._ctx = mp.get_context("spawn")  # the server has threads: never fork it
         self._init = init
         self.build_seconds = build_seconds
+        self.warm_up_jobs = tuple(warm_up)
+        self.warm_up_seconds = warm_up_seconds
         self._slots: list[Optional[_Worker]] = [None] * workers
         self._busy = [False] * workers
+        self._warming = 0
         self._cond = threading.Condition()
         self._closed = False
+        self._started = False
+        self._warmed = threading.Event()
+        self.warm_up_report: Optional[tuple[float, list[str]]] = None
+        """After `start`'s warm-up: (seconds it took, the failures of its workers)."""
 
     def start(self) -> None:
-        """Start every worker now, in the background, so the first move does not wait for one."""
-        threading.Thread(target=self._start_all, daemon=True, name="computer-pool-start").start()
-
-    def _start_all(self) -> None:
-        for i in range(len(self._slots)):
-            with self._cond:
-                if self._closed or self._busy[i] or self._slots[i] is not None:
-                    continue
+        """Start and warm up every worker now, in the background, so that the first move waits for neither."""
+        with self._cond:
+            if self._started:
+                return
+            self._started = True
+            # Every slot waits for its turn to warm up: no job may start a worker of its own meanwhile.
+            slots = [i for i in range(len(self._slots)) if not self._busy[i] and self._slots[i] is None]
+            for i in slots:
                 self._busy[i] = True
+            self._warming += 1  # from now on, until the last of them is warm
+        threading.Thread(target=self._start_all, args=(slots,), daemon=True, name="computer-pool-start").start()
+
+    def wait_warm(self, timeout: Optional[float] = None) -> Optional[tuple[float, list[str]]]:
+        """Block until `start`'s warm-up is over; its `warm_up_report` (None on timeout)."""
+        self._warmed.wait(timeout)
+        return self.warm_up_report
+
+    @property
+    def preparing(self) -> bool:
+        """Whether a worker is warming up and none is warm yet (a job would wait for the warm-up)."""
+        with self._cond:
+            return self._warming > 0 and not any(w is not None and w.ready for w in self._slots)
+
+    def _start_all(self, slots: list[int]) -> None:
+        began = time.monotonic()
+        failures: list[str] = []
+        try:
+            for i in slots:  # one after the other: the first compiles, the next read numba's cache
+                worker, problems = self._start_worker(None)
+                failures.extend(p for p in problems if p not in failures)
+                self._release(i, worker)
+        finally:
+            with self._cond:
+                self._warming -= 1
+            self.warm_up_report = (time.monotonic() - began, failures)
+            self._warmed.set()
+
+    def _restart(self, i: int) -> None:
+        """Start a worker in an empty slot, in the background (after a kill), if no job took the slot first."""
+        with self._cond:
+            if self._closed or self._busy[i] or self._slots[i] is not None:
+                return
+            self._busy[i] = True
+        worker, _ = self._start_worker(None)
+        self._release(i, worker)
+
+    def _start_worker(self, cancel: Optional[threading.Event]) -> tuple[Optional[_Worker], list[str]]:
+        """A new worker once warm, with the failures of its warm-up; (None, [why]) if it could not start."""
+        with self._cond:
+            self._warming += 1
+        try:
             try:
-                worker = _Worker(self._ctx, self._init)
-            except Exception:  # noqa: BLE001 - a worker that cannot start now is started by the next job
-                worker = None
-            self._release(i, worker)
+                worker = _Worker(self._ctx, self._init, self.warm_up_jobs)
+            except Exception as e:  # noqa: BLE001 - out of processes or memory: the next job tries again
+                return None, [f"a worker process could not start: {e}"]
+            try:
+                return worker, self._await_ready(worker, cancel)
+            except Cancelled:
+                worker.kill()
+                if cancel is not None and cancel.is_set():
+                    raise
+                return None, []
+            except ComputerError as e:
+                worker.kill()
+                return None, [str(e)]
+        finally:
+            with self._cond:
+                self._warming -= 1
+
+    def _await_ready(self, worker: _Worker, cancel: Optional[threading.Event]) -> list[str]:
+        """Wait for the worker's warm-up (Cancelled when the pool closes or `cancel` is set); its failures."""
+        deadline = time.monotonic() + self.warm_up_seconds
+        while True:
+            if self._closed or (cancel is not None and cancel.is_set()):
+                raise Cancelled()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ComputerError(f"the computer took more than {self.warm_up_seconds:g} s to warm up "
+                                    "and was stopped")
+            if not worker.conn.poll(min(left, 0.05)):
+                continue
+            try:
+                tag, failures = worker.conn.recv()
+            except (EOFError, OSError):
+                raise ComputerError("the computer's worker process stopped while warming up "
+                                    f"(exit code {worker.process.exitcode})") from None
+            if tag == "ready":
+                worker.ready = True
+                return [str(f) for f in failures]
 
     def run(self, kind: str, job: ThinkJob, *, time_limit: float, cancel: Optional[threading.Event] = None) -> str:
         """`kind="move"`: the chosen move; `kind="build"`: build the player only (checks the spec), `''`."""
@@ -201,20 +315,24 @@ class ComputerPool:
             raise ValueError(f"unknown job kind {kind!r}")
         i = self._acquire(job.key, cancel)
         worker = self._slots[i]
+        failed = False
         try:
             if worker is None or not worker.process.is_alive():
                 if worker is not None:
                     worker.kill()
-                worker = _Worker(self._ctx, self._init)
+                    worker = self._slots[i] = None
+                worker, problems = self._start_worker(cancel)  # warms up before the job's clocks start
+                if worker is None:
+                    raise ComputerError("; ".join(problems) or "the computer's worker process could not start")
             tag, text = self._exchange(worker, kind, job, time_limit, cancel)
             worker.keys = [k for k in worker.keys if k != job.key][-PLAYERS_PER_WORKER + 1:] + [job.key]
         except BaseException:
             if worker is not None:
                 worker.kill()  # mid-search: a killed worker is the only way to stop it
-            worker = None
+            worker, failed = None, True
             raise
         finally:
-            self._release(i, worker)
+            self._release(i, worker, restart=failed)
         if tag == "error":
             raise ComputerError(text)
         return text
@@ -222,7 +340,10 @@ class ComputerPool:
     def _exchange(self, worker: _Worker, kind: str, job: ThinkJob, time_limit: float,
                   cancel: Optional[threading.Event]) -> tuple[str, str]:
         """Send the job and wait for its answer: ("move" | "built" | "error", text)."""
-        worker.conn.send((kind, job))
+        try:
+            worker.conn.send((kind, job))
+        except (OSError, ValueError):  # the worker died between two jobs (its pipe is broken or closed)
+            raise ComputerError(f"the computer's worker process stopped (exit code {worker.process.exitcode})") from None
         deadline = time.monotonic() + self.build_seconds
         limit_text = f"{self.build_seconds:g} s to start"
         while True:
@@ -259,7 +380,8 @@ class ComputerPool:
                     return i
                 self._cond.wait(0.05)
 
-    def _release(self, i: int, worker: Optional[_Worker]) -> None:
+    def _release(self, i: int, worker: Optional[_Worker], restart: bool = False) -> None:
+        """Give slot `i` back with its worker; `restart`: start a new one there now (a job's was killed)."""
         with self._cond:
             if self._closed and worker is not None:
                 worker.kill()
@@ -267,6 +389,9 @@ class ComputerPool:
             self._slots[i] = worker
             self._busy[i] = False
             self._cond.notify_all()
+            restart = restart and worker is None and self._started and not self._closed
+        if restart:  # warmed up again now, not when the next move needs it
+            threading.Thread(target=self._restart, args=(i,), daemon=True, name="computer-pool-restart").start()
 
     def close(self) -> None:
         """Stop every worker (a running job ends with Cancelled)."""

@@ -23,6 +23,7 @@ spec the page accepts to a time per move.
 
 from __future__ import annotations
 
+import difflib
 import os
 import secrets
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 from envs import kernels as K
 from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
-from envs.players import PlayerSpecError, parse_spec
+from envs.players import PlayerSpecError, known_kinds, parse_spec
 from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed
 
@@ -169,8 +170,14 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
     for level in LEVELS:
         if t == level.name:
             return level.spec
-    if ":" not in t and (t.endswith(".pt") or "/" in t or Path(t).exists() or (Path("checkpoints") / t).is_dir()):
+    if ":" not in t and (t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)):
         t = f"checkpoint:path={t}"
+    elif ":" not in t and t not in known_kinds():
+        levels = [level.name for level in LEVELS]
+        close = difflib.get_close_matches(t, levels + known_kinds(), n=1)
+        raise PlayError(f"opponent {t[:80]!r} is not a level ({', '.join(levels)}), a player kind "
+                        f"({', '.join(known_kinds())}), a checkpoint file or a run under checkpoints/"
+                        + (f"; did you mean {close[0]!r}?" if close else ""))
     try:
         kind, options = parse_spec(t)
     except PlayerSpecError as e:
@@ -178,6 +185,14 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
     if kind == "checkpoint" and checkpoint_dirs is not None:
         _check_checkpoint_place(options.get("path", ""), checkpoint_dirs)
     return t
+
+
+def _exists(path: Path, dir: bool = False) -> bool:
+    """Whether `path` exists (is a directory); a name the file system refuses (too long, say) names nothing."""
+    try:
+        return path.is_dir() if dir else path.exists()
+    except OSError:
+        return False
 
 
 def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
@@ -237,6 +252,25 @@ def bounded_spec(spec: str, seconds: float) -> str:
 def level_seconds(spec: Optional[str], default: float = MOVE_SECONDS) -> float:
     """The time per move of the level whose spec this is (`default` for any other spec)."""
     return next((level.seconds for level in LEVELS if level.spec == spec), default)
+
+
+def warm_up_jobs(rules: RuleSet, opponents: Iterable[str] = (), seconds: float = MOVE_SECONDS) -> tuple[ThinkJob, ...]:
+    """A move from the start for each offered level, the hints and `opponents`, as each would play on the page.
+
+    The computer's workers play them before their first job (see
+    `agents.play.computer.warm_up`), so that no move's clock pays for
+    compiling a search. An opponent the page would refuse is left out (the
+    game that names it is refused anyway)."""
+    specs = [bounded_spec(level.spec, level.seconds) for level in available_levels()]
+    specs.append(bounded_spec(HINT_SPEC, MOVE_SECONDS))
+    for text in opponents:
+        try:
+            spec = opponent_spec(text)
+            specs.append(bounded_spec(spec, level_seconds(spec, seconds)))
+        except PlayError:
+            continue
+    return tuple(ThinkJob(key=f"warm-up:{i}", spec=spec, rules=_rules_key(rules), seed=0, start=START_JFEN)
+                 for i, spec in enumerate(dict.fromkeys(specs)))
 
 
 # --- what a ply did -----------------------------------------------------------------------------
@@ -560,6 +594,8 @@ class PlayGame:
         """Rebuild a saved game, every move checked again by the rules engine (PlayError if it fails)."""
         if not isinstance(d, dict) or d.get("format") != "jungle-zero-play-game":
             raise PlayError("not a saved Jungle Zero game")
+        if not isinstance(d.get("rules"), dict) or not isinstance(d.get("moves"), list):
+            raise PlayError("saved game is malformed: 'rules' must be an object and 'moves' a list of moves")
         try:
             rules = RuleSet.from_dict(d["rules"])
             game = cls.new(mode=d["mode"], human=d["human"] or "red", opponent=d["opponent"] or "random",
@@ -570,7 +606,7 @@ class PlayGame:
             game.hints_left = max(0, min(HINTS_PER_GAME, int(d["hints_left"])))
             if d.get("resigned") is not None:
                 game.resigned = parse_side(d["resigned"])
-        except (KeyError, TypeError, RuleSetError) as e:
+        except (KeyError, TypeError, RuleSetError, OverflowError) as e:
             raise PlayError(f"saved game is malformed: {e!r}") from None
         except ValueError as e:
             raise PlayError(f"saved game does not replay: {e}") from None
@@ -631,10 +667,12 @@ def replay_frames(record: GameRecord) -> dict[str, Any]:
     """
     if len(record.moves) > MAX_REPLAY_PLIES:
         raise RecordError(f"the game has {len(record.moves)} plies; the viewer shows at most {MAX_REPLAY_PLIES}")
+    if not isinstance(record.rules, dict) or not isinstance(record.start, str):
+        raise RecordError("record cannot be set up: 'rules' must be an object of rules and 'start' a JFEN string")
     try:
         rules = RuleSet.from_dict(record.rules)
         board = Board.from_jfen(record.start, rules=rules)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OverflowError) as e:  # OverflowError: a rule number that is infinite
         raise RecordError(f"record cannot be set up: {e}") from None
 
     def frame() -> dict[str, Any]:

@@ -7,10 +7,12 @@
 API (JSON bodies; every error is `{"error": "..."}`: 400 bad input, 403 not
 from the page, 404 unknown, 405 method, 411/413/415 body refused):
 
-    GET  /api/info                     rule set in force, terrain, levels, paces, hints per game, the last game
+    GET  /api/info                     rule set in force, terrain, levels, paces, hints per game, the last game,
+                                       `preparing` while the computer warms up
     POST /api/games                    {mode, human, opponent, pace, start?, seed?} -> a new game's view (201)
     GET  /api/games/last               the saved game (404 if none) - "continue last game"
-    GET  /api/games/<id>               the game's view (`thinking` while the computer chooses)
+    GET  /api/games/<id>               the game's view (`thinking` while the computer chooses, `preparing` while
+                                       that waits for its warm-up, `computer_error`, `save_error`)
     POST /api/games/<id>/move          {move: "a3a4"}
     POST /api/games/<id>/undo          against the computer: its reply and your move (one ply while it thinks)
     POST /api/games/<id>/hint          a suggested move (three per game; the same position's hint again is free)
@@ -32,23 +34,37 @@ What the server guarantees:
 - **Bounded work per request.** The computer searches in worker processes
   (`agents.play.computer`), never in the server, each move within its time
   (`bounded_spec`; the worker is killed past it), so a slow opponent never
-  stalls a request, also after a restart. Bodies are at most `MAX_BODY`
+  stalls a request, also after a restart. The workers warm up first (every
+  level plays a move), so a move's time is never spent compiling; a move
+  that fails anyway ends the `thinking` with its `computer_error`. Bodies are at most `MAX_BODY`
   bytes with a Content-Length (no chunked bodies); a replay takes at most
   `MAX_RECORDS` records of `MAX_REPLAY_PLIES` plies that stop at the game's
   end; at most `MAX_LIVE_GAMES` games are kept (the saved one and the most
   recent); an idle or stalled connection is closed after `SOCKET_TIMEOUT`.
+  At most `MAX_CONNECTIONS` connections are served at once (more wait in the
+  listen queue); out of file descriptors, a spare one still takes one
+  connection at a time and the accept loop pauses rather than spins.
 - **What is saved.** The game in progress (mode, sides, opponent, rules,
   moves, hints left) is written atomically to `<state_dir>/last_game.json`
   after every change, so it survives a reload of the page and a restart.
+  A change whose write fails (the directory gone, the disk full) stays
+  applied, and every view of the game carries `save_error` saying it is not
+  saved until a later write succeeds.
+- **Bad input is a 4xx.** A name the file system refuses answers 404, a
+  record or saved game with odd values (an infinite rule number, say) a 400
+  or a `load_error`; a 500 is a bug.
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import mimetypes
+import os
 import random
 import secrets
+import socket
 import threading
 import time
 from collections import OrderedDict
@@ -65,7 +81,7 @@ from agents.io import atomic_write_json, remove_stale_temp_files
 from agents.play.computer import Cancelled, ComputerError, ComputerPool
 from agents.play.game import (CHECKPOINT_DIRS, GRACE_SECONDS, HINTS_PER_GAME, MAX_REPLAY_PLIES, MODES,
                               MOVE_SECONDS, PACES, PlayError, PlayGame, UnknownGameError, available_levels,
-                              replay_frames, terrain)
+                              replay_frames, terrain, warm_up_jobs)
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8765
@@ -81,6 +97,10 @@ MAX_LIVE_GAMES = 8
 """Games kept in memory: the saved one and the most recently used; older ones are dropped."""
 SOCKET_TIMEOUT = 20.0
 """Seconds a connection may stay silent (mid-request or idle between requests) before it is closed."""
+MAX_CONNECTIONS = 32
+"""Connections served at once, each by its own thread (a browser opens six); more wait in the listen queue."""
+ACCEPT_PAUSE = 0.05
+"""Seconds the accept loop waits before it tries again when it may not accept (the cap, no descriptor left)."""
 TOKEN_HEADER = "X-Jungle-Token"
 TOKEN_PLACEHOLDER = b"__JUNGLE_TOKEN__"
 SECURITY_HEADERS = {
@@ -120,13 +140,16 @@ class GameStore:
         self.default_pace = default_pace
         self.checkpoint_dirs = tuple(Path(d) for d in checkpoint_dirs)
         self._own_pool = pool is None
-        self.pool = pool if pool is not None else ComputerPool()
+        self.pool = pool if pool is not None else ComputerPool(
+            warm_up=warm_up_jobs(rules, [default_opponent], seconds=move_seconds))
         self.lock = threading.RLock()
         self.games: OrderedDict[str, PlayGame] = OrderedDict()  # least recently used first
         self.last_id: Optional[str] = None
         self._thinking: dict[str, tuple[int, threading.Event]] = {}  # game id -> (version, its cancel switch)
         self._stop = threading.Event()
         self.load_error: Optional[str] = None
+        self.save_error: Optional[str] = None
+        """Why the last game's latest change is not on disk (None once a save succeeds)."""
         if self._own_pool:
             self.pool.start()
         self._load_saved()
@@ -155,10 +178,20 @@ class GameStore:
             self._schedule(game)  # in a worker: a slow opponent cannot hold up the start
 
     def _save(self, game: PlayGame) -> None:
+        """Write the last game to disk (lock held); a failed write is kept in `save_error` for every view to show.
+
+        The change stays applied in memory either way: the answer says whether
+        it is saved, and the next change tries again."""
         path = self.save_path
         if path is None or game.id != self.last_id:
             return
-        atomic_write_json(path, game.to_saved())
+        try:
+            atomic_write_json(path, game.to_saved())
+        except OSError as e:  # the directory gone or not a directory, the disk full, no permission...
+            self.save_error = (f"this game could not be saved to {path} ({e.strerror or e}); it goes on here, "
+                               "but a restart of the server would lose it")
+        else:
+            self.save_error = None
 
     def _add(self, game: PlayGame) -> None:
         """Keep `game` as the last one and drop the oldest games beyond MAX_LIVE_GAMES."""
@@ -183,7 +216,10 @@ class GameStore:
     def view(self, game: PlayGame) -> dict[str, Any]:
         with self.lock:
             thinking = self._thinking.get(game.id)
-            return game.view(thinking=thinking is not None and thinking[0] == game.version)
+            view = game.view(thinking=thinking is not None and thinking[0] == game.version)
+            view["preparing"] = view["thinking"] and self.pool.preparing  # waiting for the warm-up, off its clock
+            view["save_error"] = self.save_error if game.id == self.last_id else None
+            return view
 
     def create(self, body: dict[str, Any]) -> PlayGame:
         allowed = {"mode", "human", "opponent", "pace", "start", "seed"}
@@ -305,6 +341,9 @@ class GameStore:
             return
         except ComputerError as e:
             error = f"the computer ({game.opponent}) could not move: {e}. Undo, resign or start a new game."
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, the page must stop showing "thinking"
+            error = (f"the computer ({game.opponent}) could not move: {type(e).__name__}: {e}. "
+                     "Undo, resign or start a new game.")
         # The pace is the whole time from the person's move to the reply; stop early if undone.
         while not (self._stop.is_set() or cancel.is_set()) and time.monotonic() - began < pause:
             cancel.wait(min(0.05, pause))
@@ -350,7 +389,7 @@ class GameStore:
                     "terrain": terrain(), "levels": [level.to_dict() for level in available_levels()],
                     "modes": list(MODES), "paces": list(PACES), "hints_per_game": HINTS_PER_GAME,
                     "default_opponent": self.default_opponent, "default_pace": self.default_pace,
-                    "last_game": last_summary, "load_error": self.load_error,
+                    "last_game": last_summary, "load_error": self.load_error, "preparing": self.pool.preparing,
                     "limits": {"body_bytes": MAX_BODY, "records": MAX_RECORDS, "replay_plies": MAX_REPLAY_PLIES,
                                "live_games": MAX_LIVE_GAMES, "move_seconds": self.move_seconds}}
 
@@ -546,13 +585,21 @@ class PlayHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
             return
         name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
-        target = (WEB_DIR / name).resolve()
-        if WEB_DIR not in target.parents or not target.is_file():
+        try:
+            target = (WEB_DIR / name).resolve()
+            found = WEB_DIR in target.parents and target.is_file()
+        except OSError:  # a name the file system refuses (too long, say) names no page
+            found = False
+        if not found:
             raise RequestRefused(HTTPStatus.NOT_FOUND, f"no page {path[:80]!r}")
         ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         if ctype.startswith("text/") or ctype.endswith("javascript"):
             ctype += "; charset=utf-8"
-        data = target.read_bytes()
+        try:
+            data = target.read_bytes()
+        except OSError as e:  # out of file descriptors, say: the page is there, it cannot be read now
+            raise RequestRefused(HTTPStatus.SERVICE_UNAVAILABLE,
+                                 f"the page file {target.name} cannot be read now: {e.strerror or e}") from None
         if target.name == "index.html":
             data = data.replace(TOKEN_PLACEHOLDER, self.server.token.encode("ascii"))
         self._send(HTTPStatus.OK, data, ctype)
@@ -590,11 +637,18 @@ class PlayHandler(BaseHTTPRequestHandler):
 
 
 class PlayServer(ThreadingHTTPServer):
-    """A ThreadingHTTPServer on 127.0.0.1 holding one GameStore and this run's page token."""
+    """A ThreadingHTTPServer on 127.0.0.1 holding one GameStore and this run's page token.
+
+    At most `max_connections` connections are open at once; the next ones wait
+    in the listen queue until one closes. A spare file descriptor is held so
+    that a process out of descriptors still accepts (and answers) one
+    connection at a time, and the accept loop pauses instead of spinning on a
+    connection it cannot take."""
 
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # a burst of the page's requests must queue, not be reset
+    max_connections = MAX_CONNECTIONS
 
     def __init__(self, store: GameStore, port: int = DEFAULT_PORT, verbose: bool = False) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
@@ -603,7 +657,16 @@ class PlayServer(ThreadingHTTPServer):
         self.verbose = verbose
         self.token = secrets.token_urlsafe(24)
         """The page's proof of origin: written into `/`, required on every POST."""
-        super().__init__(("127.0.0.1", port), PlayHandler)
+        self._live: set[socket.socket] = set()
+        self._live_changed = threading.Condition()
+        self._spare = _open_spare()
+        self._spare_holder: Optional[socket.socket] = None
+        try:
+            super().__init__(("127.0.0.1", port), PlayHandler)
+        except BaseException:
+            if self._spare is not None:
+                os.close(self._spare)
+            raise
         p = self.server_address[1]
         self.origins = frozenset({f"http://127.0.0.1:{p}", f"http://localhost:{p}", f"http://[::1]:{p}"})
 
@@ -611,9 +674,74 @@ class PlayServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/"
 
+    @property
+    def live_connections(self) -> int:
+        """Connections open now (at most `max_connections`)."""
+        with self._live_changed:
+            return len(self._live)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept one connection, within the cap; out of descriptors, on the spare one (OSError: none now)."""
+        with self._live_changed:
+            if not self._live_changed.wait_for(lambda: len(self._live) < self.max_connections, ACCEPT_PAUSE):
+                raise BlockingIOError(errno.EAGAIN, "the connection cap is reached")  # the loop comes back
+        on_spare = False
+        try:
+            request, address = self.socket.accept()
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            request, address = self._accept_on_spare()
+            on_spare = True
+        with self._live_changed:
+            self._live.add(request)
+            if on_spare:
+                self._spare_holder = request
+        return request, address
+
+    def _accept_on_spare(self) -> tuple[socket.socket, Any]:
+        """Free the spare descriptor for the waiting connection; pause first when there is none."""
+        with self._live_changed:
+            if self._spare is None:
+                self._spare = _open_spare()
+            spare, self._spare = self._spare, None
+        if spare is None:
+            time.sleep(ACCEPT_PAUSE)  # a connection is waiting that no descriptor can take: do not spin
+            raise OSError(errno.EMFILE, "out of file descriptors")
+        os.close(spare)
+        try:
+            return self.socket.accept()
+        except OSError:
+            with self._live_changed:
+                self._spare = _open_spare()
+            time.sleep(ACCEPT_PAUSE)
+            raise
+
+    def shutdown_request(self, request: Any) -> None:
+        super().shutdown_request(request)
+        with self._live_changed:
+            self._live.discard(request)
+            if request is self._spare_holder:
+                self._spare_holder = None
+                if self._spare is None:
+                    self._spare = _open_spare()  # the descriptor this connection just gave back
+            self._live_changed.notify_all()
+
     def server_close(self) -> None:
         self.store.close()
         super().server_close()
+        with self._live_changed:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            os.close(spare)
+
+
+def _open_spare() -> Optional[int]:
+    """A descriptor held in reserve for a connection accepted when the process has none left."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return None
 
 
 def make_server(*, port: int = DEFAULT_PORT, state_dir: Optional[str | Path] = DEFAULT_STATE_DIR,

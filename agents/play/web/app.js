@@ -338,7 +338,8 @@ function renderPanel(view) {
   const g = state.game;
   document.body.dataset.turn = state.replay ? "replay" : (g ? g.turn : "none");
   document.body.dataset.version = g ? String(g.version) : "";
-  document.body.dataset.thinking = g && g.thinking ? "1" : "0";
+  document.body.dataset.thinking = g && g.thinking && !state.replay ? "1" : "0";
+  document.body.dataset.preparing = g && g.preparing && !state.replay ? "1" : "0";
   const status = $("status");
   if (state.replay) {
     const r = state.replay;
@@ -358,8 +359,11 @@ function renderPanel(view) {
     const stm = `<span class="turn-${g.side_to_move}">${title(g.side_to_move)}</span>`;
     if (g.turn === "over") {
       status.textContent = resultTitle(g) + ": " + g.reason;
+    } else if (g.turn === "computer" && g.computer_error) {
+      status.innerHTML = `${stm} to move: the computer could not move`;
     } else if (g.turn === "computer") {
-      status.innerHTML = `${stm} to move: the computer is thinking<span class="thinking" aria-hidden="true"><i></i><i></i><i></i></span>`;
+      const doing = g.preparing ? "is getting ready (its first start compiles its search)" : "is thinking";
+      status.innerHTML = `${stm} to move: the computer ${doing}<span class="thinking" aria-hidden="true"><i></i><i></i><i></i></span>`;
     } else if (g.mode === "two_players") {
       status.innerHTML = `${stm} to move`;
     } else {
@@ -373,6 +377,8 @@ function renderPanel(view) {
     status.textContent = "Start a new game or load a record.";
   }
   const live = g && !state.replay;
+  $("save-warning").hidden = !(live && g.save_error);
+  $("save-warning").textContent = live && g.save_error ? `Not saved: ${g.save_error}.` : "";
   $("btn-undo").disabled = !live || !g.can_undo;
   $("btn-hint").disabled = !live || g.turn !== "human" || (g.hints_left <= 0 && !g.hint);
   $("btn-resign").disabled = !live || g.turn === "over";
@@ -521,7 +527,8 @@ function schedulePoll() {
     try {
       const v = await api("GET", `games/${g.id}`);
       if (state.game && state.game.id === v.id) {
-        if (v.version !== state.game.version || v.thinking !== state.game.thinking || v.computer_error) setGame(v);
+        if (v.version !== state.game.version || v.thinking !== state.game.thinking ||
+            v.preparing !== state.game.preparing || v.computer_error) setGame(v);
         else schedulePoll();
       }
     } catch (e) {
@@ -763,6 +770,8 @@ async function startGame(ev) {
   $("ng-start").disabled = true;
   $("newgame-error").textContent = "";
   say("Starting…");
+  // The first start after an install compiles the computer's search: say so while the request waits for it.
+  const preparing = mode === "computer" ? watchPreparing() : null;
   try {
     const v = await api("POST", "games", body);
     prefs.newgame = choice;
@@ -778,8 +787,30 @@ async function startGame(ev) {
     say("");
     $("newgame-error").textContent = e.message;
   } finally {
+    if (preparing) preparing.stop();
     $("ng-start").disabled = false;
   }
+}
+
+const PREPARING_TEXT = "Preparing the computer: its first start compiles its search (a minute or two)…";
+
+// Polls /api/info while a request waits, and says "preparing" for as long as the server does.
+function watchPreparing() {
+  let stopped = false;
+  let timer = null;
+  const check = async () => {
+    try {
+      const info = await api("GET", "info");
+      if (stopped) return;
+      state.info = info;
+      if (info.preparing) say(PREPARING_TEXT);
+      else if ($("message").textContent === PREPARING_TEXT) say("Starting…");
+    } catch (e) { /* the request itself reports a server that does not answer */ }
+    if (!stopped) timer = setTimeout(check, 1000);
+  };
+  if (state.info && state.info.preparing) say(PREPARING_TEXT);
+  check();
+  return { stop() { stopped = true; clearTimeout(timer); } };
 }
 
 async function continueLast(quiet) {
