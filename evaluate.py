@@ -25,13 +25,25 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 
-from envs.config import SCHEMA, config_dir, override_key
+from envs.config import (
+    SCHEMA,
+    ConfigError,
+    check_range,
+    compose,
+    config_dir,
+    config_kwargs,
+    dotted_keys,
+    hydra_error_line,
+    override_key,
+    shown,
+)
+from envs.rules import COUNTER_LIMIT
 
 SETTINGS_FILE = "tournament.json"
 GAMES_FILE = "games.jsonl"
@@ -50,25 +62,26 @@ class EvaluateConfig:
     """`round_robin` (every pair meets), `gauntlet` (the first player meets each of the others) or
     `ladder` (each player meets the next in the list)."""
     games_per_pair: int = 20
-    """Games per pairing, played as colour-swapped pairs from the same opening."""
+    """Games per pairing, played as colour-swapped pairs from the same opening; 1 to 100000."""
     seed: int = 0
-    """Decides openings and player seeds: the same seed replays the same games."""
+    """Decides openings and player seeds: the same seed replays the same games. 0 to 2**63 - 1."""
     workers: int = 2
-    """Worker processes playing games at once (0 or 1: in this process)."""
+    """Worker processes playing games at once (0 or 1: in this process); at most 1024."""
     opening_plies: int = 4
-    """Random plies from the start position that make each opening (ignored with `openings`)."""
+    """Random plies from the start position that make each opening (ignored with `openings`); 0 to 30000."""
     openings: Optional[str] = None
     """Openings file: one JFEN, move list, or `JFEN | moves` per line (cycled if short)."""
     max_plies: int = 600
-    """Moves per game after the opening before it is scored a draw (`ply_cap`)."""
+    """Moves per game after the opening before it is scored a draw (`ply_cap`); 1 to 30000."""
     rules: str = "default"
     """Rule set: a name in configs/rules (`dog_over_wolf`, ...) or a yaml file path."""
     anchor: Optional[str] = None
     """The player rated 0 Elo (default: the first player)."""
     prior_games: float = 1.0
-    """Virtual drawn games per played pairing that keep a clean sweep's rating finite (0: none)."""
+    """Virtual drawn games per played pairing that keep a clean sweep's rating finite (0: none); 0 to 1000."""
     out_dir: str = "runs/evaluate/${now:%Y-%m-%d_%H-%M-%S}"
-    """Where the result files go (created at the first game; it must not hold another tournament)."""
+    """Where the result files go (created at the first game; it must not hold another tournament, and must
+    be, or be creatable as, a writable directory)."""
     resume: Optional[str] = None
     """Continue the interrupted tournament in this directory: its settings (tournament.json) and its games so
     far (games.jsonl) are kept; only `workers`, `progress`, `image` and `start_method` may be given anew."""
@@ -79,22 +92,71 @@ class EvaluateConfig:
     start_method: str = "spawn"
     """multiprocessing start method for the workers: `spawn`, `forkserver` or `fork`."""
 
+    def __post_init__(self) -> None:
+        from agents.arena.tournament import MODES
 
+        check_range(self, "", games_per_pair=(1, 100_000), seed=(0, 2**63 - 1), workers=(0, 1024),
+                    opening_plies=(0, COUNTER_LIMIT), max_plies=(1, COUNTER_LIMIT), prior_games=(0, 1000))
+        if self.mode not in MODES:
+            raise ConfigError(f"mode={shown(self.mode)} is not one of {', '.join(MODES)}")
+        if self.start_method not in START_METHODS:
+            raise ConfigError(f"start_method={shown(self.start_method)} is not one of {', '.join(START_METHODS)}")
+
+
+START_METHODS = ("spawn", "forkserver", "fork")
 ConfigStore.instance().store(name=SCHEMA, node=EvaluateConfig)  # configs/evaluate/evaluate.yaml starts from it
 
 
+def compose_config(overrides: Sequence[str] = ()) -> Any:
+    """The config that ``python evaluate.py <overrides>`` would run, composed in this process (tests).
+
+    ConfigError, in one line, for an override Hydra refuses (an unknown key, a mistyped value...)."""
+    return compose(config_dir("evaluate"), "evaluate", overrides, schema=EvaluateConfig, job_name="evaluate")
+
+
+def checked_config(cfg: Any) -> EvaluateConfig:
+    """The composed config as an EvaluateConfig with every value checked (ConfigError naming the key):
+    an unknown key, even one added with `+` (with the closest known key), a mistyped or out-of-range value."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    config_kwargs(EvaluateConfig, {k: None for k in cfg if k != "hydra"}, "evaluate.py config", ConfigError)
+    try:
+        conf = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as e:
+        raise ConfigError(hydra_error_line(e, dotted_keys(EvaluateConfig))) from None
+    assert isinstance(conf, EvaluateConfig)
+    return conf
+
+
+def main(cfg: Optional[Any] = None) -> None:
+    """``python evaluate.py <overrides>``: `run` as Hydra's entry point, after the overrides have composed in
+    this process, so that an override Hydra refuses stops with one line (exit 2). With `cfg`: `run` on it."""
+    if cfg is not None:
+        return run(cfg)
+    args = sys.argv[1:]
+    if not any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, -m) go to Hydra as they are
+        try:
+            compose_config(args)
+        except ConfigError as e:
+            print(f"evaluate.py: error: {e}", file=sys.stderr)
+            sys.exit(2)
+    run()
+
+
 @hydra.main(version_base=None, config_path=str(config_dir("evaluate")), config_name="evaluate")  # where installed
-def main(cfg: EvaluateConfig) -> None:
+def run(cfg: Any) -> None:
     from agents.arena.records import append_jsonl, cut_torn_tail, read_jsonl
     from agents.arena.tournament import Opening, TournamentError, run_tournament, schedule
     from agents.io import atomic_write_json
-    from agents.rundir import RunDirLock, claim_run_dir
+    from agents.rundir import RunDirLock, check_writable_dir, claim_run_dir
     from agents.stopping import GracefulStop, signal_name
     from envs.rules import RuleSet
 
     lock: Optional[RunDirLock] = None
     played: list[Any] = []
     try:
+        cfg = checked_config(cfg)
         if cfg.resume:
             out_dir = Path(cfg.resume)
             settings = stored_settings(out_dir)
@@ -104,6 +166,7 @@ def main(cfg: EvaluateConfig) -> None:
                 played = list(read_jsonl(out_dir / GAMES_FILE))
         else:
             out_dir = Path(str(cfg.out_dir))
+            check_writable_dir(out_dir)
             for name in (SETTINGS_FILE, GAMES_FILE):
                 if (out_dir / name).exists():
                     raise TournamentError(f"{str(out_dir)!r} already holds a tournament ({name}); continue it with "

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import random
 import sys
 import time
@@ -39,7 +40,6 @@ import numpy as np
 import torch
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 from torch.utils.tensorboard import SummaryWriter
@@ -57,25 +57,46 @@ from agents.alphazero.checkpoint import (
     rng_state,
     save_checkpoint,
     set_rng_state,
+    stored_config,
 )
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.alphazero.learner import Learner, LearnerConfig
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+from agents.alphazero.network import (
+    MAX_THREADS,
+    NetworkConfig,
+    build_network,
+    count_parameters,
+    make_evaluator,
+    resolve_device,
+)
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl
 from agents.io import atomic_write_text
-from agents.rundir import claim_run_dir, log_sizes, rewind_logs
+from agents.rundir import check_run_name, check_writable_dir, claim_run_dir, log_sizes, rewind_logs
 from agents.stopping import GracefulStop, signal_name
-from agents.alphazero.replay import ReplayBuffer
+from agents.alphazero.replay import POSITION_BYTES, ReplayBuffer
+from agents.alphazero.search.config import MAX_SIMULATIONS
+from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
 from agents.alphazero.inference import InferenceSettings
 from envs import RuleSet
 from envs.players import make_player
 from envs.seeding import derive_seed
-from envs.config import SCHEMA, config_dir, config_kwargs, override_key
+from envs.config import (
+    SCHEMA,
+    ConfigError,
+    check_range,
+    compose,
+    config_dir,
+    config_kwargs,
+    dotted_keys,
+    hydra_error_line,
+    override_key,
+)
+from envs.rules import COUNTER_LIMIT
 
 log = logging.getLogger("train")
 
@@ -86,28 +107,17 @@ LOGS = ("games.jsonl", "events.out.tfevents.*")
 # --------------------------------------------------------------------------------------------
 # Configuration (the embedded default config; YAML groups in configs/ override parts of it)
 # --------------------------------------------------------------------------------------------
-class ConfigError(ValueError):
-    """A config value out of range, an unknown key, or a config group changed on resume."""
-
-
-def check_at_least(node: Any, where: str, **lowest: float) -> None:
-    """Raise ConfigError for the first field of `node` below its lowest allowed value."""
-    for name, low in lowest.items():
-        value = getattr(node, name)
-        if isinstance(value, bool) or not value >= low:
-            raise ConfigError(f"{where + '.' if where else ''}{name}={value!r} must be >= {low}")
-
-
 @dataclass
 class EvalConfig:
     """How the network is measured during training."""
 
     every: int = 6
-    """Evaluate every this many iterations (and at the last one); 0 switches evaluation off."""
+    """Evaluate every this many iterations (and at the last one); 0 switches evaluation off. >= 0."""
     games: int = 24
-    """Games per opponent (colours alternate; pairs share a random opening)."""
+    """Games per opponent (colours alternate; pairs share a random opening); 1 to 100000."""
     simulations: int = 128
-    """Search simulations per move of the network in evaluation games (no exploration noise)."""
+    """Search simulations per move of the network in evaluation games (no exploration noise); 1 to
+    `MAX_SIMULATIONS` (100000)."""
     opponents: list[str] = field(default_factory=lambda: ["alphabeta:depth=1", "alphabeta:depth=2",
                                                           "alphabeta:depth=3"])
     """The ladder: player specs (see agents/players.py); each gets eval/score_<spec>. The default is the
@@ -115,12 +125,13 @@ class EvalConfig:
     vs_previous: bool = True
     """Also play the network of the previous evaluation; its score drives the running Elo estimate."""
     opening_plies: int = 2
-    """Random plies before the players take over, so deterministic players give varied games."""
+    """Random plies before the players take over, so deterministic players give varied games; 0 to 30000."""
     max_plies: int = 300
-    """An evaluation game longer than this is a draw."""
+    """An evaluation game longer than this is a draw; 1 to `COUNTER_LIMIT` (30000)."""
 
     def __post_init__(self) -> None:
-        check_at_least(self, "train.eval", every=0, games=1, simulations=1, opening_plies=0, max_plies=1)
+        check_range(self, "train.eval", every=(0, None), games=(1, 100_000), simulations=(1, MAX_SIMULATIONS),
+                    opening_plies=(0, COUNTER_LIMIT), max_plies=(1, COUNTER_LIMIT))
         if isinstance(self.opponents, str):
             raise ConfigError(f"train.eval.opponents={self.opponents!r} must be a list of player specs")
 
@@ -130,17 +141,17 @@ class TrainConfig:
     """The self-play / learning loop (group `train`)."""
 
     iterations: int = 60
-    """Iterations of {self-play, learn, evaluate, checkpoint}."""
+    """Iterations of {self-play, learn, evaluate, checkpoint}; >= 1."""
     games_per_iteration: int = 64
-    """Self-play games per iteration."""
+    """Self-play games per iteration; 1 to 1000000 (an iteration's positions are held in memory)."""
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     """How the self-play games are played: games at once (`parallel`), `max_plies`, playout caps,
     opponent games (`opponents`, `opponent_fraction`); see agents.alphazero.selfplay.SelfPlayConfig.
     Its `player_name` is the run's name."""
     workers: int = 0
     """Self-play worker processes or actors, each with a CPU copy of the network (0: self-play runs in
-    this process, on `device`). A worker plays its share of the games, `selfplay.parallel` at a time;
-    the games are those the in-process loop would play with the same seed."""
+    this process, on `device`); 0 to 1024. A worker plays its share of the games, `selfplay.parallel` at
+    a time; the games are those the in-process loop would play with the same seed."""
     worker_backend: str = "process"
     """Where the workers run when `workers` > 0: `process` (local processes) or `ray` (Ray actors;
     pip install -e '.[distributed]'); `inprocess` ignores `workers`."""
@@ -151,15 +162,17 @@ class TrainConfig:
     `device` and evaluates the leaves of all of them at once (agents.alphazero.inference), which keeps a
     GPU busy. Needs `workers` >= 1 on the `process` or `ray` backend; the games stay the same."""
     replay_capacity: int = 60000
-    """Replay buffer size in positions (the newest are kept)."""
+    """Replay buffer size in positions (the newest are kept); 1 to 100000000, and at most what this
+    machine's memory holds (about 1 KB a position, allocated at the start)."""
     min_replay: int = 2000
-    """No learning before the buffer holds this many positions."""
+    """No learning before the buffer holds this many positions; 0 to `replay_capacity`."""
     batch_size: int = 256
-    """Positions per learner step."""
+    """Positions per learner step; 1 to 65536."""
     train_ratio: float = 4.0
-    """Positions sampled for learning per new self-play position (sets the learner steps per iteration)."""
+    """Positions sampled for learning per new self-play position (sets the learner steps per iteration);
+    >= 0."""
     max_steps_per_iteration: int = 400
-    """Upper bound on learner steps per iteration."""
+    """Upper bound on learner steps per iteration; >= 1."""
     mirror: bool = True
     """Left-right mirror augmentation when sampling (a symmetry of the rules)."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
@@ -167,16 +180,18 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     """Evaluation ladder."""
     checkpoint_every: int = 1
-    """Write latest.pt (and iter_NNNNNN.pt) every this many iterations (and at the last one)."""
+    """Write latest.pt (and iter_NNNNNN.pt) every this many iterations (and at the last one); >= 1."""
     replay_in_checkpoint_mb: float = 512.0
-    """Save the replay contents in latest.pt when they take at most this many MB; above, only its counters."""
+    """Save the replay contents in latest.pt when they take at most this many MB; above, only its
+    counters. >= 0."""
     write_games: bool = True
     """Append the self-play games to games.jsonl in the run directory."""
 
     def __post_init__(self) -> None:
-        check_at_least(self, "train", iterations=1, games_per_iteration=1, workers=0, replay_capacity=1,
-                       min_replay=0, batch_size=1, train_ratio=0, max_steps_per_iteration=1, checkpoint_every=1,
-                       replay_in_checkpoint_mb=0)
+        check_range(self, "train", iterations=(1, None), games_per_iteration=(1, 1_000_000), workers=(0, 1024),
+                    replay_capacity=(1, 100_000_000), min_replay=(0, None), batch_size=(1, 65536),
+                    train_ratio=(0, None), max_steps_per_iteration=(1, None), checkpoint_every=(1, None),
+                    replay_in_checkpoint_mb=(0, None))
         if self.selfplay.player_name != SelfPlayConfig.player_name:
             raise ConfigError(f"train.selfplay.player_name={self.selfplay.player_name!r}: the run's name is "
                               "the network's name in its games (set name=... instead)")
@@ -212,13 +227,14 @@ class Config:
     ])
     """Hydra's defaults list: one option per group; `preset` comes last and may change the others."""
     name: str = ""
-    """Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>)."""
+    """Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>). One plain path
+    component: no separators, not `.` or `..`, at most 255 bytes."""
     out_dir: str = "checkpoints"
-    """Parent directory of the run directories."""
+    """Parent directory of the run directories; it must be (or be creatable as) a writable directory."""
     seed: int = 0
-    """The one seed: python, numpy, torch, self-play games and evaluation all derive from it."""
+    """The one seed: python, numpy, torch, self-play games and evaluation all derive from it; 0 to 2**32 - 1."""
     device: str = "auto"
-    """`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`..."""
+    """`auto` (CUDA when present), `cpu`, `cuda`, `cuda:1`...: a device this machine has (checked at the start)."""
     amp: bool = True
     """Mixed precision of the learner: bf16 (or fp16 with a grad scaler) on CUDA, bf16 on CPUs that
     compute it natively; float32 elsewhere. Master weights stay float32."""
@@ -229,7 +245,8 @@ class Config:
     compile: bool = False
     """torch.compile the network (GPU runs; slow to start)."""
     threads: int = 1
-    """torch CPU threads (0: torch's default). One is fastest for self-play's small batches on a busy CPU."""
+    """torch CPU threads (0: torch's default), 0 to `MAX_THREADS` (1024). One is fastest for self-play's
+    small batches on a busy CPU."""
     resume: str = ""
     """Continue a run: a run name, a run directory or its latest.pt (a file holding weights only is refused:
     see `init`). Its stored config is used; scalar overrides given on the same command line (e.g.
@@ -252,11 +269,34 @@ class Config:
     """Hydra's own settings: no output directory of its own, no change of working directory."""
 
     def __post_init__(self) -> None:
-        check_at_least(self, "", seed=0, threads=0)
+        check_range(self, "", seed=(0, 2**32 - 1), threads=(0, MAX_THREADS))
         if self.mcts.num_simulations < 1:
             raise ConfigError(f"mcts.num_simulations={self.mcts.num_simulations!r}: self-play and evaluation "
                               "need at least 1 simulation per move")
-        resolve_device(self.device)
+        if self.name:
+            check_run_name(self.name)
+        try:
+            device = resolve_device(self.device)
+        except ValueError as e:
+            hint = " (preset=gpu asks for device=cuda; the default preset=cpu runs on the CPU)" \
+                if self.device.startswith("cuda") else ""
+            raise ConfigError(f"{e}{hint}") from None
+        self._check_memory(device)
+
+    def _check_memory(self, device: torch.device) -> None:
+        """Refuse a replay buffer or self-play trees larger than this machine's memory (both are made whole
+        at the start; the network's own memory is bounded by the model's shape)."""
+        total = machine_memory()
+        tc, sims = self.train, self.mcts.num_simulations
+        needs = (
+            (f"the replay buffer (train.replay_capacity={tc.replay_capacity})", tc.replay_capacity * POSITION_BYTES),
+            (f"the self-play trees (train.selfplay.parallel={tc.selfplay.parallel} games x mcts.num_simulations="
+             f"{sims})", tc.selfplay.parallel * default_nodes(sims) * NODE_BYTES),
+        )
+        for what, need in needs:
+            if total is not None and need > total:
+                raise ConfigError(f"{what} would take {need / 2**30:.1f} GiB, more than this machine's "
+                                  f"{total / 2**30:.1f} GiB of memory")
 
 
 SCHEMAS: dict[str, type] = {"model": NetworkConfig, "mcts": MCTSConfig, "rules": RulesConfig, "train": TrainConfig}
@@ -288,7 +328,7 @@ def checked_config(cfg: DictConfig) -> Config:
     try:
         conf = OmegaConf.to_object(cfg)  # builds every dataclass, so each checks its own values
     except OmegaConfBaseException as e:
-        raise ConfigError(str(e)) from None
+        raise ConfigError(hydra_error_line(e, dotted_keys(Config))) from None
     assert isinstance(conf, Config)
     rules = conf.rules.rule_set()
     for key, specs in (("train.selfplay.opponents", conf.train.selfplay.opponents),
@@ -305,14 +345,31 @@ def checked_config(cfg: DictConfig) -> Config:
 
 
 def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
-    """The config that ``python train.py <overrides>`` would run, composed in this process (tests, notebooks)."""
-    with initialize_config_dir(config_dir=str(config_dir("")), version_base=None, job_name="train"):
-        return compose(config_name="config", overrides=list(overrides))
+    """The config that ``python train.py <overrides>`` would run, composed in this process (tests, notebooks).
+
+    ConfigError, in one line, for an override Hydra refuses (an unknown key, a mistyped value...)."""
+    return compose(config_dir(""), "config", overrides, schema=Config, job_name="train")  # type: ignore[no-any-return]
+
+
+def main(cfg: Optional[DictConfig] = None) -> None:
+    """``python train.py <overrides>``: `run` as Hydra's entry point, after the command line's overrides
+    have composed in this process, so that an override Hydra refuses stops with one line (exit 2), not
+    Hydra's several. With `cfg` (a composed config): `run` on it."""
+    if cfg is not None:
+        return run(cfg)
+    args = sys.argv[1:]
+    if not any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, -m) go to Hydra as they are
+        try:
+            compose_config(args)
+        except ConfigError as e:
+            print(f"train.py: error: {e}", file=sys.stderr)
+            sys.exit(2)
+    run()
 
 
 # --------------------------------------------------------------------------------------------
 @hydra.main(version_base=None, config_path="configs", config_name="config")
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> None:
     # -- configuration: a fresh run, or the stored config of the run being resumed; every value is
     #    checked here, before any work and before the run directory exists ------------------------
     resume_from: Optional[dict[str, Any]] = None
@@ -324,11 +381,14 @@ def main(cfg: DictConfig) -> None:
             require_training_state(resume_from, resume_path)  # best.pt, iter_*.pt: weights only (see init=)
             loaded_as = file_identity(resume_path)
             cfg = resumed_config(resume_from["config"], resume_path, HydraConfig.get().overrides.task)
+        given = {override_key(o) for o in HydraConfig.get().overrides.task}
         if not cfg.name:
+            if "name" in given:
+                check_run_name(cfg.name)  # name= given empty
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
         conf = checked_config(cfg)
+        check_writable_dir(cfg.out_dir)
         init_from: Optional[dict[str, Any]] = None
-        given = {override_key(o) for o in HydraConfig.get().overrides.task}
         if resume_from is not None:
             if "init" in given:
                 raise CheckpointError("init= starts a new run from given weights and resume= continues a run: "
@@ -580,9 +640,14 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
             raise ConfigError(f"cannot apply {item!r} when resuming: only key=value overrides are")
         dotlist.append(item.lstrip("+"))
     try:  # the schema refuses unknown keys and mistyped values
-        cfg = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(stored_yaml), OmegaConf.from_dotlist(dotlist))
+        stored = OmegaConf.merge(OmegaConf.structured(Config), stored_config(stored_yaml, path))
     except OmegaConfBaseException as e:
-        raise ConfigError(f"resuming {str(path)!r}: {e}") from None
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config does not fit this version's schema: "
+                              f"{hydra_error_line(e, dotted_keys(Config))}") from None
+    try:
+        cfg = OmegaConf.merge(stored, OmegaConf.from_dotlist(dotlist))
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"resuming {str(path)!r}: {hydra_error_line(e, dotted_keys(Config))}") from None
     with open_dict(cfg):  # as Hydra hands a composed config over: without its own nodes
         cfg.pop("defaults")
         cfg.pop("hydra")
@@ -610,6 +675,14 @@ def weights_state(model: torch.nn.Module, network: NetworkConfig, rules: RuleSet
     """What every checkpoint of the run holds: the weights, their shape, the rules, the config and the counters."""
     return {"model": model.state_dict(), "network": network.to_dict(), "rules": rules.to_dict(),
             "config": config_yaml, "counters": dict(counters, learner_steps=learner_steps)}
+
+
+def machine_memory() -> Optional[int]:
+    """This machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def file_identity(path: Path) -> tuple[int, int, int]:

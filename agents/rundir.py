@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import fnmatch
 import os
+import tempfile
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
@@ -58,6 +59,45 @@ class RunDirLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def check_run_name(name: str, key: str = "name") -> None:
+    """Raise RunDirError unless `name` is one plain path component, so ``<out_dir>/<name>`` stays inside
+    out_dir: not empty, no separator, not ``.`` or ``..``, no NUL, at most 255 bytes (a file name's limit)."""
+    where = f"{key}={name!r}"
+    if not isinstance(name, str) or not name.strip():
+        raise RunDirError(f"{key}={name!r} is empty: give a name, or leave {key} out for a dated one")
+    if any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "\0" in name:
+        raise RunDirError(f"{where} must be one plain directory name (no path separator): the run directory is "
+                          f"<out_dir>/<{key}>; to write elsewhere set out_dir")
+    if name in (".", ".."):
+        raise RunDirError(f"{where} is not a directory name of its own: the run directory is <out_dir>/<{key}>")
+    if len(name.encode("utf-8", "surrogateescape")) > 255:
+        raise RunDirError(f"{key} is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a directory name "
+                          f"holds at most 255")
+
+
+def check_writable_dir(directory: PathLike, key: str = "out_dir") -> None:
+    """Raise RunDirError unless `directory` is a directory this process can write in, or can be made as one
+    (its nearest existing ancestor is such a directory). Probes with a temp file it removes at once."""
+    d = Path(directory)
+    where = f"{key}={str(directory)!r}"
+    probe = d
+    while not probe.exists():
+        if probe.is_symlink():
+            raise RunDirError(f"{where}: {str(probe)!r} is a broken symbolic link")
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "it" if probe == d else f"{str(probe)!r}"
+        raise RunDirError(f"{where} is not a directory: {what} is a file or a device")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise RunDirError(f"{where} cannot be written: {e.strerror} in {str(probe)!r}") from None
 
 
 def claim_run_dir(directory: PathLike, *, what: str = "run directory") -> RunDirLock:

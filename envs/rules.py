@@ -27,6 +27,12 @@ F_ANTI_CHASE = 6
 F_RANK = 8  # F_RANK + animal (1..8) -> that animal's rank
 N_FLAGS = 17
 
+COUNTER_LIMIT = 30000
+"""The most a game's counters reach: plies since its first position, plies since the last capture
+(JFEN field 3) and the move number (JFEN field 4). JFEN writes and reads at most this, the kernels'
+int16 state holds it, and a move that would take a counter past it is refused (`envs.board.Board.push`);
+`no_capture_draw` is at most this too."""
+
 _CHOICES: dict[str, tuple[str, ...]] = {
     "rank_order": ("standard", "dog_over_wolf"),
     "river_rats": ("strict", "rats_ignore_water"),
@@ -72,8 +78,8 @@ class RuleSet:
             raise RuleSetError(
                 f"rule no_capture_draw={limit!r} must be a non-negative integer (0 = off)"
             )
-        if limit > 30000:
-            raise RuleSetError(f"rule no_capture_draw={limit!r} is above 30000")
+        if limit > COUNTER_LIMIT:
+            raise RuleSetError(f"rule no_capture_draw={limit!r} is above {COUNTER_LIMIT}")
 
     # -- construction -------------------------------------------------------
     @classmethod

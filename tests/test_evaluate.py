@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from envs.config import ConfigError
 from envs.players import PlayerSpecError, RandomPlayer
 from agents.arena.records import read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+from jungle_zero import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
@@ -113,3 +115,50 @@ def test_schedules_pair_the_right_players() -> None:
         assert len({t.seed for t in tasks}) == len(tasks)
     with pytest.raises(TournamentError, match="swiss"):
         schedule(3, 2, openings, seed=0, mode="swiss")
+
+
+def evaluate_refused(*overrides: str) -> str:
+    """The one-line error that evaluate.py's config checks give for `overrides` (composed in this process)."""
+    with pytest.raises(ConfigError) as e:
+        evaluate.checked_config(evaluate.compose_config(overrides))
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
+    """`gamesperpair=4` (Hydra's error) and `+gamesperpair=4` (which Hydra adds, and which once ran the default
+    tournament) are both refused, naming the key meant; values out of range name their bounds."""
+    assert evaluate_refused("gamesperpair=4") == "unknown config key 'gamesperpair' (did you mean games_per_pair?)"
+    assert evaluate_refused("+gamesperpair=4").startswith(
+        "unknown evaluate.py config key(s) gamesperpair (did you mean games_per_pair?)")
+    assert evaluate_refused("games_per_pair=0") == "games_per_pair=0 must lie in [1, 100000]"
+    assert evaluate_refused("seed=-1") == "seed=-1 must lie in [0, 2**63 - 1]"
+    assert evaluate_refused("prior_games=nan") == "prior_games=nan must lie in [0, 1000]"
+    assert evaluate_refused("max_plies=100000000") == "max_plies=100000000 must lie in [1, 30000]"
+    assert evaluate_refused("mode=swiss") == "mode='swiss' is not one of round_robin, gauntlet, ladder"
+    assert evaluate_refused("games_per_pair=abc").startswith("games_per_pair=abc: Value 'abc'")
+    conf = evaluate.checked_config(evaluate.compose_config(["games_per_pair=4"]))
+    assert conf.games_per_pair == 4 and conf.players[0] == "random"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override", ["gamesperpair=4", "+gamesperpair=4"])
+def test_the_command_line_refuses_an_unknown_key_in_one_line(override: str, tmp_path: Path) -> None:
+    proc = run_evaluate(tmp_path, override, f"out_dir={tmp_path / 'out'}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: unknown ")
+    assert "(did you mean games_per_pair?)" in lines[0]
+    assert not (tmp_path / "out").exists() and proc.stdout == ""
+
+
+@pytest.mark.parametrize("out_dir, words", [("/dev/null", "out_dir='/dev/null' is not a directory"),
+                                            ("/proc/x", "out_dir='/proc/x' cannot be written")])
+def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
+        out_dir: str, words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", f"out_dir={out_dir}", "progress=false", "workers=0"])
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(f"evaluate.py: error: {words}")
+    assert err.count("\n") == 1

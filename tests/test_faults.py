@@ -315,6 +315,31 @@ def test_bad_starts_are_refused_before_the_run_directory_exists(case: str, tmp_p
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["tiny.pt"]
 
 
+@pytest.mark.parametrize("case", ["name with ..", "nested name", "absolute name", "empty name", "out_dir /proc",
+                                  "out_dir /dev/null", "out_dir a file", "out_dir below a file"])
+def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(case: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name is one plain path component (no run escapes or nests into out_dir), and an out_dir that is not a
+    writable directory is refused in one line before any work."""
+    runs = tmp_path / "runs" / "here"
+    runs.mkdir(parents=True)
+    (tmp_path / "a-file").write_text("not a directory\n")
+    args, words = {
+        "name with ..": ([f"out_dir={runs}", "name=../../escaped"], "name='../../escaped' must be one plain"),
+        "nested name": ([f"out_dir={runs}", "name=a/b"], "name='a/b' must be one plain"),
+        "absolute name": ([f"out_dir={runs}", f"name={tmp_path / 'abs'}"], "must be one plain directory name"),
+        "empty name": ([f"out_dir={runs}", "name="], "name='' is empty"),
+        "out_dir /proc": (["out_dir=/proc", "name=x"], "out_dir='/proc' cannot be written"),
+        "out_dir /dev/null": (["out_dir=/dev/null", "name=x"], "out_dir='/dev/null' is not a directory"),
+        "out_dir a file": ([f"out_dir={tmp_path / 'a-file'}", "name=x"], "is not a directory"),
+        "out_dir below a file": ([f"out_dir={tmp_path / 'a-file' / 'runs'}", "name=x"], "is not a directory"),
+    }[case]
+    err = refused(capsys, monkeypatch, *TINY, *args)
+    assert words in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "here", "runs"]  # nothing was written
+
+
 @pytest.mark.slow
 def test_kill_9_leaves_no_worker_processes(tmp_path: Path) -> None:
     run_dir = tmp_path / "workers"

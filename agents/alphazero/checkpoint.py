@@ -174,6 +174,24 @@ def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Opti
     return model, state
 
 
+def stored_config(config_yaml: Any, path: PathLike) -> Any:
+    """A checkpoint's stored training config (its ``config`` entry, YAML written by OmegaConf) as an
+    OmegaConf mapping; CheckpointError naming the path when it is not a YAML mapping."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(config_yaml, str):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is a {type(config_yaml).__name__}, "
+                              f"not YAML text")
+    try:
+        node = OmegaConf.create(config_yaml)
+    except Exception as e:  # yaml's parser and OmegaConf raise many kinds
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is not valid YAML ({first})") from None
+    if not isinstance(node, DictConfig):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is not a mapping of keys")
+    return node
+
+
 def rules_of(state: Mapping[str, Any]) -> RuleSet:
     return RuleSet.from_dict(dict(state["rules"]))
 

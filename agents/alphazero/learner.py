@@ -28,6 +28,7 @@ from torch import nn
 
 from agents.alphazero.network import JungleNet, autocast_dtype, mask_logits
 from agents.alphazero.replay import Batch
+from envs.config import check_range, shown
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "step")
@@ -44,35 +45,37 @@ class LearnerConfig:
     optimizer: str = "adamw"
     """`sgd` (with Nesterov momentum) or `adamw`."""
     lr: float = 2e-3
-    """Peak learning rate."""
+    """Peak learning rate; > 0 and finite (a rate so high that the loss diverges is caught by the learner,
+    `max_nonfinite_steps`)."""
     momentum: float = 0.9
-    """SGD momentum (ignored by AdamW)."""
+    """SGD momentum (ignored by AdamW), in [0, 1]."""
     weight_decay: float = 1e-4
-    """L2 / decoupled weight decay."""
+    """L2 / decoupled weight decay; >= 0."""
     schedule: str = "cosine"
     """`constant`, `cosine` (to `lr * final_lr_fraction` at `total_steps`) or `step` (x0.1 at 50% and 75%)."""
     warmup_steps: int = 100
-    """Linear warm-up steps from 0 to `lr`."""
+    """Linear warm-up steps from 0 to `lr`; >= 0."""
     total_steps: int = 6000
-    """Length of the schedule (steps beyond it keep the final rate)."""
+    """Length of the schedule (steps beyond it keep the final rate); >= 0."""
     final_lr_fraction: float = 0.1
-    """Cosine floor as a fraction of `lr`."""
+    """Cosine floor as a fraction of `lr`, in [0, 1]."""
     value_weight: float = 1.0
-    """Weight of the value loss in the total."""
+    """Weight of the value loss in the total; >= 0."""
     survival_weight: float = 1.0
-    """Weight of the survival loss in the total (only for a network with `NetworkConfig.survival_head`)."""
+    """Weight of the survival loss in the total (only for a network with `NetworkConfig.survival_head`); >= 0."""
     grad_clip: float = 5.0
-    """Gradient-norm clip (0 switches it off)."""
+    """Gradient-norm clip (0 switches it off); >= 0."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise LearnerConfigError(f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
         if self.schedule not in SCHEDULES:
             raise LearnerConfigError(f"lr schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
-        if not self.lr > 0:
-            raise LearnerConfigError(f"learning rate must be > 0, got {self.lr!r}")
-        if not self.survival_weight >= 0:
-            raise LearnerConfigError(f"survival_weight must be >= 0, got {self.survival_weight!r}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
+            raise LearnerConfigError(f"train.learner.lr={shown(self.lr)}: the learning rate must be > 0 and finite")
+        check_range(self, "train.learner", LearnerConfigError, momentum=(0, 1), weight_decay=(0, None),
+                    warmup_steps=(0, None), total_steps=(0, None), final_lr_fraction=(0, 1), value_weight=(0, None),
+                    survival_weight=(0, None), grad_clip=(0, None))
 
 
 def lr_at(step: int, cfg: LearnerConfig) -> float:

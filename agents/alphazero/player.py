@@ -3,9 +3,9 @@
     checkpoint:path=checkpoints/my-run/best.pt,sims=200,algorithm=puct,device=cpu
 
 ``path`` a checkpoint file, a run directory (its latest.pt) or a run name;
-``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
+``sims`` simulations per move (default 100; at most `MAX_SIMULATIONS`); ``algorithm`` ``puct`` or
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
-``threads`` torch CPU threads for the process (default 1: one-position network
+``threads`` torch CPU threads for the process (0 to `MAX_THREADS`; default 1: one-position network
 calls of these small nets gain nothing from more, and players often share the CPU);
 ``precision`` ``fp32``/``bf16``/``auto`` (see `network.inference_dtype`; by
 default ``auto`` when ``leaf_batch`` reaches `network.BF16_MIN_BATCH`, else
@@ -39,11 +39,12 @@ from omegaconf import OmegaConf
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
-from agents.alphazero.network import BF16_MIN_BATCH, PRECISIONS, make_evaluator, resolve_device
+from agents.alphazero.network import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, make_evaluator, resolve_device
+from agents.alphazero.search.config import MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
-from envs.encoding import action_to_move
+from envs.encoding import N_ACTIONS, action_to_move
 
 
 class CheckpointPlayer:
@@ -161,14 +162,16 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     except ValueError:
         raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
                               f"number of seconds and c_scale a number, got {options}") from None
-    if sims < 1:
-        raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
+    if not 1 <= sims <= MAX_SIMULATIONS:
+        raise PlayerSpecError(f"player 'checkpoint': sims={sims} must lie in [1, {MAX_SIMULATIONS}]")
+    if not 0 <= threads <= MAX_THREADS:
+        raise PlayerSpecError(f"player 'checkpoint': threads={threads} must lie in [0, {MAX_THREADS}]")
     if not 0 <= seconds <= 3600:
         raise PlayerSpecError(f"player 'checkpoint': time={seconds} must lie in [0, 3600] seconds")
-    if not 1 <= leaf_batch <= 256:
-        raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, 256]")
-    if max_actions is not None and max_actions < 1:
-        raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must be >= 1")
+    if not 1 <= leaf_batch <= MAX_LEAF_BATCH:
+        raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, {MAX_LEAF_BATCH}]")
+    if max_actions is not None and not 1 <= max_actions <= N_ACTIONS:
+        raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must lie in [1, {N_ACTIONS}]")
     if c_scale is not None and not 0 < c_scale <= 100:
         raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
     algorithm = options.get("algorithm")
@@ -177,6 +180,10 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     precision = options.get("precision", "auto" if leaf_batch >= BF16_MIN_BATCH else "fp32")
     if precision not in PRECISIONS:
         raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
+    try:
+        resolve_device(options.get("device", "auto"))
+    except ValueError as e:
+        raise PlayerSpecError(f"player 'checkpoint': {e}") from None
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
                             rules=rules, seed=seed, threads=threads, precision=precision, time=seconds,
                             leaf_batch=leaf_batch, max_actions=max_actions, c_scale=c_scale)

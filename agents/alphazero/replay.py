@@ -40,6 +40,10 @@ _PACKED = (_BITS + 7) // 8
 _PIECE_PLANES = 16
 
 
+POSITION_BYTES = _PACKED + (OBS_SHAPE[0] - _BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
+"""Bytes one position takes in the buffer (its arrays are allocated whole when the buffer is made)."""
+
+
 class ReplayError(ValueError):
     """Bad data offered to the buffer or a state dict that does not fit it."""
 
@@ -169,9 +173,7 @@ class ReplayBuffer:
 
     # -- checkpoints ---------------------------------------------------------
     def nbytes(self) -> int:
-        n = len(self)
-        per = _PACKED + self.scalars.shape[1] * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
-        return n * per
+        return len(self) * POSITION_BYTES
 
     def state_dict(self, contents: bool = True) -> dict[str, Any]:
         """Plain tensors and ints (loads with weights_only=True).
