@@ -22,7 +22,13 @@ time writes to an `out_dir` (a second is refused, naming the first's pid).
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+
+if __name__ == "__main__":  # until the tournament starts, a Ctrl-C (imports, checks) stops with one line
+    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("\nCtrl-C: stopped while starting; nothing was "
+                                                              "written\n"), sys.stderr.flush(), os._exit(130)))
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -189,6 +195,7 @@ def run(cfg: Any) -> None:
             kept[0] += 1
 
         again = f"python evaluate.py resume={out_dir}"
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the one line of the start no longer holds
         with GracefulStop(on_second=f"stopped at once; continue with: {again}") as stop:
             result = stop.abandonable(
                 run_tournament, players, games_per_pair=settings["games_per_pair"], seed=settings["seed"],
@@ -200,8 +207,12 @@ def run(cfg: Any) -> None:
         print(f"evaluate.py: error: {e}", file=sys.stderr)
         sys.exit(2)
     if result is None:
-        print(f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
-              f"(kept in {out_dir / GAMES_FILE}); continue with: {again}", file=sys.stderr)
+        if lock is None:  # stopped while the players were being checked: the tournament never started
+            print(f"{signal_name(stop.requested or 2)}: stopped before the first game; nothing was written",
+                  file=sys.stderr)
+        else:
+            print(f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
+                  f"(kept in {out_dir / GAMES_FILE}); continue with: {again}", file=sys.stderr)
         sys.exit(stop.exit_code)
     result.settings["openings"] = settings["openings_file"]
     print(result.table())

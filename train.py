@@ -12,24 +12,33 @@ The script reads top to bottom: seed -> build -> loop {self-play -> learn ->
 evaluate -> checkpoint}; the machinery lives in `agents/`. Everything a run
 writes is in ``checkpoints/<name>/``: ``latest.pt`` (resumable), ``best.pt``
 and ``iter_NNNNNN.pt`` (weights), ``config.yaml``, the self-play games
-(``games.jsonl``) and the TensorBoard events.
+(``games.jsonl``), the TensorBoard events and ``run.json`` (the run's id).
 
 Faults. One process at a time writes to a run directory (a lock file; a
-second writer is refused, naming the first's pid). The first Ctrl-C or
-SIGTERM abandons self-play or an evaluation at once, or lets learning and a
-checkpoint finish, writes latest.pt when it is behind and prints the resume
-command; a second one stops at once. A resumed run cuts games.jsonl and the
-TensorBoard events back to what its checkpoint had seen, so a killed and
-resumed run writes the same records as one never stopped.
+second writer is refused, naming the first's pid), and a run touches only
+what it wrote: a fresh run refuses a directory holding anything else
+(agents.rundir). The first Ctrl-C or SIGTERM abandons self-play or an
+evaluation at once, or lets learning and a checkpoint finish, writes
+latest.pt when it is behind and prints the resume command; a second one
+stops at once. A run stopped before its first checkpoint removes what it
+wrote; a Ctrl-C while the script starts prints one line. A resumed run cuts
+games.jsonl and the TensorBoard events back to what its checkpoint had seen,
+so a killed and resumed run writes the same records as one never stopped.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+
+if __name__ == "__main__":  # the imports below take seconds: a Ctrl-C meanwhile stops with one line
+    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("\nCtrl-C: stopped while starting; nothing was "
+                                                              "written\n"), sys.stderr.flush(), os._exit(130)))
+
 import logging
 import math
-import os
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
 from pathlib import Path
@@ -74,7 +83,21 @@ from agents.alphazero.network import (
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl
 from agents.io import atomic_write_text
-from agents.rundir import check_run_name, check_writable_dir, claim_run_dir, log_sizes, rewind_logs
+from agents.rundir import (
+    RUN_FILE,
+    RunRecord,
+    check_run_name,
+    check_writable_dir,
+    claim_run_dir,
+    fresh_run_leftovers,
+    log_sizes,
+    new_run_id,
+    owned_log,
+    read_run_record,
+    remove_run_files,
+    rewind_logs,
+    write_run_record,
+)
 from agents.stopping import GracefulStop, signal_name
 from agents.alphazero.replay import POSITION_BYTES, ReplayBuffer
 from agents.alphazero.search.config import MAX_SIMULATIONS
@@ -102,6 +125,8 @@ log = logging.getLogger("train")
 
 LOGS = ("games.jsonl", "events.out.tfevents.*")
 """The run's append-only logs: a resumed run cuts them back to what its checkpoint had seen."""
+CONFIG_FILE = "config.yaml"
+"""The run's config as it runs (rewritten by each sitting)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,12 +422,11 @@ def run(cfg: DictConfig) -> None:
             # In the directory of its latest.pt, never in the run its config names (a copy would rewind it).
             run_dir = resume_dir(resume_path, Path(cfg.out_dir) / cfg.name if given & {"name", "out_dir"} else None)
             cfg.name, cfg.out_dir = run_dir.name, str(run_dir.parent)
+            if run_dir.resolve() != resume_path.parent.resolve():
+                fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # a copy starts in a directory of its own
         else:
             run_dir = Path(cfg.out_dir) / cfg.name
-            held = sorted(p.name for p in run_dir.glob("*.pt"))
-            if held:
-                raise CheckpointError(f"the run directory {str(run_dir)!r} already holds a run ({', '.join(held)}); "
-                                      f"continue it with resume={run_dir}, or choose another name")
+            fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # refuses a directory holding what it did not write
             if cfg.init:
                 init_path = resolve_checkpoint_path(cfg.init, cfg.out_dir)
                 init_from = load_checkpoint(init_path)
@@ -412,32 +436,56 @@ def run(cfg: DictConfig) -> None:
         sys.exit(2)
     in_place = resume_from is not None and run_dir.resolve() == resume_path.parent.resolve()
     again = f"python train.py resume={run_dir}"
-    # From here on a first Ctrl-C or SIGTERM stops at the next safe point; a second one at once.
+    # From here on a first Ctrl-C or SIGTERM stops at the next safe point; a second one at once (and after the
+    # loop, Python's own Ctrl-C again, not the one line of the start).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stop = GracefulStop(on_second=f"stopped at once; continue from the last checkpoint: {again}").install()
     stop.waiting_for = "the start"
 
-    # -- the run directory: this process alone writes to it; logs cut back to the checkpoint --------
-    try:
-        lock = claim_run_dir(run_dir)  # refuses a second writer (naming its pid); clears stale temp files
-        if in_place and file_identity(resume_path) != loaded_as:
+    # -- the run directory: this process alone writes to it, only what it wrote is touched, logs cut
+    #    back to the checkpoint ----------------------------------------------------------------------
+    created = not run_dir.exists()
+    stored_id = resume_from.get("run_id") if in_place and resume_from is not None else None
+    run_id = stored_id if isinstance(stored_id, str) and stored_id else new_run_id()  # os.urandom: seeds untouched
+    leftovers: list[Path] = []
+
+    def check_under_lock() -> None:  # again under the lock: another process may have written meanwhile
+        nonlocal leftovers
+        if not in_place:
+            leftovers = fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))
+        elif file_identity(resume_path) != loaded_as:
             raise CheckpointError(f"{str(resume_path)!r} was rewritten while this run started; start it again")
+
+    try:
+        lock = claim_run_dir(run_dir, check=check_under_lock)  # refuses a second writer, naming its pid
     except ValueError as e:
         print(f"train.py: error: {e}", file=sys.stderr)
         sys.exit(2)
-    logs = resume_from["extra"].get("logs") if in_place and resume_from is not None else {}
-    if logs is None:
-        log.warning("%s predates log rewinding: games.jsonl and the events may repeat the interrupted iteration",
-                    resume_path)
-    else:
-        for change in rewind_logs(run_dir, logs, LOGS):  # a fresh run: logs of an attempt that never checkpointed
-            log.info("%s", change)
+    if in_place:
+        assert resume_from is not None
+        record = read_run_record(run_dir)
+        logs = resume_from["extra"].get("logs")
+        if logs is None:
+            log.warning("%s predates log rewinding: games.jsonl and the events may repeat the interrupted iteration",
+                        resume_path)
+        else:
+            if record is None or record.run_id != stored_id:
+                log.warning("%s does not name this directory's run (%s): only the logs it lists are cut back",
+                            resume_path, RUN_FILE)
+            for change in rewind_logs(run_dir, logs, LOGS,
+                                      owned=lambda name: owned_log(name, str(stored_id), record, LOGS)):
+                log.info("%s", change)
+    for leftover in leftovers:  # what an attempt that never wrote a checkpoint left (checked above)
+        leftover.unlink(missing_ok=True)
+        log.info("removed %s (left by an attempt that wrote no checkpoint)", leftover.name)
+    write_run_record(run_dir, RunRecord(run_id, checkpointed=in_place))
     if resume_from is not None:
         log.info("resuming %s at iteration %d%s", resume_path, resume_from["counters"]["iteration"],
                  "" if in_place else f" as the new run {run_dir}")
     elif init_from is not None:
         log.info("new run %s from the weights of %s", run_dir, init_path)
     config_yaml = OmegaConf.to_yaml(cfg)
-    atomic_write_text(run_dir / "config.yaml", config_yaml)
+    atomic_write_text(run_dir / CONFIG_FILE, config_yaml)
     rules, net_cfg, mcts_cfg, learner_cfg, tc = conf.rules.rule_set(), conf.model, conf.mcts, conf.train.learner, conf.train
 
     # -- seed ----------------------------------------------------------------------------------
@@ -476,7 +524,8 @@ def run(cfg: DictConfig) -> None:
                  if tc.inference_server else None)
     pool = make_selfplay_pool(tc.worker_backend, tc.workers, selfplay_settings, evaluator=evaluator,
                               address=tc.ray_address, inference=inference)
-    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if in_place else None)
+    writer = SummaryWriter(str(run_dir), purge_step=counters["iteration"] + 1 if in_place else None,
+                           filename_suffix=f".{run_id}")  # the run's own event files (agents.rundir.owned_log)
     if not in_place:
         writer.add_text("config", "```\n" + config_yaml + "\n```", 0)
     log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
@@ -490,20 +539,24 @@ def run(cfg: DictConfig) -> None:
     pending_eval = bool(resume_from and resume_from["extra"].get("pending_eval"))  # stopped before it evaluated
     saved = (counters["iteration"], pending_eval)  # what latest.pt holds: (iteration, its evaluation still to do)
     stopped = ""
+    checkpointed = in_place
 
     def save_latest(pending: bool, rng: Optional[dict[str, Any]] = None) -> None:
         """latest.pt: the weights and all a resume needs, and the sizes of the logs it has seen."""
-        nonlocal saved
+        nonlocal saved, checkpointed
         writer.flush()
         keep_contents = replay.nbytes() <= tc.replay_in_checkpoint_mb * 2**20
         save_checkpoint(run_dir / LATEST, dict(
-            weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count),
+            weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count, run_id),
             learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
             rng=rng if rng is not None else rng_state(),
             extra={"history": dict(history, phase_seconds=clock.state_dict()), "previous_model": previous.state_dict(),
                    "logs": log_sizes(run_dir, LOGS), "pending_eval": pending},
         ))
         saved = (counters["iteration"], pending)
+        if not checkpointed:  # from now on a fresh start refuses this directory: it holds a run to resume
+            write_run_record(run_dir, RunRecord(run_id, checkpointed=True))
+            checkpointed = True
 
     with pool, stop:
         started = time.time()
@@ -592,7 +645,7 @@ def run(cfg: DictConfig) -> None:
             stop.waiting_for = "the checkpoint"
             t3 = time.time()
             if it % tc.checkpoint_every == 0 or last or stop.requested:
-                state = weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count)
+                state = weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count, run_id)
                 save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
                 ladder = scores.get("ladder_score")
                 if ladder is not None and ladder >= history["best_score"]:
@@ -615,8 +668,12 @@ def run(cfg: DictConfig) -> None:
     writer.close()
     if stop.requested:
         at = f"iteration {saved[0]}" + (" (its evaluation still to play)" if saved[1] else "")
-        then = (f"latest.pt holds {at}; continue with: {again}" if (run_dir / LATEST).is_file() else
-                "no checkpoint was written yet: run the same command again to start afresh")
+        if (run_dir / LATEST).is_file():
+            then = f"latest.pt holds {at}; continue with: {again}"
+        else:  # nothing to resume: nothing is kept, and the same command starts afresh
+            remove_run_files(run_dir, run_id, LOGS, kept=(CONFIG_FILE,), created=created)
+            lock.release()
+            then = "no checkpoint was written yet, so nothing was kept: run the same command again to start afresh"
         print(f"{signal_name(stop.requested)}: stopped {stopped}; {then}", file=sys.stderr)
         sys.exit(stop.exit_code)
     log.info("done: %s (%s)", run_dir, format_seconds(time.time() - started))
@@ -671,10 +728,11 @@ def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: flo
 
 
 def weights_state(model: torch.nn.Module, network: NetworkConfig, rules: RuleSet, config_yaml: str,
-                  counters: dict[str, Any], learner_steps: int) -> dict[str, Any]:
-    """What every checkpoint of the run holds: the weights, their shape, the rules, the config and the counters."""
+                  counters: dict[str, Any], learner_steps: int, run_id: str) -> dict[str, Any]:
+    """What every checkpoint of the run holds: the weights, their shape, the rules, the config, the counters
+    and the run's id."""
     return {"model": model.state_dict(), "network": network.to_dict(), "rules": rules.to_dict(),
-            "config": config_yaml, "counters": dict(counters, learner_steps=learner_steps)}
+            "config": config_yaml, "counters": dict(counters, learner_steps=learner_steps), "run_id": run_id}
 
 
 def machine_memory() -> Optional[int]:

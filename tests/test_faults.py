@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pytest
 import torch
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
@@ -40,7 +41,18 @@ from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import cut_torn_tail, read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, check_spec, read_openings, run_tournament
 from agents.io import atomic_write_bytes, remove_stale_temp_files
-from agents.rundir import RunDirBusyError, claim_run_dir, log_sizes, rewind_logs
+from agents.rundir import (
+    RunDirBusyError,
+    RunDirError,
+    RunRecord,
+    claim_run_dir,
+    fresh_run_leftovers,
+    log_sizes,
+    new_run_id,
+    read_run_record,
+    rewind_logs,
+    write_run_record,
+)
 from agents.stopping import GracefulStop
 from envs import RuleSet
 from jungle_zero import train as train_script
@@ -340,6 +352,127 @@ def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(case: str, tmp_
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "here", "runs"]  # nothing was written
 
 
+@pytest.mark.parametrize("case", ["a tournament", "an old run's events", "a TensorBoard directory", "a config file",
+                                  "a finished run's record without checkpoints", "a foreign file beside leftovers"])
+def test_a_fresh_run_refuses_a_directory_holding_what_it_did_not_write(case: str, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh run deletes nothing it did not write: a directory holding anything but the leftovers of an attempt
+    that never checkpointed is refused, naming what is there, and left exactly as it was."""
+    run_dir = tmp_path / "runs" / "new"
+    run_dir.mkdir(parents=True)
+    files = {
+        "a tournament": {"games.jsonl": '{"moves": []}\n', "tournament.json": "{}\n"},
+        "an old run's events": {"events.out.tfevents.1.host.1.0": "x", "config.yaml": "seed: 0\n"},
+        "a TensorBoard directory": {"tb/events.out.tfevents.1.host.1.0": "x"},
+        "a config file": {"config.yaml": "mine: 1\n"},
+        "a finished run's record without checkpoints": {"run.json": '{"run_id": "ab", "checkpointed": true}',
+                                                        "events.out.tfevents.1.host.1.0.ab": "x"},
+        "a foreign file beside leftovers": {"run.json": '{"run_id": "ab", "checkpointed": false}',
+                                            "events.out.tfevents.1.host.1.0.ab": "x", "notes.txt": "mine\n"},
+    }[case]
+    for name, text in files.items():
+        (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / name).write_text(text)
+    before = {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    err = refused(capsys, monkeypatch, *TINY, f"out_dir={run_dir.parent}", "name=new")
+    assert "holds files this run did not write" in err and err.count("\n") == 1
+    assert ("notes.txt" in err) if case == "a foreign file beside leftovers" else all(
+        name.split("/")[0] in err for name in files)
+    assert {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_the_leftovers_of_an_attempt_that_never_checkpointed_are_the_only_files_a_fresh_run_clears(
+        tmp_path: Path) -> None:
+    patterns = ("games.jsonl", "events.out.tfevents.*")
+    assert fresh_run_leftovers(tmp_path / "missing", patterns) == []
+    (tmp_path / ".lock").write_text("1\n")
+    assert fresh_run_leftovers(tmp_path, patterns) == []  # a lock file alone holds nothing
+    write_run_record(tmp_path, RunRecord("ab12", checkpointed=False))
+    for name in ("games.jsonl", "events.out.tfevents.1.h.2.0.ab12", "config.yaml"):
+        (tmp_path / name).write_text("x")
+    assert [p.name for p in fresh_run_leftovers(tmp_path, patterns, kept=("config.yaml",))] == [
+        "config.yaml", "events.out.tfevents.1.h.2.0.ab12", "games.jsonl", "run.json"]
+    (tmp_path / "events.out.tfevents.1.h.2.0.cd34").write_text("another run's")
+    with pytest.raises(RunDirError, match=r"did not write \(events.out.tfevents.1.h.2.0.cd34\)"):
+        fresh_run_leftovers(tmp_path, patterns, kept=("config.yaml",))
+
+
+def test_run_ids_come_from_the_operating_system_and_leave_the_seeded_streams_alone() -> None:
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    ids = {new_run_id() for _ in range(100)}
+    assert len(ids) == 100 and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
+    got = (random.random(), float(np.random.random()), float(torch.rand(1)))
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    assert got == (random.random(), float(np.random.random()), float(torch.rand(1)))
+
+
+@pytest.mark.slow
+def test_a_run_names_itself_in_its_checkpoints_record_and_event_files(reference: dict[str, Any]) -> None:
+    run_dir = reference["dir"]
+    record = read_run_record(run_dir)
+    assert record is not None and record.checkpointed
+    for pt in run_dir.glob("*.pt"):
+        assert load_checkpoint(pt)["run_id"] == record.run_id, pt.name
+    events = sorted(p.name for p in run_dir.glob("events.out.tfevents.*"))
+    assert events and all(name.endswith(f".{record.run_id}") for name in events)
+
+
+@pytest.mark.slow
+def test_a_resumed_run_rewinds_only_its_own_logs(reference: dict[str, Any], tmp_path: Path) -> None:
+    """Logs in the run directory that another run wrote (an event file not named with this run's id, a
+    games.jsonl when run.json names another run) are never cut or removed by a resume."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference["dir"], run_dir)
+    foreign = run_dir / "events.out.tfevents.1.elsewhere.1.0"
+    foreign.write_bytes(b"another run's events")
+    r = train(f"resume={run_dir}", "train.iterations=4")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert foreign.read_bytes() == b"another run's events"
+    assert "left events.out.tfevents.1.elsewhere.1.0 as it is" in r.stdout + r.stderr
+    # An event file named with the run's id that latest.pt has not seen is the run's own: it is removed. A
+    # record naming another run is said, and still only logs named by the checkpoint's run are touched.
+    record = read_run_record(run_dir)
+    assert record is not None
+    write_run_record(run_dir, RunRecord("0123456789abcdef", checkpointed=True))
+    extra = run_dir / f"events.out.tfevents.2.h.2.0.{record.run_id}"
+    extra.write_bytes(b"x")
+    r = train(f"resume={run_dir}", "train.iterations=5")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "does not name this directory's run" in r.stdout + r.stderr
+    assert not extra.exists() and foreign.read_bytes() == b"another run's events"
+    assert read_run_record(run_dir) == RunRecord(record.run_id, checkpointed=True)
+
+
+@pytest.mark.slow
+def test_a_run_stopped_before_its_first_checkpoint_leaves_nothing_behind(tmp_path: Path) -> None:
+    """An unnamed run (a dated name) stopped before it checkpointed removes what it wrote and its directory,
+    so no empty run directory is left behind; the line says nothing was kept."""
+    job = Job("train.py", *TINY, "train.iterations=200", f"out_dir={tmp_path}")
+    assert job.wait_for("run az-"), job.output[-3000:]
+    job.proc.send_signal(signal.SIGINT)
+    assert job.finish(120) == 130, job.output[-3000:]
+    assert "Traceback" not in job.output
+    assert any("no checkpoint was written yet, so nothing was kept" in line for line in job.lines), job.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_ctrl_c_while_the_script_starts_prints_one_line(script: str, tmp_path: Path) -> None:
+    job = Job(script, f"out_dir={tmp_path / 'out'}", cwd=tmp_path)
+    time.sleep(1.0)  # the imports and the config checks take seconds
+    job.proc.send_signal(signal.SIGINT)
+    assert job.finish(60) == 130, job.output
+    lines = [line for line in job.lines if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Ctrl-C: stopped "), job.output
+    assert "nothing was written" in lines[0] and not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_kill_9_leaves_no_worker_processes(tmp_path: Path) -> None:
     run_dir = tmp_path / "workers"
@@ -448,13 +581,19 @@ def test_logs_are_cut_back_to_the_sizes_a_checkpoint_saw(tmp_path: Path) -> None
         f.write('{"a": 2}\n{"a": 3, "torn')
     (tmp_path / "events.out.tfevents.1.host.1.0").write_bytes(b"1234567")
     (tmp_path / "events.out.tfevents.2.host.2.0").write_bytes(b"later sitting")
-    changes = rewind_logs(tmp_path, sizes, patterns)
-    assert len(changes) == 3
+    (tmp_path / "events.out.tfevents.3.host.3.0").write_bytes(b"another run's")
+    def owned(name: str) -> bool:
+        return name != "events.out.tfevents.3.host.3.0"
+
+    changes = rewind_logs(tmp_path, sizes, patterns, owned=owned)
+    assert len(changes) == 4 and "left events.out.tfevents.3.host.3.0 as it is: another run wrote it" in changes
     assert (tmp_path / "games.jsonl").read_text() == '{"a": 1}\n'
     assert (tmp_path / "events.out.tfevents.1.host.1.0").read_bytes() == b"12345"
     assert not (tmp_path / "events.out.tfevents.2.host.2.0").exists()
+    assert (tmp_path / "events.out.tfevents.3.host.3.0").read_bytes() == b"another run's"  # not the run's own
     assert (tmp_path / "config.yaml").read_text() == "seed: 0\n"  # not a log
-    assert rewind_logs(tmp_path, sizes, patterns) == []
+    assert rewind_logs(tmp_path, sizes, patterns, owned=owned) == [
+        "left events.out.tfevents.3.host.3.0 as it is: another run wrote it"]
 
 
 def test_a_stop_abandons_an_abandonable_phase_at_once_and_is_remembered() -> None:
