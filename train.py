@@ -70,11 +70,12 @@ from agents.alphazero.checkpoint import (
 )
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
 from agents.arena.ratings import elo_from_score, score_interval
-from agents.alphazero.learner import Learner, LearnerConfig
+from agents.alphazero.learner import Learner, LearnerConfig, LearnerDivergedError
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.network import (
     MAX_THREADS,
     NetworkConfig,
+    NonFiniteOutputError,
     build_network,
     count_parameters,
     make_evaluator,
@@ -99,7 +100,7 @@ from agents.rundir import (
     write_run_record,
 )
 from agents.stopping import GracefulStop, signal_name
-from agents.alphazero.replay import POSITION_BYTES, ReplayBuffer
+from agents.alphazero.replay import POSITION_BYTES, ReplayBuffer, ReplayError
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay import SelfPlayConfig
@@ -558,113 +559,132 @@ def run(cfg: DictConfig) -> None:
             write_run_record(run_dir, RunRecord(run_id, checkpointed=True))
             checkpointed = True
 
-    with pool, stop:
-        started = time.time()
-        for it in range(counters["iteration"] + (0 if pending_eval else 1), tc.iterations + 1):
-            if stop.requested:
-                stopped = f"before iteration {it}"
-                break
-            t0 = time.time()
-            last = it == tc.iterations
-            due = evaluation_due(it, tc.iterations, tc.eval.every)
-            s: dict[str, Any] = {}
-            metrics: dict[str, list[float]] = {}
-            steps, selfplay_seconds = 0, 0.0
-            if not pending_eval:
-                # self-play (a fraction of the games against the opponents, built from their specs, when there
-                # are any); a stop abandons it at once: nothing has changed yet
-                rng_before = rng_state()
-                opponent_seeds = [derive_seed(cfg.seed, "opponent", k, it) for k in range(len(selfplay.opponents))]
-                data = stop.abandonable(pool.play, model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
-                                        num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
-                                        progress=progress)
-                if data is None:
-                    stopped = f"during the self-play of iteration {it} (its games are dropped)"
-                    if saved != (it - 1, False):
-                        save_latest(pending=False, rng=rng_before)
+    it = counters["iteration"]
+    failure, advice = "", f"continue with: {again}"
+    try:
+        with pool, stop:
+            started = time.time()
+            for it in range(counters["iteration"] + (0 if pending_eval else 1), tc.iterations + 1):
+                if stop.requested:
+                    stopped = f"before iteration {it}"
                     break
-                for record in data.records:
-                    record.extra["iteration"] = it
-                replay.add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival)
-                if tc.write_games:
-                    append_jsonl(run_dir / "games.jsonl", data.records)
-                s = data.stats
-                counters["positions"] += int(s["positions"])
-                counters["games"] += int(s["games"])
-                counters["simulations"] += int(s["simulations"])
-                selfplay_seconds = time.time() - t0
-                clock.add("selfplay", selfplay_seconds)
-                log_selfplay(writer, it, s, selfplay_seconds, selfplay.opponent_fraction > 0)
+                t0 = time.time()
+                last = it == tc.iterations
+                due = evaluation_due(it, tc.iterations, tc.eval.every)
+                s: dict[str, Any] = {}
+                metrics: dict[str, list[float]] = {}
+                steps, selfplay_seconds = 0, 0.0
+                if not pending_eval:
+                    # self-play (a fraction of the games against the opponents, built from their specs, when there
+                    # are any); a stop abandons it at once: nothing has changed yet
+                    rng_before = rng_state()
+                    opponent_seeds = [derive_seed(cfg.seed, "opponent", k, it) for k in range(len(selfplay.opponents))]
+                    data = stop.abandonable(pool.play, model.state_dict(), seed=derive_seed(cfg.seed, "selfplay", it),
+                                            num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
+                                            progress=progress)
+                    if data is None:
+                        stopped = f"during the self-play of iteration {it} (its games are dropped)"
+                        if saved != (it - 1, False):
+                            save_latest(pending=False, rng=rng_before)
+                        break
+                    for record in data.records:
+                        record.extra["iteration"] = it
+                    replay.add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival)
+                    if tc.write_games:
+                        append_jsonl(run_dir / "games.jsonl", data.records)
+                    s = data.stats
+                    counters["positions"] += int(s["positions"])
+                    counters["games"] += int(s["games"])
+                    counters["simulations"] += int(s["simulations"])
+                    selfplay_seconds = time.time() - t0
+                    clock.add("selfplay", selfplay_seconds)
+                    log_selfplay(writer, it, s, selfplay_seconds, selfplay.opponent_fraction > 0)
 
-                # learn; a stop waits for the end of this phase
-                stop.waiting_for = f"the learning of iteration {it}"
-                t1 = time.time()
-                if len(replay) >= tc.min_replay:
-                    steps = min(tc.max_steps_per_iteration,
-                                max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
-                    metrics = learn(learner, replay, steps, tc.batch_size, progress)
-                clock.add("learn", time.time() - t1)
-                for k, values in metrics.items():
-                    writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", float(np.mean(values)), it)
-                writer.add_scalar("perf/learner_steps", learner.step_count, it)
-                writer.add_scalar("perf/replay_positions", len(replay), it)
-                writer.add_scalar("perf/seconds_learn", time.time() - t1, it)
-                counters["iteration"] = it
-                counters["seconds"] += time.time() - t0
-                if stop.requested and due:
-                    save_latest(pending=True)
-                    stopped = f"before the evaluation of iteration {it}, which the resumed run plays"
-                    break
-
-            # evaluate; a stop abandons it at once and the resumed run plays it again
-            t2 = time.time()
-            scores: dict[str, float] = {}
-            if due:
-                stop.waiting_for = f"the evaluation of iteration {it}"
-                if not progress:
-                    log.info("iter %d: evaluation (%d games against each of %s)", it, tc.eval.games,
-                             ", ".join([*tc.eval.opponents, *(["previous"] if tc.eval.vs_previous else [])]))
-                result = stop.abandonable(evaluate, evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it,
-                                          device, cfg.precision, float(history["elo"]), progress)
-                if result is None:
-                    if saved != (it, True):
+                    # learn; a stop waits for the end of this phase
+                    stop.waiting_for = f"the learning of iteration {it}"
+                    t1 = time.time()
+                    if len(replay) >= tc.min_replay:
+                        steps = min(tc.max_steps_per_iteration,
+                                    max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
+                        metrics = learn(learner, replay, steps, tc.batch_size, progress)
+                    clock.add("learn", time.time() - t1)
+                    for k, values in metrics.items():  # means over the steps, but the count of the skipped ones
+                        total = float(np.sum(values)) if k == "loss/nonfinite_steps" else float(np.mean(values))
+                        writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", total, it)
+                    writer.add_scalar("perf/learner_steps", learner.step_count, it)
+                    writer.add_scalar("perf/replay_positions", len(replay), it)
+                    writer.add_scalar("perf/seconds_learn", time.time() - t1, it)
+                    counters["iteration"] = it
+                    counters["seconds"] += time.time() - t0
+                    if stop.requested and due:
                         save_latest(pending=True)
-                    stopped = f"during the evaluation of iteration {it}, which the resumed run plays again"
+                        stopped = f"before the evaluation of iteration {it}, which the resumed run plays"
+                        break
+
+                # evaluate; a stop abandons it at once and the resumed run plays it again
+                t2 = time.time()
+                scores: dict[str, float] = {}
+                if due:
+                    stop.waiting_for = f"the evaluation of iteration {it}"
+                    if not progress:
+                        log.info("iter %d: evaluation (%d games against each of %s)", it, tc.eval.games,
+                                 ", ".join([*tc.eval.opponents, *(["previous"] if tc.eval.vs_previous else [])]))
+                    result = stop.abandonable(evaluate, evaluator, previous, tc.eval, mcts_cfg, rules, cfg.seed, it,
+                                              device, cfg.precision, float(history["elo"]), progress)
+                    if result is None:
+                        if saved != (it, True):
+                            save_latest(pending=True)
+                        stopped = f"during the evaluation of iteration {it}, which the resumed run plays again"
+                        break
+                    scores = result
+                    history["elo"] = scores.get("elo", history["elo"])
+                    for k, v in scores.items():
+                        writer.add_scalar(f"eval/{k}", v, it)
+                    previous.load_state_dict(model.state_dict())
+                    clock.add("eval", time.time() - t2)
+                    writer.add_scalar("perf/seconds_eval", time.time() - t2, it)
+                    counters["seconds"] += time.time() - t2
+                pending_eval = False
+
+                # checkpoint; a stop waits for it, and writes one when none is due
+                stop.waiting_for = "the checkpoint"
+                t3 = time.time()
+                if it % tc.checkpoint_every == 0 or last or stop.requested:
+                    state = weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count, run_id)
+                    save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
+                    ladder = scores.get("ladder_score")
+                    if ladder is not None and ladder >= history["best_score"]:
+                        history["best_score"] = ladder
+                        save_checkpoint(run_dir / BEST, dict(state, extra={"scores": scores}))
+                    save_latest(pending=False)
+                clock.add("checkpoint", time.time() - t3)
+                counters["seconds"] += time.time() - t3
+                # Written after latest.pt: a kill before the next checkpoint drops this one timing.
+                writer.add_scalar("perf/seconds_checkpoint", time.time() - t3, it)
+
+                # progress: the ETA prices the phases still to come (evaluations cost more)
+                eta, unpriced = clock.eta(it, tc.iterations, tc.eval.every)
+                log.info("%s | %.0fs, %s elapsed, ETA %s%s", iteration_line(it, tc.iterations, s, selfplay_seconds,
+                         steps, metrics, scores), time.time() - t0, format_seconds(counters["seconds"]),
+                         format_seconds(eta), f" + {unpriced} evaluations" if unpriced else "")
+                if stop.requested:
+                    stopped = f"after iteration {it}"
                     break
-                scores = result
-                history["elo"] = scores.get("elo", history["elo"])
-                for k, v in scores.items():
-                    writer.add_scalar(f"eval/{k}", v, it)
-                previous.load_state_dict(model.state_dict())
-                clock.add("eval", time.time() - t2)
-                writer.add_scalar("perf/seconds_eval", time.time() - t2, it)
-                counters["seconds"] += time.time() - t2
-            pending_eval = False
-
-            # checkpoint; a stop waits for it, and writes one when none is due
-            stop.waiting_for = "the checkpoint"
-            t3 = time.time()
-            if it % tc.checkpoint_every == 0 or last or stop.requested:
-                state = weights_state(model, net_cfg, rules, config_yaml, counters, learner.step_count, run_id)
-                save_checkpoint(run_dir / f"iter_{it:06d}.pt", state)
-                ladder = scores.get("ladder_score")
-                if ladder is not None and ladder >= history["best_score"]:
-                    history["best_score"] = ladder
-                    save_checkpoint(run_dir / BEST, dict(state, extra={"scores": scores}))
-                save_latest(pending=False)
-            clock.add("checkpoint", time.time() - t3)
-            counters["seconds"] += time.time() - t3
-            # Written after latest.pt: a kill before the next checkpoint drops this one timing.
-            writer.add_scalar("perf/seconds_checkpoint", time.time() - t3, it)
-
-            # progress: the ETA prices the phases still to come (evaluations cost more)
-            eta, unpriced = clock.eta(it, tc.iterations, tc.eval.every)
-            log.info("%s | %.0fs, %s elapsed, ETA %s%s", iteration_line(it, tc.iterations, s, selfplay_seconds,
-                     steps, metrics, scores), time.time() - t0, format_seconds(counters["seconds"]),
-                     format_seconds(eta), f" + {unpriced} evaluations" if unpriced else "")
-            if stop.requested:
-                stopped = f"after iteration {it}"
-                break
+    except (LearnerDivergedError, NonFiniteOutputError, ReplayError, CheckpointError) as e:
+        failure = f"iteration {it}: {e}"
+        if not isinstance(e, CheckpointError):
+            advice = f"continue with a lower learning rate: {again} train.learner.lr={learner_cfg.lr / 10:g}"
+    except OSError as e:  # a full disk, a file system gone read-only: the last latest.pt is whole
+        failure = f"iteration {it}: cannot write {e.filename or 'a file of the run'}: {e.strerror or e}"
+    if failure:
+        try:
+            writer.close()
+        except OSError:
+            pass
+        kept = (f"latest.pt holds iteration {saved[0]}; {advice}" if (run_dir / LATEST).is_file()
+                else "no checkpoint was written")
+        print(f"train.py: error: {failure}; {kept}", file=sys.stderr)
+        sys.exit(1)
     writer.close()
     if stop.requested:
         at = f"iteration {saved[0]}" + (" (its evaluation still to play)" if saved[1] else "")

@@ -114,3 +114,44 @@ def test_checkpoint_player_plays_legal_moves_and_fails_early(tmp_path: Path) -> 
         make_player(f"checkpoint:path={tmp_path / 'run'}", rules=RuleSet(repetition="off"))
     with pytest.raises(PlayerSpecError, match="simz"):
         make_player(f"checkpoint:path={tmp_path / 'run'},simz=3")
+
+
+def test_a_checkpoint_with_a_non_finite_weight_is_never_written_and_never_loaded(tmp_path: Path) -> None:
+    """save_checkpoint refuses NaN or infinity in any floating-point tensor (weights, statistics, replay,
+    optimizer); a file holding one anyway (written some other way) is refused by every loader: a player, a
+    run's init= and resume= all read through load_checkpoint."""
+    from envs.players import make_player
+
+    torch.manual_seed(0)
+    model = build_network(TINY)
+    state = _state(model)
+    state["model"] = dict(state["model"])
+    state["model"]["tower.0.bn1.running_var"] = torch.full_like(state["model"]["tower.0.bn1.running_var"], np.inf)
+    with pytest.raises(CheckpointError, match=r"its entry model.tower.0.bn1.running_var holds NaN or infinity"):
+        save_checkpoint(tmp_path / "run" / "latest.pt", state)
+    assert not (tmp_path / "run" / "latest.pt").exists()
+    good = _state(model)
+    good["replay"] = dict(good["replay"], value=torch.tensor([1.0, float("nan"), 0.0]))
+    with pytest.raises(CheckpointError, match=r"its entry replay.value holds NaN"):
+        save_checkpoint(tmp_path / "run" / "latest.pt", good)
+    bad = tmp_path / "bad.pt"
+    torch.save(dict(state, format="jungle-zero/1"), bad)  # bypassing save_checkpoint's check
+    with pytest.raises(CheckpointError, match=r"holds NaN or infinity in model.tower.0.bn1.running_var"):
+        load_checkpoint(bad)
+    with pytest.raises(CheckpointError, match="NaN or infinity"):
+        make_player(f"checkpoint:path={bad},sims=2")
+
+
+def test_a_network_with_non_finite_outputs_raises_instead_of_playing() -> None:
+    from agents.alphazero.network import NonFiniteOutputError, make_evaluator
+
+    torch.manual_seed(0)
+    model = build_network(TINY).eval()
+    obs, mask = np.zeros((3,) + OBS_SHAPE, np.float32), np.ones((3, N_ACTIONS), bool)
+    for precision in ("fp32", "bf16"):
+        make_evaluator(model, "cpu", precision)(obs, mask)
+    with torch.no_grad():
+        model.value_fc[2].bias.fill_(float("nan"))
+    for precision in ("fp32", "bf16"):
+        with pytest.raises(NonFiniteOutputError, match="not finite"):
+            make_evaluator(model, "cpu", precision)(obs, mask)

@@ -9,6 +9,7 @@ record twice.
 from __future__ import annotations
 
 import collections
+import errno
 import hashlib
 import json
 import os
@@ -471,6 +472,80 @@ def test_ctrl_c_while_the_script_starts_prints_one_line(script: str, tmp_path: P
     lines = [line for line in job.lines if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Ctrl-C: stopped "), job.output
     assert "nothing was written" in lines[0] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_run_whose_learning_rate_explodes_stops_with_one_line_and_checkpoints_nothing_non_finite(
+        tmp_path: Path) -> None:
+    """NaN injection: a run continued with train.learner.lr=1e12 diverges in its next iteration. It stops
+    with one line naming the iteration and the likely cause, before anything of that iteration is written;
+    every .pt in the directory loads (load_checkpoint refuses non-finite weights) and latest.pt still holds
+    the last good iteration, from which a resume with a lower rate goes on."""
+    run_dir = tmp_path / "nan"
+    first = train(*TINY, "train.iterations=1", f"out_dir={tmp_path}", "name=nan")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert all(v == 0.0 for _, v in
+               [(k, vals[0]) for k, vals in event_records(run_dir).items() if k[0] == "loss/nonfinite_steps"])
+    r = train(f"resume={run_dir}", "train.iterations=3", "train.learner.lr=1e12")
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    errors = [line for line in r.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    line = errors[0]
+    assert line.startswith("train.py: error: iteration 2: ") and "has diverged" in line, line
+    assert "the learning rate (train.learner.lr=1e+12) is the likely cause" in line
+    assert line.endswith(f"latest.pt holds iteration 1; continue with a lower learning rate: python train.py "
+                         f"resume={run_dir} train.learner.lr=1e+11")
+    pts = sorted(run_dir.glob("*.pt"))
+    assert [p.name for p in pts] == ["best.pt", "iter_000001.pt", "latest.pt"]
+    for pt in pts:
+        state = load_checkpoint(pt)  # refuses NaN or infinity anywhere
+        assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+    assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
+
+
+def test_a_failed_atomic_write_names_its_file_and_leaves_the_old_one(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "latest.pt"
+    target.write_bytes(b"the previous checkpoint")
+
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError) as e:
+        atomic_write_bytes(target, b"the next one")
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(target)
+    assert target.read_bytes() == b"the previous checkpoint" and [p.name for p in tmp_path.iterdir()] == ["latest.pt"]
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_survives(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents.alphazero.checkpoint as checkpoint_module
+
+    run_dir = tmp_path / "full"
+    real = checkpoint_module.atomic_write_bytes
+    writes = {"latest.pt": 0}
+
+    def fills_the_disk(path: Any, data: bytes) -> None:  # the second latest.pt finds no room
+        name = Path(path).name
+        writes[name] = writes.get(name, 0) + 1
+        if name == "latest.pt" and writes[name] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint_module, "atomic_write_bytes", fills_the_disk)
+    monkeypatch.setattr(sys, "argv", ["train.py", *TINY, "train.eval.every=0", f"out_dir={tmp_path}", "name=full"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        train_script.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == [f"train.py: error: iteration 2: cannot write {run_dir / 'latest.pt'}: No space left on device; "
+                     f"latest.pt holds iteration 1; continue with: python train.py resume={run_dir}"]
+    assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
+    assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
 
 
 @pytest.mark.slow

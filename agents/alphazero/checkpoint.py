@@ -52,8 +52,15 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
-    """Write `state` to `path` atomically (temp file, fsync, rename)."""
+    """Write `state` to `path` atomically (temp file, fsync, rename).
+
+    CheckpointError, writing nothing, when a floating-point tensor anywhere in `state` holds a NaN or an
+    infinity: a diverged network is never checkpointed."""
     path = Path(path)
+    bad = nonfinite_entry(state)
+    if bad is not None:
+        raise CheckpointError(f"not writing {str(path)!r}: its entry {bad} holds NaN or infinity (the training "
+                              "has diverged)")
     buf = io.BytesIO()
     torch.save(dict(state, format=FORMAT), buf)
     atomic_write_bytes(path, buf.getvalue())
@@ -93,7 +100,31 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
     for key in ("model", "network", "rules"):
         if key not in state:
             raise CheckpointError(f"checkpoint {str(path)!r} lacks its {key!r} entry")
+    bad = nonfinite_entry(state)
+    if bad is not None:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds NaN or infinity in {bad}: it was written by a "
+                              "diverged training and cannot be played or trained on")
     return state
+
+
+def nonfinite_entry(obj: Any, where: str = "") -> Optional[str]:
+    """The dotted name of the first floating-point tensor in `obj` (dicts and lists walked) holding a NaN or
+    an infinity, or None when every one is finite."""
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point() and obj.numel() and not bool(torch.isfinite(obj).all()):
+            return where or "the state"
+        return None
+    if isinstance(obj, Mapping):
+        items: Any = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return None
+    for key, value in items:
+        found = nonfinite_entry(value, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def require_training_state(state: Mapping[str, Any], path: PathLike) -> None:

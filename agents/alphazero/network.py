@@ -45,6 +45,11 @@ class NetworkShapeError(ValueError):
     """A network configuration that cannot be built (names the bad field)."""
 
 
+class NonFiniteOutputError(ValueError):
+    """The network gave a NaN or infinite logit or value: its weights have diverged or are damaged, and a
+    search on such outputs would play garbage."""
+
+
 SHAPE_BOUNDS = {"blocks": (0, 64), "channels": (1, 512), "value_hidden": (1, 4096), "policy_channels": (1, 256)}
 """The sizes a network may have (`NetworkConfig`'s docstrings): the largest is about 1.2 GB of float32
 weights, so a checkpoint's stated shape is checked against them before anything is built."""
@@ -476,7 +481,8 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
 
     Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
     (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
-    from the side to move. The network runs as a batch-norm-fused copy in the
+    from the side to move; NonFiniteOutputError when the network gives a NaN or infinite output (diverged
+    weights never play garbage silently). The network runs as a batch-norm-fused copy in the
     dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's weights as they are
     trained. Outputs are always float32.
     """
@@ -496,8 +502,12 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
                 x = x.contiguous(memory_format=torch.channels_last)
             logits, v = net(x)
         logits = mask_logits(logits.float(), m, inplace=True)  # the float copy (or the pass's own output)
-        value = scalar_value(v.float()).clamp(-1.0, 1.0)
-        return logits.cpu().numpy(), value.cpu().numpy()
+        value = scalar_value(v.float())
+        if not (torch.isfinite(value).all() and torch.isfinite(logits).all()):  # clamp would hide a NaN value
+            raise NonFiniteOutputError(
+                f"the network's outputs are not finite (NaN or infinity) for {len(obs)} positions: its weights "
+                "have diverged or are damaged")
+        return logits.cpu().numpy(), value.clamp(-1.0, 1.0).cpu().numpy()
 
     def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(obs)

@@ -120,7 +120,7 @@ class ReplayBuffer:
             full_search: np.ndarray | None = None, survival: np.ndarray | None = None) -> None:
         """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
         (default all True), survival [n,16] (nonzero: the piece survives the game; default the pieces on
-        the board in `obs`)."""
+        the board in `obs`). ReplayError, adding nothing, for a wrong shape or a non-finite entry."""
         n = len(obs)
         if full_search is None:
             full_search = np.ones(n, np.bool_)
@@ -134,6 +134,10 @@ class ReplayBuffer:
                                  ("survival", survival, (n, _PIECE_PLANES))):
             if arr.shape != shape:
                 raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")
+        for name, arr in (("observations", obs), ("policy targets", policy), ("value targets", value)):
+            if not np.isfinite(arr).all():
+                raise ReplayError(f"replay {name} hold NaN or infinity ({int((~np.isfinite(arr)).sum())} entries): "
+                                  "the search that made them saw a diverged network; nothing was added")
         if n == 0:
             return
         if n > self.capacity:  # only the newest fit
