@@ -42,7 +42,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence, get_type_hints
+from typing import Any, Callable, Optional, Sequence, get_type_hints
 
 import hydra
 import numpy as np
@@ -119,6 +119,7 @@ from envs.config import (
     dotted_keys,
     hydra_error_line,
     override_key,
+    shown,
 )
 from envs.rules import COUNTER_LIMIT
 
@@ -442,6 +443,39 @@ def run(cfg: DictConfig) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     stop = GracefulStop(on_second=f"stopped at once; continue from the last checkpoint: {again}").install()
     stop.waiting_for = "the start"
+    rules, net_cfg, mcts_cfg, learner_cfg, tc = conf.rules.rule_set(), conf.model, conf.mcts, conf.train.learner, conf.train
+
+    # -- seed ----------------------------------------------------------------------------------
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+
+    # -- build (and restore a resumed run's every part, each checked, before its directory is claimed) ----
+    device = resolve_device(cfg.device)
+    model = build_network(net_cfg).to(device)
+    learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
+    replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=cfg.seed)
+    counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
+    history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
+    previous = build_network(net_cfg).to(device)  # the network of the previous evaluation
+    try:
+        if init_from is not None:
+            restore(init_path, "model", lambda: model.load_state_dict(init_from["model"]))
+        previous.load_state_dict(model.state_dict())
+        if resume_from is not None:
+            state = resume_from
+            restore(resume_path, "model", lambda: model.load_state_dict(state["model"]))
+            restore(resume_path, "learner", lambda: learner.load_state_dict(state["learner"]))
+            restore(resume_path, "replay", lambda: replay.load_state_dict(state["replay"]))
+            restore(resume_path, "counters", lambda: counters.update(checked_counters(state["counters"])))
+            restore(resume_path, "extra", lambda: history.update(checked_extra(state["extra"])["history"]))
+            restore(resume_path, "extra", lambda: previous.load_state_dict(state["extra"]["previous_model"]))
+            restore(resume_path, "rng", lambda: set_rng_state(state["rng"]))
+    except CheckpointError as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
     # -- the run directory: this process alone writes to it, only what it wrote is touched, logs cut
     #    back to the checkpoint ----------------------------------------------------------------------
@@ -487,34 +521,6 @@ def run(cfg: DictConfig) -> None:
         log.info("new run %s from the weights of %s", run_dir, init_path)
     config_yaml = OmegaConf.to_yaml(cfg)
     atomic_write_text(run_dir / CONFIG_FILE, config_yaml)
-    rules, net_cfg, mcts_cfg, learner_cfg, tc = conf.rules.rule_set(), conf.model, conf.mcts, conf.train.learner, conf.train
-
-    # -- seed ----------------------------------------------------------------------------------
-    random.seed(cfg.seed)
-    np.random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-
-    # -- build ---------------------------------------------------------------------------------
-    device = resolve_device(cfg.device)
-    model = build_network(net_cfg).to(device)
-    if init_from is not None:
-        model.load_state_dict(init_from["model"])
-    learner = Learner(model, learner_cfg, device=device, amp=cfg.amp)
-    replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=cfg.seed)
-    counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
-    history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
-    previous = build_network(net_cfg).to(device)  # the network of the previous evaluation
-    previous.load_state_dict(model.state_dict())
-    if resume_from is not None:
-        model.load_state_dict(resume_from["model"])
-        learner.load_state_dict(resume_from["learner"])
-        replay.load_state_dict(resume_from["replay"])
-        counters.update(resume_from["counters"])
-        history.update(resume_from["extra"]["history"])
-        previous.load_state_dict(resume_from["extra"]["previous_model"])
-        set_rng_state(resume_from["rng"])
     net: Any = torch.compile(model) if cfg.compile else model
     evaluator = make_evaluator(net, device, cfg.precision)
     selfplay = replace(tc.selfplay, player_name=cfg.name)
@@ -761,6 +767,51 @@ def machine_memory() -> Optional[int]:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def restore(path: Path, part: str, action: Callable[[], Any]) -> None:
+    """Run `action`, which loads the `part` entry of the checkpoint at `path` into this run; CheckpointError
+    naming the part when that entry is damaged (a wrong type, shape or key), before the run directory is claimed."""
+    try:
+        action()
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError, OverflowError) as e:
+        text = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {str(path)!r}: its {part} entry is damaged ({text})") from None
+
+
+def checked_counters(counters: Any) -> dict[str, Any]:
+    """A checkpoint's counters (iteration, positions, games, simulations: integers >= 0; seconds: a finite
+    number); ValueError naming the first that is not."""
+    if not isinstance(counters, dict):
+        raise TypeError(f"a mapping is expected, got {type(counters).__name__}")
+    for key in ("iteration", "positions", "games", "simulations", "learner_steps"):
+        value = counters.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{key}={shown(value)} is not an integer >= 0")
+    seconds = counters.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise ValueError(f"seconds={shown(seconds)} is not a finite number")
+    return counters
+
+
+def checked_extra(extra: Any) -> dict[str, Any]:
+    """A latest.pt's extra entry: history (numbers), previous_model (a state dict), logs (sizes or None) and
+    pending_eval (a bool); ValueError or TypeError naming what is wrong."""
+    if not isinstance(extra, dict) or not isinstance(extra.get("history"), dict):
+        raise TypeError("a mapping with a history mapping is expected")
+    for key in ("elo", "best_score"):
+        value = extra["history"].get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"history.{key}={shown(value)} is not a finite number")
+    if not isinstance(extra.get("previous_model"), dict):
+        raise TypeError("previous_model is not a state dict")
+    logs = extra.get("logs")
+    if logs is not None and not (isinstance(logs, dict) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in logs.items())):
+        raise ValueError("logs is not a mapping of file names to sizes")
+    if not isinstance(extra.get("pending_eval", False), bool):
+        raise TypeError("pending_eval is not true or false")
+    return extra
 
 
 def file_identity(path: Path) -> tuple[int, int, int]:

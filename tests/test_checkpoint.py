@@ -155,3 +155,59 @@ def test_a_network_with_non_finite_outputs_raises_instead_of_playing() -> None:
     for precision in ("fp32", "bf16"):
         with pytest.raises(NonFiniteOutputError, match="not finite"):
             make_evaluator(model, "cpu", precision)(obs, mask)
+
+
+def _built_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The devices every network the checkpoint module builds is built on (recorded as it builds)."""
+    import agents.alphazero.checkpoint as checkpoint_module
+
+    devices: list[str] = []
+    real = checkpoint_module.build_network
+
+    def spy(config: object) -> torch.nn.Module:
+        devices.append(torch.empty(0).device.type)  # the default device: "meta" inside torch.device("meta")
+        return real(config)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkpoint_module, "build_network", spy)
+    return devices
+
+
+@pytest.mark.parametrize("claim", [dict(channels=4000), dict(blocks=64, channels=512), dict(value_hidden=4096)])
+def test_a_checkpoint_claiming_a_large_shape_is_refused_before_anything_is_built(
+        claim: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stated shape is checked against the bounds and against the stored tensors before any network is
+    built for real (the expected shapes come from the meta device): a small file cannot make the loader
+    allocate gigabytes."""
+    state = _state(build_network(TINY))
+    state["network"] = dict(TINY.to_dict(), **claim)
+    path = save_checkpoint(tmp_path / "claims.pt", state)
+    devices = _built_on(monkeypatch)
+    with pytest.raises(CheckpointError, match="channels=4000 must lie in|do not fit the stated shape") as e:
+        load_model(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    assert all(d == "meta" for d in devices), devices
+    load_model(save_checkpoint(tmp_path / "fits.pt", _state(build_network(TINY))))  # a checkpoint that fits loads
+
+
+def test_a_file_that_is_not_a_checkpoint_says_so_without_unsafe_advice(tmp_path: Path) -> None:
+    text = tmp_path / "notes.pt"
+    text.write_text("these are my notes\n")
+    with pytest.raises(CheckpointError, match="is not a Jungle Zero checkpoint: it is not a PyTorch file"):
+        load_checkpoint(text)
+    pickled = tmp_path / "object.pt"
+    torch.save({"format": "jungle-zero/1", "model": {}, "network": {}, "rules": {}, "obj": Path("x")}, pickled)
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(pickled)
+    assert "objects other than tensors" in str(e.value)
+    assert "weights_only" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_stored_config_that_is_not_yaml_is_refused_naming_the_file(tmp_path: Path) -> None:
+    from envs.players import make_player
+
+    for config in ("mcts: {algorithm: [unclosed", "- just\n- a list\n", "mcts:\n  num_simulations: many\n"):
+        state = dict(_state(build_network(TINY)), config=config)
+        path = save_checkpoint(tmp_path / "c.pt", state)
+        with pytest.raises(CheckpointError, match=r"c.pt'.*stored (config|search settings)") as e:
+            make_player(f"checkpoint:path={path},sims=2")
+        assert "\n" not in str(e.value)

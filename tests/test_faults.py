@@ -466,7 +466,11 @@ def test_a_run_stopped_before_its_first_checkpoint_leaves_nothing_behind(tmp_pat
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
 def test_ctrl_c_while_the_script_starts_prints_one_line(script: str, tmp_path: Path) -> None:
     job = Job(script, f"out_dir={tmp_path / 'out'}", cwd=tmp_path)
-    time.sleep(1.0)  # the imports and the config checks take seconds
+    # Once the script has begun its imports (the yaml parser's extension is loaded: Hydra's first imports),
+    # its own handler is in place; the imports and checks that follow take seconds more.
+    deadline = time.time() + 60
+    while "_yaml" not in Path(f"/proc/{job.proc.pid}/maps").read_text() and time.time() < deadline:
+        time.sleep(0.01)
     job.proc.send_signal(signal.SIGINT)
     assert job.finish(60) == 130, job.output
     lines = [line for line in job.lines if line.strip()]
@@ -546,6 +550,69 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_sur
                      f"latest.pt holds iteration 1; continue with: python train.py resume={run_dir}"]
     assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
     assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def tiny_latest(run_dir: Path, **damage: Any) -> Path:
+    """A run directory holding a consistent latest.pt of the TINY run at iteration 1 (made in this process),
+    with the entries in `damage` replaced; returns its path."""
+    from omegaconf import OmegaConf
+
+    from agents.alphazero.checkpoint import rng_state
+    from agents.alphazero.learner import Learner, LearnerConfig
+    from agents.alphazero.replay import ReplayBuffer
+
+    cfg = train_script.compose_config([*TINY, f"out_dir={run_dir.parent}", f"name={run_dir.name}"])
+    conf = train_script.checked_config(cfg)
+    model = build_network(conf.model)
+    state = {"model": model.state_dict(), "network": conf.model.to_dict(), "rules": RuleSet().to_dict(),
+             "config": OmegaConf.to_yaml(cfg), "run_id": "00112233aabbccdd",
+             "counters": {"iteration": 1, "positions": 0, "games": 0, "simulations": 0, "seconds": 1.0,
+                          "learner_steps": 0},
+             "learner": Learner(model, conf.train.learner, device=torch.device("cpu")).state_dict(),
+             "replay": ReplayBuffer(conf.train.replay_capacity, seed=0).state_dict(),
+             "rng": rng_state(),
+             "extra": {"history": {"elo": 0.0, "best_score": -1.0}, "previous_model": model.state_dict(),
+                       "logs": {}, "pending_eval": False}}
+    state.update(damage)
+    write_run_record(run_dir, RunRecord("00112233aabbccdd", checkpointed=True))
+    (run_dir / "config.yaml").write_text(state["config"] if isinstance(state["config"], str) else "")
+    return save_checkpoint(run_dir / "latest.pt", state)
+
+
+@pytest.mark.parametrize("part", ["config", "learner", "replay", "rng", "counters", "extra", "model"])
+def test_a_latest_pt_with_a_damaged_part_is_refused_before_the_run_directory_is_touched(
+        part: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    good = torch.load(tiny_latest(run_dir), weights_only=True)
+    damage = {
+        "config": "train: {iterations: [unclosed",
+        "learner": {"optimizer": {"state": {}, "param_groups": "none"}, "step_count": 0},
+        "replay": dict(good["replay"], rng="not a generator state"),
+        "rng": {"python": 3},
+        "counters": dict(good["counters"], iteration="two"),
+        "extra": dict(good["extra"], history=[1, 2]),
+        "model": {k: (v[:1] if v.dim() else v) for k, v in good["model"].items()},
+    }[part]
+    tiny_latest(run_dir, **{part: damage})
+    before = snapshot(run_dir)
+    err = refused(capsys, monkeypatch, f"resume={run_dir}")
+    assert err.count("\n") == 1 and str(run_dir / "latest.pt") in err, err
+    assert (f"its {part} entry is damaged" in err if part not in ("config",)
+            else "its stored config is not valid YAML" in err), err
+    assert snapshot(run_dir) == before and not (run_dir / ".lock").exists()
+
+
+def test_a_sound_tiny_latest_pt_resumes_past_the_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint the damage test starts from is sound: its resume passes every check (and, asked for no
+    further iteration, ends at once)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    tiny_latest(run_dir)
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
+    train_script.main()
+    assert "train.py: error" not in capsys.readouterr().err
 
 
 @pytest.mark.slow

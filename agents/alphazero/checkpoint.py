@@ -41,6 +41,8 @@ from agents.alphazero.network import JungleNet, NetworkConfig, build_network
 from envs.rules import RuleSet
 
 FORMAT = "jungle-zero/1"
+ZIP_MAGIC = b"PK\x03\x04"
+"""The first bytes of every file torch.save writes (a zip archive)."""
 LATEST = "latest.pt"
 BEST = "best.pt"
 TRAINING_KEYS = ("learner", "replay", "rng", "counters", "extra")
@@ -90,9 +92,21 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"checkpoint file {str(path)!r} does not exist")
     try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {e.strerror}") from None
+    if magic != ZIP_MAGIC:  # torch.save writes a zip archive; anything else is no checkpoint of ours
+        raise CheckpointError(f"{str(path)!r} is not a Jungle Zero checkpoint: it is not a PyTorch file "
+                              f"(a checkpoint is the zip archive torch.save writes)")
+    try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError... on bad bytes
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        text = str(e).strip()
+        if "weights_only" in text or "Weights only load failed" in text:  # never retried unsafely: say why
+            raise CheckpointError(f"{str(path)!r} cannot be read as a Jungle Zero checkpoint: it holds Python "
+                                  f"objects other than tensors and plain containers, which are never loaded") from None
+        first = text.splitlines()[0] if text else type(e).__name__
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated and cannot be read: {first}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
@@ -196,8 +210,9 @@ def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Opti
     path = resolve_checkpoint_path(path)
     state = load_checkpoint(path)
     check_compatible(state, path, network=network, rules=rules)
+    shape = check_weights(state, path)
     try:
-        model = build_network(NetworkConfig.from_dict(state["network"]))
+        model = build_network(shape)
         model.load_state_dict(state["model"])
     except (ValueError, RuntimeError) as e:
         raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stored shape: {e}") from None
@@ -221,6 +236,31 @@ def stored_config(config_yaml: Any, path: PathLike) -> Any:
     if not isinstance(node, DictConfig):
         raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is not a mapping of keys")
     return node
+
+
+def check_weights(state: Mapping[str, Any], path: PathLike) -> NetworkConfig:
+    """The network shape a checkpoint states, checked before anything is built: within `NetworkConfig`'s
+    bounds, and matching the stored tensors name for name and shape for shape (the expected shapes come
+    from a network on the meta device, which allocates nothing). CheckpointError naming the difference."""
+    try:
+        shape = NetworkConfig.from_dict(dict(state["network"]))
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
+    weights = state["model"]
+    if not isinstance(weights, Mapping) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its model entry is not a mapping of tensors")
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in build_network(shape).state_dict().items()}
+    stored = {k: tuple(v.shape) for k, v in weights.items()}
+    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    wrong = [k for k in expected if k in stored and stored[k] != expected[k]]
+    if missing or unexpected or wrong:
+        parts = ([f"missing {', '.join(missing[:3])}"] if missing else []) + (
+            [f"unexpected {', '.join(unexpected[:3])}"] if unexpected else []) + (
+            [f"{k} is {list(stored[k])}, not {list(expected[k])}" for k in wrong[:3]])
+        raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stated shape "
+                              f"({shape}): {'; '.join(parts)}")
+    return shape
 
 
 def rules_of(state: Mapping[str, Any]) -> RuleSet:

@@ -267,7 +267,17 @@ class Learner:
                 "step_count": self.step_count}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore `state_dict`; ValueError when the optimizer state does not fit the model's parameters (torch
+        itself would only fail at the next step)."""
         self.optimizer.load_state_dict(state["optimizer"])
+        for param, entries in self.optimizer.state.items():
+            for key, value in entries.items():
+                if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != param.shape:
+                    raise ValueError(f"optimizer state {key!r} of shape {list(value.shape)} does not fit a parameter "
+                                     f"of shape {list(param.shape)}")
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
-        self.step_count = int(state["step_count"])
+        step_count = state["step_count"]
+        if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
+            raise ValueError(f"step_count={step_count!r} is not an integer >= 0")
+        self.step_count = step_count

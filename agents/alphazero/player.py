@@ -36,7 +36,7 @@ from typing import Any, Optional
 import torch
 from omegaconf import OmegaConf
 
-from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
+from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
 from agents.alphazero.network import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, make_evaluator, resolve_device
@@ -66,7 +66,7 @@ class CheckpointPlayer:
             max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
             c_scale = TIMED_C_SCALE if c_scale is None else c_scale
         chosen: dict[str, Any] = {"algorithm": algorithm, "gumbel_max_actions": max_actions, "gumbel_c_scale": c_scale}
-        self.mcts = dataclasses.replace(_stored_mcts(state.get("config", "")),
+        self.mcts = dataclasses.replace(_stored_mcts(state.get("config", ""), str(file)),
                                         **{k: v for k, v in chosen.items() if v is not None},
                                         num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
         self.time = float(time)
@@ -134,14 +134,18 @@ TIMED_NODES = 1 << 20
 """Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
 
 
-def _stored_mcts(config_yaml: str) -> MCTSConfig:
-    """The search settings of the training run (defaults when the checkpoint holds none)."""
+def _stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
+    """The search settings of the training run (defaults when the checkpoint holds none); CheckpointError
+    naming the file when its stored config is not YAML or its search settings are not valid."""
     if not config_yaml:
         return MCTSConfig()
-    node = OmegaConf.create(config_yaml)
+    node = stored_config(config_yaml, path)
     if "mcts" not in node:
         return MCTSConfig()
-    return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
+    try:
+        return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint {path!r}: its stored search settings are not valid: {e}") from None
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:

@@ -211,6 +211,9 @@ class ReplayBuffer:
         if state.get("has_contents"):
             self.add_count = int(state["add_count"])
             n = len(state["value"])
+            if n != len(self):
+                raise ReplayError(f"replay state holds {n} positions but counts {self.add_count} added "
+                                  f"(capacity {self.capacity})")
             for name in ("bits", "scalars", "mask", "policy", "value", "full_search"):
                 getattr(self, name)[:n] = state[name].numpy()
             if "survival" in state:
