@@ -161,63 +161,93 @@ def run(cfg: Any) -> None:
 
     lock: Optional[RunDirLock] = None
     played: list[Any] = []
+    out_dir = Path(".")
     try:
-        cfg = checked_config(cfg)
-        if cfg.resume:
-            out_dir = Path(cfg.resume)
-            settings = stored_settings(out_dir)
-            lock = claim_run_dir(out_dir, what="tournament directory")
-            cut_torn_tail(out_dir / GAMES_FILE)  # a game whose line a kill cut short is played again
-            if (out_dir / GAMES_FILE).is_file():
-                played = list(read_jsonl(out_dir / GAMES_FILE))
-        else:
-            out_dir = Path(str(cfg.out_dir))
-            check_writable_dir(out_dir)
-            for name in (SETTINGS_FILE, GAMES_FILE):
-                if (out_dir / name).exists():
-                    raise TournamentError(f"{str(out_dir)!r} already holds a tournament ({name}); continue it with "
-                                          f"resume={out_dir}, or choose another out_dir")
-            settings = new_settings(cfg)
-        players = list(settings["players"])
-        openings = [Opening(*opening_from_text(t)) for t in settings["openings"]] if settings["openings"] else None
-        total = len(schedule(len(players), settings["games_per_pair"], [Opening()], settings["seed"], settings["mode"]))
-
-        def start() -> None:  # every check has passed: the first game is about to be played
-            nonlocal lock
-            if lock is None:
+        try:
+            cfg = checked_config(cfg)
+            if cfg.resume:
+                out_dir = Path(cfg.resume)
+                settings = stored_settings(out_dir)
+                games = out_dir / GAMES_FILE
+                if games.exists() and not games.is_file():
+                    raise TournamentError(f"{str(games)!r} is not a file: the tournament's games cannot be read or "
+                                          "added to")
                 lock = claim_run_dir(out_dir, what="tournament directory")
-                atomic_write_json(out_dir / SETTINGS_FILE, settings)
+                cut = cut_torn_tail(games)  # a game whose line a kill cut short is played again
+                if cut:
+                    print(f"evaluate.py: cut {cut} bytes of an unfinished last line from {games}; that game is played "
+                          "again", file=sys.stderr)
+                if games.is_file():
+                    played = list(read_jsonl(games))
+            else:
+                out_dir = Path(str(cfg.out_dir))
+                check_writable_dir(out_dir)
+                refuse_a_tournament_in(out_dir)
+                settings = new_settings(cfg)
+            players = list(settings["players"])
+            openings = [Opening(*opening_from_text(t)) for t in settings["openings"]] if settings["openings"] else None
+            total = len(schedule(len(players), settings["games_per_pair"], [Opening()], settings["seed"], settings["mode"]))
 
-        kept = [len(played)]
+            def start() -> None:  # every check has passed: the first game is about to be played
+                nonlocal lock
+                if lock is None:  # checked again under the lock: another evaluate.py may have begun meanwhile
+                    lock = claim_run_dir(out_dir, what="tournament directory", check=lambda: refuse_a_tournament_in(out_dir))
+                    atomic_write_json(out_dir / SETTINGS_FILE, settings)
 
-        def keep(rec: Any) -> None:
-            append_jsonl(out_dir / GAMES_FILE, [rec])
-            kept[0] += 1
+            kept = [len(played)]
 
-        again = f"python evaluate.py resume={out_dir}"
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # the one line of the start no longer holds
-        with GracefulStop(on_second=f"stopped at once; continue with: {again}") as stop:
-            result = stop.abandonable(
-                run_tournament, players, games_per_pair=settings["games_per_pair"], seed=settings["seed"],
-                workers=cfg.workers, mode=settings["mode"], rules=RuleSet.from_dict(settings["rules"]),
-                opening_plies=settings["opening_plies"], openings=openings, max_plies=settings["max_plies"],
-                anchor=settings["anchor"], prior_games=settings["prior_games"], progress=cfg.progress,
-                start_method=cfg.start_method, on_game=keep, played=played, on_start=start)
-    except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
-        print(f"evaluate.py: error: {e}", file=sys.stderr)
-        sys.exit(2)
-    if result is None:
-        if lock is None:  # stopped while the players were being checked: the tournament never started
-            print(f"{signal_name(stop.requested or 2)}: stopped before the first game; nothing was written",
-                  file=sys.stderr)
-        else:
-            print(f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
-                  f"(kept in {out_dir / GAMES_FILE}); continue with: {again}", file=sys.stderr)
-        sys.exit(stop.exit_code)
-    result.settings["openings"] = settings["openings_file"]
-    print(result.table())
-    paths = result.write(out_dir, image=cfg.image)
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
+            def keep(rec: Any) -> None:
+                append_jsonl(out_dir / GAMES_FILE, [rec])
+                kept[0] += 1
+
+            again = f"python evaluate.py resume={out_dir}"
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # the one line of the start no longer holds
+            with GracefulStop(on_second=f"stopped at once; continue with: {again}") as stop:
+                result = stop.abandonable(
+                    run_tournament, players, games_per_pair=settings["games_per_pair"], seed=settings["seed"],
+                    workers=cfg.workers, mode=settings["mode"], rules=RuleSet.from_dict(settings["rules"]),
+                    opening_plies=settings["opening_plies"], openings=openings, max_plies=settings["max_plies"],
+                    anchor=settings["anchor"], prior_games=settings["prior_games"], progress=cfg.progress,
+                    start_method=cfg.start_method, on_game=keep, played=played, on_start=start)
+        except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
+            print(f"evaluate.py: error: {e}", file=sys.stderr)
+            sys.exit(2)
+        except OSError as e:  # an unreadable games file, a full disk: the games written so far are kept
+            print(f"evaluate.py: error: {e.filename or out_dir}: {e.strerror or e}", file=sys.stderr)
+            sys.exit(2)
+        if result is None:
+            if lock is None:  # stopped while the players were being checked: the tournament never started
+                print(f"{signal_name(stop.requested or 2)}: stopped before the first game; nothing was written",
+                      file=sys.stderr)
+            else:
+                print(f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
+                      f"(kept in {out_dir / GAMES_FILE}); continue with: {again}", file=sys.stderr)
+            sys.exit(stop.exit_code)
+        result.settings["openings"] = settings["openings_file"]
+        print(result.table())
+        paths = result.write(out_dir, image=cfg.image)
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
+    finally:  # the lock is given up however the tournament ends (the process may go on: tests, notebooks)
+        if lock is not None:
+            lock.release()
+
+
+def refuse_a_tournament_in(out_dir: Path) -> None:
+    """TournamentError when `out_dir` already holds a tournament's settings or games (a new one never mixes
+    its files with another's)."""
+    from agents.arena.tournament import TournamentError
+
+    for name in (SETTINGS_FILE, GAMES_FILE):
+        if (out_dir / name).exists() or (out_dir / name).is_symlink():
+            raise TournamentError(f"{str(out_dir)!r} already holds a tournament ({name}); continue it with "
+                                  f"resume={out_dir}, or choose another out_dir")
+
+
+SETTINGS_TYPES: dict[str, tuple[type, ...]] = {
+    "players": (list,), "mode": (str,), "games_per_pair": (int,), "seed": (int,), "opening_plies": (int,),
+    "openings": (list, type(None)), "openings_file": (str, type(None)), "max_plies": (int,), "rules": (dict,),
+    "anchor": (str, type(None)), "prior_games": (int, float)}
+"""What each entry of tournament.json must be (`new_settings` writes them)."""
 
 
 def new_settings(cfg: EvaluateConfig) -> dict[str, Any]:
@@ -248,6 +278,16 @@ def stored_settings(out_dir: Path) -> dict[str, Any]:
         settings = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError) as e:
         raise error(f"{path} cannot be read: {e}") from None
+    if not isinstance(settings, dict):
+        raise error(f"{path} is not a tournament's settings (a JSON object is expected)")
+    for key, types in SETTINGS_TYPES.items():
+        value = settings.get(key)
+        if key not in settings or isinstance(value, bool) or not isinstance(value, types):
+            raise error(f"{path}: {key}={shown(value)} is not what a tournament's settings hold "
+                        f"({' or '.join(t.__name__ if t is not type(None) else 'null' for t in types)})")
+    for key in ("players", "openings"):
+        if settings[key] is not None and not all(isinstance(x, str) for x in settings[key]):
+            raise error(f"{path}: {key} must be a list of strings")
     changed = sorted({override_key(o) for o in HydraConfig.get().overrides.task} - set(CHANGEABLE_ON_RESUME))
     if changed:
         raise error(f"resume={out_dir} continues that tournament as it was set up; {', '.join(changed)} cannot "

@@ -162,3 +162,95 @@ def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith(f"evaluate.py: error: {words}")
     assert err.count("\n") == 1
+
+
+def evaluate_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """evaluate.py run in this process: (exit status, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", *args, "progress=false", "workers=0", "image=false"])
+    capsys.readouterr()
+    try:
+        evaluate.main()
+        code = 0
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    return code, capsys.readouterr().err
+
+
+def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another evaluate.py begins in the same out_dir after this one's first check: the check made again under
+    the lock refuses it, and it changes nothing of the other's."""
+    out = tmp_path / "out"
+    real = evaluate.new_settings
+
+    def another_begins_meanwhile(cfg: evaluate.EvaluateConfig) -> dict:
+        settings = real(cfg)
+        out.mkdir()
+        (out / "tournament.json").write_text('{"the": "other tournament"}\n')
+        return settings
+
+    monkeypatch.setattr(evaluate, "new_settings", another_begins_meanwhile)
+    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 2 and err.startswith("evaluate.py: error: ") and "already holds a tournament (tournament.json)" in err
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "tournament.json"]
+    assert (out / "tournament.json").read_text() == '{"the": "other tournament"}\n'
+
+
+@pytest.mark.parametrize("damage, words", [
+    ({"players": "random"}, "players='random' is not what a tournament's settings hold (list)"),
+    ({"games_per_pair": "4"}, "games_per_pair='4'"),
+    ({"seed": True}, "seed=True"),
+    ({"rules": None}, "rules=None"),
+    ({"players": [1, 2]}, "players must be a list of strings"),
+    ("games.jsonl is a directory", "games.jsonl' is not a file"),
+])
+def test_resume_of_a_damaged_tournament_is_one_line(damage: object, words: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 0, err
+    if isinstance(damage, dict):
+        settings = json.loads((out / "tournament.json").read_text())
+        (out / "tournament.json").write_text(json.dumps(dict(settings, **damage)))
+    else:
+        (out / "games.jsonl").unlink()
+        (out / "games.jsonl").mkdir()
+    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    args = ('players=[random,"alphabeta:depth=1"]', "games_per_pair=4", "seed=3")
+    code, err = evaluate_in_process(monkeypatch, capsys, *args, f"out_dir={out}")
+    assert code == 0, err
+    whole = [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")]
+    lines = (out / "games.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "games.jsonl").write_bytes(b"".join(lines[:2]) + lines[2][:40])  # killed while writing game 3
+    (out / "results.json").unlink()
+    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    assert code == 0, err
+    assert "cut 40 bytes of an unfinished last line" in err
+    assert [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")] == whole  # each game once
+
+
+@pytest.mark.slow
+def test_two_tournaments_started_at_once_into_one_out_dir_leave_one_whole_tournament(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = [sys.executable, str(ROOT / "evaluate.py"), 'players=[random,"alphabeta:depth=1"]', "games_per_pair=4",
+            "workers=0", "progress=false", "image=false", f"out_dir={out}"]
+    procs = [subprocess.Popen([*args, f"seed={seed}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for seed in (1, 2)]
+    done = [(p.wait(300), p.communicate()[1]) for p in procs]
+    assert sorted(code for code, _ in done) == [0, 2], done
+    refused = next(err for code, err in done if code == 2)
+    assert refused.count("\n") == 1 and ("already holds a tournament" in refused or "is in use by process" in refused)
+    winner = 1 + [code for code, _ in done].index(0)
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 4 and json.loads((out / "tournament.json").read_text())["seed"] == winner
+    assert json.loads((out / "results.json").read_text())["players"] == ["random", "alphabeta:depth=1"]
