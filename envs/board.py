@@ -17,7 +17,7 @@ from typing import Iterator, NamedTuple, Optional, Union
 import numpy as np
 
 from envs import kernels as K
-from envs.rules import DEFAULT_RULES, RuleSet
+from envs.rules import COUNTER_LIMIT, DEFAULT_RULES, RuleSet
 
 START_JFEN = "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1"
 
@@ -36,6 +36,11 @@ class InvalidMoveError(ValueError):
 
 class IllegalMoveError(ValueError):
     """A well-formed move that is not legal in the position."""
+
+
+class GameTooLongError(ValueError):
+    """A move refused because the game's counters are at their limit (`COUNTER_LIMIT`: 30000 plies, plies
+    since a capture, or moves): positions past it could not be written as JFEN."""
 
 
 class Side(enum.IntEnum):
@@ -121,6 +126,13 @@ class Move:
 
     from_square: int
     to_square: int
+
+    def __post_init__(self) -> None:
+        for name in ("from_square", "to_square"):
+            sq = getattr(self, name)
+            if isinstance(sq, bool) or not isinstance(sq, (int, np.integer)) or not 0 <= sq < K.N_SQUARES:
+                raise InvalidMoveError(f"Move({self.from_square!r}, {self.to_square!r}): {name} must be a square "
+                                       f"index in 0..{K.N_SQUARES - 1} (a1 = 0, g9 = 62)")
 
     @classmethod
     def from_str(cls, text: str) -> "Move":
@@ -337,8 +349,16 @@ class Board:
             return "the anti-chase rule forbids this move"
         return f"the {animal} on {fs} cannot go to {ts}"
 
+    def at_counter_limit(self) -> bool:
+        """Whether a counter (ply, plies since a capture, move number) is at `COUNTER_LIMIT`: then `push`
+        refuses every move, and a game this long is cut there (tournaments and the envs count it a ply cap)."""
+        return bool(K.counters_full(self.state))
+
     def push(self, move: MoveLike) -> None:
-        """Play a legal move (a Move or a string like `a3a4`)."""
+        """Play a legal move (a Move or a string like `a3a4`); GameTooLongError once `at_counter_limit`."""
+        if self.at_counter_limit():
+            raise GameTooLongError(f"no move is pushed in {self.jfen()!r} after {self.ply} plies: a game's "
+                                   f"counters stop at {COUNTER_LIMIT} (plies, plies since a capture, moves)")
         m = self.parse_move(move)
         self._ensure_room(1)
         K.make_move(self.state, self.hist, self.hashes, m.to_int())
@@ -445,8 +465,8 @@ def parse_jfen(text: str) -> np.ndarray:
         raise fail(f"side to move {side!r} is not 'r' or 'b'")
     st[K.S_SIDE] = K.RED if side == "r" else K.BLUE
     for name, value, lo in (("plies since capture", clock, 0), ("move number", moveno, 1)):
-        if not (value.isascii() and value.isdigit()) or int(value) < lo or int(value) > 30000:
-            raise fail(f"{name} {value!r} is not an integer in {lo}..30000")
+        if not (value.isascii() and value.isdigit()) or int(value) < lo or int(value) > COUNTER_LIMIT:
+            raise fail(f"{name} {value!r} is not an integer in {lo}..{COUNTER_LIMIT}")
     st[K.S_CLOCK] = int(clock)
     st[K.S_MOVENO] = int(moveno)
     return st

@@ -254,3 +254,14 @@ def test_two_tournaments_started_at_once_into_one_out_dir_leave_one_whole_tourna
     games = list(read_jsonl(out / "games.jsonl"))
     assert len(games) == 4 and json.loads((out / "tournament.json").read_text())["seed"] == winner
     assert json.loads((out / "results.json").read_text())["players"] == ["random", "alphabeta:depth=1"]
+
+
+def test_a_tournament_game_at_the_counters_limit_is_a_ply_cap_draw() -> None:
+    from agents.arena.tournament import Opening, play_game
+    from envs import RuleSet
+
+    rules = RuleSet(repetition="off", no_capture_draw=0)
+    rec = play_game(RandomPlayer(seed=0), RandomPlayer(seed=1), Opening("l6/7/7/7/7/7/7/7/L6 r 29998 1"), rules=rules)
+    assert (rec.termination, rec.result, len(rec.moves)) == ("ply_cap", "1/2-1/2", 2)
+    board = rec.replay()
+    assert board.jfen().endswith(" r 30000 2") and board.at_counter_limit()

@@ -140,7 +140,10 @@ class SelfPlayConfig:
                                       f"{', '.join(TRUNCATED_VALUES)}")
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
-        parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
+        start = parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
+        if max(int(start[K.S_CLOCK]), int(start[K.S_MOVENO]) // 2) + self.max_plies > COUNTER_LIMIT:
+            raise SelfPlayConfigError(f"train.selfplay.start_jfen's counters ({self.start_jfen.split()[2:]}) plus "
+                                      f"max_plies={self.max_plies} would pass {COUNTER_LIMIT}")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "SelfPlayConfig":
