@@ -82,7 +82,7 @@ from agents.alphazero.network import (
     resolve_device,
 )
 from agents.alphazero.progress import PhaseClock, evaluation_due
-from agents.arena.records import append_jsonl
+from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
 from agents.rundir import (
     RUN_FILE,
@@ -510,6 +510,10 @@ def run(cfg: DictConfig) -> None:
             for change in rewind_logs(run_dir, logs, LOGS,
                                       owned=lambda name: owned_log(name, str(stored_id), record, LOGS)):
                 log.info("%s", change)
+        # The run's games.jsonl (its checkpoint saw it), shorter than it was then and cut inside a line:
+        torn = cut_torn_tail(run_dir / "games.jsonl") if "games.jsonl" in (logs or {}) else 0
+        if torn:
+            log.warning("cut %d bytes of an unfinished last line from games.jsonl (the file lost its end)", torn)
     for leftover in leftovers:  # what an attempt that never wrote a checkpoint left (checked above)
         leftover.unlink(missing_ok=True)
         log.info("removed %s (left by an attempt that wrote no checkpoint)", leftover.name)

@@ -512,12 +512,18 @@ def _work_arrays(board: Board, depth: int) -> tuple[np.ndarray, np.ndarray, np.n
     return b.state, b.hist, b.hashes
 
 
+MAX_PERFT_DEPTH = 64
+"""The deepest perft counted: its work arrays grow with the depth, and a count past about 12 plies from
+the start would not finish in a lifetime anyway."""
+
+
 def perft(board: Board, depth: int, *, bulk: bool = True) -> int:
     """Number of legal move sequences of `depth` plies (RULES.md); draws ignored.
 
-    `bulk=False` makes every leaf too (the same count, for benchmarking)."""
-    if depth < 0:
-        raise ValueError(f"perft depth must be >= 0, got {depth}")
+    `bulk=False` makes every leaf too (the same count, for benchmarking). ValueError for a depth outside
+    0..`MAX_PERFT_DEPTH`."""
+    if not 0 <= depth <= MAX_PERFT_DEPTH:
+        raise ValueError(f"perft depth must lie in [0, {MAX_PERFT_DEPTH}], got {depth}")
     st, hist, hashes = _work_arrays(board, depth)
     fn = K.perft if bulk else K.perft_full
     return int(fn(st, hist, hashes, board.flags, depth))
@@ -525,8 +531,8 @@ def perft(board: Board, depth: int, *, bulk: bool = True) -> int:
 
 def perft_divide(board: Board, depth: int) -> dict[str, int]:
     """Per-move perft counts at the root: move string -> leaf count of depth-1 subtree."""
-    if depth < 1:
-        raise ValueError(f"perft divide depth must be >= 1, got {depth}")
+    if not 1 <= depth <= MAX_PERFT_DEPTH:
+        raise ValueError(f"perft divide depth must lie in [1, {MAX_PERFT_DEPTH}], got {depth}")
     st, hist, hashes = _work_arrays(board, depth)
     moves = np.empty(K.MAX_MOVES, dtype=np.int64)
     counts = np.zeros(K.MAX_MOVES, dtype=np.int64)

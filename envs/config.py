@@ -192,27 +192,103 @@ def group_options(group: str) -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in config_dir(group).iterdir() if p.name.endswith(".yaml"))
 
 
+CONFIG_FILE_MAX_BYTES = 64 * 1024
+"""The largest config yaml file read (a rule set is a few hundred bytes)."""
+
+
 def read_config_file(source: Union[Traversable, Path], what: str, error: type[Exception]) -> dict[str, Any]:
     """The values of a config yaml file (a group option or a user's file) as a plain dict.
 
-    The Hydra defaults list that points at the group's schema is dropped;
-    an unreadable file, invalid yaml, anything but a mapping, or another
-    defaults list raises `error` naming the file."""
-    from omegaconf import OmegaConf  # lazy: only the readers of config files need it
+    The file is data, never a program: at most `CONFIG_FILE_MAX_BYTES`, read by a safe YAML loader
+    (`SafeConfigLoader`: no tags, no anchors or aliases, no duplicate keys) and nothing in it is
+    interpolated (``${...}`` stays text). The Hydra defaults list that points at the group's schema
+    is dropped; an unreadable file, invalid yaml, anything but a mapping, or another defaults list
+    raises `error` naming the file."""
+    import yaml
 
+    name = str(source)
     try:
-        node = OmegaConf.create(source.read_text())
+        with source.open("rb") as f:
+            data = f.read(CONFIG_FILE_MAX_BYTES + 1)  # a larger file is never read whole
     except OSError as e:
-        raise error(f"{what} file {str(source)!r} cannot be read: {e}") from None
-    except Exception as e:  # the yaml parser's own errors
-        raise error(f"{what} file {str(source)!r} is not valid yaml: {e}") from None
-    values = OmegaConf.to_container(node, resolve=True)
+        raise error(f"{what} file {name!r} cannot be read: {e.strerror or e}") from None
+    if len(data) > CONFIG_FILE_MAX_BYTES:
+        raise error(f"{what} file {name!r} is larger than {CONFIG_FILE_MAX_BYTES} bytes, the most a config file holds")
+    try:
+        values = yaml.load(data.decode("utf-8"), Loader=SafeConfigLoader)  # noqa: S506 - a safe loader
+    except UnicodeDecodeError as e:
+        raise error(f"{what} file {name!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except yaml.YAMLError as e:
+        raise error(f"{what} file {name!r} is not valid yaml: {_yaml_problem(e)}") from None
+    if values is None:
+        values = {}
     if not isinstance(values, dict):
-        raise error(f"{what} file {str(source)!r} must hold a mapping of keys, not a list")
+        raise error(f"{what} file {name!r} must hold a mapping of keys, not a {type(values).__name__}")
     defaults = values.pop("defaults", [SCHEMA])
     if not isinstance(defaults, list) or any(d not in (SCHEMA, "_self_") for d in defaults):
-        raise error(f"{what} file {str(source)!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
+        raise error(f"{what} file {name!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
     return {str(k): v for k, v in values.items()}
+
+
+def _yaml_problem(e: Exception) -> str:
+    """One line of what a YAML parser said was wrong, and where."""
+    problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
+    mark = getattr(e, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(problem)
+
+
+def _safe_config_loader() -> type:
+    """`SafeConfigLoader`, built on first use (PyYAML comes with Hydra; envs imports it lazily)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """yaml.SafeLoader for config files: numbers as Hydra reads them (``1e-3`` is a float, no dates),
+        and no anchors, aliases or duplicate keys (a few aliases can expand to gigabytes)."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
+                                                  event.start_mark)
+            event = self.peek_event()
+            if getattr(event, "anchor", None) is not None:
+                raise yaml.composer.ComposerError(None, None, f"anchors (&{event.anchor}) are not allowed",
+                                                  event.start_mark)
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"key {key_node.value!r} is given twice",
+                                                            key_node.start_mark)
+                seen.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                 re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+    return Loader
+
+
+class _LazyLoader:
+    """Stands for the loader class until first use (so importing envs does not import yaml)."""
+
+    _cls: Optional[type] = None
+
+    def __call__(self, stream: Any) -> Any:
+        if _LazyLoader._cls is None:
+            _LazyLoader._cls = _safe_config_loader()
+        return _LazyLoader._cls(stream)
+
+
+SafeConfigLoader: Any = _LazyLoader()
+"""The loader `read_config_file` gives ``yaml.load``: a yaml.SafeLoader without anchors, aliases,
+duplicate keys or dates, reading numbers as Hydra does."""
 
 
 def override_key(override: str) -> str:

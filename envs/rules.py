@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 
-from envs.config import config_dir, config_kwargs, group_options, read_config_file
+from envs.config import config_dir, config_kwargs, group_options, read_config_file, shown
 
 # Indices into the int64 flag array the kernels read.
 F_DOG_OVER_WOLF = 0
@@ -71,7 +71,7 @@ class RuleSet:
             value = getattr(self, key)
             if value not in allowed:
                 raise RuleSetError(
-                    f"rule {key}={value!r} is not one of {', '.join(allowed)}"
+                    f"rule {key}={shown(value)} is not one of {', '.join(allowed)}"
                 )
         limit = self.no_capture_draw
         if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
@@ -135,10 +135,14 @@ class RuleSet:
 
 
 def _as_int(key: str, value: Any) -> int:
+    """`value` as an int: an int, a whole float or the text of an integer; RuleSetError for anything else
+    (a fraction, NaN, infinity: ``int(inf)`` would raise OverflowError)."""
+    if isinstance(value, float) and not value.is_integer():
+        raise RuleSetError(f"rule {key}={shown(value)} must be an integer")
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise RuleSetError(f"rule {key}={value!r} must be an integer") from None
+    except (TypeError, ValueError, OverflowError):
+        raise RuleSetError(f"rule {key}={shown(value)} must be an integer") from None
 
 
 DEFAULT_RULES = RuleSet()

@@ -143,3 +143,11 @@ def test_player_specs() -> None:
     for bad in ["alphabeta:depth=x", "alphabeta:level=master", "alphabeta:colour=red", "alphabeta:depth=0"]:
         with pytest.raises(PlayerSpecError):
             make_player(bad)
+
+
+def test_an_option_given_twice_in_a_spec_is_refused() -> None:
+    """`alphabeta:depth=2,depth=3` once took the last value silently."""
+    for spec in ("alphabeta:depth=2,depth=3", "alphabeta:depth=2, depth =2", "random:x=1,x=2"):
+        with pytest.raises(PlayerSpecError, match="is given twice"):
+            make_player(spec)
+    assert make_player("alphabeta:depth=2").name == "alphabeta:depth=2"

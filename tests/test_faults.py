@@ -904,3 +904,21 @@ def test_the_play_server_clears_the_temp_files_of_saves_a_kill_cut_short(tmp_pat
     store = GameStore(rules=RuleSet(), state_dir=tmp_path, pool=object())  # type: ignore[arg-type]
     store.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name]
+
+
+def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A games.jsonl shorter than latest.pt saw and cut inside a line (its end was lost) is cut back to its
+    last whole line with a warning, so the next record is not glued onto the torn one."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    good = torch.load(tiny_latest(run_dir), weights_only=True)
+    tiny_latest(run_dir, extra=dict(good["extra"], logs={"games.jsonl": 10_000}))
+    whole = '{"moves": ["a3a4"], "result": "*"}\n'
+    torn = '{"moves": ["a3'
+    (run_dir / "games.jsonl").write_text(whole + torn)
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
+    train_script.main()
+    out = capsys.readouterr()
+    assert (run_dir / "games.jsonl").read_text() == whole
+    assert f"cut {len(torn)} bytes of an unfinished last line from games.jsonl" in out.out + out.err
