@@ -922,3 +922,21 @@ def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(tmp_path: Path, capsy
     out = capsys.readouterr()
     assert (run_dir / "games.jsonl").read_text() == whole
     assert f"cut {len(torn)} bytes of an unfinished last line from games.jsonl" in out.out + out.err
+
+
+@pytest.mark.parametrize("how", ["resume", "init"])
+def test_a_checkpoint_with_nan_weights_cannot_start_or_continue_a_run(how: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    state = torch.load(tiny_latest(run_dir), weights_only=True)
+    state["model"] = {k: (torch.full_like(v, float("nan")) if v.is_floating_point() else v)
+                      for k, v in state["model"].items()}
+    torch.save(state, run_dir / "latest.pt")  # written some other way than save_checkpoint, which refuses it
+    before = snapshot(run_dir)
+    args = [f"resume={run_dir}"] if how == "resume" else [*TINY, f"init={run_dir / 'latest.pt'}",
+                                                           f"out_dir={tmp_path}", "name=new"]
+    err = refused(capsys, monkeypatch, *args)
+    assert "holds NaN or infinity in model." in err and err.count("\n") == 1
+    assert snapshot(run_dir) == before and not (tmp_path / "new").exists()
