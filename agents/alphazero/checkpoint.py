@@ -8,6 +8,7 @@ A checkpoint is a dict of tensors and plain containers::
     rules         RuleSet as a dict (checked on load)
     config        the full training config as a YAML string ("" if none)
     counters      {"iteration", "learner_steps", "positions", "games", ...}
+    run_id        the id of the run that wrote it (agents.rundir; checkpoints of train.py)
     learner       optimizer + grad scaler state and step count   (training only)
     replay        replay buffer state (contents, or counters only)  (training only)
     rng           python / numpy / torch / CUDA generator states     (training only)
@@ -17,7 +18,9 @@ A run directory ``checkpoints/<run>/`` holds ``latest.pt`` (everything,
 rewritten each iteration), ``best.pt`` (model only, the best evaluation so
 far) and one small ``iter_NNNNNN.pt`` per checkpointed iteration (model
 only). Every file is written with a temp file and a rename, so a crash never
-leaves a half-written ``latest.pt``.
+leaves a half-written ``latest.pt``. No checkpoint is written, or loaded, with a NaN or an
+infinity in any tensor, and a loaded one's stated network shape must fit its tensors before any
+network is built (`check_weights`).
 
 Only a ``latest.pt`` holds the training state a run resumes from
 (`require_training_state`), and a resumed run writes to that file's own
