@@ -25,7 +25,9 @@ TEMP_PATTERN = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")
 
 
 def atomic_write_bytes(path: PathLike, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, fsync it, then rename over `path`."""
+    """Write `data` to a temporary file beside `path`, fsync it, then rename over `path`.
+
+    On an error (a full disk...) `path` is as it was, the temp file is gone, and the OSError names `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -42,11 +44,13 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError) and e.errno is not None:  # a full disk: say which file could not be written
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
 
 

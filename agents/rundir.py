@@ -1,30 +1,49 @@
-"""Run directories: one writer at a time, and logs rewound to what the last checkpoint had seen.
+"""Run directories: one writer at a time, a run touches only what it wrote, and logs rewound to what
+the last checkpoint had seen.
 
 A training run or a tournament writes into one directory. `claim_run_dir`
 takes an exclusive lock on ``<dir>/.lock`` with ``fcntl.flock`` and writes the
 holder's pid into it. The kernel drops the lock when the process ends in any
 way, a ``kill -9`` included, so a lock is never stale; a second writer is
-refused with `RunDirBusyError` naming the holder's pid. While holding it, the
-writer clears the temp files of killed atomic writes.
+refused with `RunDirBusyError` naming the holder's pid. A `check` given to it
+runs under the lock, before anything is written. While holding it, the writer
+clears the temp files of killed atomic writes.
+
+Ownership. Each training run has an id (`new_run_id`, from the operating
+system's randomness, never from the seeded generators) that its checkpoints
+hold and that ``run.json`` (`RunRecord`, written before any log) names, with
+whether the run has written a checkpoint yet; its TensorBoard event files end
+in ``.<run id>``. A fresh run starts only in a directory that holds nothing, or
+the leftovers of an attempt of a run that never wrote a checkpoint
+(`fresh_run_leftovers`, which it clears); anything else is refused, naming
+what is there. The logs of the run in a directory are its fixed-name logs
+(``games.jsonl``) while its record names it, and the event files ending in its id
+(`owned_log`).
 
 Append-only logs (``games.jsonl``, TensorBoard event files) run ahead of the
 last checkpoint when a run is interrupted. A checkpoint stores `log_sizes`
 (each log's size in bytes when it was written); `rewind_logs` cuts every log
-back to that size and removes the logs begun after it, so a resumed run
-appends to exactly what its checkpoint had seen and no record is written twice.
+back to that size and removes the run's own logs begun after it, so a resumed run
+appends to exactly what its checkpoint had seen and no record is written twice;
+a log that is not the run's is left as it is.
 """
 
 from __future__ import annotations
 
 import fcntl
 import fnmatch
+import json
 import os
+import secrets
+import tempfile
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence
 
-from agents.io import PathLike, remove_stale_temp_files
+from agents.io import TEMP_PATTERN, PathLike, atomic_write_json, remove_stale_temp_files
 
 LOCK_NAME = ".lock"
+RUN_FILE = "run.json"
+"""The record of the run that owns a run directory (`RunRecord`)."""
 
 
 class RunDirError(ValueError):
@@ -60,11 +79,53 @@ class RunDirLock:
         self.release()
 
 
-def claim_run_dir(directory: PathLike, *, what: str = "run directory") -> RunDirLock:
+def check_run_name(name: str, key: str = "name") -> None:
+    """Raise RunDirError unless `name` is one plain path component, so ``<out_dir>/<name>`` stays inside
+    out_dir: not empty, no separator, not ``.`` or ``..``, no NUL, at most 255 bytes (a file name's limit)."""
+    where = f"{key}={name!r}"
+    if not isinstance(name, str) or not name.strip():
+        raise RunDirError(f"{key}={name!r} is empty: give a name, or leave {key} out for a dated one")
+    if any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "\0" in name:
+        raise RunDirError(f"{where} must be one plain directory name (no path separator): the run directory is "
+                          f"<out_dir>/<{key}>; to write elsewhere set out_dir")
+    if name in (".", ".."):
+        raise RunDirError(f"{where} is not a directory name of its own: the run directory is <out_dir>/<{key}>")
+    if len(name.encode("utf-8", "surrogateescape")) > 255:
+        raise RunDirError(f"{key} is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a directory name "
+                          f"holds at most 255")
+
+
+def check_writable_dir(directory: PathLike, key: str = "out_dir") -> None:
+    """Raise RunDirError unless `directory` is a directory this process can write in, or can be made as one
+    (its nearest existing ancestor is such a directory). Probes with a temp file it removes at once."""
+    d = Path(directory)
+    where = f"{key}={str(directory)!r}"
+    probe = d
+    while not probe.exists():
+        if probe.is_symlink():
+            raise RunDirError(f"{where}: {str(probe)!r} is a broken symbolic link")
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "it" if probe == d else f"{str(probe)!r}"
+        raise RunDirError(f"{where} is not a directory: {what} is a file or a device")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise RunDirError(f"{where} cannot be written: {e.strerror} in {str(probe)!r}") from None
+
+
+def claim_run_dir(directory: PathLike, *, what: str = "run directory",
+                  check: Optional[Callable[[], None]] = None) -> RunDirLock:
     """Create `directory` if needed, lock it for this process and clear stale temp files in it.
 
     Raises RunDirBusyError naming the holder's pid when another process holds the lock.
-    `what` names the directory in the message (``run directory``, ``tournament directory``)."""
+    `what` names the directory in the message (``run directory``, ``tournament directory``).
+    `check` runs once the lock is held and before anything is written: what it raises releases the
+    lock and goes to the caller, so a check there cannot race another writer's."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
@@ -83,6 +144,13 @@ def claim_run_dir(directory: PathLike, *, what: str = "run directory") -> RunDir
     except BaseException:
         os.close(fd)
         raise
+    if check is not None:
+        try:
+            check()
+        except BaseException:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     remove_stale_temp_files(d)
@@ -111,19 +179,115 @@ def log_sizes(directory: PathLike, patterns: Sequence[str]) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in log_files(directory, patterns)}
 
 
-def rewind_logs(directory: PathLike, sizes: Mapping[str, int], patterns: Sequence[str]) -> list[str]:
-    """Cut each log matching `patterns` back to its size in `sizes`; remove those `sizes` does not list.
+def rewind_logs(directory: PathLike, sizes: Mapping[str, int], patterns: Sequence[str],
+                owned: Callable[[str], bool]) -> list[str]:
+    """Cut each log matching `patterns` back to its size in `sizes`; remove those `sizes` does not list and
+    `owned` says are the run's (begun after the checkpoint); leave the others as they are.
 
     Only the lock holder may call this. A log shorter than its recorded size is left as it is (it was
-    replaced or cut by hand; nothing here can restore it). Returns what was changed, one line per file."""
+    replaced or cut by hand; nothing here can restore it). Returns what was done, one line per file."""
     changed = []
     for p in log_files(directory, patterns):
         size = sizes.get(p.name)
         if size is None:
-            p.unlink()
-            changed.append(f"removed {p.name} (begun after the checkpoint)")
+            if owned(p.name):
+                p.unlink()
+                changed.append(f"removed {p.name} (begun after the checkpoint)")
+            else:
+                changed.append(f"left {p.name} as it is: another run wrote it")
         elif p.stat().st_size > size:
             extra = p.stat().st_size - size
             os.truncate(p, size)
             changed.append(f"cut {extra} bytes written after the checkpoint from {p.name}")
     return changed
+
+
+# -- ownership ---------------------------------------------------------------------------------------
+class RunRecord(NamedTuple):
+    """What ``run.json`` says: the id of the run that owns the directory, and whether it has written a
+    checkpoint (until it has, a fresh start may clear what it left)."""
+
+    run_id: str
+    checkpointed: bool
+
+
+def new_run_id() -> str:
+    """A fresh run id: 16 hex digits from the operating system's randomness (``os.urandom``), so drawing it
+    changes none of the seeded random streams."""
+    return secrets.token_hex(8)
+
+
+def read_run_record(directory: PathLike) -> Optional[RunRecord]:
+    """The directory's run record, or None when it has none or it cannot be read (then it proves nothing)."""
+    try:
+        data = json.loads((Path(directory) / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
+        return None
+    return RunRecord(data["run_id"], data.get("checkpointed") is True)
+
+
+def write_run_record(directory: PathLike, record: RunRecord) -> None:
+    atomic_write_json(Path(directory) / RUN_FILE, record._asdict())
+
+
+def owned_log(name: str, run_id: str, record: Optional[RunRecord], patterns: Sequence[str]) -> bool:
+    """Whether log `name` (matching one of `patterns`) is run `run_id`'s: an event file named with its id,
+    or a fixed-name log (a pattern without wildcards) of a directory whose record names the run."""
+    if name.endswith(f".{run_id}"):
+        return True
+    return record is not None and record.run_id == run_id and name in patterns
+
+
+def fresh_run_leftovers(directory: PathLike, patterns: Sequence[str], kept: Sequence[str] = ()) -> list[Path]:
+    """What a fresh run may clear before it starts in `directory`: nothing when it is empty or missing,
+    else the leftovers of an attempt that never wrote a checkpoint (its record, its logs, the `kept` files
+    such as its config.yaml).
+
+    Raises RunDirError naming what is there when the directory holds a checkpoint (a run to resume) or
+    any file that no such attempt wrote: a fresh run deletes nothing it did not write."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    present = sorted(p for p in d.iterdir() if p.name != LOCK_NAME and not TEMP_PATTERN.match(p.name))
+    if not present:
+        return []
+    held = [p.name for p in present if p.suffix == ".pt"]
+    if held:
+        raise RunDirError(f"the run directory {str(d)!r} already holds a run ({', '.join(held)}); "
+                          f"continue it with resume={d}, or choose another name")
+    record = read_run_record(d)
+    if record is not None and not record.checkpointed:
+        foreign = [p.name for p in present
+                   if not (p.name in (RUN_FILE, *kept) and p.is_file())
+                   and not (p.is_file() and any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns)
+                            and owned_log(p.name, record.run_id, record, patterns))]
+    else:
+        foreign = [p.name + ("/" if p.is_dir() else "") for p in present]
+    if foreign:
+        shown_names = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
+        raise RunDirError(f"the run directory {str(d)!r} holds files this run did not write ({shown_names}); "
+                          f"a run writes only into a directory of its own: choose another name or out_dir")
+    return present
+
+
+def remove_run_files(directory: PathLike, run_id: str, patterns: Sequence[str], kept: Sequence[str] = (),
+                     created: bool = False) -> None:
+    """Remove what run `run_id` wrote in `directory` before its first checkpoint (its record, its logs,
+    the `kept` files), the lock file, and the directory itself when the run `created` it and it is now
+    empty. For a run stopped before it checkpointed anything: it leaves no trace to refuse a new start."""
+    d = Path(directory)
+    record = read_run_record(d)
+    if record is None or record.run_id != run_id or record.checkpointed:
+        return
+    for p in log_files(d, patterns):
+        if owned_log(p.name, run_id, record, patterns):
+            p.unlink(missing_ok=True)
+    for name in (*kept, RUN_FILE, LOCK_NAME):
+        (d / name).unlink(missing_ok=True)
+    if created:
+        try:
+            d.rmdir()
+        except OSError:  # something else is there now: leave it
+            pass

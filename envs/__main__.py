@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Optional, Sequence
 
-from envs.board import Board, perft, perft_divide
+from envs.board import MAX_PERFT_DEPTH, Board, perft, perft_divide
 from envs.rules import DEFAULT_RULES, RuleSet, load_rules, rule_set_names
 from envs.tablebase import cli as tablebase_cli
 
@@ -75,8 +75,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for m in sorted(str(m) for m in board.legal_moves):
                 print(m)
             return 0
-        if args.depth < 0 or (args.divide and args.depth < 1):
-            raise ValueError(f"depth {args.depth} must be >= {1 if args.divide else 0}")
+        if not (1 if args.divide else 0) <= args.depth <= MAX_PERFT_DEPTH:
+            raise ValueError(f"depth {args.depth} must lie in [{1 if args.divide else 0}, {MAX_PERFT_DEPTH}]")
         t0 = time.perf_counter()
         if args.divide:
             counts = perft_divide(board, args.depth)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional, Union
 import numpy as np
 
 from envs import kernels as K
-from envs.rules import DEFAULT_RULES, RuleSet
+from envs.rules import COUNTER_LIMIT, DEFAULT_RULES, RuleSet
 
 if TYPE_CHECKING:
     from envs.tablebase import Tablebase, TablebaseProbe
@@ -39,6 +39,11 @@ class InvalidMoveError(ValueError):
 
 class IllegalMoveError(ValueError):
     """A well-formed move that is not legal in the position."""
+
+
+class GameTooLongError(ValueError):
+    """A move refused because the game's counters are at their limit (`COUNTER_LIMIT`: 30000 plies, plies
+    since a capture, or moves): positions past it could not be written as JFEN."""
 
 
 class Side(enum.IntEnum):
@@ -124,6 +129,13 @@ class Move:
 
     from_square: int
     to_square: int
+
+    def __post_init__(self) -> None:
+        for name in ("from_square", "to_square"):
+            sq = getattr(self, name)
+            if isinstance(sq, bool) or not isinstance(sq, (int, np.integer)) or not 0 <= sq < K.N_SQUARES:
+                raise InvalidMoveError(f"Move({self.from_square!r}, {self.to_square!r}): {name} must be a square "
+                                       f"index in 0..{K.N_SQUARES - 1} (a1 = 0, g9 = 62)")
 
     @classmethod
     def from_str(cls, text: str) -> "Move":
@@ -350,8 +362,16 @@ class Board:
             return "the anti-chase rule forbids this move"
         return f"the {animal} on {fs} cannot go to {ts}"
 
+    def at_counter_limit(self) -> bool:
+        """Whether a counter (ply, plies since a capture, move number) is at `COUNTER_LIMIT`: then `push`
+        refuses every move, and a game this long is cut there (tournaments and the envs count it a ply cap)."""
+        return bool(K.counters_full(self.state))
+
     def push(self, move: MoveLike) -> None:
-        """Play a legal move (a Move or a string like `a3a4`)."""
+        """Play a legal move (a Move or a string like `a3a4`); GameTooLongError once `at_counter_limit`."""
+        if self.at_counter_limit():
+            raise GameTooLongError(f"no move is pushed in {self.jfen()!r} after {self.ply} plies: a game's "
+                                   f"counters stop at {COUNTER_LIMIT} (plies, plies since a capture, moves)")
         m = self.parse_move(move)
         self._ensure_room(1)
         K.make_move(self.state, self.hist, self.hashes, m.to_int())
@@ -458,8 +478,8 @@ def parse_jfen(text: str) -> np.ndarray:
         raise fail(f"side to move {side!r} is not 'r' or 'b'")
     st[K.S_SIDE] = K.RED if side == "r" else K.BLUE
     for name, value, lo in (("plies since capture", clock, 0), ("move number", moveno, 1)):
-        if not (value.isascii() and value.isdigit()) or int(value) < lo or int(value) > 30000:
-            raise fail(f"{name} {value!r} is not an integer in {lo}..30000")
+        if not (value.isascii() and value.isdigit()) or int(value) < lo or int(value) > COUNTER_LIMIT:
+            raise fail(f"{name} {value!r} is not an integer in {lo}..{COUNTER_LIMIT}")
     st[K.S_CLOCK] = int(clock)
     st[K.S_MOVENO] = int(moveno)
     return st
@@ -505,12 +525,18 @@ def _work_arrays(board: Board, depth: int) -> tuple[np.ndarray, np.ndarray, np.n
     return b.state, b.hist, b.hashes
 
 
+MAX_PERFT_DEPTH = 64
+"""The deepest perft counted: its work arrays grow with the depth, and a count past about 12 plies from
+the start would not finish in a lifetime anyway."""
+
+
 def perft(board: Board, depth: int, *, bulk: bool = True) -> int:
     """Number of legal move sequences of `depth` plies (RULES.md); draws ignored.
 
-    `bulk=False` makes every leaf too (the same count, for benchmarking)."""
-    if depth < 0:
-        raise ValueError(f"perft depth must be >= 0, got {depth}")
+    `bulk=False` makes every leaf too (the same count, for benchmarking). ValueError for a depth outside
+    0..`MAX_PERFT_DEPTH`."""
+    if not 0 <= depth <= MAX_PERFT_DEPTH:
+        raise ValueError(f"perft depth must lie in [0, {MAX_PERFT_DEPTH}], got {depth}")
     st, hist, hashes = _work_arrays(board, depth)
     fn = K.perft if bulk else K.perft_full
     return int(fn(st, hist, hashes, board.flags, depth))
@@ -518,8 +544,8 @@ def perft(board: Board, depth: int, *, bulk: bool = True) -> int:
 
 def perft_divide(board: Board, depth: int) -> dict[str, int]:
     """Per-move perft counts at the root: move string -> leaf count of depth-1 subtree."""
-    if depth < 1:
-        raise ValueError(f"perft divide depth must be >= 1, got {depth}")
+    if not 1 <= depth <= MAX_PERFT_DEPTH:
+        raise ValueError(f"perft divide depth must lie in [1, {MAX_PERFT_DEPTH}], got {depth}")
     st, hist, hashes = _work_arrays(board, depth)
     moves = np.empty(K.MAX_MOVES, dtype=np.int64)
     counts = np.zeros(K.MAX_MOVES, dtype=np.int64)

@@ -1,13 +1,16 @@
-"""Config dataclasses built from mappings (Hydra nodes, checkpoint dicts), with unknown keys refused,
-and the shipped Hydra config groups (`configs/`) found wherever the project is installed."""
+"""Config dataclasses built from mappings (Hydra nodes, checkpoint dicts), with unknown keys refused
+and values range-checked, and the shipped Hydra config groups (`configs/`) found wherever the project
+is installed."""
 
 from __future__ import annotations
 
+import difflib
+import math
 from dataclasses import fields
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 CONFIG_PACKAGE = "jungle_zero.configs"
 """The installed package that holds the config groups: the repository's `configs/` folder
@@ -18,17 +21,157 @@ SCHEMA = "schema"
 group's yaml files start with ``defaults: [schema, _self_]``."""
 
 
+class ConfigError(ValueError):
+    """A config value out of range, an unknown key, or a config group changed on resume (names the key)."""
+
+
+Bounds = tuple[Optional[float], Optional[float]]
+"""``(lowest, highest)`` allowed value of a field, both inclusive; None: no bound on that side."""
+
+
+def check_range(node: Any, where: str, error: type[Exception] = ConfigError, **bounds: Bounds) -> None:
+    """Raise `error` for the first field of `node` outside its ``(lowest, highest)`` bounds.
+
+    The one range check of every config dataclass (each states its bounds in its field docstrings).
+    A bool, a non-number, NaN and infinity are never in range. The message names the key as
+    ``<where>.<field>=<value>`` and the bounds, e.g. ``train.batch_size=0 must be >= 1``."""
+    for name, (low, high) in bounds.items():
+        value = getattr(node, name)
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) or _is_numpy_number(value)
+        if number and math.isfinite(value) and (low is None or value >= low) and (high is None or value <= high):
+            continue
+        key = f"{where}.{name}" if where else name
+        if low is not None and high is not None:
+            wanted = f"must lie in [{_bound(low)}, {_bound(high)}]"
+        elif low is not None:
+            wanted = f"must be >= {_bound(low)}"
+        elif high is not None:
+            wanted = f"must be <= {_bound(high)}"
+        else:
+            wanted = "must be a finite number"
+        if number and not math.isfinite(value) and (low is None or high is None):
+            wanted += " and finite"
+        raise error(f"{key}={shown(value)} {wanted}")
+
+
+def _is_numpy_number(value: Any) -> bool:
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return False
+    return isinstance(value, (np.integer, np.floating))
+
+
+def _bound(x: float) -> str:
+    """A bound as written in a message: integers without a fraction, powers of two as ``2**k - 1``."""
+    if float(x).is_integer():
+        x = int(x)
+        if x > 10**6 and (x + 1) & x == 0:
+            return f"2**{(x + 1).bit_length() - 1} - 1"
+    return f"{x}"
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters, for one-line messages about values of any size."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the known word closest to `word`, or '' when none is close."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def config_kwargs(cls: Any, values: Mapping[str, Any], what: str, error: type[Exception]) -> dict[str, Any]:
     """The keyword arguments of dataclass `cls` found in `values`.
 
     Any other key (except ``name``, which Hydra config groups carry) raises
-    `error` naming the unknown key(s) and the known ones, e.g. ``unknown mcts
-    key(s) c_puc; known keys: ...``."""
+    `error` naming the unknown key(s), the closest known key, and the known ones, e.g. ``unknown mcts
+    key(s) c_puc (did you mean c_puct?); known keys: ...``."""
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(values) - known - {"name"})
     if unknown:
-        raise error(f"unknown {what} key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+        hint = did_you_mean(str(unknown[0]), known)
+        raise error(f"unknown {what} key(s) {', '.join(map(str, unknown))}{hint}; known keys: {', '.join(sorted(known))}")
     return {k: v for k, v in values.items() if k in known}
+
+
+def dotted_keys(schema: Any, prefix: str = "") -> list[str]:
+    """Every key of a config dataclass as typed on a command line (``train.selfplay.parallel``), nested
+    dataclasses walked; Hydra's own nodes (``defaults``, ``hydra``) left out."""
+    from typing import get_type_hints
+
+    keys = []
+    types = get_type_hints(schema)
+    for f in fields(schema):
+        if f.name in ("defaults", "hydra"):
+            continue
+        key = prefix + f.name
+        keys.append(key)
+        if hasattr(types[f.name], "__dataclass_fields__"):
+            keys += dotted_keys(types[f.name], key + ".")
+    return keys
+
+
+def hydra_error_line(error: BaseException, known_keys: Iterable[str] = ()) -> str:
+    """One line for an error of Hydra's composition or OmegaConf's checks (both print several, with
+    hints about environment variables): the override at fault and why; for an unknown key the closest
+    of `known_keys`, e.g. ``unknown config key 'trian.iterations' (did you mean train.iterations?)``."""
+    text = str(error).strip()
+    cause = error.__cause__
+    lines = [line.strip() for line in text.splitlines()]
+    if text.startswith("Could not override '") and type(cause).__name__ in ("ConfigKeyError", "ConfigAttributeError"):
+        key = text[len("Could not override '"):].split("'", 1)[0]
+        known = list(known_keys)
+        if key in known:  # a value for a node, with keys the node does not have
+            return f"{key}: {_first_lines(str(cause), with_key=False)}"
+        return f"unknown config key {key!r}{did_you_mean(key, known)}"
+    if text.startswith("Could not append to config. An item is already at '"):
+        key = text.split("'")[1]
+        return f"+{key}: {key} exists already; set it without the +"
+    if text.startswith("Error merging override ") and cause is not None:
+        return f"{text[len('Error merging override '):]}: {_first_lines(str(cause), with_key=False)}"
+    if "Could not find '" in text and "Available options in" in text:
+        head = lines[0].split(": ", 1)[-1]
+        options = []
+        for line in lines[lines.index(next(x for x in lines if x.startswith("Available options"))) + 1:]:
+            if not line or line.startswith("Config search path"):
+                break
+            if line != SCHEMA:
+                options.append(line)
+        return f"{head[0].lower()}{head[1:]}; the options are {', '.join(options)}"
+    return _first_lines(text)
+
+
+def _first_lines(text: str, with_key: bool = True) -> str:
+    """The lines of an OmegaConf or Hydra message that say what went wrong, joined into one (after the
+    key at fault, OmegaConf's ``full_key``, unless `with_key` is false)."""
+    noise = ("full_key:", "object_type=", "reference_type=", "Set the environment variable", "See https://")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    kept = [line for line in lines if not line.startswith(noise)]
+    keys = [line[len("full_key:"):].strip() for line in lines if line.startswith("full_key:")]
+    said = "; ".join(kept) if kept else text.strip()
+    return f"{keys[0]}: {said}" if with_key and keys and keys[0] else said
+
+
+def compose(config_path: Union[str, Path, Traversable], config_name: str, overrides: Iterable[str], *,
+            schema: Any, job_name: str) -> Any:
+    """The config that Hydra composes from `overrides` (its compose API, in this process).
+
+    Any error of Hydra's (an unknown key, a mistyped value, an unknown group option, an override
+    it cannot parse) raises ConfigError in one line naming the override (`hydra_error_line`; an
+    unknown key comes with the closest key of dataclass `schema`)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_dir(config_dir=str(config_path), version_base=None, job_name=job_name):
+            return hydra_compose(config_name=config_name, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as e:
+        raise ConfigError(hydra_error_line(e, dotted_keys(schema))) from None
 
 
 def config_dir(group: str) -> Traversable:
@@ -49,27 +192,103 @@ def group_options(group: str) -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in config_dir(group).iterdir() if p.name.endswith(".yaml"))
 
 
+CONFIG_FILE_MAX_BYTES = 64 * 1024
+"""The largest config yaml file read (a rule set is a few hundred bytes)."""
+
+
 def read_config_file(source: Union[Traversable, Path], what: str, error: type[Exception]) -> dict[str, Any]:
     """The values of a config yaml file (a group option or a user's file) as a plain dict.
 
-    The Hydra defaults list that points at the group's schema is dropped;
-    an unreadable file, invalid yaml, anything but a mapping, or another
-    defaults list raises `error` naming the file."""
-    from omegaconf import OmegaConf  # lazy: only the readers of config files need it
+    The file is data, never a program: at most `CONFIG_FILE_MAX_BYTES`, read by a safe YAML loader
+    (`SafeConfigLoader`: no tags, no anchors or aliases, no duplicate keys) and nothing in it is
+    interpolated (``${...}`` stays text). The Hydra defaults list that points at the group's schema
+    is dropped; an unreadable file, invalid yaml, anything but a mapping, or another defaults list
+    raises `error` naming the file."""
+    import yaml
 
+    name = str(source)
     try:
-        node = OmegaConf.create(source.read_text())
+        with source.open("rb") as f:
+            data = f.read(CONFIG_FILE_MAX_BYTES + 1)  # a larger file is never read whole
     except OSError as e:
-        raise error(f"{what} file {str(source)!r} cannot be read: {e}") from None
-    except Exception as e:  # the yaml parser's own errors
-        raise error(f"{what} file {str(source)!r} is not valid yaml: {e}") from None
-    values = OmegaConf.to_container(node, resolve=True)
+        raise error(f"{what} file {name!r} cannot be read: {e.strerror or e}") from None
+    if len(data) > CONFIG_FILE_MAX_BYTES:
+        raise error(f"{what} file {name!r} is larger than {CONFIG_FILE_MAX_BYTES} bytes, the most a config file holds")
+    try:
+        values = yaml.load(data.decode("utf-8"), Loader=SafeConfigLoader)  # noqa: S506 - a safe loader
+    except UnicodeDecodeError as e:
+        raise error(f"{what} file {name!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except yaml.YAMLError as e:
+        raise error(f"{what} file {name!r} is not valid yaml: {_yaml_problem(e)}") from None
+    if values is None:
+        values = {}
     if not isinstance(values, dict):
-        raise error(f"{what} file {str(source)!r} must hold a mapping of keys, not a list")
+        raise error(f"{what} file {name!r} must hold a mapping of keys, not a {type(values).__name__}")
     defaults = values.pop("defaults", [SCHEMA])
     if not isinstance(defaults, list) or any(d not in (SCHEMA, "_self_") for d in defaults):
-        raise error(f"{what} file {str(source)!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
+        raise error(f"{what} file {name!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
     return {str(k): v for k, v in values.items()}
+
+
+def _yaml_problem(e: Exception) -> str:
+    """One line of what a YAML parser said was wrong, and where."""
+    problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
+    mark = getattr(e, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(problem)
+
+
+def _safe_config_loader() -> type:
+    """`SafeConfigLoader`, built on first use (PyYAML comes with Hydra; envs imports it lazily)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """yaml.SafeLoader for config files: numbers as Hydra reads them (``1e-3`` is a float, no dates),
+        and no anchors, aliases or duplicate keys (a few aliases can expand to gigabytes)."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
+                                                  event.start_mark)
+            event = self.peek_event()
+            if getattr(event, "anchor", None) is not None:
+                raise yaml.composer.ComposerError(None, None, f"anchors (&{event.anchor}) are not allowed",
+                                                  event.start_mark)
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"key {key_node.value!r} is given twice",
+                                                            key_node.start_mark)
+                seen.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                 re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+    return Loader
+
+
+class _LazyLoader:
+    """Stands for the loader class until first use (so importing envs does not import yaml)."""
+
+    _cls: Optional[type] = None
+
+    def __call__(self, stream: Any) -> Any:
+        if _LazyLoader._cls is None:
+            _LazyLoader._cls = _safe_config_loader()
+        return _LazyLoader._cls(stream)
+
+
+SafeConfigLoader: Any = _LazyLoader()
+"""The loader `read_config_file` gives ``yaml.load``: a yaml.SafeLoader without anchors, aliases,
+duplicate keys or dates, reading numbers as Hydra does."""
 
 
 def override_key(override: str) -> str:

@@ -124,8 +124,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
     **Episode end** — ``terminated`` when the rules end the game (RULES.md
     8-12: den, all captured, no legal move, repetition, no-capture limit);
     ``truncated`` when ``max_plies`` plies have been played since the start
-    position without an end (reward 0). `step` after either raises
-    `GameOverError` until `reset`.
+    position without an end, or a game counter has reached its limit
+    (`envs.rules.COUNTER_LIMIT`, 30000; even with ``max_plies=None``) (reward 0).
+    `step` after either raises `GameOverError` until `reset`.
 
     **Info** — every call: ``action_mask``, ``jfen`` (the position reached),
     ``side_to_move`` (`Side`), ``side_rewards`` (float32 ``[2]``, red and
@@ -166,7 +167,7 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             only with an opponent.
         max_plies: truncate once this many plies (both sides' moves, the
             opponent's opening move included) have been played from the start
-            position; None never truncates.
+            position; None truncates only at the counters' limit.
         start_jfen: the position episodes start from (default the start position).
         render_mode: None, ``"ansi"`` or ``"rgb_array"``.
         illegal_action: ``"raise"`` (IllegalActionError) or ``"lose"`` (the
@@ -255,6 +256,8 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         over = board.outcome()
         if over is not None:
             raise ValueError(f"the start position {jfen!r} is already over ({over.termination.name.lower()})")
+        if board.at_counter_limit():
+            raise ValueError(f"the start position {jfen!r} has a counter at its limit: no move could follow it")
         self._board = board
         self._move_ints = []
         if self.agent_side_choice == "random":
@@ -371,6 +374,8 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         return make_player(self._opponent_spec, rules=self.rules, seed=seed)
 
     def _action_index(self, action: Any) -> int:
+        if isinstance(action, (bool, np.bool_)):  # True would index as action 1
+            raise IllegalActionError(f"action {action!r} is not an integer in 0..{N_ACTIONS - 1}")
         try:
             a = operator.index(action)
         except TypeError:
@@ -451,7 +456,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         return move
 
     def _at_cap(self) -> bool:
-        return self.max_plies is not None and int(self._board.state[K.S_PLY]) >= self.max_plies
+        """Truncation: `max_plies` plies played, or a counter at its limit (`Board.at_counter_limit`)."""
+        return (self.max_plies is not None and int(self._board.state[K.S_PLY]) >= self.max_plies) \
+            or self._board.at_counter_limit()
 
     def _info(self, n: int, side_rewards: Optional[np.ndarray] = None) -> dict[str, Any]:
         info: dict[str, Any] = {

@@ -17,6 +17,9 @@ A position is an int16 array of length ``STATE_LEN`` laid out as:
 ``st[S_MOVENO]``      move number (JFEN field 4)
 ``st[S_PLY]``         plies made since the game's first position; index
                       into the history arrays below
+                      (each of the three counters is at most
+                      `COUNTER_LIMIT`, 30000: once one of them is there,
+                      `counters_full` says so and no move is pushed)
 ``st[S_PIECES+8*side+animal-1]``  square of that piece or -1
 ``st[S_COUNT+side]``  number of pieces of that side
 ====================  ==================================================
@@ -62,6 +65,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from envs.rules import (
+    COUNTER_LIMIT,
     F_ENEMY_RAT_BLOCKS,
     F_KEEPS_RANK,
     F_NO_CAPTURE_LIMIT,
@@ -355,6 +359,15 @@ def anti_chase_allows(
         if k == 17:
             visited |= BIT[hist[p, 0]]
     return popcount(visited) > 5 or (visited & BIT[to]) == 0
+
+
+@lean(inline=True)
+def counters_full(st: np.ndarray) -> bool:
+    """Whether a move from `st` could take a counter past `COUNTER_LIMIT` (the ply, the no-capture clock, or
+    the move number when Blue is to move): then no move is made (the int16 state and JFEN both hold 30000;
+    a game this long is cut there, as a ply cap would)."""
+    return (st[S_PLY] >= COUNTER_LIMIT or st[S_CLOCK] >= COUNTER_LIMIT
+            or (st[S_SIDE] == BLUE and st[S_MOVENO] >= COUNTER_LIMIT))
 
 
 @lean(inline=True)

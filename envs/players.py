@@ -88,6 +88,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
             key, eq, value = item.partition("=")
             if not eq or not key.strip():
                 raise PlayerSpecError(f"player spec {spec!r}: option {item!r} is not key=value")
+            if key.strip() in options:
+                raise PlayerSpecError(f"player spec {spec!r}: option {key.strip()!r} is given twice")
             options[key.strip()] = value.strip()
     return kind.strip(), options
 

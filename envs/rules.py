@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 
-from envs.config import config_dir, config_kwargs, group_options, read_config_file
+from envs.config import config_dir, config_kwargs, group_options, read_config_file, shown
 
 # Indices into the int64 flag array the kernels read.
 F_DOG_OVER_WOLF = 0
@@ -26,6 +26,12 @@ F_NO_CAPTURE_LIMIT = 5
 F_ANTI_CHASE = 6
 F_RANK = 8  # F_RANK + animal (1..8) -> that animal's rank
 N_FLAGS = 17
+
+COUNTER_LIMIT = 30000
+"""The most a game's counters reach: plies since its first position, plies since the last capture
+(JFEN field 3) and the move number (JFEN field 4). JFEN writes and reads at most this, the kernels'
+int16 state holds it, and a move that would take a counter past it is refused (`envs.board.Board.push`);
+`no_capture_draw` is at most this too."""
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "rank_order": ("standard", "dog_over_wolf"),
@@ -65,15 +71,15 @@ class RuleSet:
             value = getattr(self, key)
             if value not in allowed:
                 raise RuleSetError(
-                    f"rule {key}={value!r} is not one of {', '.join(allowed)}"
+                    f"rule {key}={shown(value)} is not one of {', '.join(allowed)}"
                 )
         limit = self.no_capture_draw
         if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
             raise RuleSetError(
                 f"rule no_capture_draw={limit!r} must be a non-negative integer (0 = off)"
             )
-        if limit > 30000:
-            raise RuleSetError(f"rule no_capture_draw={limit!r} is above 30000")
+        if limit > COUNTER_LIMIT:
+            raise RuleSetError(f"rule no_capture_draw={limit!r} is above {COUNTER_LIMIT}")
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -129,10 +135,14 @@ class RuleSet:
 
 
 def _as_int(key: str, value: Any) -> int:
+    """`value` as an int: an int, a whole float or the text of an integer; RuleSetError for anything else
+    (a fraction, NaN, infinity: ``int(inf)`` would raise OverflowError)."""
+    if isinstance(value, float) and not value.is_integer():
+        raise RuleSetError(f"rule {key}={shown(value)} must be an integer")
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise RuleSetError(f"rule {key}={value!r} must be an integer") from None
+    except (TypeError, ValueError, OverflowError):
+        raise RuleSetError(f"rule {key}={shown(value)} must be an integer") from None
 
 
 DEFAULT_RULES = RuleSet()

@@ -130,7 +130,8 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         rules: a RuleSet, a mapping of rule keys, or a rule-set name (as `Jungle-v0`).
         opponent: None (self-play), ``"random"`` or a `BatchedPolicy`.
         agent_side: ``"red"``, ``"blue"`` or ``"random"``; only with an opponent.
-        max_plies: truncate a game once this many plies have been played; None never truncates.
+        max_plies: truncate a game once this many plies have been played; None truncates only at the
+            counters' limit (`envs.rules.COUNTER_LIMIT`, as `Jungle-v0`).
         start_jfen: the position every game starts from (default the start position).
         copy: return arrays of the caller's own at each call (True: the observations are
             written into a new array, the masks copied) or the env's buffers, which the next

@@ -134,9 +134,9 @@ def _play(i: int, m: int, setup: Setup, games: Games, out: Outputs, moves: np.nd
 
 @njit(cache=True, inline="always")
 def _at_cap(st: np.ndarray, setup: Setup) -> bool:
-    """Whether the game in `st` has reached the ply cap (`JungleEnv`'s truncation)."""
+    """Whether the game in `st` has reached the ply cap or a counter its limit (`JungleEnv`'s truncation)."""
     max_plies = setup.config[C_MAX_PLIES]
-    return max_plies > 0 and st[K.S_PLY] >= max_plies
+    return (max_plies > 0 and st[K.S_PLY] >= max_plies) or K.counters_full(st)
 
 
 @njit(cache=True)

@@ -241,3 +241,11 @@ def test_tablebase_spec_option(tables: Tablebase, tmp_path: Path, monkeypatch: p
     assert move in tables.probe(board).best_moves
     with pytest.raises(TablebaseError, match="do not serve"):
         player.select_move(Board("6e/7/7/7/7/7/7/7/R5L r 0 1", rules=RuleSet(trapped_attacker="keeps_rank")))
+
+
+def test_an_option_given_twice_in_a_spec_is_refused() -> None:
+    """`alphabeta:depth=2,depth=3` once took the last value silently."""
+    for spec in ("alphabeta:depth=2,depth=3", "alphabeta:depth=2, depth =2", "random:x=1,x=2"):
+        with pytest.raises(PlayerSpecError, match="is given twice"):
+            make_player(spec)
+    assert make_player("alphabeta:depth=2").name == "alphabeta:depth=2"

@@ -157,3 +157,43 @@ def test_mirror() -> None:
     mirrored = board.mirror()
     assert mirrored.piece_at("g1") == board.piece_at("a1")
     assert {m.mirror() for m in board.legal_moves} == set(mirrored.legal_moves)
+
+
+def test_a_move_off_the_board_is_refused_when_made() -> None:
+    """Move(14, 78) once made a move whose encoding played another square; every field is a square index."""
+    for bad in ((14, 78), (-1, 5), (63, 0), (True, 7), (1.0, 8)):
+        with pytest.raises(InvalidMoveError, match="must be a square index in 0..62"):
+            Move(*bad)  # type: ignore[arg-type]
+    assert str(Move(14, 21)) == "a3a4"
+
+
+CYCLE = ["a1a2", "a9a8", "a2a1", "a8a9"]
+"""Two Lions stepping back and forth: with the draw rules off, a game that never ends."""
+
+
+@pytest.mark.slow
+def test_a_game_stops_at_the_counters_limit_and_its_jfen_still_parses() -> None:
+    """30000 plies (the limit of the ply count, the clock and the move number): every push after it is refused,
+    the last position writes a JFEN that parses back, and the env truncates there with max_plies=None."""
+    from envs.board import GameTooLongError
+    from envs.env import JungleEnv
+    from envs.rules import COUNTER_LIMIT
+
+    rules = RuleSet(repetition="off", no_capture_draw=0)
+    board = Board("l6/7/7/7/7/7/7/7/L6 r 0 1", rules=rules)
+    for k in range(COUNTER_LIMIT):
+        board.push(CYCLE[k % 4])
+    assert board.ply == COUNTER_LIMIT and board.at_counter_limit()
+    with pytest.raises(GameTooLongError, match="counters stop at 30000"):
+        board.push(CYCLE[0])
+    assert Board.from_jfen(board.jfen(), rules=rules).jfen() == board.jfen() == "l6/7/7/7/7/7/7/7/L6 r 30000 15001"
+    assert board.repetition_count() >= 1 and board.outcome() is None
+    env = JungleEnv(rules=rules, max_plies=None, start_jfen="l6/7/7/7/7/7/7/7/L6 r 0 1")
+    obs, _ = env.reset()
+    for k in range(COUNTER_LIMIT):
+        obs, reward, terminated, truncated, info = env.step(env.move_to_action(CYCLE[k % 4]))
+        assert env.observation_space.contains(obs)
+        if truncated:
+            break
+    assert (k, truncated, terminated, info["termination"]) == (COUNTER_LIMIT - 1, True, False, "ply_cap")
+    assert Board.from_jfen(info["jfen"], rules=rules).jfen() == info["jfen"]

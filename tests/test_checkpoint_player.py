@@ -90,6 +90,22 @@ def test_bad_time_and_leaf_batch_are_refused() -> None:
             make_player(f"checkpoint:path={SHIPPED},{bad}")
 
 
+@pytest.mark.parametrize("bad, words", [
+    ("max_actions=100000", "max_actions=100000 must lie in [1, 252]"),
+    ("sims=100000000", "sims=100000000 must lie in [1, 100000]"),
+    ("threads=100000", "threads=100000 must lie in [0, 1024]"),
+    ("time=nan", "time=nan"),
+    ("device=gpu9", "unknown device 'gpu9'"),
+    ("device=cuda:99", "device='cuda:99' is not available"),
+])
+def test_spec_values_out_of_range_are_refused_before_loading(bad: str, words: str) -> None:
+    """Values that would abort the process (threads), allocate without bound (sims, max_actions) or fail at the
+    first network call (a device this machine lacks) are refused with one line naming them."""
+    with pytest.raises(PlayerSpecError) as e:
+        make_player(f"checkpoint:path={SHIPPED},{bad}")
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
 @pytest.mark.parametrize("shipped", sorted(p.name for p in SHIPPED.parent.glob("*.pt")))
 def test_every_shipped_network_plays_by_its_spec(shipped: str) -> None:
     """Each file in checkpoints/shipped loads with `checkpoint:path=...` and plays a legal move."""

@@ -67,3 +67,7 @@ def test_bad_input_exits_non_zero_with_a_message() -> None:
     assert bad_set.returncode == 2 and "no_such_set" in bad_set.stderr
     bad_depth = run("perft", START_JFEN, "-1")
     assert bad_depth.returncode == 2 and "depth" in bad_depth.stderr
+    huge_depth = run("perft", START_JFEN, str(10**10))  # once a 93 GiB allocation
+    assert huge_depth.returncode == 2 and huge_depth.stderr.strip() == "error: depth 10000000000 must lie in [0, 64]"
+    huge_divide = run("perft", START_JFEN, str(10**10), "--divide")
+    assert huge_divide.returncode == 2 and "must lie in [1, 64]" in huge_divide.stderr

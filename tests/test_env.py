@@ -424,3 +424,13 @@ def test_alphabeta_opponent_by_spec() -> None:
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(env.move_to_action("a9b9"))
     assert info["opponent_move"] == "d2d1" and (reward, terminated) == (-1.0, True)
+
+
+def test_a_bool_is_not_an_action() -> None:
+    """env.step(True) once played action 1 (a bool is an int to Python); it is refused like any non-integer."""
+    env = JungleEnv()
+    env.reset(seed=0)
+    for action in (True, False, np.bool_(True), np.array(True)):
+        with pytest.raises(IllegalActionError, match="is not an integer"):
+            env.step(action)
+    assert env.unwrapped._board.ply == 0  # nothing was played

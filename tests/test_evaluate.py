@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from envs.config import ConfigError
 from envs.players import PlayerSpecError, RandomPlayer
 from agents.arena.records import read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+from jungle_zero import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
@@ -161,3 +163,153 @@ def test_short_specs_are_named_in_the_ratings_as_well() -> None:
     assert "  P2 = alphabeta:depth=1\n" in text
     ratings = text.split("Ratings")[1].split("\n\n")[0]
     assert "P2  alphabeta:depth=1" in ratings and max(map(len, text.splitlines())) <= 100
+
+
+def evaluate_refused(*overrides: str) -> str:
+    """The one-line error that evaluate.py's config checks give for `overrides` (composed in this process)."""
+    with pytest.raises(ConfigError) as e:
+        evaluate.checked_config(evaluate.compose_config(overrides))
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
+    """`gamesperpair=4` (Hydra's error) and `+gamesperpair=4` (which Hydra adds, and which once ran the default
+    tournament) are both refused, naming the key meant; values out of range name their bounds."""
+    assert evaluate_refused("gamesperpair=4") == "unknown config key 'gamesperpair' (did you mean games_per_pair?)"
+    assert evaluate_refused("+gamesperpair=4").startswith(
+        "unknown evaluate.py config key(s) gamesperpair (did you mean games_per_pair?)")
+    assert evaluate_refused("games_per_pair=0") == "games_per_pair=0 must lie in [1, 100000]"
+    assert evaluate_refused("seed=-1") == "seed=-1 must lie in [0, 2**63 - 1]"
+    assert evaluate_refused("prior_games=nan") == "prior_games=nan must lie in [0, 1000]"
+    assert evaluate_refused("max_plies=100000000") == "max_plies=100000000 must lie in [1, 30000]"
+    assert evaluate_refused("mode=swiss") == "mode='swiss' is not one of round_robin, gauntlet, ladder"
+    assert evaluate_refused("games_per_pair=abc").startswith("games_per_pair=abc: Value 'abc'")
+    conf = evaluate.checked_config(evaluate.compose_config(["games_per_pair=4"]))
+    assert conf.games_per_pair == 4 and conf.players[0] == "random"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override", ["gamesperpair=4", "+gamesperpair=4"])
+def test_the_command_line_refuses_an_unknown_key_in_one_line(override: str, tmp_path: Path) -> None:
+    proc = run_evaluate(tmp_path, override, f"out_dir={tmp_path / 'out'}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: unknown ")
+    assert "(did you mean games_per_pair?)" in lines[0]
+    assert not (tmp_path / "out").exists() and proc.stdout == ""
+
+
+@pytest.mark.parametrize("out_dir, words", [("/dev/null", "out_dir='/dev/null' is not a directory"),
+                                            ("/proc/x", "out_dir='/proc/x' cannot be written")])
+def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
+        out_dir: str, words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", f"out_dir={out_dir}", "progress=false", "workers=0"])
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(f"evaluate.py: error: {words}")
+    assert err.count("\n") == 1
+
+
+def evaluate_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """evaluate.py run in this process: (exit status, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", *args, "progress=false", "workers=0", "image=false"])
+    capsys.readouterr()
+    try:
+        evaluate.main()
+        code = 0
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    return code, capsys.readouterr().err
+
+
+def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another evaluate.py begins in the same out_dir after this one's first check: the check made again under
+    the lock refuses it, and it changes nothing of the other's."""
+    out = tmp_path / "out"
+    real = evaluate.new_settings
+
+    def another_begins_meanwhile(cfg: evaluate.EvaluateConfig) -> dict:
+        settings = real(cfg)
+        out.mkdir()
+        (out / "tournament.json").write_text('{"the": "other tournament"}\n')
+        return settings
+
+    monkeypatch.setattr(evaluate, "new_settings", another_begins_meanwhile)
+    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 2 and err.startswith("evaluate.py: error: ") and "already holds a tournament (tournament.json)" in err
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "tournament.json"]
+    assert (out / "tournament.json").read_text() == '{"the": "other tournament"}\n'
+
+
+@pytest.mark.parametrize("damage, words", [
+    ({"players": "random"}, "players='random' is not what a tournament's settings hold (list)"),
+    ({"games_per_pair": "4"}, "games_per_pair='4'"),
+    ({"seed": True}, "seed=True"),
+    ({"rules": None}, "rules=None"),
+    ({"players": [1, 2]}, "players must be a list of strings"),
+    ("games.jsonl is a directory", "games.jsonl' is not a file"),
+])
+def test_resume_of_a_damaged_tournament_is_one_line(damage: object, words: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 0, err
+    if isinstance(damage, dict):
+        settings = json.loads((out / "tournament.json").read_text())
+        (out / "tournament.json").write_text(json.dumps(dict(settings, **damage)))
+    else:
+        (out / "games.jsonl").unlink()
+        (out / "games.jsonl").mkdir()
+    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    args = ('players=[random,"alphabeta:depth=1"]', "games_per_pair=4", "seed=3")
+    code, err = evaluate_in_process(monkeypatch, capsys, *args, f"out_dir={out}")
+    assert code == 0, err
+    whole = [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")]
+    lines = (out / "games.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "games.jsonl").write_bytes(b"".join(lines[:2]) + lines[2][:40])  # killed while writing game 3
+    (out / "results.json").unlink()
+    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    assert code == 0, err
+    assert "cut 40 bytes of an unfinished last line" in err
+    assert [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")] == whole  # each game once
+
+
+@pytest.mark.slow
+def test_two_tournaments_started_at_once_into_one_out_dir_leave_one_whole_tournament(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = [sys.executable, str(ROOT / "evaluate.py"), 'players=[random,"alphabeta:depth=1"]', "games_per_pair=4",
+            "workers=0", "progress=false", "image=false", f"out_dir={out}"]
+    procs = [subprocess.Popen([*args, f"seed={seed}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for seed in (1, 2)]
+    done = [(p.wait(300), p.communicate()[1]) for p in procs]
+    assert sorted(code for code, _ in done) == [0, 2], done
+    refused = next(err for code, err in done if code == 2)
+    assert refused.count("\n") == 1 and ("already holds a tournament" in refused or "is in use by process" in refused)
+    winner = 1 + [code for code, _ in done].index(0)
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 4 and json.loads((out / "tournament.json").read_text())["seed"] == winner
+    assert json.loads((out / "results.json").read_text())["players"] == ["random", "alphabeta:depth=1"]
+
+
+def test_a_tournament_game_at_the_counters_limit_is_a_ply_cap_draw() -> None:
+    from agents.arena.tournament import Opening, play_game
+    from envs import RuleSet
+
+    rules = RuleSet(repetition="off", no_capture_draw=0)
+    rec = play_game(RandomPlayer(seed=0), RandomPlayer(seed=1), Opening("l6/7/7/7/7/7/7/7/L6 r 29998 1"), rules=rules)
+    assert (rec.termination, rec.result, len(rec.moves)) == ("ply_cap", "1/2-1/2", 2)
+    board = rec.replay()
+    assert board.jfen().endswith(" r 30000 2") and board.at_counter_limit()

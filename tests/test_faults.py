@@ -9,6 +9,7 @@ record twice.
 from __future__ import annotations
 
 import collections
+import errno
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pytest
 import torch
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
@@ -40,7 +42,18 @@ from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import cut_torn_tail, read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, check_spec, read_openings, run_tournament
 from agents.io import atomic_write_bytes, remove_stale_temp_files
-from agents.rundir import RunDirBusyError, claim_run_dir, log_sizes, rewind_logs
+from agents.rundir import (
+    RunDirBusyError,
+    RunDirError,
+    RunRecord,
+    claim_run_dir,
+    fresh_run_leftovers,
+    log_sizes,
+    new_run_id,
+    read_run_record,
+    rewind_logs,
+    write_run_record,
+)
 from agents.stopping import GracefulStop
 from envs import RuleSet
 from jungle_zero import train as train_script
@@ -315,6 +328,293 @@ def test_bad_starts_are_refused_before_the_run_directory_exists(case: str, tmp_p
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["tiny.pt"]
 
 
+@pytest.mark.parametrize("case", ["name with ..", "nested name", "absolute name", "empty name", "out_dir /proc",
+                                  "out_dir /dev/null", "out_dir a file", "out_dir below a file"])
+def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(case: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name is one plain path component (no run escapes or nests into out_dir), and an out_dir that is not a
+    writable directory is refused in one line before any work."""
+    runs = tmp_path / "runs" / "here"
+    runs.mkdir(parents=True)
+    (tmp_path / "a-file").write_text("not a directory\n")
+    args, words = {
+        "name with ..": ([f"out_dir={runs}", "name=../../escaped"], "name='../../escaped' must be one plain"),
+        "nested name": ([f"out_dir={runs}", "name=a/b"], "name='a/b' must be one plain"),
+        "absolute name": ([f"out_dir={runs}", f"name={tmp_path / 'abs'}"], "must be one plain directory name"),
+        "empty name": ([f"out_dir={runs}", "name="], "name='' is empty"),
+        "out_dir /proc": (["out_dir=/proc", "name=x"], "out_dir='/proc' cannot be written"),
+        "out_dir /dev/null": (["out_dir=/dev/null", "name=x"], "out_dir='/dev/null' is not a directory"),
+        "out_dir a file": ([f"out_dir={tmp_path / 'a-file'}", "name=x"], "is not a directory"),
+        "out_dir below a file": ([f"out_dir={tmp_path / 'a-file' / 'runs'}", "name=x"], "is not a directory"),
+    }[case]
+    err = refused(capsys, monkeypatch, *TINY, *args)
+    assert words in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "here", "runs"]  # nothing was written
+
+
+@pytest.mark.parametrize("case", ["a tournament", "an old run's events", "a TensorBoard directory", "a config file",
+                                  "a finished run's record without checkpoints", "a foreign file beside leftovers"])
+def test_a_fresh_run_refuses_a_directory_holding_what_it_did_not_write(case: str, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh run deletes nothing it did not write: a directory holding anything but the leftovers of an attempt
+    that never checkpointed is refused, naming what is there, and left exactly as it was."""
+    run_dir = tmp_path / "runs" / "new"
+    run_dir.mkdir(parents=True)
+    files = {
+        "a tournament": {"games.jsonl": '{"moves": []}\n', "tournament.json": "{}\n"},
+        "an old run's events": {"events.out.tfevents.1.host.1.0": "x", "config.yaml": "seed: 0\n"},
+        "a TensorBoard directory": {"tb/events.out.tfevents.1.host.1.0": "x"},
+        "a config file": {"config.yaml": "mine: 1\n"},
+        "a finished run's record without checkpoints": {"run.json": '{"run_id": "ab", "checkpointed": true}',
+                                                        "events.out.tfevents.1.host.1.0.ab": "x"},
+        "a foreign file beside leftovers": {"run.json": '{"run_id": "ab", "checkpointed": false}',
+                                            "events.out.tfevents.1.host.1.0.ab": "x", "notes.txt": "mine\n"},
+    }[case]
+    for name, text in files.items():
+        (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / name).write_text(text)
+    before = {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    err = refused(capsys, monkeypatch, *TINY, f"out_dir={run_dir.parent}", "name=new")
+    assert "holds files this run did not write" in err and err.count("\n") == 1
+    assert ("notes.txt" in err) if case == "a foreign file beside leftovers" else all(
+        name.split("/")[0] in err for name in files)
+    assert {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_the_leftovers_of_an_attempt_that_never_checkpointed_are_the_only_files_a_fresh_run_clears(
+        tmp_path: Path) -> None:
+    patterns = ("games.jsonl", "events.out.tfevents.*")
+    assert fresh_run_leftovers(tmp_path / "missing", patterns) == []
+    (tmp_path / ".lock").write_text("1\n")
+    assert fresh_run_leftovers(tmp_path, patterns) == []  # a lock file alone holds nothing
+    write_run_record(tmp_path, RunRecord("ab12", checkpointed=False))
+    for name in ("games.jsonl", "events.out.tfevents.1.h.2.0.ab12", "config.yaml"):
+        (tmp_path / name).write_text("x")
+    assert [p.name for p in fresh_run_leftovers(tmp_path, patterns, kept=("config.yaml",))] == [
+        "config.yaml", "events.out.tfevents.1.h.2.0.ab12", "games.jsonl", "run.json"]
+    (tmp_path / "events.out.tfevents.1.h.2.0.cd34").write_text("another run's")
+    with pytest.raises(RunDirError, match=r"did not write \(events.out.tfevents.1.h.2.0.cd34\)"):
+        fresh_run_leftovers(tmp_path, patterns, kept=("config.yaml",))
+
+
+def test_run_ids_come_from_the_operating_system_and_leave_the_seeded_streams_alone() -> None:
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    ids = {new_run_id() for _ in range(100)}
+    assert len(ids) == 100 and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
+    got = (random.random(), float(np.random.random()), float(torch.rand(1)))
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    assert got == (random.random(), float(np.random.random()), float(torch.rand(1)))
+
+
+@pytest.mark.slow
+def test_a_run_names_itself_in_its_checkpoints_record_and_event_files(reference: dict[str, Any]) -> None:
+    run_dir = reference["dir"]
+    record = read_run_record(run_dir)
+    assert record is not None and record.checkpointed
+    for pt in run_dir.glob("*.pt"):
+        assert load_checkpoint(pt)["run_id"] == record.run_id, pt.name
+    events = sorted(p.name for p in run_dir.glob("events.out.tfevents.*"))
+    assert events and all(name.endswith(f".{record.run_id}") for name in events)
+
+
+@pytest.mark.slow
+def test_a_resumed_run_rewinds_only_its_own_logs(reference: dict[str, Any], tmp_path: Path) -> None:
+    """Logs in the run directory that another run wrote (an event file not named with this run's id, a
+    games.jsonl when run.json names another run) are never cut or removed by a resume."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference["dir"], run_dir)
+    foreign = run_dir / "events.out.tfevents.1.elsewhere.1.0"
+    foreign.write_bytes(b"another run's events")
+    r = train(f"resume={run_dir}", "train.iterations=4")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert foreign.read_bytes() == b"another run's events"
+    assert "left events.out.tfevents.1.elsewhere.1.0 as it is" in r.stdout + r.stderr
+    # An event file named with the run's id that latest.pt has not seen is the run's own: it is removed. A
+    # record naming another run is said, and still only logs named by the checkpoint's run are touched.
+    record = read_run_record(run_dir)
+    assert record is not None
+    write_run_record(run_dir, RunRecord("0123456789abcdef", checkpointed=True))
+    extra = run_dir / f"events.out.tfevents.2.h.2.0.{record.run_id}"
+    extra.write_bytes(b"x")
+    r = train(f"resume={run_dir}", "train.iterations=5")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "does not name this directory's run" in r.stdout + r.stderr
+    assert not extra.exists() and foreign.read_bytes() == b"another run's events"
+    assert read_run_record(run_dir) == RunRecord(record.run_id, checkpointed=True)
+
+
+@pytest.mark.slow
+def test_a_run_stopped_before_its_first_checkpoint_leaves_nothing_behind(tmp_path: Path) -> None:
+    """An unnamed run (a dated name) stopped before it checkpointed removes what it wrote and its directory,
+    so no empty run directory is left behind; the line says nothing was kept."""
+    job = Job("train.py", *TINY, "train.iterations=200", f"out_dir={tmp_path}")
+    assert job.wait_for("run az-"), job.output[-3000:]
+    job.proc.send_signal(signal.SIGINT)
+    assert job.finish(120) == 130, job.output[-3000:]
+    assert "Traceback" not in job.output
+    assert any("no checkpoint was written yet, so nothing was kept" in line for line in job.lines), job.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_ctrl_c_while_the_script_starts_prints_one_line(script: str, tmp_path: Path) -> None:
+    job = Job(script, f"out_dir={tmp_path / 'out'}", cwd=tmp_path)
+    # Once the script has begun its imports (the yaml parser's extension is loaded: Hydra's first imports),
+    # its own handler is in place; the imports and checks that follow take seconds more.
+    deadline = time.time() + 60
+    while "_yaml" not in Path(f"/proc/{job.proc.pid}/maps").read_text() and time.time() < deadline:
+        time.sleep(0.01)
+    job.proc.send_signal(signal.SIGINT)
+    assert job.finish(60) == 130, job.output
+    lines = [line for line in job.lines if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Ctrl-C: stopped "), job.output
+    assert "nothing was written" in lines[0] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_run_whose_learning_rate_explodes_stops_with_one_line_and_checkpoints_nothing_non_finite(
+        tmp_path: Path) -> None:
+    """NaN injection: a run continued with train.learner.lr=1e12 diverges in its next iteration. It stops
+    with one line naming the iteration and the likely cause, before anything of that iteration is written;
+    every .pt in the directory loads (load_checkpoint refuses non-finite weights) and latest.pt still holds
+    the last good iteration, from which a resume with a lower rate goes on."""
+    run_dir = tmp_path / "nan"
+    first = train(*TINY, "train.iterations=1", f"out_dir={tmp_path}", "name=nan")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert all(v == 0.0 for _, v in
+               [(k, vals[0]) for k, vals in event_records(run_dir).items() if k[0] == "loss/nonfinite_steps"])
+    r = train(f"resume={run_dir}", "train.iterations=3", "train.learner.lr=1e12")
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    errors = [line for line in r.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    line = errors[0]
+    assert line.startswith("train.py: error: iteration 2: ") and "has diverged" in line, line
+    assert "the learning rate (train.learner.lr=1e+12) is the likely cause" in line
+    assert line.endswith(f"latest.pt holds iteration 1; continue with a lower learning rate: python train.py "
+                         f"resume={run_dir} train.learner.lr=1e+11")
+    pts = sorted(run_dir.glob("*.pt"))
+    assert [p.name for p in pts] == ["best.pt", "iter_000001.pt", "latest.pt"]
+    for pt in pts:
+        state = load_checkpoint(pt)  # refuses NaN or infinity anywhere
+        assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+    assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
+
+
+def test_a_failed_atomic_write_names_its_file_and_leaves_the_old_one(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "latest.pt"
+    target.write_bytes(b"the previous checkpoint")
+
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError) as e:
+        atomic_write_bytes(target, b"the next one")
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(target)
+    assert target.read_bytes() == b"the previous checkpoint" and [p.name for p in tmp_path.iterdir()] == ["latest.pt"]
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_survives(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents.alphazero.checkpoint as checkpoint_module
+
+    run_dir = tmp_path / "full"
+    real = checkpoint_module.atomic_write_bytes
+    writes = {"latest.pt": 0}
+
+    def fills_the_disk(path: Any, data: bytes) -> None:  # the second latest.pt finds no room
+        name = Path(path).name
+        writes[name] = writes.get(name, 0) + 1
+        if name == "latest.pt" and writes[name] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint_module, "atomic_write_bytes", fills_the_disk)
+    monkeypatch.setattr(sys, "argv", ["train.py", *TINY, "train.eval.every=0", f"out_dir={tmp_path}", "name=full"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        train_script.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == [f"train.py: error: iteration 2: cannot write {run_dir / 'latest.pt'}: No space left on device; "
+                     f"latest.pt holds iteration 1; continue with: python train.py resume={run_dir}"]
+    assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
+    assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def tiny_latest(run_dir: Path, **damage: Any) -> Path:
+    """A run directory holding a consistent latest.pt of the TINY run at iteration 1 (made in this process),
+    with the entries in `damage` replaced; returns its path."""
+    from omegaconf import OmegaConf
+
+    from agents.alphazero.checkpoint import rng_state
+    from agents.alphazero.learner import Learner, LearnerConfig
+    from agents.alphazero.replay import ReplayBuffer
+
+    cfg = train_script.compose_config([*TINY, f"out_dir={run_dir.parent}", f"name={run_dir.name}"])
+    conf = train_script.checked_config(cfg)
+    model = build_network(conf.model)
+    state = {"model": model.state_dict(), "network": conf.model.to_dict(), "rules": RuleSet().to_dict(),
+             "config": OmegaConf.to_yaml(cfg), "run_id": "00112233aabbccdd",
+             "counters": {"iteration": 1, "positions": 0, "games": 0, "simulations": 0, "seconds": 1.0,
+                          "learner_steps": 0},
+             "learner": Learner(model, conf.train.learner, device=torch.device("cpu")).state_dict(),
+             "replay": ReplayBuffer(conf.train.replay_capacity, seed=0).state_dict(),
+             "rng": rng_state(),
+             "extra": {"history": {"elo": 0.0, "best_score": -1.0}, "previous_model": model.state_dict(),
+                       "logs": {}, "pending_eval": False}}
+    state.update(damage)
+    write_run_record(run_dir, RunRecord("00112233aabbccdd", checkpointed=True))
+    (run_dir / "config.yaml").write_text(state["config"] if isinstance(state["config"], str) else "")
+    return save_checkpoint(run_dir / "latest.pt", state)
+
+
+@pytest.mark.parametrize("part", ["config", "learner", "replay", "rng", "counters", "extra", "model"])
+def test_a_latest_pt_with_a_damaged_part_is_refused_before_the_run_directory_is_touched(
+        part: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    good = torch.load(tiny_latest(run_dir), weights_only=True)
+    damage = {
+        "config": "train: {iterations: [unclosed",
+        "learner": {"optimizer": {"state": {}, "param_groups": "none"}, "step_count": 0},
+        "replay": dict(good["replay"], rng="not a generator state"),
+        "rng": {"python": 3},
+        "counters": dict(good["counters"], iteration="two"),
+        "extra": dict(good["extra"], history=[1, 2]),
+        "model": {k: (v[:1] if v.dim() else v) for k, v in good["model"].items()},
+    }[part]
+    tiny_latest(run_dir, **{part: damage})
+    before = snapshot(run_dir)
+    err = refused(capsys, monkeypatch, f"resume={run_dir}")
+    assert err.count("\n") == 1 and str(run_dir / "latest.pt") in err, err
+    assert (f"its {part} entry is damaged" in err if part not in ("config",)
+            else "its stored config is not valid YAML" in err), err
+    assert snapshot(run_dir) == before and not (run_dir / ".lock").exists()
+
+
+def test_a_sound_tiny_latest_pt_resumes_past_the_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint the damage test starts from is sound: its resume passes every check (and, asked for no
+    further iteration, ends at once)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    tiny_latest(run_dir)
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
+    train_script.main()
+    assert "train.py: error" not in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_kill_9_leaves_no_worker_processes(tmp_path: Path) -> None:
     run_dir = tmp_path / "workers"
@@ -423,13 +723,19 @@ def test_logs_are_cut_back_to_the_sizes_a_checkpoint_saw(tmp_path: Path) -> None
         f.write('{"a": 2}\n{"a": 3, "torn')
     (tmp_path / "events.out.tfevents.1.host.1.0").write_bytes(b"1234567")
     (tmp_path / "events.out.tfevents.2.host.2.0").write_bytes(b"later sitting")
-    changes = rewind_logs(tmp_path, sizes, patterns)
-    assert len(changes) == 3
+    (tmp_path / "events.out.tfevents.3.host.3.0").write_bytes(b"another run's")
+    def owned(name: str) -> bool:
+        return name != "events.out.tfevents.3.host.3.0"
+
+    changes = rewind_logs(tmp_path, sizes, patterns, owned=owned)
+    assert len(changes) == 4 and "left events.out.tfevents.3.host.3.0 as it is: another run wrote it" in changes
     assert (tmp_path / "games.jsonl").read_text() == '{"a": 1}\n'
     assert (tmp_path / "events.out.tfevents.1.host.1.0").read_bytes() == b"12345"
     assert not (tmp_path / "events.out.tfevents.2.host.2.0").exists()
+    assert (tmp_path / "events.out.tfevents.3.host.3.0").read_bytes() == b"another run's"  # not the run's own
     assert (tmp_path / "config.yaml").read_text() == "seed: 0\n"  # not a log
-    assert rewind_logs(tmp_path, sizes, patterns) == []
+    assert rewind_logs(tmp_path, sizes, patterns, owned=owned) == [
+        "left events.out.tfevents.3.host.3.0 as it is: another run wrote it"]
 
 
 def test_a_stop_abandons_an_abandonable_phase_at_once_and_is_remembered() -> None:
@@ -598,3 +904,39 @@ def test_the_play_server_clears_the_temp_files_of_saves_a_kill_cut_short(tmp_pat
     store = GameStore(rules=RuleSet(), state_dir=tmp_path, pool=object())  # type: ignore[arg-type]
     store.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name]
+
+
+def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A games.jsonl shorter than latest.pt saw and cut inside a line (its end was lost) is cut back to its
+    last whole line with a warning, so the next record is not glued onto the torn one."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    good = torch.load(tiny_latest(run_dir), weights_only=True)
+    tiny_latest(run_dir, extra=dict(good["extra"], logs={"games.jsonl": 10_000}))
+    whole = '{"moves": ["a3a4"], "result": "*"}\n'
+    torn = '{"moves": ["a3'
+    (run_dir / "games.jsonl").write_text(whole + torn)
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
+    train_script.main()
+    out = capsys.readouterr()
+    assert (run_dir / "games.jsonl").read_text() == whole
+    assert f"cut {len(torn)} bytes of an unfinished last line from games.jsonl" in out.out + out.err
+
+
+@pytest.mark.parametrize("how", ["resume", "init"])
+def test_a_checkpoint_with_nan_weights_cannot_start_or_continue_a_run(how: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    state = torch.load(tiny_latest(run_dir), weights_only=True)
+    state["model"] = {k: (torch.full_like(v, float("nan")) if v.is_floating_point() else v)
+                      for k, v in state["model"].items()}
+    torch.save(state, run_dir / "latest.pt")  # written some other way than save_checkpoint, which refuses it
+    before = snapshot(run_dir)
+    args = [f"resume={run_dir}"] if how == "resume" else [*TINY, f"init={run_dir / 'latest.pt'}",
+                                                           f"out_dir={tmp_path}", "name=new"]
+    err = refused(capsys, monkeypatch, *args)
+    assert "holds NaN or infinity in model." in err and err.count("\n") == 1
+    assert snapshot(run_dir) == before and not (tmp_path / "new").exists()

@@ -1,11 +1,19 @@
-"""Fuzzing the JFEN and move parsers: a clean ValueError or a valid result, never a crash."""
+"""Fuzzing the JFEN and move parsers, and train.py's and evaluate.py's config checks: a clean one-line
+ValueError or a valid result, never a crash."""
 
 from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
+from agents.alphazero.network import resolve_device
 from envs import START_JFEN, Board, Move
+from envs.config import dotted_keys
+from jungle_zero import evaluate, train
 
 JFEN_ALPHABET = "rcdwpteRCDWPTLEl0123456789/ bx-+"
 
@@ -80,3 +88,77 @@ def test_move_parser(text: str) -> None:
         board.push(move)
     except ValueError:
         assert move not in board.legal_moves
+
+
+# --------------------------------------------------------------------------------------------
+# train.py's and evaluate.py's config checks: random overrides through Hydra's compose API
+# --------------------------------------------------------------------------------------------
+WORDS = hs.sampled_from(["", " ", ".", "..", "../../etc", "/", "/etc", "a/b", "a\\b", "~", "${oc.env:HOME}",
+                         "${now:%H}", "'x y'", "random", "alphabeta:depth=2", "checkpoint:path=nowhere.pt", "cuda",
+                         "cuda:7", "cpu", "auto", "gumbel", "puct", "true", "null", "[]", "[1,2]", "{a:1}",
+                         "[random,'alphabeta:depth=-1']", "x" * 300])
+NUMBERS = hs.sampled_from(["nan", "inf", "-inf", "1e400", "-1e400", "1e9", "1e11", "0", "-1", "1", "0.5", "2.5",
+                           str(2**32), str(2**63), str(10**30), "-0", "1_000"])
+VALUES = hs.one_of(WORDS, NUMBERS, hs.integers(-(2**70), 2**70).map(str),
+                   hs.floats(allow_nan=True, allow_infinity=True).map(repr),
+                   hs.text(alphabet="abc/._-~:$={}[],'0123456789 ", max_size=12))
+
+
+def overrides(known: list[str]) -> hs.SearchStrategy[list[str]]:
+    keys = hs.one_of(hs.sampled_from(known), hs.sampled_from(known).map(lambda k: k[:-1] or "x"),
+                     hs.sampled_from(["trian.iterations", "bogus", "train.bogus", "gamesperpair", "hydra.foo"]),
+                     hs.text(alphabet="abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=12))
+    item = hs.tuples(hs.sampled_from(["", "", "", "+", "++", "~"]), keys, VALUES).map(
+        lambda t: f"{t[0]}{t[1]}" if t[0] == "~" else f"{t[0]}{t[1]}={t[2]}")
+    return hs.lists(item, min_size=1, max_size=4)
+
+
+def assert_checked_or_one_line(check: Any, compose: Any, args: list[str]) -> Any:
+    """`check(compose(args))`, or None when it raised a ValueError of one line; any other exception fails."""
+    try:
+        return check(compose(args))
+    except ValueError as e:
+        text = str(e)
+        assert text and "\n" not in text, (args, text)
+        return None
+
+
+def assert_finite_and_plain(node: Any, where: str = "") -> None:
+    """Every number of a checked config is finite (dataclasses walked)."""
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if dataclasses.is_dataclass(value):
+            assert_finite_and_plain(value, f"{where}{f.name}.")
+        elif isinstance(value, float):
+            assert math.isfinite(value), f"{where}{f.name}={value}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(overrides(dotted_keys(train.Config)))
+@example(["trian.iterations=3"])
+@example(["train.learner.lr=1e400"])
+@example(["seed=4294967296"])
+@example(["name=../../etc"])
+@example(["train.replay_capacity=100000000000"])
+def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
+    conf = assert_checked_or_one_line(train.checked_config, train.compose_config, args)
+    if conf is not None:
+        assert isinstance(conf, train.Config)
+        assert_finite_and_plain(conf)
+        assert 0 <= conf.seed < 2**32 and 1 <= conf.mcts.num_simulations <= 100_000
+        assert conf.name == "" or ("/" not in conf.name and conf.name not in (".", ".."))
+        resolve_device(conf.device)
+
+
+@settings(max_examples=60, deadline=None)
+@given(overrides(dotted_keys(evaluate.EvaluateConfig)))
+@example(["gamesperpair=4"])
+@example(["+gamesperpair=4"])
+@example(["games_per_pair=1e11"])
+@example(["prior_games=nan"])
+def test_evaluate_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
+    conf = assert_checked_or_one_line(evaluate.checked_config, evaluate.compose_config, args)
+    if conf is not None:
+        assert isinstance(conf, evaluate.EvaluateConfig)
+        assert_finite_and_plain(conf)
+        assert 1 <= conf.games_per_pair <= 100_000 and conf.seed >= 0

@@ -199,7 +199,7 @@ def test_train_config_switches_the_server_on_for_workers_only() -> None:
         train.checked_config(train.compose_config(["train.inference_server=true"]))
     conf = train.checked_config(train.compose_config(["train.inference_server=true", "train.workers=2"]))
     assert conf.train.inference_server and conf.train.workers == 2
-    gpu = train.checked_config(train.compose_config(["preset=gpu"]))
+    gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))
     assert gpu.train.inference_server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
     assert not train.checked_config(train.compose_config([])).train.inference_server  # the CPU default is as before
 

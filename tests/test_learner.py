@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.learner import Learner, LearnerConfig, LearnerConfigError, lr_at
+from agents.alphazero.learner import Learner, LearnerConfig, LearnerConfigError, LearnerDivergedError, lr_at
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.replay import ReplayBuffer, ReplayError, pack_observations, unpack_observations
+from agents.alphazero.replay import Batch, ReplayBuffer, ReplayError, pack_observations, unpack_observations
 from envs import Board, Move
 from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask, move_to_action
 
@@ -150,3 +150,60 @@ def test_lr_schedule_and_config_errors() -> None:
     assert lr_at(500, cfg) == pytest.approx(0.0)
     with pytest.raises(LearnerConfigError, match="adam"):
         LearnerConfig(optimizer="adam")
+
+
+def _fixed_batch(seed: int = 6) -> tuple[ReplayBuffer, Batch]:
+    boards = _random_positions(32, seed=seed)
+    buf = ReplayBuffer(32, mirror=False, seed=0)
+    _fill(buf, boards)
+    return buf, buf.get(np.arange(32))
+
+
+def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def test_a_step_with_a_non_finite_loss_is_skipped_and_counted_then_the_run_stops() -> None:
+    """A NaN loss changes nothing (weights, optimizer state, batch-norm statistics, the step counter); it is
+    counted; `max_nonfinite_steps` of them in a row raise, naming the learning rate; a finite step resets
+    the count."""
+    torch.manual_seed(0)
+    _, batch = _fixed_batch()
+    model = build_network(TINY)
+    learner = Learner(model, LearnerConfig(max_nonfinite_steps=3), device=torch.device("cpu"))
+    learner.step(batch)
+    before, optimizer = _snapshot(model), repr(learner.optimizer.state_dict()["state"])
+    poisoned = Batch(batch.obs, batch.mask, np.full_like(batch.policy, np.nan), batch.value, batch.full_search,
+                     batch.survival)
+    for k in (1, 2):
+        assert learner.step(poisoned) == {"loss/nonfinite_steps": 1.0, "lr": lr_at(1, learner.config)}
+        assert learner.nonfinite_in_a_row == k and learner.step_count == 1
+    after = _snapshot(model)
+    assert all(torch.equal(before[k], after[k]) for k in before)  # running statistics included
+    assert repr(learner.optimizer.state_dict()["state"]) == optimizer
+    assert learner.step(batch)["loss/nonfinite_steps"] == 0.0 and learner.nonfinite_in_a_row == 0
+    learner.step(poisoned)
+    learner.step(poisoned)
+    with pytest.raises(LearnerDivergedError, match=r"3 learner steps in a row had a non-finite loss .*"
+                                                   r"the learning rate \(train.learner.lr=0.002\) is the likely cause"):
+        learner.step(poisoned)
+
+
+def test_an_exploding_learning_rate_stops_before_a_weight_turns_non_finite() -> None:
+    torch.manual_seed(0)
+    _, batch = _fixed_batch()
+    model = build_network(TINY)
+    learner = Learner(model, LearnerConfig(lr=1e12, warmup_steps=0, schedule="constant"), device=torch.device("cpu"))
+    with pytest.raises(LearnerDivergedError, match="train.learner.lr=1e[+]12"):
+        for _ in range(20):
+            learner.step(batch)
+
+
+def test_the_replay_buffer_refuses_non_finite_targets() -> None:
+    buf, batch = _fixed_batch()
+    before = buf.add_count
+    for policy, value in ((np.full_like(batch.policy, np.nan), batch.value),
+                          (batch.policy, np.full_like(batch.value, np.inf))):
+        with pytest.raises(ReplayError, match="NaN or infinity"):
+            buf.add(batch.obs, batch.mask, policy, value)
+    assert buf.add_count == before

@@ -1,4 +1,5 @@
-"""Packaging: every package ships, and a wheel installed outside the checkout finds its configs and runs."""
+"""Packaging: every package ships, a wheel installed outside the checkout finds its configs and runs, and
+the docs point at tests that exist."""
 
 import shutil
 import subprocess
@@ -113,3 +114,17 @@ def test_the_pettingzoo_env_without_pettingzoo_names_the_extra_to_install(monkey
         import envs.pettingzoo  # noqa: F401
     assert "pip install -e '.[pettingzoo]'" in str(info.value) and info.value.name == "pettingzoo"
     assert "pettingzoo" in PYPROJECT["project"]["optional-dependencies"]
+
+
+def test_the_reliability_page_names_only_tests_that_exist() -> None:
+    """docs/reliability.md points at the test behind each promise (``tests/x.py::name``, or ``::name`` in the
+    file named before): each must be a test of that file, so a renamed or removed test shows here."""
+    import re
+
+    text = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
+    refs = re.findall(r"(tests/[a-z_]+\.py)?::(test_[a-z0-9_]+)", text)
+    assert len(refs) > 30
+    current = ""
+    for file, name in refs:
+        current = file or current
+        assert re.search(rf"^def {name}\(", (ROOT / current).read_text(encoding="utf-8"), re.M), f"{current}::{name}"

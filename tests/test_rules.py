@@ -431,6 +431,52 @@ def test_rule_files_may_start_from_the_schema_like_the_group(tmp_path: object) -
         load_rules(listed)
 
 
+NESTED_ALIASES = ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")) + "rank_order: *i\n")
+"""A few hundred bytes that expand to 9**9 strings (a YAML "billion laughs")."""
+
+
+@pytest.mark.parametrize("text, words", [
+    (NESTED_ALIASES, "anchors (&a) are not allowed"),
+    ("rank_order: standard\nrepetition: *r\n", "aliases (*r) are not allowed"),
+    ("rank_order: ${oc.env:HOME}\n", "rank_order='${oc.env:HOME}' is not one of"),
+    ("no_capture_draw: .inf\n", "no_capture_draw=inf must be an integer"),
+    ("no_capture_draw: 1e400\n", "no_capture_draw=inf must be an integer"),
+    ("no_capture_draw: .nan\n", "no_capture_draw=nan must be an integer"),
+    ("no_capture_draw: 2.5\n", "no_capture_draw=2.5 must be an integer"),
+    ("repetition: off\nrepetition: draw\n", "key 'repetition' is given twice"),
+    ("rank_order: !!python/object/apply:os.system ['true']\n", "could not determine a constructor"),
+    ("x: " + "a" * 70_000 + "\n", "larger than 65536 bytes"),
+])
+def test_rule_files_are_data_read_safely(text: str, words: str, tmp_path: object) -> None:
+    """Rule files go through a safe YAML loader: no aliases (a few hundred bytes once kept the reader busy for
+    over a minute), no tags, nothing interpolated (``${oc.env:HOME}`` is shown as written, never resolved),
+    a bounded size, and numbers that cannot be a ply count refused in one line."""
+    import os
+    import time
+    from pathlib import Path
+
+    from envs.rules import RuleSetError, load_rules
+
+    path = Path(str(tmp_path)) / "rules.yaml"
+    path.write_text(text)
+    t0 = time.perf_counter()
+    with pytest.raises(RuleSetError) as e:
+        load_rules(path)
+    assert words in str(e.value) and "\n" not in str(e.value) and str(path) in str(e.value)
+    assert os.environ.get("HOME", "/nowhere") not in str(e.value).replace(str(path), "")
+    assert time.perf_counter() - t0 < 5
+
+
+def test_a_non_finite_no_capture_draw_is_a_rule_error_not_an_overflow() -> None:
+    from envs.rules import RuleSetError
+
+    for value in (float("inf"), float("-inf"), float("nan"), "1e400", 10**400):
+        with pytest.raises(RuleSetError, match="no_capture_draw"):
+            RuleSet.from_dict({"no_capture_draw": value})
+    assert RuleSet.from_dict({"no_capture_draw": 200.0}).no_capture_draw == 200
+
+
 def test_anti_chase_can_leave_no_move_and_that_loses() -> None:
     """Ruling: moves barred by anti-chase are illegal, so rule 10 applies to them."""
     # Red's only piece, a Lion, loops b1 a1 a2 b2 for 17 moves and ends in the corner a1:

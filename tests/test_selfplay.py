@@ -336,3 +336,9 @@ def test_pipelined_games_are_the_games_played_one_at_a_time(algorithm: str) -> N
     assert 0 < together.stats["opponent_games"] < 7 and 0 < (~together.full_search).sum() < len(together)
     assert together.stats["simulations"] == alone.stats["simulations"]
     assert sum(four) == sum(one) and len(four) < 0.5 * len(one)
+
+
+def test_a_start_position_whose_counters_would_pass_their_limit_is_refused() -> None:
+    with pytest.raises(SelfPlayConfigError, match="would pass 30000"):
+        SelfPlayConfig(start_jfen="l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 29900 1", max_plies=200)
+    SelfPlayConfig(start_jfen="l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 29800 1", max_plies=200)

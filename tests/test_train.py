@@ -130,7 +130,7 @@ def test_every_train_group_composes(group: str) -> None:
 
 @pytest.mark.parametrize("override, words", [
     ("train.checkpoint_every=0", "train.checkpoint_every=0 must be >= 1"),
-    ("train.batch_size=0", "train.batch_size=0 must be >= 1"),
+    ("train.batch_size=0", "train.batch_size=0 must lie in [1, 65536]"),
     ("train.iterations=0", "train.iterations=0 must be >= 1"),
     ("mcts.num_simulations=0", "mcts.num_simulations=0"),
     ("+train.bogus=1", "unknown train key(s) bogus"),
@@ -153,6 +153,29 @@ def test_every_train_group_composes(group: str) -> None:
     ("train.learner.lr=0", "learning rate must be > 0"),
     ("mcts.algorithm=alphabeta", "'alphabeta' is not one of"),
     ("device=gpu9", "unknown device 'gpu9'"),
+    # values impossible on any machine: refused by the bounds the schema's docstrings state
+    ("seed=4294967296", "seed=4294967296 must lie in [0, 2**32 - 1]"),
+    ("seed=-1", "seed=-1 must lie in [0, 2**32 - 1]"),
+    ("threads=100000", "threads=100000 must lie in [0, 1024]"),
+    ("mcts.num_simulations=1000000000", "mcts.num_simulations=1000000000 must lie in [0, 100000]"),
+    ("train.eval.simulations=1000000000", "train.eval.simulations=1000000000 must lie in [1, 100000]"),
+    ("train.replay_capacity=100000000000", "train.replay_capacity=100000000000 must lie in [1, 100000000]"),
+    ("train.batch_size=100000000000", "train.batch_size=100000000000 must lie in [1, 65536]"),
+    ("train.selfplay.max_plies=100000000", "train.selfplay.max_plies=100000000 must lie in [1, 30000]"),
+    ("train.selfplay.parallel=100000000", "train.selfplay.parallel=100000000 must lie in [1, 65536]"),
+    ("train.workers=100000", "train.workers=100000 must lie in [0, 1024]"),
+    ("model.channels=4000", "model.channels=4000 must lie in [1, 512]"),
+    ("mcts.gumbel_max_actions=100000", "mcts.gumbel_max_actions=100000 must lie in [1, 252]"),
+    ("train.learner.lr=inf", "train.learner.lr=inf: the learning rate must be > 0 and finite"),
+    ("train.learner.lr=nan", "train.learner.lr=nan"),
+    ("train.train_ratio=inf", "train.train_ratio=inf must be >= 0 and finite"),
+    ("mcts.c_puct=nan", "mcts.c_puct=nan must be >= 0"),
+    ("train.selfplay.value_q_weight=nan", "train.selfplay.value_q_weight=nan must lie in [0, 1]"),
+    ("name=../../etc", "name='../../etc' must be one plain directory name"),
+    ("name=a/b", "name='a/b' must be one plain directory name"),
+    ("name=/etc", "name='/etc' must be one plain directory name"),
+    ("name=..", "name='..' is not a directory name of its own"),
+    ("device=cuda:7", "device='cuda:7' is not available"),
 ])
 def test_bad_values_are_refused(override: str, words: str) -> None:
     """Each bad value is an error that names it, found by composing and checking the config alone."""
@@ -168,6 +191,53 @@ def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, 
     assert stop.value.code == 2
     assert "train.py: error:" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_typo_is_one_line_naming_the_closest_key() -> None:
+    """Hydra's own errors (several lines, a hint about environment variables) become one line naming the
+    override; an unknown key comes with the closest known one."""
+    assert refused("trian.iterations=3") == "unknown config key 'trian.iterations' (did you mean train.iterations?)"
+    assert refused("train.selfplay.paralel=3").endswith("(did you mean train.selfplay.parallel?)")
+    assert "unknown top-level config key(s) trian (did you mean train?)" in refused("+trian=3")
+    assert refused("train.iterations=abc") == ("train.iterations=abc: Value 'abc' of type 'str' could not be "
+                                               "converted to Integer")
+    assert refused("model=huge") == "could not find 'model/huge'; the options are large, medium, small, tiny"
+    for override in ("trian.iterations=3", "train.iterations=abc", "model=huge", "name=a(b", "~bogus", "seed=1e400"):
+        assert "\n" not in refused(override), override
+
+
+@pytest.mark.slow
+def test_the_command_line_prints_one_line_for_a_typo(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, str(ROOT / "train.py"), "trian.iterations=3", f"out_dir={tmp_path}"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "train.py: error: unknown config key 'trian.iterations' (did you mean train.iterations?)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gpu_run_on_a_machine_without_cuda_stops_with_one_line() -> None:
+    """preset=gpu asks for device=cuda: on a machine without CUDA it is refused before any work, naming why."""
+    assert train.compose_config(["preset=gpu"]).device == "cuda"
+    if torch.cuda.is_available():  # a GPU machine: the preset is valid, and a device it lacks is refused
+        train.checked_config(train.compose_config(["preset=gpu"]))
+        words = refused(f"device=cuda:{torch.cuda.device_count()}")
+        assert "is not available" in words
+        return
+    for overrides in (["preset=gpu"], ["device=cuda"]):
+        words = refused(*overrides)
+        assert words.startswith("device='cuda' is not available: ") and "\n" not in words
+        assert "preset=cpu" in words
+
+
+def test_buffers_larger_than_the_machine_are_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay buffer and the self-play trees are allocated whole at the start: more than the machine's
+    memory is refused by the config check (here: a machine of 1 GiB)."""
+    monkeypatch.setattr(train, "machine_memory", lambda: 2**30)
+    train.checked_config(train.compose_config([]))  # the default run fits
+    assert "the replay buffer (train.replay_capacity=2000000) would take 1.8 GiB, more than this machine's 1.0 GiB" \
+        in refused("train.replay_capacity=2000000")
+    assert "the self-play trees (train.selfplay.parallel=1024 games x mcts.num_simulations=20000)" in refused(
+        "train.selfplay.parallel=1024", "mcts.num_simulations=20000")
 
 
 def defaults_of(schema: type) -> dict[str, Any]:
@@ -205,10 +275,11 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train.checked_config(train.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel_max_actions == 4
-    gpu = train.checked_config(train.compose_config(["preset=gpu"]))
+    gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
     assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
-    mine = train.checked_config(train.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8"]))
+    mine = train.checked_config(train.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8",
+                                                      "device=cpu"]))
     assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.selfplay.parallel) == (6, 8, 1024)
     smoke = train.checked_config(train.compose_config(["preset=smoke"]))
     assert (smoke.model.blocks, smoke.mcts.num_simulations, smoke.train.iterations) == (1, 4, 2)
@@ -232,7 +303,7 @@ def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path)
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
-    from train import iteration_line
+    from jungle_zero.train import iteration_line
 
     scores = {"score_alphabeta_depth2": 0.25, "low_alphabeta_depth2": 0.11, "high_alphabeta_depth2": 0.45,
               "score_random": 1.0}

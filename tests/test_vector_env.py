@@ -10,7 +10,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import envs  # noqa: F401  (registers Jungle-v0 and its vector entry point)
-from envs import Move, Side, Termination
+from envs import Move, RuleSet, Side, Termination
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.env import IllegalActionError, JungleEnv
 from envs.vector import TERMINATIONS, JungleVectorEnv
@@ -271,3 +271,19 @@ def test_termination_names_follow_the_kernel_codes() -> None:
 def test_bad_arguments_are_value_errors(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         JungleVectorEnv(**kwargs)
+
+
+@pytest.mark.slow
+def test_a_game_is_truncated_at_the_counters_limit_without_a_ply_cap() -> None:
+    from envs.encoding import move_to_action
+    from envs.rules import COUNTER_LIMIT
+
+    cycle = [Move.from_str(m).to_int() for m in ("a1a2", "a9a8", "a2a1", "a8a9")]
+    env = JungleVectorEnv(1, rules=RuleSet(repetition="off", no_capture_draw=0), max_plies=None,
+                          start_jfen="l6/7/7/7/7/7/7/7/L6 r 0 1")
+    env.reset(seed=0)
+    for k in range(COUNTER_LIMIT):
+        _, _, terminated, truncated, infos = env.step(np.array([move_to_action(cycle[k % 4], k % 2)]))
+        if truncated[0]:
+            break
+    assert (k, bool(terminated[0]), bool(truncated[0])) == (COUNTER_LIMIT - 1, False, True)

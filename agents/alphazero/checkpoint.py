@@ -8,6 +8,7 @@ A checkpoint is a dict of tensors and plain containers::
     rules         RuleSet as a dict (checked on load)
     config        the full training config as a YAML string ("" if none)
     counters      {"iteration", "learner_steps", "positions", "games", ...}
+    run_id        the id of the run that wrote it (agents.rundir; checkpoints of train.py)
     learner       optimizer + grad scaler state and step count   (training only)
     replay        replay buffer state (contents, or counters only)  (training only)
     rng           python / numpy / torch / CUDA generator states     (training only)
@@ -17,7 +18,9 @@ A run directory ``checkpoints/<run>/`` holds ``latest.pt`` (everything,
 rewritten each iteration), ``best.pt`` (model only, the best evaluation so
 far) and one small ``iter_NNNNNN.pt`` per checkpointed iteration (model
 only). Every file is written with a temp file and a rename, so a crash never
-leaves a half-written ``latest.pt``.
+leaves a half-written ``latest.pt``. No checkpoint is written, or loaded, with a NaN or an
+infinity in any tensor, and a loaded one's stated network shape must fit its tensors before any
+network is built (`check_weights`).
 
 Only a ``latest.pt`` holds the training state a run resumes from
 (`require_training_state`), and a resumed run writes to that file's own
@@ -42,6 +45,8 @@ from agents.alphazero.network import JungleNet, NetworkConfig, build_network
 from envs.rules import RuleSet
 
 FORMAT = "jungle-zero/1"
+ZIP_MAGIC = b"PK\x03\x04"
+"""The first bytes of every file torch.save writes (a zip archive)."""
 LATEST = "latest.pt"
 BEST = "best.pt"
 TRAINING_KEYS = ("learner", "replay", "rng", "counters", "extra")
@@ -53,8 +58,15 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
-    """Write `state` to `path` atomically (temp file, fsync, rename)."""
+    """Write `state` to `path` atomically (temp file, fsync, rename).
+
+    CheckpointError, writing nothing, when a floating-point tensor anywhere in `state` holds a NaN or an
+    infinity: a diverged network is never checkpointed."""
     path = Path(path)
+    bad = nonfinite_entry(state)
+    if bad is not None:
+        raise CheckpointError(f"not writing {str(path)!r}: its entry {bad} holds NaN or infinity (the training "
+                              "has diverged)")
     buf = io.BytesIO()
     torch.save(dict(state, format=FORMAT), buf)
     atomic_write_bytes(path, buf.getvalue())
@@ -93,9 +105,21 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"checkpoint file {str(path)!r} does not exist")
     try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {e.strerror}") from None
+    if magic != ZIP_MAGIC:  # torch.save writes a zip archive; anything else is no checkpoint of ours
+        raise CheckpointError(f"{str(path)!r} is not a Jungle Zero checkpoint: it is not a PyTorch file "
+                              f"(a checkpoint is the zip archive torch.save writes)")
+    try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError... on bad bytes
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        text = str(e).strip()
+        if "weights_only" in text or "Weights only load failed" in text:  # never retried unsafely: say why
+            raise CheckpointError(f"{str(path)!r} cannot be read as a Jungle Zero checkpoint: it holds Python "
+                                  f"objects other than tensors and plain containers, which are never loaded") from None
+        first = text.splitlines()[0] if text else type(e).__name__
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated and cannot be read: {first}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
@@ -103,7 +127,31 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
     for key in ("model", "network", "rules"):
         if key not in state:
             raise CheckpointError(f"checkpoint {str(path)!r} lacks its {key!r} entry")
+    bad = nonfinite_entry(state)
+    if bad is not None:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds NaN or infinity in {bad}: it was written by a "
+                              "diverged training and cannot be played or trained on")
     return state
+
+
+def nonfinite_entry(obj: Any, where: str = "") -> Optional[str]:
+    """The dotted name of the first floating-point tensor in `obj` (dicts and lists walked) holding a NaN or
+    an infinity, or None when every one is finite."""
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point() and obj.numel() and not bool(torch.isfinite(obj).all()):
+            return where or "the state"
+        return None
+    if isinstance(obj, Mapping):
+        items: Any = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return None
+    for key, value in items:
+        found = nonfinite_entry(value, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def require_training_state(state: Mapping[str, Any], path: PathLike) -> None:
@@ -175,13 +223,57 @@ def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Opti
     path = resolve_checkpoint_path(path)
     state = load_checkpoint(path)
     check_compatible(state, path, network=network, rules=rules)
+    shape = check_weights(state, path)
     try:
-        model = build_network(NetworkConfig.from_dict(state["network"]))
+        model = build_network(shape)
         model.load_state_dict(state["model"])
     except (ValueError, RuntimeError) as e:
         raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stored shape: {e}") from None
     model.to(device).eval()
     return model, state
+
+
+def stored_config(config_yaml: Any, path: PathLike) -> Any:
+    """A checkpoint's stored training config (its ``config`` entry, YAML written by OmegaConf) as an
+    OmegaConf mapping; CheckpointError naming the path when it is not a YAML mapping."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(config_yaml, str):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is a {type(config_yaml).__name__}, "
+                              f"not YAML text")
+    try:
+        node = OmegaConf.create(config_yaml)
+    except Exception as e:  # yaml's parser and OmegaConf raise many kinds
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is not valid YAML ({first})") from None
+    if not isinstance(node, DictConfig):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is not a mapping of keys")
+    return node
+
+
+def check_weights(state: Mapping[str, Any], path: PathLike) -> NetworkConfig:
+    """The network shape a checkpoint states, checked before anything is built: within `NetworkConfig`'s
+    bounds, and matching the stored tensors name for name and shape for shape (the expected shapes come
+    from a network on the meta device, which allocates nothing). CheckpointError naming the difference."""
+    try:
+        shape = NetworkConfig.from_dict(dict(state["network"]))
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
+    weights = state["model"]
+    if not isinstance(weights, Mapping) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise CheckpointError(f"checkpoint {str(path)!r}: its model entry is not a mapping of tensors")
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in build_network(shape).state_dict().items()}
+    stored = {k: tuple(v.shape) for k, v in weights.items()}
+    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    wrong = [k for k in expected if k in stored and stored[k] != expected[k]]
+    if missing or unexpected or wrong:
+        parts = ([f"missing {', '.join(missing[:3])}"] if missing else []) + (
+            [f"unexpected {', '.join(unexpected[:3])}"] if unexpected else []) + (
+            [f"{k} is {list(stored[k])}, not {list(expected[k])}" for k in wrong[:3]])
+        raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stated shape "
+                              f"({shape}): {'; '.join(parts)}")
+    return shape
 
 
 def rules_of(state: Mapping[str, Any]) -> RuleSet:

@@ -28,6 +28,7 @@ from torch import nn
 
 from agents.alphazero.network import JungleNet, autocast_dtype, mask_logits
 from agents.alphazero.replay import Batch
+from envs.config import check_range, shown
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "step")
@@ -37,6 +38,11 @@ class LearnerConfigError(ValueError):
     """An unknown optimizer or schedule name, or a bad number."""
 
 
+class LearnerDivergedError(ValueError):
+    """Training diverged: too many learner steps in a row had a non-finite loss or gradient norm (each was
+    skipped), or a step left a weight non-finite. The message names the learning rate, the likely cause."""
+
+
 @dataclass
 class LearnerConfig:
     """Optimizer and loss settings (plain values; read from `configs/train/`)."""
@@ -44,35 +50,49 @@ class LearnerConfig:
     optimizer: str = "adamw"
     """`sgd` (with Nesterov momentum) or `adamw`."""
     lr: float = 2e-3
-    """Peak learning rate."""
+    """Peak learning rate; > 0 and finite (a rate so high that the loss diverges is caught by the learner,
+    `max_nonfinite_steps`)."""
     momentum: float = 0.9
-    """SGD momentum (ignored by AdamW)."""
+    """SGD momentum (ignored by AdamW), in [0, 1]."""
     weight_decay: float = 1e-4
-    """L2 / decoupled weight decay."""
+    """L2 / decoupled weight decay; >= 0."""
     schedule: str = "cosine"
     """`constant`, `cosine` (to `lr * final_lr_fraction` at `total_steps`) or `step` (x0.1 at 50% and 75%)."""
     warmup_steps: int = 100
-    """Linear warm-up steps from 0 to `lr`."""
+    """Linear warm-up steps from 0 to `lr`; >= 0."""
     total_steps: int = 6000
-    """Length of the schedule (steps beyond it keep the final rate)."""
+    """Length of the schedule (steps beyond it keep the final rate); >= 0."""
     final_lr_fraction: float = 0.1
-    """Cosine floor as a fraction of `lr`."""
+    """Cosine floor as a fraction of `lr`, in [0, 1]."""
     value_weight: float = 1.0
-    """Weight of the value loss in the total."""
+    """Weight of the value loss in the total; >= 0."""
     survival_weight: float = 1.0
-    """Weight of the survival loss in the total (only for a network with `NetworkConfig.survival_head`)."""
+    """Weight of the survival loss in the total (only for a network with `NetworkConfig.survival_head`); >= 0."""
     grad_clip: float = 5.0
-    """Gradient-norm clip (0 switches it off)."""
+    """Gradient-norm clip (0 switches it off); >= 0."""
+    max_nonfinite_steps: int = 20
+    """A step whose loss or gradient norm is not finite (NaN or infinity) is skipped: no weight, optimizer
+    state or batch-norm statistic changes, and ``loss/nonfinite_steps`` counts it. This many such steps in a
+    row stop the run with LearnerDivergedError (it has diverged: a learning rate too high is the usual
+    cause); 1 to 1000000."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise LearnerConfigError(f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
         if self.schedule not in SCHEDULES:
             raise LearnerConfigError(f"lr schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
-        if not self.lr > 0:
-            raise LearnerConfigError(f"learning rate must be > 0, got {self.lr!r}")
-        if not self.survival_weight >= 0:
-            raise LearnerConfigError(f"survival_weight must be >= 0, got {self.survival_weight!r}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
+            raise LearnerConfigError(f"train.learner.lr={shown(self.lr)}: the learning rate must be > 0 and finite")
+        check_range(self, "train.learner", LearnerConfigError, momentum=(0, 1), weight_decay=(0, None),
+                    warmup_steps=(0, None), total_steps=(0, None), final_lr_fraction=(0, 1), value_weight=(0, None),
+                    survival_weight=(0, None), grad_clip=(0, None), max_nonfinite_steps=(1, 1_000_000))
+
+
+def _finite(tensors: list[torch.Tensor]) -> bool:
+    """Whether every entry of every floating-point tensor is finite (one max-abs per tensor, then one check)."""
+    norms = [torch.linalg.vector_norm(t.detach(), ord=math.inf) for t in tensors
+             if t.is_floating_point() and t.numel() > 0]
+    return not norms or bool(torch.isfinite(torch.stack(norms)).all())
 
 
 def lr_at(step: int, cfg: LearnerConfig) -> float:
@@ -158,6 +178,10 @@ class Learner:
             self.optimizer = torch.optim.AdamW(groups, lr=config.lr)
         self.amp_dtype = autocast_dtype(device, amp)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
+        self.nonfinite_in_a_row = 0
+        """Skipped steps (non-finite loss or gradient norm) since the last step taken."""
+        self._params = [p for p in model.parameters()]
+        self._buffers = [b for b in model.buffers()]
 
     def _tensors(self, batch: Batch) -> tuple[torch.Tensor, ...]:
         d = self.device
@@ -174,28 +198,57 @@ class Learner:
 
     def step(self, batch: Batch) -> dict[str, float]:
         """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/policy_entropy,
-        loss/grad_norm, lr}, and loss/survival for a network with the survival head."""
+        loss/grad_norm, loss/nonfinite_steps (0), lr}, and loss/survival for a network with the survival head.
+
+        A non-finite loss or gradient norm skips the step (the model is left as it was) and returns only
+        {loss/nonfinite_steps: 1, lr}; `LearnerConfig.max_nonfinite_steps` of them in a row, or a step that
+        leaves a weight non-finite, raise LearnerDivergedError. (With fp16's grad scaler, non-finite
+        gradients of a finite loss are the scaler's to skip, as usual.)"""
         lr = lr_at(self.step_count, self.config)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.train()
         obs, mask, policy, value, full = self._tensors(batch)
         survival = self._survival(batch)
+        statistics = [b.detach().clone() for b in self._buffers]  # the forward pass updates batch-norm statistics
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
             total, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
                                           survival, self.config.survival_weight)
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(total).backward()
+        bad = "" if torch.isfinite(total.detach()) else "loss"
         grad_norm = torch.tensor(0.0)
-        if self.config.grad_clip > 0:
-            self.scaler.unscale_(self.optimizer)
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        if not bad:
+            self.scaler.scale(total).backward()
+            if self.config.grad_clip > 0:
+                self.scaler.unscale_(self.optimizer)
+                grad_norm = torch.nn.utils.clip_grad_norm_(self._params, self.config.grad_clip)
+                if not self.scaler.is_enabled() and not torch.isfinite(grad_norm):
+                    bad = "gradient norm"
+            elif not self.scaler.is_enabled() and not _finite([p.grad for p in self._params if p.grad is not None]):
+                bad = "gradient"
+        if bad:
+            self.optimizer.zero_grad(set_to_none=True)
+            for b, saved in zip(self._buffers, statistics):
+                b.copy_(saved)
+            self.nonfinite_in_a_row += 1
+            if self.nonfinite_in_a_row >= self.config.max_nonfinite_steps:
+                raise LearnerDivergedError(
+                    f"{self.nonfinite_in_a_row} learner steps in a row had a non-finite {bad} and were skipped "
+                    f"(learning rate {lr:.3g}); the training has diverged: the learning rate "
+                    f"(train.learner.lr={self.config.lr:g}) is the likely cause")
+            return {"loss/nonfinite_steps": 1.0, "lr": lr}
         self.scaler.step(self.optimizer)
         self.scaler.update()
+        if not _finite([*self._params, *self._buffers]):
+            raise LearnerDivergedError(
+                f"a learner step at learning rate {lr:.3g} left weights or batch-norm statistics that are not finite; "
+                f"the training has diverged: the learning rate (train.learner.lr={self.config.lr:g}) is the likely cause")
+        self.nonfinite_in_a_row = 0
         self.step_count += 1
         out = {f"loss/{k}": float(v) for k, v in parts.items()}
         out["loss/grad_norm"] = float(grad_norm)
+        out["loss/nonfinite_steps"] = 0.0
         out["lr"] = lr
         return out
 
@@ -214,7 +267,17 @@ class Learner:
                 "step_count": self.step_count}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore `state_dict`; ValueError when the optimizer state does not fit the model's parameters (torch
+        itself would only fail at the next step)."""
         self.optimizer.load_state_dict(state["optimizer"])
+        for param, entries in self.optimizer.state.items():
+            for key, value in entries.items():
+                if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != param.shape:
+                    raise ValueError(f"optimizer state {key!r} of shape {list(value.shape)} does not fit a parameter "
+                                     f"of shape {list(param.shape)}")
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
-        self.step_count = int(state["step_count"])
+        step_count = state["step_count"]
+        if isinstance(step_count, bool) or not isinstance(step_count, int) or step_count < 0:
+            raise ValueError(f"step_count={step_count!r} is not an integer >= 0")
+        self.step_count = step_count

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.alphazero.planestem import PlaneStem
-from envs.config import config_kwargs
+from envs.config import check_range, config_kwargs, shown
 from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
 
 VALUE_HEADS = ("scalar", "wdl")
@@ -45,30 +45,41 @@ class NetworkShapeError(ValueError):
     """A network configuration that cannot be built (names the bad field)."""
 
 
+class NonFiniteOutputError(ValueError):
+    """The network gave a NaN or infinite logit or value: its weights have diverged or are damaged, and a
+    search on such outputs would play garbage."""
+
+
+SHAPE_BOUNDS = {"blocks": (0, 64), "channels": (1, 512), "value_hidden": (1, 4096), "policy_channels": (1, 256)}
+"""The sizes a network may have (`NetworkConfig`'s docstrings): the largest is about 1.2 GB of float32
+weights, so a checkpoint's stated shape is checked against them before anything is built."""
+
+
 @dataclass
 class NetworkConfig:
     """Shape of the residual network; stored in every checkpoint. The defaults are the `small` shape of
     the default training run (configs/model/small.yaml)."""
 
     blocks: int = 3
-    """Residual blocks in the tower."""
+    """Residual blocks in the tower; 0 to 64."""
     channels: int = 32
-    """Convolution channels in the tower."""
+    """Convolution channels in the tower; 1 to 512."""
     value_head: str = "scalar"
     """`scalar` (tanh value in [-1, 1]) or `wdl` (win/draw/loss logits)."""
     value_hidden: int = 64
-    """Width of the value head's hidden layer."""
+    """Width of the value head's hidden layer; 1 to 4096."""
     policy_channels: int = 4
-    """1x1 convolution channels feeding the policy head."""
+    """1x1 convolution channels feeding the policy head; 1 to 256."""
     survival_head: bool = False
     """An auxiliary head predicting which of the 16 pieces survive to the game's end (trained by the
     learner, unused by the search); off: the network is exactly the plain policy/value one."""
 
     def __post_init__(self) -> None:
-        for key in ("blocks", "channels", "value_hidden", "policy_channels"):
+        for key in SHAPE_BOUNDS:
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "blocks" else 1):
-                raise NetworkShapeError(f"network {key}={v!r} must be a positive integer")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise NetworkShapeError(f"model.{key}={shown(v)} must be an integer")
+        check_range(self, "model", NetworkShapeError, **SHAPE_BOUNDS)
         if self.value_head not in VALUE_HEADS:
             raise NetworkShapeError(f"network value_head={self.value_head!r} is not one of {', '.join(VALUE_HEADS)}")
         if not isinstance(self.survival_head, bool):
@@ -182,14 +193,34 @@ def scalar_value(value_out: torch.Tensor) -> torch.Tensor:
     return value_out
 
 
+MAX_THREADS = 1024
+"""The most torch CPU threads a run or a player asks for (far more makes torch's thread pool abort)."""
+
+
 def resolve_device(device: str) -> torch.device:
-    """`auto` -> CUDA when present, else CPU; anything else as torch reads it."""
+    """`auto` -> CUDA when present, else CPU; `cpu`, `cuda`, `cuda:N` or `mps` when this machine has it.
+
+    ValueError naming the device and why it cannot be used (checked before any work: torch itself
+    would fail at the first tensor moved there)."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
-    except RuntimeError as e:
-        raise ValueError(f"unknown device {device!r}: {e}") from None
+        d = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"unknown device {shown(device)}: use auto, cpu, cuda, cuda:N or mps") from None
+    if d.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+            raise ValueError(f"device={device!r} is not available: {why}")
+        if d.index is not None and d.index >= torch.cuda.device_count():
+            raise ValueError(f"device={device!r} is not available: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s), cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    elif d.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"device={device!r} is not available: this machine has no MPS device")
+    elif d.type != "cpu":
+        raise ValueError(f"unknown device {shown(device)}: use auto, cpu, cuda, cuda:N or mps")
+    return d
 
 
 
@@ -440,7 +471,8 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
 
     Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
     (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
-    from the side to move. The network runs as a batch-norm-fused copy in the
+    from the side to move; NonFiniteOutputError when the network gives a NaN or infinite output (diverged
+    weights never play garbage silently). The network runs as a batch-norm-fused copy in the
     dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's weights as they are
     trained. Outputs are always float32.
     """
@@ -460,8 +492,12 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
                 x = x.contiguous(memory_format=torch.channels_last)
             logits, v = net(x)
         logits = mask_logits(logits.float(), m, inplace=True)  # the float copy (or the pass's own output)
-        value = scalar_value(v.float()).clamp(-1.0, 1.0)
-        return logits.cpu().numpy(), value.cpu().numpy()
+        value = scalar_value(v.float())
+        if not (torch.isfinite(value).all() and torch.isfinite(logits).all()):  # clamp would hide a NaN value
+            raise NonFiniteOutputError(
+                f"the network's outputs are not finite (NaN or infinity) for {len(obs)} positions: its weights "
+                "have diverged or are damaged")
+        return logits.cpu().numpy(), value.clamp(-1.0, 1.0).cpu().numpy()
 
     def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(obs)

@@ -4,9 +4,9 @@
 
 ``path`` a checkpoint file, a run directory (its latest.pt), a run name, or a
 shipped network ``shipped:<name>`` (checkpoints/shipped/manifest.json);
-``sims`` simulations per move (default 100); ``algorithm`` ``puct`` or
+``sims`` simulations per move (default 100; at most `MAX_SIMULATIONS`); ``algorithm`` ``puct`` or
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
-``threads`` torch CPU threads for the process (default 1: one-position network
+``threads`` torch CPU threads for the process (0 to `MAX_THREADS`; default 1: one-position network
 calls of these small nets gain nothing from more, and players often share the CPU);
 ``precision`` ``fp32``/``bf16``/``auto`` (see `network.inference_dtype`; by
 default ``auto`` when ``leaf_batch`` reaches `network.BF16_MIN_BATCH`, else
@@ -37,14 +37,15 @@ from typing import Any, Optional
 import torch
 from omegaconf import OmegaConf
 
-from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of
+from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
-from agents.alphazero.network import BF16_MIN_BATCH, PRECISIONS, make_evaluator, resolve_device
+from agents.alphazero.network import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, make_evaluator, resolve_device
+from agents.alphazero.search.config import MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
-from envs.encoding import action_to_move
+from envs.encoding import N_ACTIONS, action_to_move
 
 
 class CheckpointPlayer:
@@ -66,7 +67,7 @@ class CheckpointPlayer:
             max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
             c_scale = TIMED_C_SCALE if c_scale is None else c_scale
         chosen: dict[str, Any] = {"algorithm": algorithm, "gumbel_max_actions": max_actions, "gumbel_c_scale": c_scale}
-        self.mcts = dataclasses.replace(_stored_mcts(state.get("config", "")),
+        self.mcts = dataclasses.replace(_stored_mcts(state.get("config", ""), str(file)),
                                         **{k: v for k, v in chosen.items() if v is not None},
                                         num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
         self.time = float(time)
@@ -133,14 +134,18 @@ TIMED_NODES = 1 << 20
 """Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
 
 
-def _stored_mcts(config_yaml: str) -> MCTSConfig:
-    """The search settings of the training run (defaults when the checkpoint holds none)."""
+def _stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
+    """The search settings of the training run (defaults when the checkpoint holds none); CheckpointError
+    naming the file when its stored config is not YAML or its search settings are not valid."""
     if not config_yaml:
         return MCTSConfig()
-    node = OmegaConf.create(config_yaml)
+    node = stored_config(config_yaml, path)
     if "mcts" not in node:
         return MCTSConfig()
-    return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
+    try:
+        return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint {path!r}: its stored search settings are not valid: {e}") from None
 
 
 def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
@@ -162,14 +167,16 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     except ValueError:
         raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
                               f"number of seconds and c_scale a number, got {options}") from None
-    if sims < 1:
-        raise PlayerSpecError(f"player 'checkpoint': sims={sims} must be >= 1")
+    if not 1 <= sims <= MAX_SIMULATIONS:
+        raise PlayerSpecError(f"player 'checkpoint': sims={sims} must lie in [1, {MAX_SIMULATIONS}]")
+    if not 0 <= threads <= MAX_THREADS:
+        raise PlayerSpecError(f"player 'checkpoint': threads={threads} must lie in [0, {MAX_THREADS}]")
     if not 0 <= seconds <= 3600:
         raise PlayerSpecError(f"player 'checkpoint': time={seconds} must lie in [0, 3600] seconds")
-    if not 1 <= leaf_batch <= 256:
-        raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, 256]")
-    if max_actions is not None and max_actions < 1:
-        raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must be >= 1")
+    if not 1 <= leaf_batch <= MAX_LEAF_BATCH:
+        raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, {MAX_LEAF_BATCH}]")
+    if max_actions is not None and not 1 <= max_actions <= N_ACTIONS:
+        raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must lie in [1, {N_ACTIONS}]")
     if c_scale is not None and not 0 < c_scale <= 100:
         raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
     algorithm = options.get("algorithm")
@@ -178,6 +185,10 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     precision = options.get("precision", "auto" if leaf_batch >= BF16_MIN_BATCH else "fp32")
     if precision not in PRECISIONS:
         raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
+    try:
+        resolve_device(options.get("device", "auto"))
+    except ValueError as e:
+        raise PlayerSpecError(f"player 'checkpoint': {e}") from None
     return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
                             rules=rules, seed=seed, threads=threads, precision=precision, time=seconds,
                             leaf_batch=leaf_batch, max_actions=max_actions, c_scale=c_scale)

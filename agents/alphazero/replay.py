@@ -40,6 +40,10 @@ _PACKED = (_BITS + 7) // 8
 _PIECE_PLANES = 16
 
 
+POSITION_BYTES = _PACKED + (OBS_SHAPE[0] - _BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
+"""Bytes one position takes in the buffer (its arrays are allocated whole when the buffer is made)."""
+
+
 class ReplayError(ValueError):
     """Bad data offered to the buffer or a state dict that does not fit it."""
 
@@ -116,7 +120,7 @@ class ReplayBuffer:
             full_search: np.ndarray | None = None, survival: np.ndarray | None = None) -> None:
         """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
         (default all True), survival [n,16] (nonzero: the piece survives the game; default the pieces on
-        the board in `obs`)."""
+        the board in `obs`). ReplayError, adding nothing, for a wrong shape or a non-finite entry."""
         n = len(obs)
         if full_search is None:
             full_search = np.ones(n, np.bool_)
@@ -130,6 +134,10 @@ class ReplayBuffer:
                                  ("survival", survival, (n, _PIECE_PLANES))):
             if arr.shape != shape:
                 raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")
+        for name, arr in (("observations", obs), ("policy targets", policy), ("value targets", value)):
+            if not np.isfinite(arr).all():
+                raise ReplayError(f"replay {name} hold NaN or infinity ({int((~np.isfinite(arr)).sum())} entries): "
+                                  "the search that made them saw a diverged network; nothing was added")
         if n == 0:
             return
         if n > self.capacity:  # only the newest fit
@@ -169,9 +177,7 @@ class ReplayBuffer:
 
     # -- checkpoints ---------------------------------------------------------
     def nbytes(self) -> int:
-        n = len(self)
-        per = _PACKED + self.scalars.shape[1] * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
-        return n * per
+        return len(self) * POSITION_BYTES
 
     def state_dict(self, contents: bool = True) -> dict[str, Any]:
         """Plain tensors and ints (loads with weights_only=True).
@@ -205,6 +211,9 @@ class ReplayBuffer:
         if state.get("has_contents"):
             self.add_count = int(state["add_count"])
             n = len(state["value"])
+            if n != len(self):
+                raise ReplayError(f"replay state holds {n} positions but counts {self.add_count} added "
+                                  f"(capacity {self.capacity})")
             for name in ("bits", "scalars", "mask", "policy", "value", "full_search"):
                 getattr(self, name)[:n] = state[name].numpy()
             if "survival" in state:

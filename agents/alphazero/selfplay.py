@@ -56,15 +56,16 @@ from tqdm import tqdm
 
 from envs import kernels as K
 from envs.board import START_JFEN, Termination, parse_jfen
-from envs.config import config_kwargs
+from envs.config import check_range, config_kwargs
 from envs.encoding import move_to_action
 from envs.players import Player, make_player
-from envs.rules import RuleSet
+from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed
 
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
+from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.arena.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
@@ -80,6 +81,10 @@ class SelfPlayConfigError(ValueError):
     """An unknown or out-of-range self-play setting."""
 
 
+MAX_PARALLEL = 65536
+"""The most self-play games played at once by one process (their trees and histories are allocated up front)."""
+
+
 @dataclass
 class SelfPlayConfig:
     """How self-play games are played: the one list of self-play settings (`play_games`, the workers,
@@ -87,56 +92,55 @@ class SelfPlayConfig:
 
     parallel: int = 64
     """Games played at once (one evaluator call per search step covers all their searches; each game
-    searches on its own clock, `play_games`)."""
+    searches on its own clock, `play_games`); 1 to `MAX_PARALLEL`."""
     max_plies: int = 200
     """A game longer than this stops (termination ``ply_cap``, recorded as a draw); its value targets
-    follow `truncated_value`."""
+    follow `truncated_value`. 1 to `envs.rules.COUNTER_LIMIT` (30000)."""
     truncated_value: str = "search"
     """Value targets of a game cut at `max_plies`, which is no draw by the rules: ``search``
     bootstraps them from the search (the mean root value of the last `bootstrap_plies` searched
     positions, seen from each position's side to move); ``draw`` gives every position 0."""
     bootstrap_plies: int = 4
-    """Searched positions at the end of a cut game whose root values are averaged (truncated_value=search)."""
+    """Searched positions at the end of a cut game whose root values are averaged (truncated_value=search);
+    1 to 30000."""
     value_q_weight: float = 0.5
     """Blend of the value target: (1 - w) * game result + w * the position's own root search value
-    (the z/q mix); 0 trains on results alone. Opponents' positions (no search) keep the result.
+    (the z/q mix), in [0, 1]; 0 trains on results alone. Opponents' positions (no search) keep the result.
     0.5 by default: with results alone the value head learned next to nothing (docs/results.md)."""
     draw_contempt: float = 0.0
     """Contempt for draws in self-play: each move's search values a drawn end (repetition, no-capture
     limit) at -draw_contempt for its side to move (`MCTSConfig.draw_value`), so both sides steer away
     from repetitions that pure self-play otherwise settles into. The value targets keep the result
-    (a draw is 0); evaluation searches are not affected."""
+    (a draw is 0); evaluation searches are not affected. In [0, 1]."""
     playout_cap_fraction: float = 0.0
-    """Fraction of moves searched cheaply (playout-cap randomisation); those positions train the value only."""
+    """Fraction of moves searched cheaply (playout-cap randomisation), in [0, 1]; those positions train
+    the value only."""
     cheap_simulations: int = 4
-    """Simulations of a cheap search (no exploration noise)."""
+    """Simulations of a cheap search (no exploration noise); 0 to `MAX_SIMULATIONS`."""
     opponents: list[str] = field(default_factory=list)
     """Player specs (see envs/players.py) that take one side in a fraction of the games, e.g. a noisy
     alpha-beta; the network's positions train as usual, the opponent's train the value only."""
     opponent_fraction: float = 0.0
-    """Fraction of the games played against `opponents` (0: pure self-play)."""
+    """Fraction of the games played against `opponents`, in [0, 1] (0: pure self-play)."""
     player_name: str = "selfplay"
     """The network's name in the game records, for both colours (train.py gives the run name)."""
     start_jfen: str = START_JFEN
     """The position every game starts from."""
 
     def __post_init__(self) -> None:
-        for name in ("parallel", "max_plies"):
-            if int(getattr(self, name)) < 1:
-                raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must be >= 1")
-        if int(self.cheap_simulations) < 0:
-            raise SelfPlayConfigError(f"selfplay cheap_simulations={self.cheap_simulations!r} must be >= 0")
+        check_range(self, "train.selfplay", SelfPlayConfigError, parallel=(1, MAX_PARALLEL),
+                    max_plies=(1, COUNTER_LIMIT), cheap_simulations=(0, MAX_SIMULATIONS),
+                    bootstrap_plies=(1, COUNTER_LIMIT), playout_cap_fraction=(0, 1), opponent_fraction=(0, 1),
+                    value_q_weight=(0, 1), draw_contempt=(0, 1))
         if self.truncated_value not in TRUNCATED_VALUES:
             raise SelfPlayConfigError(f"selfplay truncated_value={self.truncated_value!r} is not one of "
                                       f"{', '.join(TRUNCATED_VALUES)}")
-        if int(self.bootstrap_plies) < 1:
-            raise SelfPlayConfigError(f"selfplay bootstrap_plies={self.bootstrap_plies!r} must be >= 1")
-        for name in ("playout_cap_fraction", "opponent_fraction", "value_q_weight", "draw_contempt"):
-            if not 0.0 <= float(getattr(self, name)) <= 1.0:
-                raise SelfPlayConfigError(f"selfplay {name}={getattr(self, name)!r} must lie in [0, 1]")
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
-        parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
+        start = parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
+        if max(int(start[K.S_CLOCK]), int(start[K.S_MOVENO]) // 2) + self.max_plies > COUNTER_LIMIT:
+            raise SelfPlayConfigError(f"train.selfplay.start_jfen's counters ({self.start_jfen.split()[2:]}) plus "
+                                      f"max_plies={self.max_plies} would pass {COUNTER_LIMIT}")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "SelfPlayConfig":

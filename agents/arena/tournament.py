@@ -195,7 +195,8 @@ def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules:
     """Play one game from `opening` and return its record.
 
     `max_plies` counts the players' moves (the opening excluded); a game
-    that reaches it is scored a draw with termination ``ply_cap``. A player
+    that reaches it, or whose counters reach their limit (`Board.at_counter_limit`), is scored a draw with
+    termination ``ply_cap``. A player
     that returns an illegal move raises TournamentError naming it."""
     rules = rules if rules is not None else RuleSet()
     board = opening.board(rules)
@@ -207,7 +208,7 @@ def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules:
     result: Optional[str] = None
     plies = 0
     while board.outcome() is None:
-        if plies >= max_plies:
+        if plies >= max_plies or board.at_counter_limit():
             termination, result = "ply_cap", "1/2-1/2"
             break
         side = board.side_to_move

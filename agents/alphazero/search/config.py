@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
-from envs.config import config_kwargs
+from envs.config import check_range, config_kwargs
+from envs.encoding import N_ACTIONS
+from envs.rules import COUNTER_LIMIT
 
 ALGORITHMS = ("puct", "gumbel")
 """Search algorithms by name (`driver.ROOT_POLICIES` maps each to its selection rules and outputs)."""
@@ -13,6 +15,12 @@ ALGORITHMS = ("puct", "gumbel")
 
 class MCTSConfigError(ValueError):
     """An unknown or invalid search setting."""
+
+
+MAX_SIMULATIONS = 100_000
+"""The most simulations one search makes (a game's tree holds about 2 KB per simulation)."""
+MAX_LEAF_BATCH = 256
+"""The most leaves one game's search evaluates per network call."""
 
 
 class SearchParams(NamedTuple):
@@ -35,30 +43,32 @@ class MCTSConfig:
     algorithm: str = "gumbel"
     """Root policy: ``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero)."""
     num_simulations: int = 32
-    """New simulations per search (reused subtrees come on top)."""
+    """New simulations per search (reused subtrees come on top); 0 to `MAX_SIMULATIONS`."""
     c_puct: float = 1.25
-    """PUCT exploration constant (puct)."""
+    """PUCT exploration constant (puct); >= 0."""
     dirichlet_alpha: float = 0.3
-    """Concentration of the Dirichlet noise on the root priors (puct, self-play only)."""
+    """Concentration of the Dirichlet noise on the root priors (puct, self-play only); >= 0."""
     dirichlet_fraction: float = 0.25
-    """Weight of the noise in the root priors (puct, self-play only)."""
+    """Weight of the noise in the root priors (puct, self-play only), in [0, 1]."""
     fpu_reduction: float = 0.25
     """First-play urgency: an unvisited child is valued at the parent's value minus
-    this times the square root of the prior mass already visited (puct)."""
+    this times the square root of the prior mass already visited (puct); any finite number."""
     temperature: float = 1.0
-    """Visit-count temperature for the move played in the first plies (puct, self-play only)."""
+    """Visit-count temperature for the move played in the first plies (puct, self-play only); >= 0."""
     temperature_plies: int = 20
-    """Plies of the game (from its start) played with the temperature; later moves are the most visited."""
+    """Plies of the game (from its start) played with the temperature; later moves are the most visited.
+    0 to `envs.rules.COUNTER_LIMIT`."""
     gumbel_max_actions: int = 16
-    """Root actions sampled by Gumbel-top-k, halved each phase of sequential halving (gumbel)."""
+    """Root actions sampled by Gumbel-top-k, halved each phase of sequential halving (gumbel); 1 to 252."""
     gumbel_c_visit: float = 50.0
-    """c_visit of sigma(q) = (c_visit + max N) * c_scale * q01 (gumbel)."""
+    """c_visit of sigma(q) = (c_visit + max N) * c_scale * q01 (gumbel); >= 0."""
     gumbel_c_scale: float = 1.0
-    """c_scale of sigma(q) (gumbel)."""
+    """c_scale of sigma(q) (gumbel); >= 0."""
     reuse_tree: bool = True
     """Keep the subtree of the move played for the next search."""
     max_depth: int = 256
-    """Longest path from the root; a deeper leaf is evaluated without being expanded."""
+    """Longest path from the root; a deeper leaf is evaluated without being expanded. 1 to
+    `envs.rules.COUNTER_LIMIT`."""
     decisive_moves: bool = True
     """A leaf (not the root) whose side to move can win at once (enter the den, take the last
     piece) is a proven win: exact value +1, no network call (the "decisive moves" enhancement of
@@ -67,7 +77,7 @@ class MCTSConfig:
     """Leaves one game selects per network call, kept apart by virtual loss (each path counts as a
     visit lost for the side choosing it until its evaluation is backed up). 1: one leaf per game per
     call, the self-play default; 8-16 serve single-game searches (the checkpoint player,
-    the play page, equal-time matches), whose one-position network calls are slow."""
+    the play page, equal-time matches), whose one-position network calls are slow. 1 to `MAX_LEAF_BATCH`."""
     solver: bool = True
     """MCTS-solver (Winands et al., 2008): exact results climb the tree. A node with a child lost for
     the opponent is a proven win; a node whose children are all proven is proven with the best of
@@ -78,23 +88,19 @@ class MCTSConfig:
     draw_value: float = 0.0
     """Value of a drawn end (repetition, no-capture limit) for the side to move at the root: 0 by the
     rules; below 0 a contempt for draws, the searching side steers away from repetitions unless every
-    other move looks worse than the draw (self-play sets it from ``train.selfplay.draw_contempt``).
+    other move looks worse than the draw (self-play sets it from ``train.selfplay.draw_contempt``); in [-1, 1].
     Each search's draws are valued for its own root side, so while it is not 0 no subtree is kept
     from one move to the next (`reuse_tree` has no effect)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
             raise MCTSConfigError(f"mcts algorithm {self.algorithm!r} is not one of {', '.join(ALGORITHMS)}")
-        for name in ("num_simulations", "temperature_plies", "gumbel_max_actions", "max_depth", "leaf_batch"):
-            if int(getattr(self, name)) < (1 if name in ("gumbel_max_actions", "max_depth", "leaf_batch") else 0):
-                raise MCTSConfigError(f"mcts {name}={getattr(self, name)!r} is out of range")
-        for name in ("c_puct", "dirichlet_alpha", "temperature", "gumbel_c_visit", "gumbel_c_scale"):
-            if not float(getattr(self, name)) >= 0:
-                raise MCTSConfigError(f"mcts {name}={getattr(self, name)!r} must be >= 0")
-        if not -1.0 <= float(self.draw_value) <= 1.0:
-            raise MCTSConfigError(f"mcts draw_value={self.draw_value!r} must lie in [-1, 1]")
-        if not 0.0 <= float(self.dirichlet_fraction) <= 1.0:
-            raise MCTSConfigError(f"mcts dirichlet_fraction={self.dirichlet_fraction!r} must lie in [0, 1]")
+        check_range(self, "mcts", MCTSConfigError, num_simulations=(0, MAX_SIMULATIONS),
+                    temperature_plies=(0, COUNTER_LIMIT), gumbel_max_actions=(1, N_ACTIONS),
+                    max_depth=(1, COUNTER_LIMIT), leaf_batch=(1, MAX_LEAF_BATCH), c_puct=(0, None),
+                    dirichlet_alpha=(0, None), temperature=(0, None), gumbel_c_visit=(0, None),
+                    gumbel_c_scale=(0, None), draw_value=(-1, 1), dirichlet_fraction=(0, 1),
+                    fpu_reduction=(None, None))
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "MCTSConfig":

@@ -100,6 +100,10 @@ def new_tree(n_games: int, max_nodes: int) -> Tree:
     )
 
 
+NODE_BYTES = 4 + 2 + 2 + 4 + 2 + 4 + 4 + 4 + 4 + 1
+"""Bytes of one node of a `Tree` (its ten per-node arrays)."""
+
+
 def default_nodes(sims: int) -> int:
     """Nodes per game: room for the children of two searches' worth of expansions."""
     return max(2 * (sims + 1) * K.MAX_MOVES, 4 * K.MAX_MOVES)
