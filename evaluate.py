@@ -40,6 +40,7 @@ from hydra.core.hydra_config import HydraConfig
 from envs.config import (
     SCHEMA,
     ConfigError,
+    check_choice,
     check_range,
     compose,
     config_dir,
@@ -103,10 +104,7 @@ class EvaluateConfig:
 
         check_range(self, "", games_per_pair=(1, 100_000), seed=(0, 2**63 - 1), workers=(0, 1024),
                     opening_plies=(0, COUNTER_LIMIT), max_plies=(1, COUNTER_LIMIT), prior_games=(0, 1000))
-        if self.mode not in MODES:
-            raise ConfigError(f"mode={shown(self.mode)} is not one of {', '.join(MODES)}")
-        if self.start_method not in START_METHODS:
-            raise ConfigError(f"start_method={shown(self.start_method)} is not one of {', '.join(START_METHODS)}")
+        check_choice(self, "", mode=MODES, start_method=START_METHODS)
 
 
 START_METHODS = ("spawn", "forkserver", "fork")

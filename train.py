@@ -112,6 +112,7 @@ from envs.seeding import derive_seed
 from envs.config import (
     SCHEMA,
     ConfigError,
+    check_choice,
     check_range,
     compose,
     config_dir,
@@ -225,8 +226,7 @@ class TrainConfig:
         if self.min_replay > self.replay_capacity:
             raise ConfigError(f"train.min_replay={self.min_replay} exceeds train.replay_capacity="
                               f"{self.replay_capacity}: learning would never start")
-        if self.worker_backend not in BACKENDS:
-            raise WorkerBackendError(f"train.worker_backend={self.worker_backend!r} is not one of {', '.join(BACKENDS)}")
+        check_choice(self, "train", WorkerBackendError, worker_backend=BACKENDS)
         if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
             raise ConfigError(f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
                               f"the process or ray backend (got {self.workers} on {self.worker_backend!r})")

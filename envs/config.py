@@ -22,7 +22,8 @@ group's yaml files start with ``defaults: [schema, _self_]``."""
 
 
 class ConfigError(ValueError):
-    """A config value out of range, an unknown key, or a config group changed on resume (names the key)."""
+    """A config value out of range or not among its choices, an unknown key, or a config group changed on
+    resume (names the key). The base of every config error class (RuleSetError, NetworkShapeError, ...)."""
 
 
 Bounds = tuple[Optional[float], Optional[float]]
@@ -32,15 +33,17 @@ Bounds = tuple[Optional[float], Optional[float]]
 def check_range(node: Any, where: str, error: type[Exception] = ConfigError, **bounds: Bounds) -> None:
     """Raise `error` for the first field of `node` outside its ``(lowest, highest)`` bounds.
 
-    The one range check of every config dataclass (each states its bounds in its field docstrings).
-    A bool, a non-number, NaN and infinity are never in range. The message names the key as
-    ``<where>.<field>=<value>`` and the bounds, e.g. ``train.batch_size=0 must be >= 1``."""
+    The one range check of every config dataclass (each states its bounds in its field docstrings) and
+    of option mappings (`node` an object or a Mapping). A bool, a non-number, NaN and infinity are never
+    in range. The message names the key as ``<where>.<field>=<value>`` and the bounds, e.g.
+    ``train.batch_size=0 must be >= 1``; a `where` ending in a space is written as it is, e.g.
+    ``player 'checkpoint': sims=0 must lie in [1, 100000]``."""
     for name, (low, high) in bounds.items():
-        value = getattr(node, name)
+        value = _field(node, name)
         number = not isinstance(value, bool) and isinstance(value, (int, float)) or _is_numpy_number(value)
-        if number and math.isfinite(value) and (low is None or value >= low) and (high is None or value <= high):
+        finite = number and _is_finite(value)
+        if finite and (low is None or value >= low) and (high is None or value <= high):
             continue
-        key = f"{where}.{name}" if where else name
         if low is not None and high is not None:
             wanted = f"must lie in [{_bound(low)}, {_bound(high)}]"
         elif low is not None:
@@ -49,9 +52,41 @@ def check_range(node: Any, where: str, error: type[Exception] = ConfigError, **b
             wanted = f"must be <= {_bound(high)}"
         else:
             wanted = "must be a finite number"
-        if number and not math.isfinite(value) and (low is None or high is None):
+        if number and not finite and (low is None or high is None):
             wanted += " and finite"
-        raise error(f"{key}={shown(value)} {wanted}")
+        raise error(f"{_key(where, name)}={shown(value)} {wanted}")
+
+
+def check_choice(node: Any, where: str, error: type[Exception] = ConfigError, **choices: Iterable[str]) -> None:
+    """Raise `error` for the first field of `node` (an object or a Mapping) that is not one of its choices.
+
+    The one choice check of every config dataclass; the key is named as by `check_range`, e.g.
+    ``mcts.algorithm='alphabeta' is not one of puct, gumbel``."""
+    for name, allowed in choices.items():
+        options = tuple(allowed)
+        value = _field(node, name)
+        if value not in options:
+            raise error(f"{_key(where, name)}={shown(value)} is not one of {', '.join(options)}")
+
+
+def _field(node: Any, name: str) -> Any:
+    """Field `name` of an object, or its entry in a Mapping."""
+    return node[name] if isinstance(node, Mapping) else getattr(node, name)
+
+
+def _key(where: str, name: str) -> str:
+    """A field's key in a message: ``where.name``; ``where`` as it is when it ends in a space (a prefix)."""
+    if not where or where.endswith(" "):
+        return f"{where}{name}"
+    return f"{where}.{name}"
+
+
+def _is_finite(number: Any) -> bool:
+    """Whether a number is neither NaN nor infinite (an int too large for a float is finite)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return True
 
 
 def _is_numpy_number(value: Any) -> bool:

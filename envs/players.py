@@ -22,10 +22,11 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 import numpy as np
 
 from envs.board import Board, Move
+from envs.config import ConfigError
 from envs.rules import RuleSet
 
 
-class PlayerSpecError(ValueError):
+class PlayerSpecError(ConfigError):
     """An unknown or malformed player spec."""
 
 

@@ -14,7 +14,8 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 
-from envs.config import config_dir, config_kwargs, group_options, read_config_file, shown
+from envs.config import (ConfigError, check_choice, check_range, config_dir, config_kwargs, group_options,
+                         read_config_file, shown)
 
 # Indices into the int64 flag array the kernels read.
 F_DOG_OVER_WOLF = 0
@@ -43,7 +44,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-class RuleSetError(ValueError):
+class RuleSetError(ConfigError):
     """An unknown rule key or value."""
 
 
@@ -62,24 +63,16 @@ class RuleSet:
     repetition: str = "draw"
     """`draw` (third occurrence of a position draws) or `off`."""
     no_capture_draw: int = 120
-    """Plies without capture that draw the game; 0 switches the rule off."""
+    """Plies without capture that draw the game; 0 switches the rule off. 0 to `COUNTER_LIMIT`."""
     anti_chase: str = "off"
     """`off` or `7-3+17-5` (the anti-chase rules of RULES.md)."""
 
     def __post_init__(self) -> None:
-        for key, allowed in _CHOICES.items():
-            value = getattr(self, key)
-            if value not in allowed:
-                raise RuleSetError(
-                    f"rule {key}={shown(value)} is not one of {', '.join(allowed)}"
-                )
+        check_choice(self, "rule ", RuleSetError, **_CHOICES)
         limit = self.no_capture_draw
-        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
-            raise RuleSetError(
-                f"rule no_capture_draw={limit!r} must be a non-negative integer (0 = off)"
-            )
-        if limit > COUNTER_LIMIT:
-            raise RuleSetError(f"rule no_capture_draw={limit!r} is above {COUNTER_LIMIT}")
+        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
+            raise RuleSetError(f"rule no_capture_draw={shown(limit)} must be an integer")
+        check_range(self, "rule ", RuleSetError, no_capture_draw=(0, COUNTER_LIMIT))
 
     # -- construction -------------------------------------------------------
     @classmethod

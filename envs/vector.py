@@ -48,6 +48,7 @@ from gymnasium.vector.utils import batch_space
 
 from envs import kernels as K
 from envs.board import START_JFEN, Board, Move, Side, Termination, state_to_jfen
+from envs.config import ConfigError, check_range, shown
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.env import DEFAULT_MAX_PLIES, IllegalActionError
 from envs.rules import RulesLike, resolve_rules
@@ -137,12 +138,13 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             written into a new array, the masks copied) or the env's buffers, which the next
             call overwrites (False, faster).
         """
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        if max_plies is not None and (
-            isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1
-        ):
-            raise ValueError(f"max_plies must be a positive integer or None, got {max_plies!r}")
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
+            raise ConfigError(f"num_envs={shown(num_envs)} must be an integer")
+        check_range({"num_envs": num_envs}, "", num_envs=(1, None))
+        if max_plies is not None:
+            if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)):
+                raise ConfigError(f"max_plies={shown(max_plies)} must be an integer or None")
+            check_range({"max_plies": max_plies}, "", max_plies=(1, None))
         self.num_envs = int(num_envs)
         self.rules = resolve_rules(rules)
         self.flags = self.rules.flags()

@@ -111,7 +111,7 @@ def refused(*overrides: str) -> str:
 
 def test_an_unknown_config_key_is_an_error() -> None:
     assert "bogus_key" in refused("train.bogus_key=1")
-    assert "depth='-1' must be in" in refused('train.selfplay.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
+    assert "depth=-1 must lie in" in refused('train.selfplay.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
     assert "worker_backend='threads'" in refused("train.worker_backend=threads", "train.workers=2")
     assert "huge" in refused("model=huge")
 

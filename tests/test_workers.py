@@ -134,7 +134,7 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
 
 
 def test_unknown_backend_and_bad_settings_fail_before_any_worker() -> None:
-    with pytest.raises(WorkerBackendError, match="'threads'.*known: inprocess, process, ray"):
+    with pytest.raises(WorkerBackendError, match="backend='threads' is not one of inprocess, process, ray"):
         make_selfplay_pool("threads", 2, settings())
     with pytest.raises(WorkerBackendError, match="workers=-1"):
         make_selfplay_pool("process", -1, settings())

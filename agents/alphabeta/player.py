@@ -26,6 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from envs import Board, Move
+from envs.config import check_range
 from envs.rules import RuleSet
 from envs.tablebase import Tablebase, default_tablebase
 
@@ -48,8 +49,7 @@ class AlphaBetaPlayer:
                  seed: Optional[int] = None, name: str = "alphabeta", tablebase: Optional[Tablebase] = None) -> None:
         if depth is None and nodes is None and time is None:
             depth = LEVELS["normal"]["depth"]
-        if not 0.0 <= random <= 1.0:
-            raise PlayerSpecError(f"alphabeta option random={random} must be in [0, 1]")
+        check_range({"random": random}, "alphabeta option ", PlayerSpecError, random=(0, 1))
         self.name = name
         self.depth, self.nodes, self.time = depth, nodes, time
         self.random = float(random)
@@ -81,8 +81,7 @@ def _number(spec_key: str, text: Any, kind: type, low: float, high: float) -> An
         value = kind(text)
     except (TypeError, ValueError):
         raise PlayerSpecError(f"alphabeta option {spec_key}={text!r} is not a{'n integer' if kind is int else ' number'}") from None
-    if not low <= value <= high:
-        raise PlayerSpecError(f"alphabeta option {spec_key}={text!r} must be in [{low}, {high}]")
+    check_range({spec_key: value}, "alphabeta option ", PlayerSpecError, **{spec_key: (low, high)})
     return value
 
 

@@ -59,6 +59,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from envs.config import ConfigError, check_choice, check_range
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.rules import RuleSet
 
@@ -91,7 +92,7 @@ class InferenceServiceError(RuntimeError):
     """The inference server failed (to start, or on a batch) or went away; raised where it is noticed."""
 
 
-class InferenceSettingsError(ValueError):
+class InferenceSettingsError(ConfigError):
     """A bad inference-server setting (names it)."""
 
 
@@ -110,13 +111,10 @@ class InferenceSettings:
     """torch CPU threads of the server process (0: torch's default); they matter for a CPU server."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_wait, bool) or not isinstance(self.max_wait, (int, float)) or not (
-                0 <= self.max_wait <= 10):
-            raise InferenceSettingsError(f"inference max_wait={self.max_wait!r} must be a number of seconds in [0, 10]")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
-            raise InferenceSettingsError(f"inference threads={self.threads!r} must be an integer >= 0")
-        if self.precision not in PRECISIONS:
-            raise InferenceSettingsError(f"inference precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int):
+            raise InferenceSettingsError(f"inference.threads={self.threads!r} must be an integer")
+        check_range(self, "inference", InferenceSettingsError, max_wait=(0, 10), threads=(0, None))
+        check_choice(self, "inference", InferenceSettingsError, precision=PRECISIONS)
         try:
             resolve_device(self.device)
         except ValueError as e:

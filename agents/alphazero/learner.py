@@ -28,13 +28,13 @@ from torch import nn
 
 from agents.alphazero.network import JungleNet, autocast_dtype, mask_logits
 from agents.alphazero.replay import Batch
-from envs.config import check_range, shown
+from envs.config import ConfigError, check_choice, check_range, shown
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "step")
 
 
-class LearnerConfigError(ValueError):
+class LearnerConfigError(ConfigError):
     """An unknown optimizer or schedule name, or a bad number."""
 
 
@@ -77,10 +77,7 @@ class LearnerConfig:
     cause); 1 to 1000000."""
 
     def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise LearnerConfigError(f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}")
-        if self.schedule not in SCHEDULES:
-            raise LearnerConfigError(f"lr schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        check_choice(self, "train.learner", LearnerConfigError, optimizer=OPTIMIZERS, schedule=SCHEDULES)
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
             raise LearnerConfigError(f"train.learner.lr={shown(self.lr)}: the learning rate must be > 0 and finite")
         check_range(self, "train.learner", LearnerConfigError, momentum=(0, 1), weight_decay=(0, None),

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.alphazero.planestem import PlaneStem
-from envs.config import check_range, config_kwargs, shown
+from envs.config import ConfigError, check_choice, check_range, config_kwargs, shown
 from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
 
 VALUE_HEADS = ("scalar", "wdl")
@@ -41,7 +41,7 @@ VALUE_HEADS = ("scalar", "wdl")
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-class NetworkShapeError(ValueError):
+class NetworkShapeError(ConfigError):
     """A network configuration that cannot be built (names the bad field)."""
 
 
@@ -80,8 +80,7 @@ class NetworkConfig:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise NetworkShapeError(f"model.{key}={shown(v)} must be an integer")
         check_range(self, "model", NetworkShapeError, **SHAPE_BOUNDS)
-        if self.value_head not in VALUE_HEADS:
-            raise NetworkShapeError(f"network value_head={self.value_head!r} is not one of {', '.join(VALUE_HEADS)}")
+        check_choice(self, "model", NetworkShapeError, value_head=VALUE_HEADS)
         if not isinstance(self.survival_head, bool):
             raise NetworkShapeError(f"network survival_head={self.survival_head!r} must be true or false")
 

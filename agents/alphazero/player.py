@@ -41,10 +41,11 @@ from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_che
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
 from agents.alphazero.network import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, make_evaluator, resolve_device
-from agents.alphazero.search.config import MAX_LEAF_BATCH, MAX_SIMULATIONS
+from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
+from envs.config import check_choice, check_range
 from envs.encoding import N_ACTIONS, action_to_move
 
 
@@ -167,24 +168,19 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
     except ValueError:
         raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
                               f"number of seconds and c_scale a number, got {options}") from None
-    if not 1 <= sims <= MAX_SIMULATIONS:
-        raise PlayerSpecError(f"player 'checkpoint': sims={sims} must lie in [1, {MAX_SIMULATIONS}]")
-    if not 0 <= threads <= MAX_THREADS:
-        raise PlayerSpecError(f"player 'checkpoint': threads={threads} must lie in [0, {MAX_THREADS}]")
-    if not 0 <= seconds <= 3600:
-        raise PlayerSpecError(f"player 'checkpoint': time={seconds} must lie in [0, 3600] seconds")
-    if not 1 <= leaf_batch <= MAX_LEAF_BATCH:
-        raise PlayerSpecError(f"player 'checkpoint': leaf_batch={leaf_batch} must lie in [1, {MAX_LEAF_BATCH}]")
-    if max_actions is not None and not 1 <= max_actions <= N_ACTIONS:
-        raise PlayerSpecError(f"player 'checkpoint': max_actions={max_actions} must lie in [1, {N_ACTIONS}]")
+    where = "player 'checkpoint': "
+    numbers = {"sims": sims, "threads": threads, "time": seconds, "leaf_batch": leaf_batch, "max_actions": max_actions}
+    check_range(numbers, where, PlayerSpecError, sims=(1, MAX_SIMULATIONS), threads=(0, MAX_THREADS), time=(0, 3600),
+                leaf_batch=(1, MAX_LEAF_BATCH))
+    if max_actions is not None:
+        check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
     if c_scale is not None and not 0 < c_scale <= 100:
         raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
     algorithm = options.get("algorithm")
-    if algorithm is not None and algorithm not in ("puct", "gumbel"):
-        raise PlayerSpecError(f"player 'checkpoint': algorithm={algorithm!r} is not puct or gumbel")
+    if algorithm is not None:
+        check_choice(options, where, PlayerSpecError, algorithm=ALGORITHMS)
     precision = options.get("precision", "auto" if leaf_batch >= BF16_MIN_BATCH else "fp32")
-    if precision not in PRECISIONS:
-        raise PlayerSpecError(f"player 'checkpoint': precision={precision!r} is not one of {', '.join(PRECISIONS)}")
+    check_choice({"precision": precision}, where, PlayerSpecError, precision=PRECISIONS)
     try:
         resolve_device(options.get("device", "auto"))
     except ValueError as e:

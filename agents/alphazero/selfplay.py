@@ -56,7 +56,7 @@ from tqdm import tqdm
 
 from envs import kernels as K
 from envs.board import START_JFEN, Termination, parse_jfen
-from envs.config import check_range, config_kwargs
+from envs.config import ConfigError, check_choice, check_range, config_kwargs
 from envs.encoding import move_to_action
 from envs.players import Player, make_player
 from envs.rules import COUNTER_LIMIT, RuleSet
@@ -77,7 +77,7 @@ TRUNCATED_VALUES = ("search", "draw")
 """Value targets of a game cut at `SelfPlayConfig.max_plies` (see `truncated_value`)."""
 
 
-class SelfPlayConfigError(ValueError):
+class SelfPlayConfigError(ConfigError):
     """An unknown or out-of-range self-play setting."""
 
 
@@ -132,9 +132,7 @@ class SelfPlayConfig:
                     max_plies=(1, COUNTER_LIMIT), cheap_simulations=(0, MAX_SIMULATIONS),
                     bootstrap_plies=(1, COUNTER_LIMIT), playout_cap_fraction=(0, 1), opponent_fraction=(0, 1),
                     value_q_weight=(0, 1), draw_contempt=(0, 1))
-        if self.truncated_value not in TRUNCATED_VALUES:
-            raise SelfPlayConfigError(f"selfplay truncated_value={self.truncated_value!r} is not one of "
-                                      f"{', '.join(TRUNCATED_VALUES)}")
+        check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
         start = parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong

@@ -45,6 +45,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from envs.config import ConfigError, check_choice, check_range
 from envs.rules import RuleSet
 
 from agents.alphazero.search import Evaluator, MCTSConfig
@@ -62,7 +63,7 @@ BACKENDS = ("inprocess", "process", "ray")
 DISTRIBUTED_HINT = "pip install -e '.[distributed]'"
 
 
-class WorkerBackendError(ValueError):
+class WorkerBackendError(ConfigError):
     """An unknown self-play backend, a bad worker count, or a backend that is not installed."""
 
 
@@ -296,10 +297,10 @@ def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
     server on ``inference.device`` instead of holding a network (`agents.alphazero.inference`).
     Checks the backend, the count and the settings (opponent specs included) before any worker starts;
     `address` is the Ray cluster to join (``""``: a local one)."""
-    if backend not in BACKENDS:
-        raise WorkerBackendError(f"unknown self-play backend {backend!r}; known: {', '.join(BACKENDS)}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise WorkerBackendError(f"self-play workers={workers!r} must be an integer >= 0 (0: in this process)")
+    check_choice({"backend": backend}, "self-play ", WorkerBackendError, backend=BACKENDS)
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise WorkerBackendError(f"self-play workers={workers!r} must be an integer")
+    check_range({"workers": workers}, "self-play ", WorkerBackendError, workers=(0, None))
     settings.validate()
     if inference is not None:
         if backend == "inprocess" or workers == 0:

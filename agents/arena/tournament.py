@@ -48,6 +48,7 @@ import numpy as np
 
 from envs import Board, Move, RuleSet
 from envs.board import START_JFEN, Side
+from envs.config import check_choice, check_range
 from envs.seeding import derive_seed
 
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
@@ -170,8 +171,7 @@ class GameTask:
 def schedule(n_players: int, games_per_pair: int, openings: Sequence[Opening], seed: int,
              mode: str = "round_robin") -> list[GameTask]:
     """All games of the tournament in a fixed order (colour-swapped pairs, opening k for pair k)."""
-    if mode not in MODES:
-        raise TournamentError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    check_choice({"mode": mode}, "", TournamentError, mode=MODES)
     if mode == "round_robin":
         pairs = [(i, j) for i in range(n_players) for j in range(i + 1, n_players)]
     elif mode == "gauntlet":
@@ -524,16 +524,11 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
     rules = rules if rules is not None else RuleSet()
     if len(players) < 2:
         raise TournamentError(f"a tournament needs at least two players, got {len(players)}")
-    if games_per_pair < 1:
-        raise TournamentError(f"games_per_pair={games_per_pair} must be >= 1")
-    if max_plies < 1:
-        raise TournamentError(f"max_plies={max_plies} must be >= 1")
-    if opening_plies < 0:
-        raise TournamentError(f"opening_plies={opening_plies} must be >= 0")
-    if mode not in MODES:
-        raise TournamentError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    if workers < 0:
-        raise TournamentError(f"workers={workers} must be >= 0")
+    arguments = {"games_per_pair": games_per_pair, "max_plies": max_plies, "opening_plies": opening_plies,
+                 "mode": mode, "workers": workers}
+    check_range(arguments, "", TournamentError, games_per_pair=(1, None), max_plies=(1, None), opening_plies=(0, None),
+                workers=(0, None))
+    check_choice(arguments, "", TournamentError, mode=MODES)
     objects: list[Optional[Player]] = []
     names: list[str] = []
     for p in players:

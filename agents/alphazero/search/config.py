@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple
 
-from envs.config import check_range, config_kwargs
+from envs.config import ConfigError, check_choice, check_range, config_kwargs
 from envs.encoding import N_ACTIONS
 from envs.rules import COUNTER_LIMIT
 
@@ -13,7 +13,7 @@ ALGORITHMS = ("puct", "gumbel")
 """Search algorithms by name (`driver.ROOT_POLICIES` maps each to its selection rules and outputs)."""
 
 
-class MCTSConfigError(ValueError):
+class MCTSConfigError(ConfigError):
     """An unknown or invalid search setting."""
 
 
@@ -93,8 +93,7 @@ class MCTSConfig:
     from one move to the next (`reuse_tree` has no effect)."""
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise MCTSConfigError(f"mcts algorithm {self.algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+        check_choice(self, "mcts", MCTSConfigError, algorithm=ALGORITHMS)
         check_range(self, "mcts", MCTSConfigError, num_simulations=(0, MAX_SIMULATIONS),
                     temperature_plies=(0, COUNTER_LIMIT), gumbel_max_actions=(1, N_ACTIONS),
                     max_depth=(1, COUNTER_LIMIT), leaf_batch=(1, MAX_LEAF_BATCH), c_puct=(0, None),

@@ -1,0 +1,85 @@
+"""One config error base: every config error class is a ConfigError, and each names the key it refuses."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from agents.alphazero.inference import InferenceSettings, InferenceSettingsError
+from agents.alphazero.learner import LearnerConfig, LearnerConfigError
+from agents.alphazero.network import NetworkConfig, NetworkShapeError
+from agents.alphazero.search import MCTSConfig, MCTSConfigError
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError
+from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
+from envs.config import ConfigError, check_choice, check_range
+from envs.players import PlayerSpecError, make_player
+from envs.rules import RuleSet, RuleSetError
+from envs.vector import JungleVectorEnv
+
+CLASSES = [RuleSetError, PlayerSpecError, NetworkShapeError, MCTSConfigError, LearnerConfigError,
+           SelfPlayConfigError, WorkerBackendError, InferenceSettingsError]
+
+
+def _pool(backend: str, workers: int) -> Any:
+    settings = WorkerSettings(network=NetworkConfig().to_dict(), mcts={}, rules=RuleSet().to_dict())
+    return make_selfplay_pool(backend, workers, settings)
+
+
+@pytest.mark.parametrize("error", CLASSES, ids=lambda c: c.__name__)
+def test_every_config_error_class_is_a_config_error(error: type[Exception]) -> None:
+    assert issubclass(error, ConfigError) and issubclass(error, ValueError)
+
+
+BAD: list[tuple[type[Exception], Callable[[], Any], str]] = [
+    (ConfigError, lambda: JungleVectorEnv(num_envs=0), "num_envs=0 must be >= 1"),
+    (ConfigError, lambda: JungleVectorEnv(num_envs=2, max_plies=0), "max_plies=0 must be >= 1"),
+    (RuleSetError, lambda: RuleSet(rank_order="wolf_first"),
+     "rule rank_order='wolf_first' is not one of standard, dog_over_wolf"),
+    (RuleSetError, lambda: RuleSet(no_capture_draw=-1), "rule no_capture_draw=-1 must lie in [0, 30000]"),
+    (PlayerSpecError, lambda: make_player("alphabeta:depth=0"), "alphabeta option depth=0 must lie in [1, 48]"),
+    (PlayerSpecError, lambda: make_player("alphabeta:random=2"), "alphabeta option random=2.0 must lie in [0, 1]"),
+    (PlayerSpecError, lambda: make_player("checkpoint:path=none.pt,sims=0"),
+     "player 'checkpoint': sims=0 must lie in [1, 100000]"),
+    (PlayerSpecError, lambda: make_player("checkpoint:path=none.pt,algorithm=mcts"),
+     "player 'checkpoint': algorithm='mcts' is not one of puct, gumbel"),
+    (NetworkShapeError, lambda: NetworkConfig(channels=0), "model.channels=0 must lie in [1, 512]"),
+    (NetworkShapeError, lambda: NetworkConfig(value_head="mlp"), "model.value_head='mlp' is not one of scalar, wdl"),
+    (MCTSConfigError, lambda: MCTSConfig(algorithm="alphabeta"),
+     "mcts.algorithm='alphabeta' is not one of puct, gumbel"),
+    (LearnerConfigError, lambda: LearnerConfig(optimizer="adam"),
+     "train.learner.optimizer='adam' is not one of sgd, adamw"),
+    (LearnerConfigError, lambda: LearnerConfig(schedule="linear"),
+     "train.learner.schedule='linear' is not one of constant, cosine, step"),
+    (SelfPlayConfigError, lambda: SelfPlayConfig(truncated_value="loss"),
+     "train.selfplay.truncated_value='loss' is not one of search, draw"),
+    (WorkerBackendError, lambda: _pool("threads", 2),
+     "self-play backend='threads' is not one of inprocess, process, ray"),
+    (WorkerBackendError, lambda: _pool("process", -1), "self-play workers=-1 must be >= 0"),
+    (InferenceSettingsError, lambda: InferenceSettings(max_wait=-1), "inference.max_wait=-1 must lie in [0, 10]"),
+    (InferenceSettingsError, lambda: InferenceSettings(precision="fp8"),
+     "inference.precision='fp8' is not one of fp32, bf16, auto"),
+]
+
+
+@pytest.mark.parametrize("error, make, message", BAD,
+                         ids=[f"{error.__name__}-{message.split('=')[0].split()[-1]}" for error, _, message in BAD])
+def test_each_config_error_names_its_key_in_one_line(error: type[Exception], make: Callable[[], Any],
+                                                     message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        make()
+    assert type(e.value) is error and str(e.value) == message
+
+
+def test_check_range_and_check_choice_read_objects_and_mappings() -> None:
+    """The first bad field is named, under `where` (dotted) or after a `where` that ends in a space."""
+    with pytest.raises(ConfigError, match=r"^train\.b=-1 must be >= 0$"):
+        check_range({"a": 1, "b": -1, "c": -1}, "train", a=(0, 1), b=(0, None), c=(0, None))
+    with pytest.raises(RuleSetError, match=r"^rule no_capture_draw=nan must lie in \[0, 5\]$"):
+        check_range({"no_capture_draw": float("nan")}, "rule ", RuleSetError, no_capture_draw=(0, 5))
+    with pytest.raises(ConfigError, match=r"^x=1000.*\.\.\. must lie in \[0, 10\]$"):  # an int too large for a float
+        check_range({"x": 10**400}, "", x=(0, 10))
+    with pytest.raises(ConfigError, match=r"^mode=\['x'\] is not one of a, b$"):
+        check_choice({"mode": ["x"]}, "", mode=("a", "b"))
+    check_range(NetworkConfig(), "model", blocks=(0, 64))
+    check_choice(RuleSet(), "rule ", anti_chase=iter(["off", "7-3+17-5"]))
