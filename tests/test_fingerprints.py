@@ -22,15 +22,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
-from envs import Board, RuleSet
-from envs.vector import JungleVectorEnv
-from envs.players import make_player
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
@@ -38,9 +35,12 @@ from agents.alphazero.search import BatchedMCTS, MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.arena.records import GameRecord
 from agents.arena.tournament import run_tournament
-from tests.evaluators import linear_evaluator
-
-ROOT = Path(__file__).resolve().parents[1]
+from envs import Board, RuleSet
+from envs.players import make_player
+from envs.vector import JungleVectorEnv
+from tests.support import ROOT
+from tests.support.evaluators import linear_evaluator
+from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread)
 
 DECIMALS = 5
 """Floats are rounded to this many decimals before they are digested."""
@@ -91,15 +91,6 @@ def record_fields(rec: GameRecord) -> dict[str, Any]:
     fields = dataclasses.asdict(rec)
     fields["extra"] = {k: v for k, v in rec.extra.items() if k != "seconds"}
     return fields
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread (the count a network's float sums may depend on), restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def seeded_evaluator(seed: int) -> Any:

@@ -1,4 +1,4 @@
-"""The import graph of envs/ and agents/: its cycles are exactly the known ones, so none is added and a fixed one is crossed off.
+"""The import graph of envs/ and agents/: its cycles are exactly the known ones (none added, a fixed one crossed off).
 
 The walk reads the sources with `ast` and counts every import: at module level,
 deferred inside a function, and under ``if TYPE_CHECKING:`` (a cycle of types
@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 PACKAGES = ("envs", "agents")
 
 KNOWN_CYCLES = {
