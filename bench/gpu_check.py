@@ -2,7 +2,7 @@
 
     python bench/gpu_check.py          # a CUDA machine: at most about 9 minutes
     python bench/gpu_check.py --cpu    # the same rows at small sizes on CPU, in well under a minute
-                                       # (tests/test_gpu_check.py runs it)
+                                       # (tests/bench/test_gpu_check.py runs it)
 
 Rows of the table (positions per second are per wall second on CUDA, per CPU
 second of this process on CPU, as bench/bench_network.py counts them):

@@ -40,7 +40,7 @@ step or jump to; own pieces, the own den, blocked jumps and uncapturable
 victims are masked out, and counting is a popcount (``popcount`` and
 ``lowest_bit`` are LLVM intrinsics, one instruction each).
 
-Rulings where RULES.md is silent (each has a test in ``tests/test_rules.py``):
+Rulings where RULES.md is silent (each has a test in ``tests/envs/test_rules.py``):
 
 * A position already won by rule 8 or 9 (a piece in the enemy den, a side
   with no pieces: such a JFEN parses) has no legal moves and perft 0; a

@@ -6,6 +6,7 @@
     >>> actions = venv.action_space.sample()              # a legal action per game
     >>> obs, rewards, terminated, truncated, info = venv.step(actions)
     >>> info["action_mask"].shape                         # int8 [4096, 252]
+    (4096, 252)
 
 Each game follows `Jungle-v0` exactly (same kernels, same rewards,
 terminations and truncations; see `envs.env.JungleEnv`); the tests check it

@@ -16,9 +16,9 @@ win (``score > 0``) or ``MATE + score`` plies to a loss (``score < 0``); see
 `plies_to_result` and `describe_score`. So entering the den now scores
 ``MATE - 1`` ("win in 1").
 
-    >>> from envs import Board
-    >>> result = AlphaBeta().search(Board(), depth=4)
-    >>> result.move, result.score, describe_score(result.score)
+    from envs import Board
+    result = AlphaBeta().search(Board(), depth=4)
+    result.move, result.score, describe_score(result.score)
 
 The kernels are `@njit(cache=True)`; `AlphaBeta` is a thin Python wrapper
 that owns the transposition table and copies the board into search arrays.

@@ -1,10 +1,9 @@
 """Self-play: B games at once, searched by one `BatchedMCTS` in shared network calls, recorded as training data.
 
-    >>> settings = SelfPlayConfig(parallel=4, max_plies=200)
-    >>> data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
-    ...                   num_games=8, seed=0)
-    >>> data.obs.shape, data.policy.shape, data.value.shape
-    ((N, 24, 9, 7), (N, 252), (N,))
+    settings = SelfPlayConfig(parallel=4, max_plies=200)
+    data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
+                      num_games=8, seed=0)
+    data.obs.shape, data.policy.shape, data.value.shape    # (N, 24, 9, 7), (N, 252), (N,)
 
 `SelfPlayConfig` is the one list of self-play settings: `play_games` reads
 it, the workers of `agents.alphazero.workers` carry it, and train.py's
@@ -20,9 +19,9 @@ output lists the games by index. Games are numbered from `first_game`, so a
 call's games can be split into index ranges played apart (by the workers of
 `agents.alphazero.workers`) and put back together with `merge_selfplay`:
 
-    >>> a = play_games(ev, settings, num_games=3, first_game=0, seed=7, ...)
-    >>> b = play_games(ev, settings, num_games=5, first_game=3, seed=7, ...)
-    >>> merge_selfplay([a, b])       # the games of play_games(ev, settings, num_games=8, seed=7, ...)
+    a = play_games(ev, settings, num_games=3, first_game=0, seed=7, ...)
+    b = play_games(ev, settings, num_games=5, first_game=3, seed=7, ...)
+    merge_selfplay([a, b])       # the games of play_games(ev, settings, num_games=8, seed=7, ...)
 
 The network sees batches of another size then; its CPU kernels may round the
 last bit differently by batch size (about 1e-8), so arrays agree to that

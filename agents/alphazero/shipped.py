@@ -1,9 +1,9 @@
 """The shipped networks: `checkpoints/shipped/manifest.json` read, and a name like ``shipped:default-180`` resolved.
 
-    >>> from agents.alphazero import shipped
-    >>> [net.name for net in shipped.networks()]          # what ships, strongest first
-    >>> shipped.resolve("shipped:default-180")            # -> .../checkpoints/shipped/default-180.pt
-    >>> make_player("checkpoint:path=shipped:default-180,time=1,leaf_batch=8")
+    from agents.alphazero import shipped
+    [net.name for net in shipped.networks()]          # what ships, strongest first
+    shipped.resolve("shipped:default-180")            # -> .../checkpoints/shipped/default-180.pt
+    make_player("checkpoint:path=shipped:default-180,time=1,leaf_batch=8")
 
 The manifest lists each file with what it is, the commands that trained it
 and its rows of the strength table (docs/results.md); checkpoints/shipped/

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from envs import Board, RuleSet
-from envs.board import START_JFEN, Outcome
+from envs.board import START_JFEN
 
 from agents.io import PathLike, atomic_write_text
 
@@ -88,13 +88,6 @@ class GameRecord:
         except ValueError as e:
             raise RecordError(f"record does not replay: {e}") from None
         return board
-
-
-def outcome_fields(out: Optional[Outcome]) -> tuple[str, Optional[str]]:
-    """(result, termination) strings for a Board outcome (or an unfinished game)."""
-    if out is None:
-        return "*", None
-    return out.result(), out.termination.name.lower()
 
 
 def write_jsonl(path: PathLike, records: Iterable[GameRecord]) -> None:

@@ -1,12 +1,12 @@
 """Tournaments between players: colour-swapped pairs from seeded openings, in parallel, rated.
 
-    >>> from agents.arena.tournament import run_tournament
-    >>> result = run_tournament(["random", "alphabeta:depth=1", "alphabeta:depth=2"],
-    ...                         games_per_pair=10, seed=0, workers=2)
-    >>> print(result.table())
-    >>> result.score("alphabeta:depth=2", "random")     # mean score of the first against the second
-    >>> result.ratings.elo("alphabeta:depth=2")         # Elo relative to the anchor (default: first player)
-    >>> result.write("runs/eval")                       # results.json, ratings.csv, pairings.csv, games.jsonl
+    from agents.arena.tournament import run_tournament
+    result = run_tournament(["random", "alphabeta:depth=1", "alphabeta:depth=2"],
+                            games_per_pair=10, seed=0, workers=2)
+    print(result.table())
+    result.score("alphabeta:depth=2", "random")     # mean score of the first against the second
+    result.ratings.elo("alphabeta:depth=2")         # Elo relative to the anchor (default: first player)
+    result.write("runs/eval")                       # results.json, ratings.csv, pairings.csv, games.jsonl
 
 How games are made. Every pairing plays `games_per_pair` games as
 colour-swapped pairs: the two games of a pair start from the same opening,

@@ -10,11 +10,10 @@ version)`, which refuse an answer computed for an older version (the person
 undid meanwhile). The server runs the jobs in worker processes
 (`agents.play.computer`), the terminal in its own process.
 
-    >>> from agents.play.computer import PlayerCache, choose_move
-    >>> game = PlayGame.new(mode="computer", human="red", opponent="random", seed=1)
-    >>> game.human_move("a3a4")
-    >>> game.apply_computer_move(choose_move(game.job("computer"), PlayerCache()), game.version)
-    True
+    from agents.play.computer import PlayerCache, choose_move
+    game = PlayGame.new(mode="computer", human="red", opponent="random", seed=1)
+    game.human_move("a3a4")
+    game.apply_computer_move(choose_move(game.job("computer"), PlayerCache()), game.version)  # True
 
 The page's opponents are data: `LEVELS` lists the named ones (a shipped
 network becomes a level with one more entry), and `bounded_spec` caps any

@@ -1,8 +1,8 @@
 """`Tablebase`: the tables of one rule set, probed from Python (`probe`) or handed to numba (`arrays`).
 
-    >>> tb = Tablebase.open(RuleSet())                   # built by `python -m envs tablebase build`
-    >>> p = tb.probe(Board("7/7/7/7/7/7/7/3L3/e6 r 0 1"))
-    >>> p.wdl, p.dtm, p.best_moves
+    tb = Tablebase.open(RuleSet())                   # built by `python -m envs tablebase build`
+    p = tb.probe(Board("7/7/7/7/7/7/7/3L3/e6 r 0 1"))
+    p.wdl, p.dtm, p.best_moves
 
 Values are from the side to move and hold for the position alone: the
 repetition rule (11) is not applied (the winner's shortest line never

@@ -23,9 +23,9 @@ The modules, in the order of mctx's split:
 * `puct`, `gumbel`  each algorithm: its cached loop entry point, root noise, targets and moves
 * `driver`    `BatchedMCTS`, the stateful driver (evaluator calls, per-game generators, subtree reuse)
 
-    >>> games = GameBatch(64, RuleSet())
-    >>> mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel"), games.flags, seed=0)
-    >>> out = mcts.search(games)                    # out.policy [64, 252], out.action [64]
+    games = GameBatch(64, RuleSet())
+    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel"), games.flags, seed=0)
+    out = mcts.search(games)                    # out.policy [64, 252], out.action [64]
 """
 
 from agents.alphazero.search.config import ALGORITHMS, MCTSConfig, MCTSConfigError, SearchParams

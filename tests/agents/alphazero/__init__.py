@@ -1,0 +1,1 @@
+"""Tests of agents/alphazero/: network, learner, self-play, workers, checkpoints, players."""

@@ -1,0 +1,1 @@
+"""Tests of agents/alphazero/search/: the tree search and its selection maths."""

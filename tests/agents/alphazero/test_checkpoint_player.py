@@ -1,0 +1,114 @@
+"""The checkpoint player's search options: a time budget per move and several leaves per network call."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
+from agents.alphazero.search.tree import ROOT
+from envs import Board
+from envs.players import PlayerSpecError, make_player
+from tests import support
+
+SHIPPED = support.ROOT / "checkpoints" / "shipped" / "results-only-60.pt"
+# Blue's Rat on d2 is next to Red's den: every Red move but the capture Ed3xd2 lets it enter d1.
+STOP_DEN_ENTRY = "6e/7/7/7/C6/7/3E3/3r3/7 r 0 1"
+
+
+@pytest.mark.parametrize("budget", [0.2, 0.6])
+def test_time_budget_is_kept(budget: float) -> None:
+    """A move takes about its budget, never much more (rounds of 16 simulations stop before one would
+    overrun it), and searches whole rounds."""
+    player = make_player(f"checkpoint:path={SHIPPED},time={budget},sims=16,leaf_batch=8", seed=0)
+    board = Board()
+    player.select_move(board)  # compilation and the first network call out of the way
+    start = time.perf_counter()
+    move = player.select_move(board)
+    elapsed = time.perf_counter() - start
+    assert board.is_legal(move)
+    assert elapsed <= 1.5 * budget + 0.25, elapsed
+    assert player.last_simulations >= 16 and player.last_simulations % 16 == 0
+
+
+def test_leaf_batching_player_stops_a_den_entry() -> None:
+    board = Board.from_jfen(STOP_DEN_ENTRY)
+    for spec in (f"checkpoint:path={SHIPPED},sims=128,leaf_batch=16", f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8"):
+        move = make_player(spec, seed=0).select_move(board)
+        assert str(move) == "d3d2", spec
+
+
+def test_max_actions_overrides_the_runs_own_search() -> None:
+    """`max_actions` sets Gumbel's considered root actions; without it the run's stored value is kept."""
+    stored = make_player(f"checkpoint:path={SHIPPED},sims=32", seed=0)
+    narrow = make_player(f"checkpoint:path={SHIPPED},sims=32,max_actions=4", seed=0)
+    assert narrow.mcts.gumbel_max_actions == 4
+    assert stored.mcts.gumbel_max_actions != 4
+    # Sequential halving over 4 root actions visits exactly 4 of the start's children; 16 actions, 16.
+    for player, considered in ((narrow, 4), (stored, 16)):
+        player.select_move(Board())
+        tree = player.search.tree
+        first, count = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
+        assert int((tree.visits[0, first:first + count] > 0).sum()) == considered
+    move = narrow.select_move(Board.from_jfen(STOP_DEN_ENTRY))
+    assert str(move) == "d3d2"
+
+
+def _grandchildren_visited(player: CheckpointPlayer) -> int:
+    tree = player.search.tree
+    first, count = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
+    seen = 0
+    for child in range(first, first + count):
+        if tree.visits[0, child] > 0 and tree.first_child[0, child] >= 0:
+            below, n = int(tree.first_child[0, child]), int(tree.num_children[0, child])
+            seen += int((tree.visits[0, below:below + n] > 0).sum())
+    return seen
+
+
+def test_c_scale_overrides_the_runs_own_search() -> None:
+    """`c_scale` sets Gumbel's sigma scale. A smaller one weighs Q less against the prior below the root,
+    so a long search spreads over more of the opponent's replies instead of following the best Q found.
+    A search by time takes the timed defaults unless told otherwise."""
+    stored = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4", seed=0)
+    gentle = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4,c_scale=0.1", seed=0)
+    assert stored.mcts.gumbel_c_scale == 1.0 and gentle.mcts.gumbel_c_scale == 0.1
+    for player in (stored, gentle):
+        player.select_move(Board())
+    assert _grandchildren_visited(gentle) > _grandchildren_visited(stored)
+    timed = make_player(f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8", seed=0)
+    assert (timed.mcts.gumbel_c_scale, timed.mcts.gumbel_max_actions) == (TIMED_C_SCALE, TIMED_MAX_ACTIONS)
+    assert str(timed.select_move(Board.from_jfen(STOP_DEN_ENTRY))) == "d3d2"
+    chosen = make_player(f"checkpoint:path={SHIPPED},time=0.3,c_scale=2,max_actions=4", seed=0)
+    assert (chosen.mcts.gumbel_c_scale, chosen.mcts.gumbel_max_actions) == (2.0, 4)
+
+
+def test_bad_time_and_leaf_batch_are_refused() -> None:
+    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000", "max_actions=0", "max_actions=all",
+                "c_scale=0", "c_scale=-1", "c_scale=big"):
+        with pytest.raises(PlayerSpecError, match=bad.split("=")[0]):
+            make_player(f"checkpoint:path={SHIPPED},{bad}")
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("max_actions=100000", "max_actions=100000 must lie in [1, 252]"),
+    ("sims=100000000", "sims=100000000 must lie in [1, 100000]"),
+    ("threads=100000", "threads=100000 must lie in [0, 1024]"),
+    ("time=nan", "time=nan"),
+    ("device=gpu9", "unknown device 'gpu9'"),
+    ("device=cuda:99", "device='cuda:99' is not available"),
+])
+def test_spec_values_out_of_range_are_refused_before_loading(bad: str, words: str) -> None:
+    """Values that would abort the process (threads), allocate without bound (sims, max_actions) or fail at the
+    first network call (a device this machine lacks) are refused with one line naming them."""
+    with pytest.raises(PlayerSpecError) as e:
+        make_player(f"checkpoint:path={SHIPPED},{bad}")
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("shipped", sorted(p.name for p in SHIPPED.parent.glob("*.pt")))
+def test_every_shipped_network_plays_by_its_spec(shipped: str) -> None:
+    """Each file in checkpoints/shipped loads with `checkpoint:path=...` and plays a legal move."""
+    board = Board()
+    move = make_player(f"checkpoint:path={SHIPPED.parent / shipped},sims=8", seed=0).select_move(board)
+    assert board.is_legal(move)

@@ -1,0 +1,397 @@
+"""The inference-server pipeline: batching across clients, the same games as in-process, deaths named, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, replace
+from multiprocessing import Pipe
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import torch
+
+from envs import RuleSet
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+from agents.alphazero.inference import (
+    InferenceServiceError,
+    InferenceSettings,
+    InferenceSettingsError,
+    LeafBatcher,
+    LeafSlots,
+    ServedEvaluator,
+    WorkerDiedError,
+    leaves_per_game,
+)
+from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.search import MCTSConfig
+from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, play_games
+from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
+from jungle_zero import train
+from tests.support import ROOT
+from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
+
+RULES = RuleSet(no_capture_draw=40)
+TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
+FP32 = InferenceSettings(precision="fp32")
+"""The in-process games here run in fp32 (`make_evaluator`'s default) whatever the CPU offers."""
+ROUNDING = 1e-5
+"""How far a search policy may move when the server's batches mix the leaves of several processes (the
+network's CPU kernels round the last bit by batch size; measured differences are about 1e-7)."""
+
+
+def assert_same_games(a: SelfPlayData, b: SelfPlayData) -> None:
+    """The same games move by move and the same positions; the network's outputs (search policies, values
+    bootstrapped from the search in cut games, their statistics) within `ROUNDING`."""
+    assert [r.to_json() for r in a.records] == [r.to_json() for r in b.records]
+    for name in ("obs", "mask", "full_search", "survival"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    for name in ("policy", "value"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=ROUNDING, err_msg=name)
+    assert a.stats.keys() == b.stats.keys()
+    for key in a.stats.keys() - set(TIMING_STATS):
+        assert a.stats[key] == pytest.approx(b.stats[key], abs=ROUNDING, nan_ok=True), key
+
+
+def settings(**selfplay: Any) -> WorkerSettings:
+    """Tiny network, 4-simulation Gumbel search, playout caps, and a deterministic opponent in some games."""
+    sp = dict(parallel=4, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2,
+              opponents=["alphabeta:depth=1"], opponent_fraction=0.3)
+    sp.update(selfplay)
+    return WorkerSettings(network=TINY.to_dict(), mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
+                          rules=RULES.to_dict(), selfplay=SelfPlayConfig(**sp))
+
+
+def rows_evaluator(calls: list[int]) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """An evaluator whose outputs name their input row (value = obs[:, 0, 0, 0]) and that logs its batch sizes."""
+    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(len(obs))
+        logits = np.repeat(obs[:, 0, 0, :1], N_ACTIONS, axis=1).astype(np.float32)
+        return logits, obs[:, 0, 0, 0].astype(np.float32)
+    return evaluate
+
+
+def leaves(first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    obs = np.zeros((n,) + OBS_SHAPE, np.float32)
+    obs[:, 0, 0, 0] = np.arange(first, first + n)
+    return obs, np.ones((n, N_ACTIONS), np.bool_)
+
+
+def in_threads(*fns: Callable[[], Any], timeout: float = 60.0) -> list[Any]:
+    """Run each function in a thread of its own; their results (a hang fails the test instead of the run)."""
+    with ThreadPoolExecutor(len(fns)) as ex:
+        futures = [ex.submit(fn) for fn in fns]
+        return [f.result(timeout=timeout) for f in futures]
+
+
+# --------------------------------------------------------------------------------------------
+# The batcher and the client's evaluator, without processes
+# --------------------------------------------------------------------------------------------
+def test_the_batcher_joins_the_requests_of_every_active_client_into_one_call() -> None:
+    calls: list[int] = []
+    batcher = LeafBatcher(rows_evaluator(calls), max_wait=30.0)  # only a full batch can go before 30 s
+    ranges = [(0, 3), (100, 5), (200, 1)]
+    barrier = threading.Barrier(3)  # all three ask at once
+
+    def client(k: int) -> tuple[np.ndarray, np.ndarray]:
+        barrier.wait()
+        return batcher.evaluate(k, *leaves(*ranges[k]))
+
+    batcher.expect(range(3))  # as the server does when a call starts
+
+    results = in_threads(*(lambda k=k: client(k) for k in range(3)))
+    assert calls == [9]
+    for (first, n), (logits, value) in zip(ranges, results):
+        np.testing.assert_array_equal(value, np.arange(first, first + n))  # each client gets its own rows
+        assert logits.shape == (n, N_ACTIONS) and (logits[:, 7] == value).all()
+    assert batcher.take_counts() == {"batches": 1, "positions": 9, "mean_batch": 9.0}
+    assert batcher.take_counts()["batches"] == 0
+
+
+def test_a_batch_waits_at_most_max_wait_and_never_for_a_client_that_left() -> None:
+    calls: list[int] = []
+    batcher = LeafBatcher(rows_evaluator(calls), max_wait=0.05)
+    in_threads(lambda: batcher.evaluate("a", *leaves(0, 2)), lambda: batcher.evaluate("b", *leaves(10, 2)))
+    assert sum(calls) == 4
+    # "b" is still active and silent: "a" is served once its request has waited max_wait.
+    value = in_threads(lambda: batcher.evaluate("a", *leaves(5, 1)))[0][1]
+    assert value.tolist() == [5.0] and calls[-1] == 1
+    # Once "b" has left, nobody waits for it, however long max_wait is.
+    batcher.max_wait = 3600.0
+    batcher.leave("b")
+    value = in_threads(lambda: batcher.evaluate("a", *leaves(7, 1)))[0][1]
+    assert value.tolist() == [7.0]
+
+
+def test_an_evaluator_error_reaches_every_request_of_its_batch() -> None:
+    def broken(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise RuntimeError("device lost")
+
+    batcher = LeafBatcher(broken, max_wait=30.0)
+    batcher.expect("ab")
+
+    def ask(k: str) -> str:
+        try:
+            batcher.evaluate(k, *leaves(0, 1))
+        except RuntimeError as e:
+            return str(e)
+        return "no error"
+
+    assert in_threads(lambda: ask("a"), lambda: ask("b")) == ["device lost", "device lost"]
+
+
+def test_the_served_evaluator_sends_a_batch_larger_than_its_slot_in_pieces() -> None:
+    slots = LeafSlots(2, capacity=3)
+    try:
+        here, there = Pipe()
+        sizes: list[int] = []
+
+        def serve() -> None:  # the server's side of client 1's pipe, on its slot
+            slot = slots.slot(1)
+            while (n := there.recv()) != 0:
+                sizes.append(n)
+                slot.logits[:n] = slot.obs[:n, 0, 0, :1] * 2
+                slot.value[:n] = slot.obs[:n, 0, 0, 0] + 0.5 * slot.mask[:n, 0]
+                there.send(n)
+            there.send(0)
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        evaluator = ServedEvaluator(slots.slot(1), here)
+        obs, mask = leaves(40, 7)
+        mask[::2, 0] = False
+        logits, value = evaluator(obs, mask)
+        assert sizes == [3, 3, 1]
+        np.testing.assert_array_equal(value, np.arange(40, 47) + 0.5 * mask[:, 0])
+        np.testing.assert_array_equal(logits[:, 100], 2 * np.arange(40, 47))
+        assert evaluator(*leaves(0, 0))[0].shape == (0, N_ACTIONS)
+        evaluator.idle()
+        server.join(10)
+        there.close()
+        with pytest.raises(InferenceServiceError, match="inference server went away"):
+            evaluator(obs, mask)
+        del evaluator
+    finally:
+        slots.unlink()
+
+
+def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> None:
+    with pytest.raises(InferenceSettingsError, match="max_wait=-1"):
+        InferenceSettings(max_wait=-1)
+    with pytest.raises(InferenceSettingsError, match="precision='fp8'"):
+        InferenceSettings(precision="fp8")
+    with pytest.raises(InferenceSettingsError, match="unknown device 'gpu0'"):
+        InferenceSettings(device="gpu0")
+    for backend, workers in (("inprocess", 2), ("process", 0)):
+        with pytest.raises(WorkerBackendError, match="needs workers >= 1 on the process or ray backend"):
+            make_selfplay_pool(backend, workers, settings(), inference=FP32)
+
+
+def test_train_config_switches_the_server_on_for_workers_only() -> None:
+    with pytest.raises(ValueError, match="inference_server=true .* needs train.workers >= 1"):
+        train.checked_config(train.compose_config(["train.inference_server=true"]))
+    conf = train.checked_config(train.compose_config(["train.inference_server=true", "train.workers=2"]))
+    assert conf.train.inference_server and conf.train.workers == 2
+    gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))
+    assert gpu.train.inference_server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
+    assert not train.checked_config(train.compose_config([])).train.inference_server  # the CPU default is as before
+
+
+# --------------------------------------------------------------------------------------------
+# The processes
+# --------------------------------------------------------------------------------------------
+def counted(evaluator: Callable, positions: list[int]) -> Callable:
+    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        positions.append(len(obs))
+        return evaluator(obs, mask)
+    return evaluate
+
+
+@pytest.mark.slow
+def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
+    s = settings()
+    nets = []
+    for seed in (4, 5):
+        torch.manual_seed(seed)
+        nets.append(build_network(TINY))
+    calls = [(nets[0], 9, 6), (nets[1], 10, 10)]  # new weights; a bigger share per worker (slots made again)
+    here, positions = [], []
+    for net, seed, games in calls:
+        leaves_seen: list[int] = []
+        here.append(play_games(counted(make_evaluator(net, "cpu", "fp32"), leaves_seen), s.selfplay,
+                               mcts=MCTSConfig.from_dict(s.mcts), rules=RULES, num_games=games, seed=seed))
+        positions.append(sum(leaves_seen))
+    with make_selfplay_pool("process", 2, s, inference=FP32) as pool:
+        assert (pool.backend, pool.workers) == ("process", 2)
+        for (net, seed, games), expected, evaluated in zip(calls, here, positions):
+            there = pool.play(net.state_dict(), seed=seed, num_games=games)
+            assert_same_games(there, expected)
+            # The server evaluated exactly the leaves of the in-process games (no request lost or answered twice).
+            assert pool.server_counts["positions"] == evaluated
+        assert 0 < here[1].stats["opponent_games"] < 10 and not there.full_search.all()
+        pids = [p for p in pool.pids.values() if p is not None]
+    assert not any(alive(p) for p in pids)  # closing stops every process
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim, workers, name", [("selfplay-1", 2, r"self-play worker 1 \(pid \d+\)"),
+                                                   ("inference-server", 1, r"the inference server \(pid \d+\)")])
+def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, workers: int, name: str) -> None:
+    s = settings(max_plies=200, opponent_fraction=0.0)
+    weights = build_network(TINY).state_dict()
+    with make_selfplay_pool("process", workers, s, inference=FP32) as pool:
+        pool.play(weights, seed=0, num_games=2)  # every process is up
+        pids = pool.pids
+        timer = threading.Timer(0.5, os.kill, (pids[victim], signal.SIGKILL))
+        timer.start()
+        try:
+            with pytest.raises(WorkerDiedError, match=name + " died: killed by SIGKILL"):
+                in_threads(lambda: pool.play(weights, seed=1, num_games=400))  # minutes of games if none died
+        finally:
+            timer.cancel()
+        with pytest.raises(RuntimeError, match="stopped by an error"):
+            pool.play(weights, seed=1, num_games=2)
+    assert not any(alive(p) for p in pids.values() if p is not None)
+
+
+ORPHANS = """
+import time
+from dataclasses import asdict
+from agents.alphazero.inference import InferenceSettings
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.search import MCTSConfig
+from agents.alphazero.selfplay import SelfPlayConfig
+from agents.alphazero.workers import WorkerSettings, make_selfplay_pool
+tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
+s = WorkerSettings(network=tiny.to_dict(), mcts=asdict(MCTSConfig(num_simulations=2)), rules={},
+                   selfplay=SelfPlayConfig(parallel=2, max_plies=4))
+pool = make_selfplay_pool("process", 1, s, inference=InferenceSettings())
+pool.play(build_network(tiny).state_dict(), seed=0, num_games=2)
+print(" ".join(str(p) for p in pool.pids.values()), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_the_processes_exit_when_their_parent_dies() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", ORPHANS], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        line = parent.stdout.readline()  # type: ignore[union-attr]
+        pids = [int(p) for p in line.split()]
+        assert len(pids) == 2 and all(alive(p) for p in pids), line
+    finally:
+        parent.kill()  # SIGKILL: no clean-up of its own
+        parent.wait()
+    deadline = time.monotonic() + 60
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids)
+
+
+# --------------------------------------------------------------------------------------------
+# Ray, with the part of its API the pool uses run in this process (CI has no Ray)
+# --------------------------------------------------------------------------------------------
+class ThreadedRay:
+    """Actors are objects here; each method call runs in a thread of its own (as Ray's threaded actors and
+    separate actors do), object refs are futures and ref arguments are resolved before the call."""
+
+    class exceptions:
+        class RayActorError(Exception):
+            pass
+
+    def __init__(self) -> None:
+        self.initialized = False
+        self.killed = 0
+        self.options: list[dict[str, Any]] = []
+        self._threads = ThreadPoolExecutor(16)
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init(self, **kwargs: Any) -> None:
+        self.initialized = True
+
+    def shutdown(self) -> None:
+        self.initialized = False
+        self._threads.shutdown()
+
+    def put(self, value: Any) -> Future:
+        f: Future = Future()
+        f.set_result(value)
+        return f
+
+    def get(self, ref: Any) -> Any:
+        return [r.result() for r in ref] if isinstance(ref, list) else ref.result()
+
+    def kill(self, actor: Any) -> None:
+        self.killed += 1
+
+    def remote(self, **options: Any) -> Callable[[type], Any]:
+        fake = self
+        self.options.append(options)
+
+        class Handle:
+            def __init__(self, obj: Any) -> None:
+                self._obj = obj
+
+            def __getattr__(self, method: str) -> Any:
+                fn = getattr(self._obj, method)
+
+                class Method:
+                    @staticmethod
+                    def remote(*args: Any) -> Future:
+                        args = tuple(a.result() if isinstance(a, Future) else a for a in args)
+                        return fake._threads.submit(fn, *args)
+                return Method
+
+        def wrap(cls: type) -> Any:
+            class ActorClass:
+                @staticmethod
+                def remote(*args: Any) -> Handle:
+                    return Handle(cls(*args))
+            return ActorClass
+        return wrap
+
+
+def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents.alphazero.workers as workers
+
+    fake = ThreadedRay()
+    monkeypatch.setattr(workers, "import_ray", lambda: fake)
+    s = replace(settings(), threads=0)  # the actors share this process's torch threads
+    torch.manual_seed(6)
+    net = build_network(TINY)
+    here = play_games(make_evaluator(net, "cpu", "fp32"), s.selfplay, mcts=MCTSConfig.from_dict(s.mcts), rules=RULES,
+                      num_games=5, seed=3)
+    with make_selfplay_pool("ray", 2, s, inference=FP32) as pool:
+        assert (pool.backend, pool.workers) == ("ray", 2)
+        there = pool.play(net.state_dict(), seed=3, num_games=5)
+        assert pool.server_counts["positions"] > 0
+    assert_same_games(there, here)
+    # The server asked for room for a thread per client; one actor per worker plus the server, all killed.
+    assert fake.options[0]["max_concurrency"] >= 3 and fake.options[0]["num_gpus"] == 0
+    assert (fake.killed, fake.initialized) == (3, False)
+
+
+def test_slots_hold_a_search_step_of_every_game() -> None:
+    """A self-play process's slot is sized for the leaves one search step can send per game: Gumbel's
+    shared runs send up to its root actions, leaf batching its lanes, PUCT one."""
+    assert leaves_per_game({"algorithm": "gumbel", "gumbel_max_actions": 4}) == 4
+    assert leaves_per_game({"algorithm": "gumbel", "gumbel_max_actions": 16, "leaf_batch": 8}) == 8
+    assert leaves_per_game({"algorithm": "puct"}) == 1
+    assert leaves_per_game({"algorithm": "puct", "leaf_batch": 4}) == 4

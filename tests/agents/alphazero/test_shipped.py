@@ -1,0 +1,75 @@
+"""The shipped networks: the manifest lists every file in checkpoints/shipped/, each entry loads and plays,
+and a spec names one as `checkpoint:path=shipped:<name>`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.alphazero import shipped
+from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path
+from agents.play import game as play_game
+from envs import Board
+from envs.players import make_player
+from tests.support import ROOT
+
+NETWORKS = shipped.networks()
+
+
+def test_the_manifest_lists_exactly_the_shipped_files() -> None:
+    assert shipped.SHIPPED_DIR == ROOT / "checkpoints" / "shipped"
+    files = sorted(p.name for p in shipped.SHIPPED_DIR.glob("*.pt"))
+    assert sorted(net.file for net in NETWORKS) == files and files
+    assert len({net.name for net in NETWORKS}) == len(NETWORKS)
+
+
+@pytest.mark.parametrize("net", NETWORKS, ids=[net.name for net in NETWORKS])
+def test_each_entry_names_a_file_that_loads_and_says_how_it_was_made(net: shipped.ShippedNetwork) -> None:
+    assert net.path.is_file() and hashlib.sha256(net.path.read_bytes()).hexdigest() == net.sha256
+    _, state = load_model(net.spec_path)
+    assert state["counters"]["iteration"] == net.entry["iterations"] and state["config"]
+    run_name = next(line.split(":", 1)[1].strip() for line in state["config"].splitlines() if line.startswith("name:"))
+    assert run_name in net.commands[-1], (run_name, net.commands[-1])  # the entry describes this very run
+    assert net.what and net.commands and all(c.startswith("python train.py ") for c in net.commands)
+    assert net.strength and all({"player", "opponent", "games", "wdl", "score", "elo"} <= set(r) for r in net.strength)
+    for row in net.strength:
+        w, d, l_ = map(int, row["wdl"].split("-"))
+        assert w + d + l_ == row["games"] and abs((w + d / 2) / row["games"] - row["score"]) < 0.006, row
+        assert f"path={net.spec_path}," in row["player"]
+    assert (shipped.SHIPPED_DIR / "README.md").read_text().count(f"`{net.name}`") >= 1
+
+
+def test_a_spec_names_a_shipped_network_by_its_entry() -> None:
+    assert resolve_checkpoint_path("shipped:default-60") == shipped.SHIPPED_DIR / "default-60.pt"
+    assert shipped.resolve("checkpoints/run/best.pt") == Path("checkpoints/run/best.pt")
+    move = make_player("checkpoint:path=shipped:default-60,sims=4", seed=0).select_move(Board())
+    assert move in Board().legal_moves
+    with pytest.raises(CheckpointError, match="no shipped network 'default-6'; did you mean 'default-60'"):
+        resolve_checkpoint_path("shipped:default-6")
+
+
+def test_the_play_pages_network_level_is_a_manifest_entry() -> None:
+    (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
+    assert level.spec.startswith("checkpoint:path=shipped:") and level.available()
+    assert shipped.network(level.spec.split("path=")[1].split(",")[0]).path.is_file()
+    assert play_game.opponent_spec("checkpoint:path=shipped:default-60,sims=8", play_game.CHECKPOINT_DIRS)
+    with pytest.raises(play_game.PlayError, match="no shipped network 'nope'"):
+        play_game.opponent_spec("checkpoint:path=shipped:nope,sims=8", play_game.CHECKPOINT_DIRS)
+    ghost = play_game.Level("ghost", "Ghost", "checkpoint:path=shipped:nope", "no such entry")
+    assert not ghost.available()
+
+
+def test_a_missing_or_malformed_manifest_is_named(tmp_path: Path) -> None:
+    with pytest.raises(shipped.ShippedError, match="does not exist"):
+        shipped.networks(tmp_path / "manifest.json")
+    bad = tmp_path / "manifest.json"
+    bad.write_text(json.dumps({"format": shipped.FORMAT, "networks": [{"name": "x", "file": "../x.pt", "sha256": "",
+                                                                      "what": "", "commands": [], "strength": []}]}))
+    with pytest.raises(shipped.ShippedError, match="not a .pt file beside it"):
+        shipped.networks(bad)
+    bad.write_text("{}")
+    with pytest.raises(shipped.ShippedError, match="not a shipped-networks manifest"):
+        shipped.networks(bad)

@@ -1,0 +1,315 @@
+"""Tournaments end to end: evaluate.py in a subprocess, colour swapping, seeding, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envs.config import ConfigError
+from envs.players import PlayerSpecError, RandomPlayer
+from agents.arena.records import read_jsonl
+from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+from jungle_zero import evaluate
+from tests.support import ROOT
+
+PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
+
+
+def run_evaluate(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "evaluate.py"), *overrides, "progress=false"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_evaluate_end_to_end_writes_files_and_replays_in_process(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_evaluate(tmp_path, 'players=[random,"alphabeta:depth=1","alphabeta:depth=2"]', "games_per_pair=4",
+                        "workers=2", "seed=5", "opening_plies=3", f"out_dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert "Ratings" in proc.stdout and "Crosstable" in proc.stdout
+    for name in ("results.json", "ratings.csv", "pairings.csv", "games.jsonl"):
+        assert (out / name).is_file(), name
+    results = json.loads((out / "results.json").read_text())
+    assert results["players"] == PLAYERS
+    assert {p["games"] for p in results["pairings"]} == {4}
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 12
+    for rec in games:
+        assert rec.replay().outcome() is not None or rec.termination == "ply_cap"
+        assert rec.extra["opening_plies"] == 3 and rec.seed is not None
+    # Colour-swapped pairs: same opening, colours exchanged.
+    for a, b in zip(games[::2], games[1::2]):
+        assert (a.red, a.blue) == (b.blue, b.red)
+        assert a.moves[:3] == b.moves[:3] and a.extra["opening_index"] == b.extra["opening_index"]
+    # Random plays worse than alpha-beta: it scores below half.
+    rows = {r["name"]: r for r in results["ratings"]["ratings"]}
+    assert rows["random"]["score"] < 0.5
+    assert (out / "ratings.csv").read_text().splitlines()[0].startswith("rank,player,elo")
+    # The same seed in this process (no workers) replays the very same games.
+    again = run_tournament(PLAYERS, games_per_pair=4, seed=5, workers=0, opening_plies=3, progress=False)
+    assert [g.moves for g in again.games] == [g.moves for g in games]
+    assert [g.result for g in again.games] == [g.result for g in games]
+
+
+def test_seeds_decide_the_openings() -> None:
+    a = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=1, progress=False)
+    b = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=1, progress=False)
+    c = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=2, progress=False)
+    assert [g.moves for g in a.games] == [g.moves for g in b.games]
+    assert [g.moves[:4] for g in a.games] != [g.moves[:4] for g in c.games]
+    assert a.games[0].moves[:4] != a.games[2].moves[:4]  # pairs start from different openings
+    p = a.pair("alphabeta:depth=1", "random")
+    assert p.games == 4 and p.wins + p.draws + p.losses == 4
+    assert a.score("alphabeta:depth=1", "random") == pytest.approx(1 - a.score("random", "alphabeta:depth=1"))
+
+
+@pytest.mark.slow
+def test_bad_input_fails_before_any_game(tmp_path: Path) -> None:
+    played = []
+    with pytest.raises(PlayerSpecError, match="nosuch"):
+        run_tournament(["random", "nosuch:x=1"], games_per_pair=2, on_game=played.append, progress=False)
+    with pytest.raises(PlayerSpecError, match="does not exist"):
+        run_tournament(["random", f"checkpoint:path={tmp_path / 'missing.pt'}"], games_per_pair=2,
+                       on_game=played.append, progress=False)
+    bad = tmp_path / "openings.txt"
+    bad.write_text("# two openings\na3a4 g7g6\na3a4 a3a5\n")
+    with pytest.raises(OpeningsError, match=r"openings.txt:3"):
+        run_tournament(["random", "alphabeta:depth=1"], games_per_pair=2, openings=bad, on_game=played.append,
+                       progress=False)
+    with pytest.raises(TournamentError, match="workers"):
+        run_tournament([RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")], workers=2, progress=False)
+    assert played == []
+    proc = run_evaluate(tmp_path, "players=[random,nosuch]", f"out_dir={tmp_path / 'never'}")
+    assert proc.returncode != 0 and "unknown player kind 'nosuch'" in proc.stderr
+    assert not (tmp_path / "never" / "games.jsonl").exists()
+    proc = run_evaluate(tmp_path, "no_such_key=1")
+    assert proc.returncode != 0 and "no_such_key" in proc.stderr
+
+
+def test_openings_file_and_player_objects(tmp_path: Path) -> None:
+    f = tmp_path / "openings.txt"
+    f.write_text("a3a4 g7g6  # Elephant and Rat\nl5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1 | g3g4\n")
+    openings = read_openings(f)
+    assert [o.moves for o in openings] == [("a3a4", "g7g6"), ("g3g4",)]
+    players = [RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")]
+    res = run_tournament(players, games_per_pair=4, openings=f, workers=0, progress=False, mode="gauntlet")
+    assert len(res.games) == 4
+    assert [g.moves[:2] for g in res.games[:2]] == [["a3a4", "g7g6"]] * 2
+    assert res.games[2].moves[0] == "g3g4"
+
+
+def test_schedules_pair_the_right_players() -> None:
+    from agents.arena.tournament import Opening, schedule
+
+    openings = [Opening(), Opening(moves=("a3a4",))]
+    for mode, pairs in (("round_robin", {(0, 1), (0, 2), (1, 2)}), ("gauntlet", {(0, 1), (0, 2)}),
+                        ("ladder", {(0, 1), (1, 2)})):
+        tasks = schedule(3, 4, openings, seed=0, mode=mode)
+        assert {(min(t.red, t.blue), max(t.red, t.blue)) for t in tasks} == pairs
+        assert len(tasks) == 4 * len(pairs)
+        assert [t.opening_index for t in tasks[:4]] == [0, 0, 1, 1]
+        assert len({t.seed for t in tasks}) == len(tasks)
+    with pytest.raises(TournamentError, match="swiss"):
+        schedule(3, 2, openings, seed=0, mode="swiss")
+
+
+def test_the_printed_tables_fit_100_columns_and_the_files_keep_the_full_specs(tmp_path: Path) -> None:
+    """Twelve players with long specs (one path longer than a line): every printed line fits 100 columns,
+    each player appears by label with its spec in the legend, and results.json and ratings.csv keep the specs."""
+    import csv
+
+    import numpy as np
+
+    from agents.arena.records import GameRecord
+    from agents.arena.tournament import TABLE_WIDTH, summarize
+
+    long_path = "checkpoints/" + "a-very-long-run-name-" * 8 + "/iter_000060.pt"
+    players = ([f"checkpoint:path={long_path},sims={s},algorithm=puct,device=cpu,leaf_batch=8" for s in (64, 128)]
+               + [f"alphabeta:depth={d},noise=25,tt=20,nodes=1000000000,random=0.05" for d in range(1, 10)]
+               + ["random"])
+    rng = np.random.default_rng(0)
+    games = [GameRecord(red=players[i], blue=players[j], result=str(rng.choice(["1-0", "0-1", "1/2-1/2"])),
+                        termination="den")
+             for i in range(len(players)) for j in range(len(players)) if i != j for _ in range(50)]
+    result = summarize(games, players)
+    text = result.table()
+    lines = text.splitlines()
+    too_long = [line for line in lines if len(line) > TABLE_WIDTH]
+    assert TABLE_WIDTH == 100 and not too_long, too_long
+    entries: dict[str, str] = {}
+    for line in text.split("\n\n")[0].splitlines()[1:]:  # the legend: "  P1  = spec", wrapped lines indented
+        key, eq, spec = line.strip().partition(" = ")
+        if eq and key.startswith("P") and line.startswith("  P"):
+            entries[key.strip()] = spec
+        else:
+            entries[next(reversed(entries))] += line.strip()
+    assert entries == {f"P{k}": spec for k, spec in enumerate(players, 1)}
+    assert "P12" in text and "[+" in text and "Crosstable" in text
+    out = result.write(tmp_path, image=False)
+    assert json.loads(out["json"].read_text())["players"] == players
+    assert {row["player"] for row in csv.DictReader(out["ratings_csv"].open())} == set(players)
+
+
+def test_short_specs_are_named_in_the_ratings_as_well() -> None:
+    from agents.arena.records import GameRecord
+    from agents.arena.tournament import summarize
+
+    games = [GameRecord(red=a, blue=b, result="1-0", termination="den") for a, b in (PLAYERS[1:], PLAYERS[::2])] * 2
+    text = summarize(games, PLAYERS).table()
+    assert "  P2 = alphabeta:depth=1\n" in text
+    ratings = text.split("Ratings")[1].split("\n\n")[0]
+    assert "P2  alphabeta:depth=1" in ratings and max(map(len, text.splitlines())) <= 100
+
+
+def evaluate_refused(*overrides: str) -> str:
+    """The one-line error that evaluate.py's config checks give for `overrides` (composed in this process)."""
+    with pytest.raises(ConfigError) as e:
+        evaluate.checked_config(evaluate.compose_config(overrides))
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
+    """`gamesperpair=4` (Hydra's error) and `+gamesperpair=4` (which Hydra adds, and which once ran the default
+    tournament) are both refused, naming the key meant; values out of range name their bounds."""
+    assert evaluate_refused("gamesperpair=4") == "unknown config key 'gamesperpair' (did you mean games_per_pair?)"
+    assert evaluate_refused("+gamesperpair=4").startswith(
+        "unknown evaluate.py config key(s) gamesperpair (did you mean games_per_pair?)")
+    assert evaluate_refused("games_per_pair=0") == "games_per_pair=0 must lie in [1, 100000]"
+    assert evaluate_refused("seed=-1") == "seed=-1 must lie in [0, 2**63 - 1]"
+    assert evaluate_refused("prior_games=nan") == "prior_games=nan must lie in [0, 1000]"
+    assert evaluate_refused("max_plies=100000000") == "max_plies=100000000 must lie in [1, 30000]"
+    assert evaluate_refused("mode=swiss") == "mode='swiss' is not one of round_robin, gauntlet, ladder"
+    assert evaluate_refused("games_per_pair=abc").startswith("games_per_pair=abc: Value 'abc'")
+    conf = evaluate.checked_config(evaluate.compose_config(["games_per_pair=4"]))
+    assert conf.games_per_pair == 4 and conf.players[0] == "random"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override", ["gamesperpair=4", "+gamesperpair=4"])
+def test_the_command_line_refuses_an_unknown_key_in_one_line(override: str, tmp_path: Path) -> None:
+    proc = run_evaluate(tmp_path, override, f"out_dir={tmp_path / 'out'}")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: unknown ")
+    assert "(did you mean games_per_pair?)" in lines[0]
+    assert not (tmp_path / "out").exists() and proc.stdout == ""
+
+
+@pytest.mark.parametrize("out_dir, words", [("/dev/null", "out_dir='/dev/null' is not a directory"),
+                                            ("/proc/x", "out_dir='/proc/x' cannot be written")])
+def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
+        out_dir: str, words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", f"out_dir={out_dir}", "progress=false", "workers=0"])
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(f"evaluate.py: error: {words}")
+    assert err.count("\n") == 1
+
+
+def evaluate_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """evaluate.py run in this process: (exit status, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", *args, "progress=false", "workers=0", "image=false"])
+    capsys.readouterr()
+    try:
+        evaluate.main()
+        code = 0
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    return code, capsys.readouterr().err
+
+
+def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another evaluate.py begins in the same out_dir after this one's first check: the check made again under
+    the lock refuses it, and it changes nothing of the other's."""
+    out = tmp_path / "out"
+    real = evaluate.new_settings
+
+    def another_begins_meanwhile(cfg: evaluate.EvaluateConfig) -> dict:
+        settings = real(cfg)
+        out.mkdir()
+        (out / "tournament.json").write_text('{"the": "other tournament"}\n')
+        return settings
+
+    monkeypatch.setattr(evaluate, "new_settings", another_begins_meanwhile)
+    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 2 and err.startswith("evaluate.py: error: ") and "already holds a tournament (tournament.json)" in err
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "tournament.json"]
+    assert (out / "tournament.json").read_text() == '{"the": "other tournament"}\n'
+
+
+@pytest.mark.parametrize("damage, words", [
+    ({"players": "random"}, "players='random' is not what a tournament's settings hold (list)"),
+    ({"games_per_pair": "4"}, "games_per_pair='4'"),
+    ({"seed": True}, "seed=True"),
+    ({"rules": None}, "rules=None"),
+    ({"players": [1, 2]}, "players must be a list of strings"),
+    ("games.jsonl is a directory", "games.jsonl' is not a file"),
+])
+def test_resume_of_a_damaged_tournament_is_one_line(damage: object, words: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 0, err
+    if isinstance(damage, dict):
+        settings = json.loads((out / "tournament.json").read_text())
+        (out / "tournament.json").write_text(json.dumps(dict(settings, **damage)))
+    else:
+        (out / "games.jsonl").unlink()
+        (out / "games.jsonl").mkdir()
+    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    args = ('players=[random,"alphabeta:depth=1"]', "games_per_pair=4", "seed=3")
+    code, err = evaluate_in_process(monkeypatch, capsys, *args, f"out_dir={out}")
+    assert code == 0, err
+    whole = [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")]
+    lines = (out / "games.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "games.jsonl").write_bytes(b"".join(lines[:2]) + lines[2][:40])  # killed while writing game 3
+    (out / "results.json").unlink()
+    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    assert code == 0, err
+    assert "cut 40 bytes of an unfinished last line" in err
+    assert [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")] == whole  # each game once
+
+
+@pytest.mark.slow
+def test_two_tournaments_started_at_once_into_one_out_dir_leave_one_whole_tournament(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = [sys.executable, str(ROOT / "evaluate.py"), 'players=[random,"alphabeta:depth=1"]', "games_per_pair=4",
+            "workers=0", "progress=false", "image=false", f"out_dir={out}"]
+    procs = [subprocess.Popen([*args, f"seed={seed}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for seed in (1, 2)]
+    done = [(p.wait(300), p.communicate()[1]) for p in procs]
+    assert sorted(code for code, _ in done) == [0, 2], done
+    refused = next(err for code, err in done if code == 2)
+    assert refused.count("\n") == 1 and ("already holds a tournament" in refused or "is in use by process" in refused)
+    winner = 1 + [code for code, _ in done].index(0)
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 4 and json.loads((out / "tournament.json").read_text())["seed"] == winner
+    assert json.loads((out / "results.json").read_text())["players"] == ["random", "alphabeta:depth=1"]
+
+
+def test_a_tournament_game_at_the_counters_limit_is_a_ply_cap_draw() -> None:
+    from agents.arena.tournament import Opening, play_game
+    from envs import RuleSet
+
+    rules = RuleSet(repetition="off", no_capture_draw=0)
+    rec = play_game(RandomPlayer(seed=0), RandomPlayer(seed=1), Opening("l6/7/7/7/7/7/7/7/L6 r 29998 1"), rules=rules)
+    assert (rec.termination, rec.result, len(rec.moves)) == ("ply_cap", "1/2-1/2", 2)
+    board = rec.replay()
+    assert board.jfen().endswith(" r 30000 2") and board.at_counter_limit()

@@ -1,0 +1,324 @@
+"""train.py: smoke runs in a subprocess (events, checkpoints, resume, clear errors); its config composed
+and checked in-process with Hydra's compose API (groups, presets, bad values refused before any work)."""
+
+import subprocess
+import sys
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import pytest
+import torch
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from agents.alphazero.checkpoint import load_checkpoint
+from agents.arena.records import read_jsonl
+from envs.config import config_dir, group_options, read_config_file
+from jungle_zero import train
+from tests.support import ROOT
+
+TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3"]
+
+
+def run_train(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    r = run_train(*TINY, f"out_dir={out}", "name=smoke", "train.selfplay.opponents=[random]",
+                  "train.selfplay.opponent_fraction=0.5")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out / "smoke"
+
+
+@pytest.mark.slow
+def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
+    for name in ("latest.pt", "best.pt", "iter_000001.pt", "iter_000002.pt", "config.yaml", "games.jsonl"):
+        assert (run_dir / name).is_file(), name
+    tags = scalars(run_dir)
+    for tag in ("loss/total", "loss/policy", "loss/value", "loss/policy_entropy", "loss/lr",
+                "selfplay/positions_per_s", "selfplay/game_length", "selfplay/draws", "selfplay/opponent_games",
+                "eval/score_random", "eval/elo", "perf/seconds_selfplay"):
+        assert [s for s, _ in tags[tag]] == [1, 2], tag
+    # Each score comes with its 95% interval.
+    for (_, low), (_, score), (_, high) in zip(tags["eval/low_random"], tags["eval/score_random"],
+                                               tags["eval/high_random"]):
+        assert 0.0 <= low <= score <= high <= 1.0 and high - low > 0.1
+    state = load_checkpoint(run_dir / "latest.pt")
+    assert state["counters"]["iteration"] == 2
+    assert state["counters"]["learner_steps"] == 4
+    assert state["replay"]["has_contents"] and len(state["replay"]["value"]) == state["counters"]["positions"]
+    assert "model:" in state["config"] and "blocks: 1" in state["config"]
+    torch.load(run_dir / "latest.pt", weights_only=True)
+
+
+@pytest.mark.slow
+def test_resume_continues_the_step_counter(run_dir: Path) -> None:
+    r = run_train(f"resume={run_dir}", "train.iterations=3")
+    assert r.returncode == 0, r.stderr[-3000:]
+    state = load_checkpoint(run_dir / "latest.pt")
+    assert state["counters"]["iteration"] == 3
+    assert state["counters"]["learner_steps"] == 6
+    tags = scalars(run_dir)
+    assert [s for s, _ in tags["loss/total"]] == [1, 2, 3]
+    assert [s for s, _ in tags["eval/score_random"]] == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_self_play_workers_play_the_games_of_the_in_process_loop(run_dir: Path) -> None:
+    """train.workers=2: the same run as the fixture's (in-process), its self-play in two worker processes."""
+    out = run_dir.parent
+    r = run_train(*TINY, f"out_dir={out}", "name=smoke-workers", "train.selfplay.opponents=[random]",
+                  "train.selfplay.opponent_fraction=0.5", "train.workers=2", "train.worker_backend=process")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "self-play on 2 process workers" in r.stdout + r.stderr
+    here = list(read_jsonl(run_dir / "games.jsonl"))[:4]  # iteration 1: the same initial network
+    there = list(read_jsonl(out / "smoke-workers" / "games.jsonl"))
+    assert len(there) == 8 and [g.extra["game_index"] for g in there] == [0, 1, 2, 3] * 2
+    assert [g.seed for g in there[:4]] == [g.seed for g in here]
+    # Opponent and colour come from each game's seed; the network's own games are move for move the same.
+    assert [("random" in (g.red, g.blue)) for g in there[:4]] == [("random" in (g.red, g.blue)) for g in here]
+    selfplay = [k for k, g in enumerate(here) if "random" not in (g.red, g.blue)]
+    assert selfplay and all(here[k].moves == there[k].moves for k in selfplay)
+
+
+@pytest.mark.slow
+def test_a_corrupted_checkpoint_is_refused_with_a_clear_message(run_dir: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "latest.pt"
+    data = (run_dir / "iter_000001.pt").read_bytes()
+    bad.write_bytes(data[: len(data) // 3])
+    r = run_train(f"resume={bad}")
+    assert r.returncode != 0
+    assert "corrupt or truncated" in r.stderr and str(bad) in r.stderr
+
+
+def refused(*overrides: str) -> str:
+    """The message of the error that the config `overrides` compose into (or that composing them raises)."""
+    with pytest.raises((ValueError, HydraException)) as e:
+        train.checked_config(train.compose_config(overrides))
+    return str(e.value)
+
+
+def test_an_unknown_config_key_is_an_error() -> None:
+    assert "bogus_key" in refused("train.bogus_key=1")
+    assert "depth=-1 must lie in" in refused('train.selfplay.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
+    assert "worker_backend='threads'" in refused("train.worker_backend=threads", "train.workers=2")
+    assert "huge" in refused("model=huge")
+
+
+@pytest.mark.parametrize("group", ["default", "gpu", "tiny", "opponents"])
+def test_every_train_group_composes(group: str) -> None:
+    """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys)."""
+    cfg = train.compose_config([f"train={group}"])
+    text = OmegaConf.to_yaml(cfg)
+    assert "iterations:" in text
+    if group == "opponents":
+        assert "- alphabeta:depth=2,noise=50" in text and "opponent_fraction: 0.3" in text
+        assert "simulations: 128" in text  # the default group's evaluation is kept
+    train.checked_config(cfg)
+
+
+@pytest.mark.parametrize("override, words", [
+    ("train.checkpoint_every=0", "train.checkpoint_every=0 must be >= 1"),
+    ("train.batch_size=0", "train.batch_size=0 must lie in [1, 65536]"),
+    ("train.iterations=0", "train.iterations=0 must be >= 1"),
+    ("mcts.num_simulations=0", "mcts.num_simulations=0"),
+    ("+train.bogus=1", "unknown train key(s) bogus"),
+    ("+bogus=1", "unknown top-level config key(s) bogus"),
+    ("+train.eval.bogus=1", "unknown train.eval key(s) bogus"),
+    ("train.selfplay.parallel=0", "parallel=0"),
+    ("train.games_per_iteration=0", "train.games_per_iteration=0"),
+    ("train.selfplay.max_plies=0", "max_plies=0"),
+    ("train.selfplay.opponent_fraction=1.5", "opponent_fraction=1.5 must lie in [0, 1]"),
+    ("train.selfplay.opponent_fraction=0.5", "needs train.selfplay.opponents"),
+    ("train.selfplay.player_name=me", "set name=... instead"),
+    ("train.min_replay=70000", "learning would never start"),
+    ("train.eval.games=0", "train.eval.games=0"),
+    ("train.eval.simulations=0", "train.eval.simulations=0"),
+    ("train.eval.every=-1", "train.eval.every=-1"),
+    ("threads=-1", "threads=-1"),
+    ("train.eval.opponents=[nobody]", "train.eval.opponents: unknown player kind 'nobody'"),
+    ("rules.repetition=maybe", "repetition='maybe'"),
+    ("model.blocks=-1", "blocks=-1"),
+    ("train.learner.lr=0", "learning rate must be > 0"),
+    ("mcts.algorithm=alphabeta", "'alphabeta' is not one of"),
+    ("device=gpu9", "unknown device 'gpu9'"),
+    # values impossible on any machine: refused by the bounds the schema's docstrings state
+    ("seed=4294967296", "seed=4294967296 must lie in [0, 2**32 - 1]"),
+    ("seed=-1", "seed=-1 must lie in [0, 2**32 - 1]"),
+    ("threads=100000", "threads=100000 must lie in [0, 1024]"),
+    ("mcts.num_simulations=1000000000", "mcts.num_simulations=1000000000 must lie in [0, 100000]"),
+    ("train.eval.simulations=1000000000", "train.eval.simulations=1000000000 must lie in [1, 100000]"),
+    ("train.replay_capacity=100000000000", "train.replay_capacity=100000000000 must lie in [1, 100000000]"),
+    ("train.batch_size=100000000000", "train.batch_size=100000000000 must lie in [1, 65536]"),
+    ("train.selfplay.max_plies=100000000", "train.selfplay.max_plies=100000000 must lie in [1, 30000]"),
+    ("train.selfplay.parallel=100000000", "train.selfplay.parallel=100000000 must lie in [1, 65536]"),
+    ("train.workers=100000", "train.workers=100000 must lie in [0, 1024]"),
+    ("model.channels=4000", "model.channels=4000 must lie in [1, 512]"),
+    ("mcts.gumbel_max_actions=100000", "mcts.gumbel_max_actions=100000 must lie in [1, 252]"),
+    ("train.learner.lr=inf", "train.learner.lr=inf: the learning rate must be > 0 and finite"),
+    ("train.learner.lr=nan", "train.learner.lr=nan"),
+    ("train.train_ratio=inf", "train.train_ratio=inf must be >= 0 and finite"),
+    ("mcts.c_puct=nan", "mcts.c_puct=nan must be >= 0"),
+    ("train.selfplay.value_q_weight=nan", "train.selfplay.value_q_weight=nan must lie in [0, 1]"),
+    ("name=../../etc", "name='../../etc' must be one plain directory name"),
+    ("name=a/b", "name='a/b' must be one plain directory name"),
+    ("name=/etc", "name='/etc' must be one plain directory name"),
+    ("name=..", "name='..' is not a directory name of its own"),
+    ("device=cuda:7", "device='cuda:7' is not available"),
+])
+def test_bad_values_are_refused(override: str, words: str) -> None:
+    """Each bad value is an error that names it, found by composing and checking the config alone."""
+    assert words in refused(override)
+
+
+@pytest.mark.parametrize("override", ["train.checkpoint_every=0", "+train.bogus=1", "mcts.num_simulations=0",
+                                      'train.selfplay.opponents=["alphabeta:depth=-1"]'])
+def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        train.main(train.compose_config([override, f"out_dir={tmp_path}", "name=failed"]))
+    assert stop.value.code == 2
+    assert "train.py: error:" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_typo_is_one_line_naming_the_closest_key() -> None:
+    """Hydra's own errors (several lines, a hint about environment variables) become one line naming the
+    override; an unknown key comes with the closest known one."""
+    assert refused("trian.iterations=3") == "unknown config key 'trian.iterations' (did you mean train.iterations?)"
+    assert refused("train.selfplay.paralel=3").endswith("(did you mean train.selfplay.parallel?)")
+    assert "unknown top-level config key(s) trian (did you mean train?)" in refused("+trian=3")
+    assert refused("train.iterations=abc") == ("train.iterations=abc: Value 'abc' of type 'str' could not be "
+                                               "converted to Integer")
+    assert refused("model=huge") == "could not find 'model/huge'; the options are large, medium, small, tiny"
+    for override in ("trian.iterations=3", "train.iterations=abc", "model=huge", "name=a(b", "~bogus", "seed=1e400"):
+        assert "\n" not in refused(override), override
+
+
+@pytest.mark.slow
+def test_the_command_line_prints_one_line_for_a_typo(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, str(ROOT / "train.py"), "trian.iterations=3", f"out_dir={tmp_path}"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "train.py: error: unknown config key 'trian.iterations' (did you mean train.iterations?)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gpu_run_on_a_machine_without_cuda_stops_with_one_line() -> None:
+    """preset=gpu asks for device=cuda: on a machine without CUDA it is refused before any work, naming why."""
+    assert train.compose_config(["preset=gpu"]).device == "cuda"
+    if torch.cuda.is_available():  # a GPU machine: the preset is valid, and a device it lacks is refused
+        train.checked_config(train.compose_config(["preset=gpu"]))
+        words = refused(f"device=cuda:{torch.cuda.device_count()}")
+        assert "is not available" in words
+        return
+    for overrides in (["preset=gpu"], ["device=cuda"]):
+        words = refused(*overrides)
+        assert words.startswith("device='cuda' is not available: ") and "\n" not in words
+        assert "preset=cpu" in words
+
+
+def test_buffers_larger_than_the_machine_are_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay buffer and the self-play trees are allocated whole at the start: more than the machine's
+    memory is refused by the config check (here: a machine of 1 GiB)."""
+    monkeypatch.setattr(train, "machine_memory", lambda: 2**30)
+    train.checked_config(train.compose_config([]))  # the default run fits
+    assert "the replay buffer (train.replay_capacity=2000000) would take 1.8 GiB, more than this machine's 1.0 GiB" \
+        in refused("train.replay_capacity=2000000")
+    assert "the self-play trees (train.selfplay.parallel=1024 games x mcts.num_simulations=20000)" in refused(
+        "train.selfplay.parallel=1024", "mcts.num_simulations=20000")
+
+
+def defaults_of(schema: type) -> dict[str, Any]:
+    """The schema's default values as plain data (nested dataclasses as dicts)."""
+    return OmegaConf.to_container(OmegaConf.structured(schema))  # type: ignore[return-value]
+
+
+def repeated_defaults(values: dict[str, Any], defaults: dict[str, Any], where: str = "") -> list[str]:
+    """The keys of `values` whose value is the schema's default (a yaml file should not restate them)."""
+    out = []
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(defaults.get(key), dict):
+            out += repeated_defaults(value, defaults[key], f"{where}{key}.")
+        elif key in defaults and value == defaults[key]:
+            out.append(where + key)
+    return out
+
+
+@pytest.mark.parametrize("group", sorted(train.SCHEMAS))
+def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> None:
+    """Every option of a group composes alone and passes the checks, sets only its own node, and states
+    only the values that differ from its dataclass's defaults."""
+    defaults = defaults_of(train.SCHEMAS[group])
+    base = OmegaConf.to_container(train.compose_config([]))
+    for option in group_options(group):
+        values = read_config_file(config_dir(group) / f"{option}.yaml", group, ValueError)
+        assert repeated_defaults(values, defaults) == [], f"{group}/{option}"
+        cfg = train.compose_config([f"{group}={option}"])
+        train.checked_config(cfg)
+        changed = {k for k, v in OmegaConf.to_container(cfg).items() if v != base[k]}  # type: ignore[union-attr]
+        assert changed <= {group}, f"{group}={option} changes {changed}"
+
+
+def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
+    default = train.checked_config(train.compose_config([]))
+    assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
+    assert default.mcts.gumbel_max_actions == 4
+    gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
+    assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
+    assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
+    mine = train.checked_config(train.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8",
+                                                      "device=cpu"]))
+    assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.selfplay.parallel) == (6, 8, 1024)
+    smoke = train.checked_config(train.compose_config(["preset=smoke"]))
+    assert (smoke.model.blocks, smoke.mcts.num_simulations, smoke.train.iterations) == (1, 4, 2)
+    assert train.checked_config(train.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
+
+
+def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path) -> None:
+    stored = OmegaConf.to_yaml(train.compose_config(["train=tiny", "name=run", "seed=5"]))
+    cfg = train.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9",
+                                                  "train.selfplay.opponents=[random]",
+                                                  "+train.selfplay.opponent_fraction=0.25"])
+    conf = train.checked_config(cfg)
+    assert (conf.seed, conf.name, conf.train.iterations, conf.train.batch_size) == (5, "run", 9, 16)
+    assert conf.train.selfplay.opponents == ["random"] and conf.train.selfplay.opponent_fraction == 0.25
+    assert "defaults" not in cfg and "hydra" not in cfg
+    for bad, words in (("model=large", "config group 'model'"), ("preset=gpu", "config group 'preset'"),
+                       ("train.bogus=1", "bogus"), ("train.iterations=many", "iterations"),
+                       ("~train.eval", "only key=value")):
+        with pytest.raises(train.ConfigError, match=words):
+            train.resumed_config(stored, tmp_path, [bad])
+
+
+def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
+    from jungle_zero.train import iteration_line
+
+    scores = {"score_alphabeta_depth2": 0.25, "low_alphabeta_depth2": 0.11, "high_alphabeta_depth2": 0.45,
+              "score_random": 1.0}
+    line = iteration_line(30, 60, {}, 1.0, 0, {}, scores)
+    assert "eval: alphabeta_depth2 0.25 [0.11-0.45] random 1.00" in line
+
+
+@pytest.mark.slow
+def test_evaluation_does_not_change_the_training(tmp_path: Path) -> None:
+    # Evaluations draw from their own seeds: a run evaluated every iteration learns the same weights as
+    # one never evaluated (so a run's training can be compared whatever its evaluation schedule).
+    for every in (1, 0):
+        r = run_train(*TINY, "train.iterations=2", f"train.eval.every={every}", f"out_dir={tmp_path}",
+                      f"name=e{every}")
+        assert r.returncode == 0, r.stderr[-3000:]
+    a, b = (load_checkpoint(tmp_path / name / "latest.pt")["model"] for name in ("e1", "e0"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert "eval/score_random" in scalars(tmp_path / "e1") and "eval/score_random" not in scalars(tmp_path / "e0")
