@@ -64,8 +64,7 @@ from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.rules import RuleSet
 
 from agents.alphazero.network import PRECISIONS, NetworkConfig, build_network, make_evaluator, resolve_device
-from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.search.driver import leaves_per_call
+from agents.alphazero.search import Evaluator, MCTSConfig, leaves_per_call
 from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
 from agents.alphazero.workers import (
     SelfPlayPool,
@@ -291,7 +290,7 @@ MAX_SLOT_ROWS = 4096
 
 def leaves_per_game(mcts: Mapping[str, Any]) -> int:
     """Most leaves one game's search sends in one evaluator call under the search settings `mcts`
-    (`search.driver.leaves_per_call`)."""
+    (`search.leaves_per_call`)."""
     return leaves_per_call(MCTSConfig.from_dict(mcts))
 
 

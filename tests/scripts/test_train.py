@@ -165,11 +165,11 @@ def test_every_train_group_composes(group: str) -> None:
     ("train.selfplay.parallel=100000000", "train.selfplay.parallel=100000000 must lie in [1, 65536]"),
     ("train.workers=100000", "train.workers=100000 must lie in [0, 1024]"),
     ("model.channels=4000", "model.channels=4000 must lie in [1, 512]"),
-    ("mcts.gumbel_max_actions=100000", "mcts.gumbel_max_actions=100000 must lie in [1, 252]"),
+    ("mcts.gumbel.max_actions=100000", "mcts.gumbel.max_actions=100000 must lie in [1, 252]"),
     ("train.learner.lr=inf", "train.learner.lr=inf: the learning rate must be > 0 and finite"),
     ("train.learner.lr=nan", "train.learner.lr=nan"),
     ("train.train_ratio=inf", "train.train_ratio=inf must be >= 0 and finite"),
-    ("mcts.c_puct=nan", "mcts.c_puct=nan must be >= 0"),
+    ("mcts.puct.c_puct=nan", "mcts.puct.c_puct=nan must be >= 0"),
     ("train.selfplay.value_q_weight=nan", "train.selfplay.value_q_weight=nan must lie in [0, 1]"),
     ("name=../../etc", "name='../../etc' must be one plain directory name"),
     ("name=a/b", "name='a/b' must be one plain directory name"),
@@ -274,7 +274,7 @@ def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> Non
 def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train.checked_config(train.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
-    assert default.mcts.gumbel_max_actions == 4
+    assert default.mcts.gumbel.max_actions == 4
     gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
     assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"

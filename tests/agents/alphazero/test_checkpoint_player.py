@@ -43,8 +43,8 @@ def test_max_actions_overrides_the_runs_own_search() -> None:
     """`max_actions` sets Gumbel's considered root actions; without it the run's stored value is kept."""
     stored = make_player(f"checkpoint:path={SHIPPED},sims=32", seed=0)
     narrow = make_player(f"checkpoint:path={SHIPPED},sims=32,max_actions=4", seed=0)
-    assert narrow.mcts.gumbel_max_actions == 4
-    assert stored.mcts.gumbel_max_actions != 4
+    assert narrow.mcts.gumbel.max_actions == 4
+    assert stored.mcts.gumbel.max_actions != 4
     # Sequential halving over 4 root actions visits exactly 4 of the start's children; 16 actions, 16.
     for player, considered in ((narrow, 4), (stored, 16)):
         player.select_move(Board())
@@ -72,15 +72,15 @@ def test_c_scale_overrides_the_runs_own_search() -> None:
     A search by time takes the timed defaults unless told otherwise."""
     stored = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4", seed=0)
     gentle = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4,c_scale=0.1", seed=0)
-    assert stored.mcts.gumbel_c_scale == 1.0 and gentle.mcts.gumbel_c_scale == 0.1
+    assert stored.mcts.gumbel.c_scale == 1.0 and gentle.mcts.gumbel.c_scale == 0.1
     for player in (stored, gentle):
         player.select_move(Board())
     assert _grandchildren_visited(gentle) > _grandchildren_visited(stored)
     timed = make_player(f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8", seed=0)
-    assert (timed.mcts.gumbel_c_scale, timed.mcts.gumbel_max_actions) == (TIMED_C_SCALE, TIMED_MAX_ACTIONS)
+    assert (timed.mcts.gumbel.c_scale, timed.mcts.gumbel.max_actions) == (TIMED_C_SCALE, TIMED_MAX_ACTIONS)
     assert str(timed.select_move(Board.from_jfen(STOP_DEN_ENTRY))) == "d3d2"
     chosen = make_player(f"checkpoint:path={SHIPPED},time=0.3,c_scale=2,max_actions=4", seed=0)
-    assert (chosen.mcts.gumbel_c_scale, chosen.mcts.gumbel_max_actions) == (2.0, 4)
+    assert (chosen.mcts.gumbel.c_scale, chosen.mcts.gumbel.max_actions) == (2.0, 4)
 
 
 def test_bad_time_and_leaf_batch_are_refused() -> None:
