@@ -18,6 +18,7 @@ from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
 from jungle_zero import train
 from tests.support import ROOT
+from tests.support.configs import flat_search_layout
 
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3"]
 
@@ -300,6 +301,20 @@ def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path)
                        ("~train.eval", "only key=value")):
         with pytest.raises(train.ConfigError, match=words):
             train.resumed_config(stored, tmp_path, [bad])
+
+
+def test_a_stored_config_in_the_flat_search_layout_resumes_as_it_meant(tmp_path: Path) -> None:
+    """The flat search keys of a config stored by an earlier version go into their nodes on resume; the key
+    set is that of a shipped network's stored config, and overrides take the new keys."""
+    composed = train.compose_config(["train=tiny", "name=run", "mcts.puct.c_puct=2.5"])
+    stored = flat_search_layout(OmegaConf.to_yaml(composed))
+    shipped = torch.load(ROOT / "checkpoints" / "shipped" / "default-60.pt", weights_only=True)
+    assert set(OmegaConf.create(stored).mcts) == set(OmegaConf.create(shipped["config"]).mcts)
+    conf = train.checked_config(train.resumed_config(stored, tmp_path, ["resume=run"]))
+    assert conf.mcts == train.checked_config(composed).mcts
+    assert (conf.mcts.puct.c_puct, conf.mcts.gumbel.max_actions) == (2.5, 4)  # 4: preset=cpu's
+    again = train.checked_config(train.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"]))
+    assert again.mcts.gumbel.max_actions == 8
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:

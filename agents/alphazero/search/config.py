@@ -1,4 +1,4 @@
-"""Settings of the tree search: `MCTSConfig` (the Hydra group ``configs/mcts/``) and the constants its kernels read."""
+"""Settings of the tree search: `MCTSConfig` (group ``configs/mcts/``), a node per algorithm, the kernels' constants."""
 
 from __future__ import annotations
 
@@ -93,14 +93,12 @@ before the split still hold them."""
 def migrate_flat_mcts(values: Mapping[str, Any]) -> dict[str, Any]:
     """A search node (``mcts``) with the keys of the earlier flat layout (`FLAT_KEYS`) moved into their
     algorithm's node, so that a config stored by an earlier version reads as it meant; a key given both
-    ways takes the flat value. Other keys, unknown ones too, are left for the schema to check."""
-    out = {k: v for k, v in values.items() if k not in FLAT_KEYS}
+    ways takes the flat value. Everything else (unknown keys, a node that is not a mapping) is kept as it
+    is, for the schema to check."""
+    out = dict(values)
     for key, (node, name) in FLAT_KEYS.items():
-        if key in values:
-            inner = out.get(node)
-            inner = dict(inner) if isinstance(inner, Mapping) else {}
-            inner[name] = values[key]
-            out[node] = inner
+        if key in out and isinstance(out.get(node, {}), Mapping):
+            out[node] = {**out.get(node, {}), name: out.pop(key)}
     return out
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,15 @@ from agents.alphazero.gamebatch import GameBatch
 from tests.support.evaluators import counted, linear_evaluator
 from agents.alphazero.search import (
     ROOT,
+    ROOT_POLICIES,
     UNVISITED,
     BatchedMCTS,
     GumbelConfig,
     MCTSConfig,
     MCTSConfigError,
+    PuctConfig,
     make_policy,
+    migrate_flat_mcts,
     uniform_evaluator,
 )
 
@@ -398,6 +402,75 @@ def test_bad_config_is_refused() -> None:
         MCTSConfig(algorithm="alphabeta")
     with pytest.raises(MCTSConfigError, match="simulations_typo"):
         MCTSConfig.from_dict({"num_simulations_typo": 3})
+
+
+FLAT = {"algorithm": "puct", "num_simulations": 24, "c_puct": 2.0, "dirichlet_alpha": 0.5, "dirichlet_fraction": 0.1,
+        "fpu_reduction": 0.0, "temperature": 0.5, "temperature_plies": 6, "gumbel_max_actions": 4,
+        "gumbel_c_visit": 40.0, "gumbel_c_scale": 0.3, "reuse_tree": False, "leaf_batch": 2}
+"""A search node in the flat layout that configs stored before the split by algorithm hold."""
+NESTED = MCTSConfig(algorithm="puct", num_simulations=24, reuse_tree=False, leaf_batch=2,
+                    puct=PuctConfig(c_puct=2.0, dirichlet_alpha=0.5, dirichlet_fraction=0.1, fpu_reduction=0.0,
+                                    temperature=0.5, temperature_plies=6),
+                    gumbel=GumbelConfig(max_actions=4, c_visit=40.0, c_scale=0.3))
+
+
+def test_the_flat_keys_of_a_stored_config_are_read_into_their_nodes() -> None:
+    """Configs stored by earlier versions (checkpoints, the shipped networks) read as they meant; the nested
+    layout reads back from `asdict` (what the workers carry)."""
+    assert MCTSConfig.from_dict(FLAT) == NESTED
+    assert MCTSConfig.from_dict(dataclasses.asdict(NESTED)) == NESTED
+    assert migrate_flat_mcts(FLAT)["gumbel"] == {"max_actions": 4, "c_visit": 40.0, "c_scale": 0.3}
+    # A flat key given beside its node (a dict of the nested layout with an old key set on top) wins.
+    assert MCTSConfig.from_dict(dict(dataclasses.asdict(NESTED), gumbel_max_actions=8)).gumbel.max_actions == 8
+
+
+@pytest.mark.parametrize("build, words", [
+    (lambda: MCTSConfig(puct=PuctConfig(c_puct=-1.0)), "mcts.puct.c_puct=-1.0 must be >= 0"),
+    (lambda: GumbelConfig(max_actions=0), "mcts.gumbel.max_actions=0 must lie in [1, 252]"),
+    (lambda: MCTSConfig.from_dict({"gumbel_max_actions": 300}), "mcts.gumbel.max_actions=300 must lie in [1, 252]"),
+    (lambda: MCTSConfig.from_dict({"gumbel": {"max_action": 3}}),
+     "unknown mcts.gumbel key(s) max_action (did you mean max_actions?)"),
+    (lambda: MCTSConfig.from_dict({"gumbel_max_action": 3}), "unknown mcts key(s) gumbel_max_action"),
+    (lambda: MCTSConfig(puct={"c_puct": 2.0}), "mcts.puct must be a PuctConfig"),  # type: ignore[arg-type]
+])
+def test_a_bad_value_names_its_node(build: Any, words: str) -> None:
+    with pytest.raises(MCTSConfigError) as e:
+        build()
+    assert words in str(e.value)
+
+
+def test_the_caller_hands_the_search_its_policy() -> None:
+    """`make_policy` picks the algorithm by name; a policy serves one search (it keeps per-slot state)."""
+    policy = make_policy(MCTSConfig(algorithm="puct"))
+    assert isinstance(policy, ROOT_POLICIES["puct"]) and policy.config.algorithm == "puct"
+    BatchedMCTS(uniform_evaluator, policy, FLAGS, seed=0)
+    with pytest.raises(ValueError, match="already serves another BatchedMCTS"):
+        BatchedMCTS(uniform_evaluator, policy, FLAGS, seed=0)
+    with pytest.raises(TypeError, match="make_policy"):
+        BatchedMCTS(uniform_evaluator, MCTSConfig(), FLAGS, seed=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_an_evaluator_marked_runs_in_kernels_is_never_called(algorithm: str) -> None:
+    """The marker, not the object, sends a search into numba: another evaluator carrying it searches as the
+    uniform one does without being called; the uniform one behind a wrapper is called."""
+    class Marked:
+        runs_in_kernels = True
+
+        def __call__(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            raise AssertionError("an evaluator that runs in the kernels was called")
+
+    sizes: list[int] = []
+    outs = []
+    for evaluator in (uniform_evaluator, Marked(), counted(uniform_evaluator, sizes)):
+        games = GameBatch(3, RULES)
+        mcts = BatchedMCTS(evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=12)), FLAGS,
+                           seed=2)
+        outs.append(mcts.search(games))
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out.visits, outs[0].visits)
+        np.testing.assert_array_equal(out.action, outs[0].action)
+    assert sum(sizes) > 0
 
 
 @pytest.mark.parametrize("colour", ("red", "blue"))
