@@ -40,7 +40,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, get_type_hints
 
@@ -122,7 +122,7 @@ from envs.config import (
     override_key,
     shown,
 )
-from envs.rules import COUNTER_LIMIT
+from envs.rules import COUNTER_LIMIT, RulesConfig
 
 log = logging.getLogger("train")
 
@@ -230,18 +230,6 @@ class TrainConfig:
         if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
             raise ConfigError(f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
                               f"the process or ray backend (got {self.workers} on {self.worker_backend!r})")
-
-
-RulesConfig = make_dataclass(
-    "RulesConfig",
-    [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
-    namespace={
-        "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
-                   "that overrides can change (RuleSet is frozen).",
-        "__post_init__": lambda self: self.rule_set(),
-        "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
-    },
-)
 
 
 @dataclass

@@ -7,10 +7,10 @@ variant name.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union, get_type_hints
 
 import numpy as np
 
@@ -125,6 +125,18 @@ class RuleSet:
         f[F_ANTI_CHASE] = self.anti_chase != "off"
         f[F_RANK : F_RANK + 9] = self.ranks()
         return f
+
+
+RulesConfig: Any = make_dataclass(
+    "RulesConfig",
+    [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
+    namespace={
+        "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
+                   "that overrides can change (RuleSet is frozen).",
+        "__post_init__": lambda self: self.rule_set(),
+        "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
+    },
+)
 
 
 def _as_int(key: str, value: Any) -> int:
