@@ -83,6 +83,7 @@ from agents.alphazero.network import (
 )
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl, cut_torn_tail
+from agents.cli import hydra_entry
 from agents.io import atomic_write_text
 from agents.rundir import (
     RUN_FILE,
@@ -368,18 +369,11 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
 
 def main(cfg: Optional[DictConfig] = None) -> None:
     """``python train.py <overrides>``: `run` as Hydra's entry point, after the command line's overrides
-    have composed in this process, so that an override Hydra refuses stops with one line (exit 2), not
-    Hydra's several. With `cfg` (a composed config): `run` on it."""
+    have composed in this process (agents.cli.hydra_entry: an override Hydra refuses stops with one line,
+    exit 2). With `cfg` (a composed config): `run` on it."""
     if cfg is not None:
         return run(cfg)
-    args = sys.argv[1:]
-    if not any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, -m) go to Hydra as they are
-        try:
-            compose_config(args)
-        except ConfigError as e:
-            print(f"train.py: error: {e}", file=sys.stderr)
-            sys.exit(2)
-    run()
+    hydra_entry("train.py", compose_config, run)
 
 
 # --------------------------------------------------------------------------------------------
