@@ -73,7 +73,7 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
     where = run(python, "-c", "import envs, jungle_zero.train as t; from envs.rules import load_rules; "
                 "print(envs.__file__, t.__file__, load_rules('enemy_rat').jump_blocking)", cwd=away)
     assert where.count(str(site)) == 2 and where.split()[-1] == "enemy_rat"
-    out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rule-set", "dog_over_wolf", cwd=away)
+    out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rules", "dog_over_wolf", cwd=away)
     assert out.split() == [str(perft(Board(START, rules=load_rules("dog_over_wolf")), 2))]
     out = run(bin_dir / "jungle-train", "preset=smoke", "rules=enemy_rat", "--cfg", "job", cwd=away)
     assert "jump_blocking: enemy_rat" in out and "blocks: 1" in out and "num_simulations: 4" in out
