@@ -40,7 +40,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, get_type_hints
 
@@ -83,6 +83,7 @@ from agents.alphazero.network import (
 )
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl, cut_torn_tail
+from agents.cli import hydra_entry
 from agents.io import atomic_write_text
 from agents.rundir import (
     RUN_FILE,
@@ -122,7 +123,7 @@ from envs.config import (
     override_key,
     shown,
 )
-from envs.rules import COUNTER_LIMIT
+from envs.rules import COUNTER_LIMIT, RulesConfig
 
 log = logging.getLogger("train")
 
@@ -230,18 +231,6 @@ class TrainConfig:
         if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
             raise ConfigError(f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
                               f"the process or ray backend (got {self.workers} on {self.worker_backend!r})")
-
-
-RulesConfig = make_dataclass(
-    "RulesConfig",
-    [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
-    namespace={
-        "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
-                   "that overrides can change (RuleSet is frozen).",
-        "__post_init__": lambda self: self.rule_set(),
-        "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
-    },
-)
 
 
 @dataclass
@@ -380,18 +369,11 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
 
 def main(cfg: Optional[DictConfig] = None) -> None:
     """``python train.py <overrides>``: `run` as Hydra's entry point, after the command line's overrides
-    have composed in this process, so that an override Hydra refuses stops with one line (exit 2), not
-    Hydra's several. With `cfg` (a composed config): `run` on it."""
+    have composed in this process (agents.cli.hydra_entry: an override Hydra refuses stops with one line,
+    exit 2). With `cfg` (a composed config): `run` on it."""
     if cfg is not None:
         return run(cfg)
-    args = sys.argv[1:]
-    if not any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, -m) go to Hydra as they are
-        try:
-            compose_config(args)
-        except ConfigError as e:
-            print(f"train.py: error: {e}", file=sys.stderr)
-            sys.exit(2)
-    run()
+    hydra_entry("train.py", compose_config, run)
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from hypothesis import strategies as hs
 from agents.alphazero.network import resolve_device
 from envs import START_JFEN, Board, Move
 from envs.config import dotted_keys
-from jungle_zero import evaluate, train
+from agents.arena import config as evaluate_config
+from jungle_zero import train
 
 JFEN_ALPHABET = "rcdwpteRCDWPTLEl0123456789/ bx-+"
 
@@ -151,14 +152,14 @@ def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) ->
 
 
 @settings(max_examples=60, deadline=None)
-@given(overrides(dotted_keys(evaluate.EvaluateConfig)))
+@given(overrides(dotted_keys(evaluate_config.EvaluateConfig)))
 @example(["gamesperpair=4"])
 @example(["+gamesperpair=4"])
 @example(["games_per_pair=1e11"])
 @example(["prior_games=nan"])
 def test_evaluate_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
-    conf = assert_checked_or_one_line(evaluate.checked_config, evaluate.compose_config, args)
+    conf = assert_checked_or_one_line(evaluate_config.checked_config, evaluate_config.compose_config, args)
     if conf is not None:
-        assert isinstance(conf, evaluate.EvaluateConfig)
+        assert isinstance(conf, evaluate_config.EvaluateConfig)
         assert_finite_and_plain(conf)
         assert 1 <= conf.games_per_pair <= 100_000 and conf.seed >= 0
