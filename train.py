@@ -72,15 +72,9 @@ from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.alphazero.learner import Learner, LearnerConfig, LearnerDivergedError
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.network import (
-    MAX_THREADS,
-    NetworkConfig,
-    NonFiniteOutputError,
-    build_network,
-    count_parameters,
-    make_evaluator,
-    resolve_device,
-)
+from agents.alphazero.device import MAX_THREADS, resolve_device
+from agents.alphazero.network import NetworkConfig, build_network, count_parameters
+from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.cli import hydra_entry
@@ -257,7 +251,7 @@ class Config:
     precision: str = "auto"
     """Inference precision of the self-play and evaluation searches: `fp32`, `bf16`, or `auto`
     (bf16 where the device computes it natively: CUDA, CPUs with AVX512-BF16 or AMX; see
-    agents.alphazero.network.inference_dtype). The learner keeps fp32 master weights."""
+    agents.alphazero.device.inference_dtype). The learner keeps fp32 master weights."""
     compile: bool = False
     """torch.compile the network (GPU runs; slow to start)."""
     threads: int = 1

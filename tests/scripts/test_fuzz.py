@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
-from agents.alphazero.network import resolve_device
+from agents.alphazero.device import resolve_device
 from envs import START_JFEN, Board, Move
 from envs.config import dotted_keys
 from agents.arena import config as evaluate_config
