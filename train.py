@@ -334,8 +334,8 @@ def checked_config(cfg: DictConfig) -> Config:
     (even one added with `+`), a value out of range (ConfigError,
     NetworkShapeError, MCTSConfigError, LearnerConfigError, RuleSetError,
     SelfPlayConfigError) or a bad player spec among the opponents (ConfigError)."""
-    refuse_unknown_keys(cfg, Config, "")
-    try:
+    try:  # reading a value resolves its interpolation (`${oc.env:HOME}` for an int), which can fail too
+        refuse_unknown_keys(cfg, Config, "")
         conf = OmegaConf.to_object(cfg)  # builds every dataclass, so each checks its own values
     except OmegaConfBaseException as e:
         raise ConfigError(hydra_error_line(e, dotted_keys(Config))) from None

@@ -110,10 +110,10 @@ def checked_config(cfg: Any) -> EvaluateConfig:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    config_kwargs(EvaluateConfig, {k: None for k in cfg if k != "hydra"}, "evaluate.py config", ConfigError)
-    if isinstance(cfg.get("rules"), Mapping):  # `+rules.bogus=1` too
-        config_kwargs(RulesConfig, cfg.rules, "rules", ConfigError)
-    try:
+    try:  # reading a value resolves its interpolation, which can fail too
+        config_kwargs(EvaluateConfig, {k: None for k in cfg if k != "hydra"}, "evaluate.py config", ConfigError)
+        if isinstance(cfg.get("rules"), Mapping):  # `+rules.bogus=1` too
+            config_kwargs(RulesConfig, cfg.rules, "rules", ConfigError)
         conf = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as e:
         raise ConfigError(hydra_error_line(e, dotted_keys(EvaluateConfig))) from None
