@@ -391,16 +391,7 @@ class SelfPlayLoop:
         stats.seconds = seconds
         stats.opponent_games = len(points)
         stats.opponent_score = float(np.mean(points)) if points else float("nan")
-        return SelfPlayData(
-            obs=np.concatenate([d.obs for d in done]),
-            mask=np.concatenate([d.mask for d in done]),
-            policy=np.concatenate([d.policy for d in done]),
-            value=np.concatenate([d.value for d in done]),
-            full_search=np.concatenate([d.full_search for d in done]),
-            survival=np.concatenate([d.survival for d in done]),
-            records=[d.record for d in done],
-            stats=stats,
-        )
+        return SelfPlayData.joined(done, [d.record for d in done], stats)
 
 
 def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, truncated: bool,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -93,6 +93,23 @@ class SelfPlayStats:
         )
 
 
+class Rows(Protocol):
+    """Training rows of positions: `SelfPlayData`'s arrays (of a whole call, a part of one, or one game)."""
+
+    @property
+    def obs(self) -> np.ndarray: ...
+    @property
+    def mask(self) -> np.ndarray: ...
+    @property
+    def policy(self) -> np.ndarray: ...
+    @property
+    def value(self) -> np.ndarray: ...
+    @property
+    def full_search(self) -> np.ndarray: ...
+    @property
+    def survival(self) -> np.ndarray: ...
+
+
 @dataclass
 class SelfPlayData:
     """N positions of self-play (game by game, in game-index order) and the games' records."""
@@ -117,19 +134,25 @@ class SelfPlayData:
     def __len__(self) -> int:
         return int(self.value.shape[0])
 
+    @classmethod
+    def joined(cls, parts: Sequence[Rows], records: list[GameRecord], stats: SelfPlayStats) -> SelfPlayData:
+        """The rows of `parts` one after the other, with the games' `records` and `stats`."""
+        return cls(
+            obs=np.concatenate([p.obs for p in parts]),
+            mask=np.concatenate([p.mask for p in parts]),
+            policy=np.concatenate([p.policy for p in parts]),
+            value=np.concatenate([p.value for p in parts]),
+            full_search=np.concatenate([p.full_search for p in parts]),
+            survival=np.concatenate([p.survival for p in parts]),
+            records=records,
+            stats=stats,
+        )
+
 
 def merge_selfplay(parts: Sequence[SelfPlayData], seconds: float | None = None) -> SelfPlayData:
     """The parts' positions and records one after the other, with their stats combined (`SelfPlayStats.merge`:
     `seconds` is the wall time of the whole, by default the parts' times added up)."""
     if not parts:
         raise ValueError("merge_selfplay needs at least one part")
-    return SelfPlayData(
-        obs=np.concatenate([p.obs for p in parts]),
-        mask=np.concatenate([p.mask for p in parts]),
-        policy=np.concatenate([p.policy for p in parts]),
-        value=np.concatenate([p.value for p in parts]),
-        full_search=np.concatenate([p.full_search for p in parts]),
-        survival=np.concatenate([p.survival for p in parts]),
-        records=[r for p in parts for r in p.records],
-        stats=SelfPlayStats.merge([p.stats for p in parts], seconds),
-    )
+    return SelfPlayData.joined(parts, [r for p in parts for r in p.records],
+                               SelfPlayStats.merge([p.stats for p in parts], seconds))
