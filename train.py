@@ -38,7 +38,6 @@ if __name__ == "__main__":  # the imports below take seconds: a Ctrl-C meanwhile
 
 import logging
 import random
-import sys
 import time
 from typing import Any, Optional
 
@@ -47,6 +46,7 @@ import numpy as np
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
+from tqdm import tqdm
 
 from agents.alphazero.checkpoint import CheckpointError, rng_state
 from agents.alphazero.config import compose_config, register_configs
@@ -61,7 +61,6 @@ from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
 from agents.cli import hydra_entry, refuse
 from agents.stopping import GracefulStop
 from envs.seeding import derive_seed
-from tqdm import tqdm
 
 log = logging.getLogger("train")
 register_configs()

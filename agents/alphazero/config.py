@@ -39,6 +39,7 @@ from envs.config import (
 from envs.players import make_player
 from envs.rules import COUNTER_LIMIT, RulesConfig
 
+
 @dataclass
 class EvalConfig:
     """How the network is measured during training."""

@@ -7,8 +7,8 @@ import logging
 import math
 import sys
 import time
-from pathlib import Path
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
 import numpy as np
@@ -85,7 +85,7 @@ class TrainingRun:
         self.created = False
         self.lock: Optional[RunDirLock] = None
         self.writer: Optional[SummaryWriter] = None
-        self.parts: tuple[torch.nn.Module, Learner, ReplayBuffer, torch.nn.Module] | None = None
+        self.parts: Optional[tuple[torch.nn.Module, Learner, ReplayBuffer, torch.nn.Module]] = None
         """The model, learner, replay buffer and previous network the checkpoints hold (`restore`)."""
         self.counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
         self.history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
