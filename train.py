@@ -46,18 +46,18 @@ import numpy as np
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
-from tqdm import tqdm
 
 from agents.alphazero.checkpoint import CheckpointError, rng_state
 from agents.alphazero.config import compose_config, register_configs
 from agents.alphazero.device import resolve_device
 from agents.alphazero.evaluation import evaluate_ladder
-from agents.alphazero.learner import Learner, LearnerDivergedError
+from agents.alphazero.learner import Learner, LearnerDivergedError, LearnMetrics
 from agents.alphazero.network import build_network
 from agents.alphazero.progress import evaluation_due, format_seconds, iteration_line
 from agents.alphazero.replay import ReplayBuffer, ReplayError
 from agents.alphazero.run import TrainingRun
 from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
+from agents.alphazero.selfplay_data import SelfPlayStats
 from agents.cli import hydra_entry, refuse
 from agents.stopping import GracefulStop
 from envs.seeding import derive_seed
@@ -127,8 +127,8 @@ def run(cfg: DictConfig) -> None:
                     break
                 t0 = time.time()
                 due = evaluation_due(it, tc.iterations, tc.eval.every)
-                s: dict[str, Any] = {}
-                metrics: dict[str, list[float]] = {}
+                s: Optional[SelfPlayStats] = None
+                metrics = LearnMetrics()
                 steps, selfplay_seconds = 0, 0.0
                 if not pending_eval:
                     # self-play (a fraction of the games against the opponents, built from their specs, when there
@@ -151,7 +151,7 @@ def run(cfg: DictConfig) -> None:
                     if len(replay) >= tc.min_replay:
                         steps = min(tc.max_steps_per_iteration,
                                     max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
-                        metrics = learn(learner, replay, steps, tc.batch_size, progress)
+                        metrics = learner.learn(replay, steps, tc.batch_size, progress)
                     training.learned(it, metrics, started=t0, learning=t1)
                     if stop.requested and due:
                         training.save_latest(pending=True)
@@ -195,15 +195,6 @@ def run(cfg: DictConfig) -> None:
         training.failed(it, e)
     training.close(stop, stopped)
     log.info("done: %s (%s)", training.run_dir, format_seconds(time.time() - started))
-
-
-def learn(learner: Learner, replay: ReplayBuffer, steps: int, batch_size: int, progress: bool) -> dict[str, list[float]]:
-    """`steps` learner steps on samples of the replay buffer; every metric of every step."""
-    metrics: dict[str, list[float]] = {}
-    for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False):
-        for k, v in learner.step(replay.sample(batch_size)).items():
-            metrics.setdefault(k, []).append(v)
-    return metrics
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.search.driver import leaves_per_call
-from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
+from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.workers import (
     SelfPlayPool,
     WorkerSettings,

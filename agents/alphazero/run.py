@@ -11,7 +11,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
-import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
@@ -31,11 +30,11 @@ from agents.alphazero.checkpoint import (
 )
 from agents.alphazero.config import Config, checked_config, resumed_config
 from agents.alphazero.inference import InferenceSettings
-from agents.alphazero.learner import Learner
+from agents.alphazero.learner import Learner, LearnMetrics
 from agents.alphazero.network import count_parameters
 from agents.alphazero.progress import PhaseClock, log_selfplay
 from agents.alphazero.replay import ReplayBuffer
-from agents.alphazero.selfplay import SelfPlayData
+from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.workers import SelfPlayPool, WorkerSettings, make_selfplay_pool
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
@@ -248,23 +247,22 @@ class TrainingRun:
         if self.conf.train.write_games:
             append_jsonl(self.run_dir / "games.jsonl", data.records)
         s = data.stats
-        self.counters["positions"] += int(s["positions"])
-        self.counters["games"] += int(s["games"])
-        self.counters["simulations"] += int(s["simulations"])
+        self.counters["positions"] += int(s.positions)
+        self.counters["games"] += int(s.games)
+        self.counters["simulations"] += int(s.simulations)
         seconds = time.time() - started
         self.clock.add("selfplay", seconds)
         log_selfplay(self.writer, it, s, seconds, self.conf.train.selfplay.opponent_fraction > 0)
         return seconds
 
-    def learned(self, it: int, metrics: dict[str, list[float]], started: float, learning: float) -> None:
+    def learned(self, it: int, metrics: LearnMetrics, started: float, learning: float) -> None:
         """Iteration `it`'s learning (since `learning`) into the logs; the iteration (since `started`) is done
         but for its evaluation."""
         assert self.parts is not None and self.writer is not None
         _, learner, replay, _ = self.parts
         self.clock.add("learn", time.time() - learning)
-        for k, values in metrics.items():  # means over the steps, but the count of the skipped ones
-            total = float(np.sum(values)) if k == "loss/nonfinite_steps" else float(np.mean(values))
-            self.writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", total, it)
+        for tag, value in metrics.tags().items():  # means over the steps, but the count of the skipped ones
+            self.writer.add_scalar(tag, value, it)
         self.writer.add_scalar("perf/learner_steps", learner.step_count, it)
         self.writer.add_scalar("perf/replay_positions", len(replay), it)
         self.writer.add_scalar("perf/seconds_learn", time.time() - learning, it)
