@@ -4,7 +4,7 @@ so that one Hydra refuses stops with one line."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from envs.config import ConfigError
 
@@ -19,6 +19,11 @@ def hydra_entry(prog: str, compose_config: Callable[[Sequence[str]], Any], run: 
         try:
             compose_config(args)
         except ConfigError as e:
-            print(f"{prog}: error: {e}", file=sys.stderr)
-            sys.exit(2)
+            refuse(prog, e)
     run()
+
+
+def refuse(prog: str, error: Exception) -> NoReturn:
+    """Stop an entry script on bad input with one line, ``<prog>: error: ...``, and exit status 2."""
+    print(f"{prog}: error: {error}", file=sys.stderr)
+    sys.exit(2)

@@ -46,7 +46,7 @@ from agents.alphazero.workers import WorkerSettings, make_selfplay_pool
 from bench_network import make_runners, rate
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
-from jungle_zero.train import checked_config, compose_config
+from agents.alphazero.config import checked_config, compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIPPED = "skipped (time budget)"

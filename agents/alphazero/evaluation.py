@@ -7,24 +7,32 @@ one network call per simulation step for all of them) or any `Player`
 (alpha-beta, random, ...) asked game by game. Scores are from side A's
 view: win 1, draw 1/2, loss 0; a game reaching ``max_plies`` counts as a draw.
 The openings are the tournaments' (`agents.arena.tournament.random_openings`).
+`evaluate_ladder` is a training run's evaluation: the ladder, the previous network and the running Elo.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+import torch
+from tqdm import tqdm
 
 from agents.alphazero.gamebatch import GameBatch
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
+from agents.arena.ratings import elo_from_score, score_interval
 from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
 from envs import RuleSet
 from envs import kernels as K
 from envs.encoding import move_to_action
 from envs.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from agents.alphazero.config import EvalConfig
 
 
 @dataclass
@@ -127,3 +135,37 @@ def spec_tag(spec: str) -> str:
     """A TensorBoard-friendly tag for a player spec: `alphabeta:depth=2` -> `alphabeta_depth2`."""
     kind, _, rest = spec.partition(":")
     return kind + ("_" + rest.replace("=", "").replace(",", "_") if rest else "")
+
+
+def evaluate_ladder(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,
+             seed: int, it: int, device: torch.device, precision: str, elo: float,
+             progress: bool = False) -> dict[str, float]:
+    """Scores against the ladder and the previous network, and the running Elo (`elo` before this evaluation).
+
+    Changes nothing outside: a stop may abandon it at any point."""
+    me = Searcher(evaluator, mcts, ec.simulations)
+    out: dict[str, float] = {}
+    ladder = []
+    bar = tqdm(total=len(ec.opponents) + int(ec.vs_previous), desc="eval", unit="match", disable=not progress,
+               leave=False)
+    for spec in ec.opponents:
+        bar.set_postfix_str(spec)
+        r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, "eval", spec, it),
+                         max_plies=ec.max_plies, opening_plies=ec.opening_plies)
+        out[f"score_{spec_tag(spec)}"] = r.score
+        # The 95% interval of the score (24 games: about +-0.2), logged beside it and drawn by plot_run.py.
+        out[f"low_{spec_tag(spec)}"], out[f"high_{spec_tag(spec)}"] = score_interval(r.wins, r.draws, r.losses)
+        ladder.append(r.score)
+        bar.update(1)
+    if ladder:
+        out["ladder_score"] = float(np.mean(ladder))
+    if ec.vs_previous:
+        bar.set_postfix_str("previous")
+        prev = Searcher(make_evaluator(previous, device, precision), mcts, ec.simulations, name="previous")
+        r = play_match(me, prev, games=ec.games, rules=rules, seed=derive_seed(seed, "previous", it),
+                       max_plies=ec.max_plies, opening_plies=ec.opening_plies)
+        out["score_previous"] = r.score
+        out["elo"] = elo + elo_from_score(r.score, r.games)
+        bar.update(1)
+    bar.close()
+    return out

@@ -1,4 +1,5 @@
-"""Training progress: seconds per phase, and an ETA made of the phases still to come.
+"""Training progress: seconds per phase, an ETA made of the phases still to come, and each iteration's
+log line and self-play scalars.
 
 An iteration of training is self-play, learning, perhaps an evaluation, and a
 checkpoint; evaluation iterations cost several times the others. An ETA from
@@ -11,7 +12,14 @@ checkpoint, plus the evaluations still due.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
+
+    from agents.alphazero.learner import LearnMetrics
+    from agents.alphazero.selfplay_data import SelfPlayStats
 
 PHASES = ("selfplay", "learn", "eval", "checkpoint")
 EVERY_ITERATION = ("selfplay", "learn", "checkpoint")
@@ -58,3 +66,60 @@ class PhaseClock:
         if eval_mean is None:
             return seconds, evals
         return seconds + evals * eval_mean, 0
+
+
+def log_selfplay(writer: SummaryWriter, it: int, s: SelfPlayStats, seconds: float, opponents: bool) -> None:
+    """Iteration `it`'s self-play scalars (`seconds`: its self-play phase; `opponents`: a run with opponent games)."""
+    games = max(1, int(s.games))
+    writer.add_scalar("perf/seconds_selfplay", seconds, it)
+    writer.add_scalar("selfplay/games_per_s", s.games / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/positions_per_s", s.positions / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/simulations_per_s", s.simulations / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/game_length", s.mean_length, it)
+    writer.add_scalar("selfplay/red_wins", s.red_wins / games, it)
+    writer.add_scalar("selfplay/blue_wins", s.blue_wins / games, it)
+    writer.add_scalar("selfplay/draws", s.draws / games, it)
+    if opponents:
+        writer.add_scalar("selfplay/opponent_games", s.opponent_games, it)
+        if s.opponent_games:
+            writer.add_scalar("selfplay/opponent_score", s.opponent_score, it)
+
+
+def iteration_line(it: int, iterations: int, s: Optional[SelfPlayStats], seconds: float, steps: int,
+                   metrics: LearnMetrics, scores: dict[str, float]) -> str:
+    """The log line of an iteration: self-play, learning and evaluation figures (`s` None: an iteration
+    whose self-play and learning ran before a stop)."""
+    parts = [f"iter {it}/{iterations}"]
+    if s is not None:
+        parts.append(
+            f"{s.games} games {s.positions} positions ({s.positions / max(seconds, 1e-9):.0f} pos/s, "
+            f"{s.simulations / max(seconds, 1e-9):.0f} sims/s, len {s.mean_length:.0f}, red/blue/draw "
+            f"{s.red_wins}/{s.blue_wins}/{s.draws})")
+        parts.append(f"{steps} steps loss {or_nan(metrics.total):.3f} (policy "
+                     f"{or_nan(metrics.policy):.3f} value {or_nan(metrics.value):.3f})")
+    else:
+        parts.append("self-play and learning done before the stop")
+    shown = []
+    for key, score in scores.items():
+        if key.startswith("score_"):
+            tag = key[len("score_"):]
+            low, high = scores.get(f"low_{tag}"), scores.get(f"high_{tag}")
+            shown.append(f"{tag} {score:.2f}" + (f" [{low:.2f}-{high:.2f}]" if low is not None and high is not None
+                                                 else ""))
+    evaluation = " ".join(shown)
+    if "elo" in scores:
+        evaluation += f" elo {scores['elo']:.0f}"
+    if evaluation:
+        parts.append(f"eval: {evaluation}")
+    return " | ".join(parts)
+
+
+def or_nan(value: Optional[float]) -> float:
+    """`value`, or NaN for a figure never measured (a learn phase that took no step)."""
+    return math.nan if value is None else value
+
+
+def format_seconds(s: float) -> str:
+    """Seconds as the log line shows them: `4m05s`, or `1h02m` from an hour on."""
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"

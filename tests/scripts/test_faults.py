@@ -56,6 +56,7 @@ from agents.rundir import (
 )
 from agents.stopping import GracefulStop
 from envs import RuleSet
+from agents.alphazero import config as train_config
 from jungle_zero import train as train_script
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
@@ -582,8 +583,8 @@ def tiny_latest(run_dir: Path, **damage: Any) -> Path:
     from agents.alphazero.learner import Learner, LearnerConfig
     from agents.alphazero.replay import ReplayBuffer
 
-    cfg = train_script.compose_config([*TINY, f"out_dir={run_dir.parent}", f"name={run_dir.name}"])
-    conf = train_script.checked_config(cfg)
+    cfg = train_config.compose_config([*TINY, f"out_dir={run_dir.parent}", f"name={run_dir.name}"])
+    conf = train_config.checked_config(cfg)
     model = build_network(conf.model)
     state = {"model": model.state_dict(), "network": conf.model.to_dict(), "rules": RuleSet().to_dict(),
              "config": OmegaConf.to_yaml(cfg), "run_id": "00112233aabbccdd",

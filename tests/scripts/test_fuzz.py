@@ -14,7 +14,7 @@ from agents.alphazero.device import resolve_device
 from envs import START_JFEN, Board, Move
 from envs.config import dotted_keys
 from agents.arena import config as evaluate_config
-from jungle_zero import train
+from agents.alphazero import config as train_config
 
 JFEN_ALPHABET = "rcdwpteRCDWPTLEl0123456789/ bx-+"
 
@@ -135,7 +135,7 @@ def assert_finite_and_plain(node: Any, where: str = "") -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(overrides(dotted_keys(train.Config)))
+@given(overrides(dotted_keys(train_config.Config)))
 @example(["trian.iterations=3"])
 @example(["train.learner.lr=1e400"])
 @example(["seed=4294967296"])
@@ -143,9 +143,9 @@ def assert_finite_and_plain(node: Any, where: str = "") -> None:
 @example(["train.replay_capacity=100000000000"])
 @example(["seed=${oc.env:HOME}"])
 def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
-    conf = assert_checked_or_one_line(train.checked_config, train.compose_config, args)
+    conf = assert_checked_or_one_line(train_config.checked_config, train_config.compose_config, args)
     if conf is not None:
-        assert isinstance(conf, train.Config)
+        assert isinstance(conf, train_config.Config)
         assert_finite_and_plain(conf)
         assert 0 <= conf.seed < 2**32 and 1 <= conf.mcts.num_simulations <= 100_000
         assert conf.name == "" or ("/" not in conf.name and conf.name not in (".", ".."))

@@ -17,7 +17,8 @@ from agents.alphazero.checkpoint import load_checkpoint
 from agents.alphazero.learner import LearnMetrics
 from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
-from jungle_zero import train
+from agents.alphazero import config as train_config
+from agents.alphazero.run import TrainingRun
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
 
@@ -107,7 +108,7 @@ def test_a_corrupted_checkpoint_is_refused_with_a_clear_message(run_dir: Path, t
 def refused(*overrides: str) -> str:
     """The message of the error that the config `overrides` compose into (or that composing them raises)."""
     with pytest.raises((ValueError, HydraException)) as e:
-        train.checked_config(train.compose_config(overrides))
+        train_config.checked_config(train_config.compose_config(overrides))
     return str(e.value)
 
 
@@ -121,13 +122,13 @@ def test_an_unknown_config_key_is_an_error() -> None:
 @pytest.mark.parametrize("group", ["default", "gpu", "tiny", "opponents"])
 def test_every_train_group_composes(group: str) -> None:
     """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys)."""
-    cfg = train.compose_config([f"train={group}"])
+    cfg = train_config.compose_config([f"train={group}"])
     text = OmegaConf.to_yaml(cfg)
     assert "iterations:" in text
     if group == "opponents":
         assert "- alphabeta:depth=2,noise=50" in text and "opponent_fraction: 0.3" in text
         assert "simulations: 128" in text  # the default group's evaluation is kept
-    train.checked_config(cfg)
+    train_config.checked_config(cfg)
 
 
 @pytest.mark.parametrize("override, words", [
@@ -186,12 +187,10 @@ def test_bad_values_are_refused(override: str, words: str) -> None:
 
 @pytest.mark.parametrize("override", ["train.checkpoint_every=0", "+train.bogus=1", "mcts.num_simulations=0",
                                       'train.selfplay.opponents=["alphabeta:depth=-1"]'])
-def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as stop:
-        train.main(train.compose_config([override, f"out_dir={tmp_path}", "name=failed"]))
-    assert stop.value.code == 2
-    assert "train.py: error:" in capsys.readouterr().err
+def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, tmp_path: Path) -> None:
+    overrides = [override, f"out_dir={tmp_path}", "name=failed"]
+    with pytest.raises(ValueError, match=override.split("=")[0].lstrip("+").split(".")[-1]):
+        TrainingRun.open(train_config.compose_config(overrides), overrides)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -219,9 +218,9 @@ def test_the_command_line_prints_one_line_for_a_typo(tmp_path: Path) -> None:
 
 def test_a_gpu_run_on_a_machine_without_cuda_stops_with_one_line() -> None:
     """preset=gpu asks for device=cuda: on a machine without CUDA it is refused before any work, naming why."""
-    assert train.compose_config(["preset=gpu"]).device == "cuda"
+    assert train_config.compose_config(["preset=gpu"]).device == "cuda"
     if torch.cuda.is_available():  # a GPU machine: the preset is valid, and a device it lacks is refused
-        train.checked_config(train.compose_config(["preset=gpu"]))
+        train_config.checked_config(train_config.compose_config(["preset=gpu"]))
         words = refused(f"device=cuda:{torch.cuda.device_count()}")
         assert "is not available" in words
         return
@@ -234,8 +233,8 @@ def test_a_gpu_run_on_a_machine_without_cuda_stops_with_one_line() -> None:
 def test_buffers_larger_than_the_machine_are_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """The replay buffer and the self-play trees are allocated whole at the start: more than the machine's
     memory is refused by the config check (here: a machine of 1 GiB)."""
-    monkeypatch.setattr(train, "machine_memory", lambda: 2**30)
-    train.checked_config(train.compose_config([]))  # the default run fits
+    monkeypatch.setattr(train_config, "machine_memory", lambda: 2**30)
+    train_config.checked_config(train_config.compose_config([]))  # the default run fits
     assert "the replay buffer (train.replay_capacity=2000000) would take 1.8 GiB, more than this machine's 1.0 GiB" \
         in refused("train.replay_capacity=2000000")
     assert "the self-play trees (train.selfplay.parallel=1024 games x mcts.num_simulations=20000)" in refused(
@@ -258,34 +257,34 @@ def repeated_defaults(values: dict[str, Any], defaults: dict[str, Any], where: s
     return out
 
 
-@pytest.mark.parametrize("group", sorted(train.SCHEMAS))
+@pytest.mark.parametrize("group", sorted(train_config.SCHEMAS))
 def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> None:
     """Every option of a group composes alone and passes the checks, sets only its own node, and states
     only the values that differ from its dataclass's defaults."""
-    defaults = defaults_of(train.SCHEMAS[group])
-    base = OmegaConf.to_container(train.compose_config([]))
+    defaults = defaults_of(train_config.SCHEMAS[group])
+    base = OmegaConf.to_container(train_config.compose_config([]))
     for option in group_options(group):
         values = read_config_file(config_dir(group) / f"{option}.yaml", group, ValueError)
         assert repeated_defaults(values, defaults) == [], f"{group}/{option}"
-        cfg = train.compose_config([f"{group}={option}"])
-        train.checked_config(cfg)
+        cfg = train_config.compose_config([f"{group}={option}"])
+        train_config.checked_config(cfg)
         changed = {k for k, v in OmegaConf.to_container(cfg).items() if v != base[k]}  # type: ignore[union-attr]
         assert changed <= {group}, f"{group}={option} changes {changed}"
 
 
 def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
-    default = train.checked_config(train.compose_config([]))
+    default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel.max_actions == 4
-    gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
+    gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
     assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
-    mine = train.checked_config(train.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8",
+    mine = train_config.checked_config(train_config.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8",
                                                       "device=cpu"]))
     assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.selfplay.parallel) == (6, 8, 1024)
-    smoke = train.checked_config(train.compose_config(["preset=smoke"]))
+    smoke = train_config.checked_config(train_config.compose_config(["preset=smoke"]))
     assert (smoke.model.blocks, smoke.mcts.num_simulations, smoke.train.iterations) == (1, 4, 2)
-    assert train.checked_config(train.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
+    assert train_config.checked_config(train_config.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
 
 
 def test_train_and_evaluate_compose_one_rules_group(tmp_path: Path) -> None:
@@ -300,44 +299,45 @@ def test_train_and_evaluate_compose_one_rules_group(tmp_path: Path) -> None:
             (["rules=keeps_rank", "rules.no_capture_draw=200"], RuleSet(trapped_attacker="keeps_rank", no_capture_draw=200)),
             ([f"hydra.searchpath=[file://{tmp_path}]", "rules=house", "rules.rank_order=dog_over_wolf"],
              RuleSet(trapped_attacker="keeps_rank", rank_order="dog_over_wolf"))):
-        trained = train.checked_config(train.compose_config(overrides)).rules
+        trained = train_config.checked_config(train_config.compose_config(overrides)).rules
         evaluated = evaluate_config.checked_config(evaluate_config.compose_config(overrides)).rules
         assert type(trained) is RulesConfig and type(evaluated) is RulesConfig
         assert trained == evaluated and trained.rule_set() == wanted, overrides
 
 
 def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path) -> None:
-    stored = OmegaConf.to_yaml(train.compose_config(["train=tiny", "name=run", "seed=5"]))
-    cfg = train.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9",
+    stored = OmegaConf.to_yaml(train_config.compose_config(["train=tiny", "name=run", "seed=5"]))
+    cfg = train_config.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9",
                                                   "train.selfplay.opponents=[random]",
                                                   "+train.selfplay.opponent_fraction=0.25"])
-    conf = train.checked_config(cfg)
+    conf = train_config.checked_config(cfg)
     assert (conf.seed, conf.name, conf.train.iterations, conf.train.batch_size) == (5, "run", 9, 16)
     assert conf.train.selfplay.opponents == ["random"] and conf.train.selfplay.opponent_fraction == 0.25
     assert "defaults" not in cfg and "hydra" not in cfg
     for bad, words in (("model=large", "config group 'model'"), ("preset=gpu", "config group 'preset'"),
                        ("train.bogus=1", "bogus"), ("train.iterations=many", "iterations"),
                        ("~train.eval", "only key=value")):
-        with pytest.raises(train.ConfigError, match=words):
-            train.resumed_config(stored, tmp_path, [bad])
+        with pytest.raises(train_config.ConfigError, match=words):
+            train_config.resumed_config(stored, tmp_path, [bad])
 
 
 def test_a_stored_config_in_the_flat_search_layout_resumes_as_it_meant(tmp_path: Path) -> None:
     """The flat search keys of a config stored by an earlier version go into their nodes on resume; the key
     set is that of a shipped network's stored config, and overrides take the new keys."""
-    composed = train.compose_config(["train=tiny", "name=run", "mcts.puct.c_puct=2.5"])
+    composed = train_config.compose_config(["train=tiny", "name=run", "mcts.puct.c_puct=2.5"])
     stored = flat_search_layout(OmegaConf.to_yaml(composed))
     shipped = torch.load(ROOT / "checkpoints" / "shipped" / "default-60.pt", weights_only=True)
     assert set(OmegaConf.create(stored).mcts) == set(OmegaConf.create(shipped["config"]).mcts)
-    conf = train.checked_config(train.resumed_config(stored, tmp_path, ["resume=run"]))
-    assert conf.mcts == train.checked_config(composed).mcts
+    conf = train_config.checked_config(train_config.resumed_config(stored, tmp_path, ["resume=run"]))
+    assert conf.mcts == train_config.checked_config(composed).mcts
     assert (conf.mcts.puct.c_puct, conf.mcts.gumbel.max_actions) == (2.5, 4)  # 4: preset=cpu's
-    again = train.checked_config(train.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"]))
+    again = train_config.checked_config(
+        train_config.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"]))
     assert again.mcts.gumbel.max_actions == 8
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
-    from jungle_zero.train import iteration_line
+    from agents.alphazero.progress import iteration_line
 
     scores = {"score_alphabeta_depth2": 0.25, "low_alphabeta_depth2": 0.11, "high_alphabeta_depth2": 0.45,
               "score_random": 1.0}

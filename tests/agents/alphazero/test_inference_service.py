@@ -35,7 +35,7 @@ from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
-from jungle_zero import train
+from agents.alphazero import config as train_config
 from tests.support import ROOT
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
@@ -198,12 +198,12 @@ def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> No
 
 def test_train_config_switches_the_server_on_for_workers_only() -> None:
     with pytest.raises(ValueError, match="inference_server=true .* needs train.workers >= 1"):
-        train.checked_config(train.compose_config(["train.inference_server=true"]))
-    conf = train.checked_config(train.compose_config(["train.inference_server=true", "train.workers=2"]))
+        train_config.checked_config(train_config.compose_config(["train.inference_server=true"]))
+    conf = train_config.checked_config(train_config.compose_config(["train.inference_server=true", "train.workers=2"]))
     assert conf.train.inference_server and conf.train.workers == 2
-    gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))
+    gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))
     assert gpu.train.inference_server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
-    assert not train.checked_config(train.compose_config([])).train.inference_server  # the CPU default is as before
+    assert not train_config.checked_config(train_config.compose_config([])).train.inference_server  # the CPU default is as before
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
-from jungle_zero import train
+from agents.alphazero import config as train_config
 from tests.support import ROOT
 
 RULES = RuleSet()
@@ -288,13 +288,13 @@ def test_survival_weight_must_not_be_negative() -> None:
 
 # -- config -------------------------------------------------------------------------------------
 def test_the_switch_and_the_weight_are_config_keys() -> None:
-    conf = train.checked_config(train.compose_config(["model=tiny", "model.survival_head=true",
+    conf = train_config.checked_config(train_config.compose_config(["model=tiny", "model.survival_head=true",
                                                       "train.learner.survival_weight=0.25"]))
     assert conf.model.survival_head is True and conf.train.learner.survival_weight == 0.25
-    default = train.checked_config(train.compose_config([]))
+    default = train_config.checked_config(train_config.compose_config([]))
     assert default.model.survival_head is False
     with pytest.raises(ValueError, match="survival_weight"):
-        train.checked_config(train.compose_config(["train.learner.survival_weight=-1"]))
+        train_config.checked_config(train_config.compose_config(["train.learner.survival_weight=-1"]))
 
 
 @pytest.mark.slow

@@ -1,0 +1,428 @@
+"""A training run's lifecycle: opened from its config (a fresh run, or the run a checkpoint resumes),
+restored, its directory claimed, its checkpoints saved, and ended by a stop or a failure with one line."""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Callable, NoReturn, Optional, Sequence
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch.utils.tensorboard import SummaryWriter
+
+from agents.alphazero.checkpoint import (
+    BEST,
+    LATEST,
+    CheckpointError,
+    check_compatible,
+    load_checkpoint,
+    require_training_state,
+    resolve_checkpoint_path,
+    resume_dir,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from agents.alphazero.config import Config, checked_config, resumed_config
+from agents.alphazero.inference import InferenceSettings
+from agents.alphazero.learner import Learner, LearnMetrics
+from agents.alphazero.network import count_parameters
+from agents.alphazero.progress import PhaseClock, log_selfplay
+from agents.alphazero.replay import ReplayBuffer
+from agents.alphazero.selfplay_data import SelfPlayData
+from agents.alphazero.workers import SelfPlayPool, WorkerSettings, make_selfplay_pool
+from agents.arena.records import append_jsonl, cut_torn_tail
+from agents.io import atomic_write_text
+from agents.rundir import (
+    RUN_FILE,
+    RunDirLock,
+    RunRecord,
+    check_run_name,
+    check_writable_dir,
+    claim_run_dir,
+    fresh_run_leftovers,
+    log_sizes,
+    new_run_id,
+    owned_log,
+    read_run_record,
+    remove_run_files,
+    rewind_logs,
+    write_run_record,
+)
+from agents.stopping import GracefulStop, signal_name
+from envs.config import override_key, shown
+
+log = logging.getLogger("train")
+
+LOGS = ("games.jsonl", "events.out.tfevents.*")
+"""The run's append-only logs: a resumed run cuts them back to what its checkpoint had seen."""
+CONFIG_FILE = "config.yaml"
+"""The run's config as it runs (rewritten by each sitting)."""
+
+
+class TrainingRun:
+    """One run directory and what its checkpoints hold: `open` resolves the run (checking everything before any
+    work), `restore` loads a resumed run's state, `claim` takes the directory, the save methods write the
+    checkpoints, and `stopped` / `failed` end the run with one line."""
+
+    def __init__(self, conf: Config, config_yaml: str, run_dir: Path, resume_path: Path,
+                 resume_from: Optional[dict[str, Any]], loaded_as: tuple[int, int, int], init_path: Path,
+                 init_from: Optional[dict[str, Any]]) -> None:
+        self.conf, self.config_yaml, self.run_dir = conf, config_yaml, run_dir
+        self.rules = conf.rules.rule_set()
+        self.resume_path, self.resume_from, self.loaded_as = resume_path, resume_from, loaded_as
+        self.init_path, self.init_from = init_path, init_from
+        self.in_place = resume_from is not None and run_dir.resolve() == resume_path.parent.resolve()
+        self.again = f"python train.py resume={run_dir}"
+        """The command that continues the run."""
+        self.run_id = ""
+        self.created = False
+        self.lock: Optional[RunDirLock] = None
+        self.writer: Optional[SummaryWriter] = None
+        self.parts: Optional[tuple[torch.nn.Module, Learner, ReplayBuffer, torch.nn.Module]] = None
+        """The model, learner, replay buffer and previous network the checkpoints hold (`restore`)."""
+        self.counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
+        self.history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
+        self.clock = PhaseClock()
+        self.pending_eval = False
+        """The resumed run stopped before the evaluation of its last iteration."""
+        self.saved = (0, False)
+        """What latest.pt holds: (iteration, its evaluation still to do)."""
+        self.checkpointed = self.in_place
+
+    @classmethod
+    def open(cls, cfg: DictConfig, task_overrides: Sequence[str]) -> tuple[TrainingRun, Config]:
+        """The run of the composed config `cfg` given with the command line's `task_overrides`: a fresh run, or
+        the stored config of the run being resumed, and its config as checked dataclasses. ValueError
+        (ConfigError, CheckpointError, PlayerSpecError, RuleSetError, ...) naming what is wrong, before any
+        work and before the run directory exists."""
+        resume_from: Optional[dict[str, Any]] = None
+        resume_path, loaded_as = Path(), (0, 0, 0)
+        if cfg.resume:
+            resume_path = resolve_checkpoint_path(cfg.resume, cfg.out_dir)
+            resume_from = load_checkpoint(resume_path)
+            require_training_state(resume_from, resume_path)  # best.pt, iter_*.pt: weights only (see init=)
+            loaded_as = file_identity(resume_path)
+            cfg = resumed_config(resume_from["config"], resume_path, task_overrides)
+        given = {override_key(o) for o in task_overrides}
+        if not cfg.name:
+            if "name" in given:
+                check_run_name(cfg.name)  # name= given empty
+            cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
+        conf = checked_config(cfg)
+        check_writable_dir(conf.out_dir)
+        init_from: Optional[dict[str, Any]] = None
+        init_path = Path()
+        if resume_from is not None:
+            if "init" in given:
+                raise CheckpointError("init= starts a new run from given weights and resume= continues a run: "
+                                      "give one of them")
+            check_compatible(resume_from, resume_path, network=conf.model, rules=conf.rules.rule_set())
+            # In the directory of its latest.pt, never in the run its config names (a copy would rewind it).
+            run_dir = resume_dir(resume_path, Path(conf.out_dir) / conf.name if given & {"name", "out_dir"} else None)
+            cfg.name, cfg.out_dir = run_dir.name, str(run_dir.parent)
+            conf.name, conf.out_dir = cfg.name, cfg.out_dir
+            if run_dir.resolve() != resume_path.parent.resolve():
+                fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # a copy starts in a directory of its own
+        else:
+            run_dir = Path(conf.out_dir) / conf.name
+            fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # refuses a directory holding what it did not write
+            if conf.init:
+                init_path = resolve_checkpoint_path(conf.init, conf.out_dir)
+                init_from = load_checkpoint(init_path)
+                check_compatible(init_from, init_path, network=conf.model, rules=conf.rules.rule_set())
+        return cls(conf, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path,
+                   init_from), conf
+
+    def restore(self, model: torch.nn.Module, learner: Learner, replay: ReplayBuffer,
+                previous: torch.nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Load the given weights (`init`) or every part of the resumed run into the built parts, each checked,
+        before the run directory is claimed; the run's (counters, history). CheckpointError naming a damaged part."""
+        counters, history = self.counters, self.history
+        if self.init_from is not None:
+            init_from = self.init_from
+            restore_part(self.init_path, "model", lambda: model.load_state_dict(init_from["model"]))
+        previous.load_state_dict(model.state_dict())
+        if self.resume_from is not None:
+            state, path = self.resume_from, self.resume_path
+            restore_part(path, "model", lambda: model.load_state_dict(state["model"]))
+            restore_part(path, "learner", lambda: learner.load_state_dict(state["learner"]))
+            restore_part(path, "replay", lambda: replay.load_state_dict(state["replay"]))
+            restore_part(path, "counters", lambda: counters.update(checked_counters(state["counters"])))
+            restore_part(path, "extra", lambda: history.update(checked_extra(state["extra"])["history"]))
+            restore_part(path, "extra", lambda: previous.load_state_dict(state["extra"]["previous_model"]))
+            restore_part(path, "rng", lambda: set_rng_state(state["rng"]))
+            self.pending_eval = bool(state["extra"].get("pending_eval"))  # stopped before it evaluated
+        self.parts = model, learner, replay, previous
+        self.clock = PhaseClock(history.get("phase_seconds"))  # seconds per phase, for the ETA
+        self.saved = (counters["iteration"], self.pending_eval)
+        return counters, history
+
+    def claim(self) -> None:
+        """Take the run directory: this process alone writes to it (a lock; a second writer is refused, naming
+        its pid), only what it wrote is touched, the logs are cut back to the checkpoint; then the run record
+        and config.yaml. ValueError when another process holds it."""
+        run_dir, resume_from, resume_path = self.run_dir, self.resume_from, self.resume_path
+        self.created = not run_dir.exists()
+        stored_id = resume_from.get("run_id") if self.in_place and resume_from is not None else None
+        self.run_id = stored_id if isinstance(stored_id, str) and stored_id else new_run_id()  # os.urandom: seeds untouched
+        leftovers: list[Path] = []
+
+        def check_under_lock() -> None:  # again under the lock: another process may have written meanwhile
+            nonlocal leftovers
+            if not self.in_place:
+                leftovers = fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))
+            elif file_identity(resume_path) != self.loaded_as:
+                raise CheckpointError(f"{str(resume_path)!r} was rewritten while this run started; start it again")
+
+        self.lock = claim_run_dir(run_dir, check=check_under_lock)  # refuses a second writer, naming its pid
+        if self.in_place:
+            assert resume_from is not None
+            record = read_run_record(run_dir)
+            logs = resume_from["extra"].get("logs")
+            if logs is None:
+                log.warning("%s predates log rewinding: games.jsonl and the events may repeat the interrupted iteration",
+                            resume_path)
+            else:
+                if record is None or record.run_id != stored_id:
+                    log.warning("%s does not name this directory's run (%s): only the logs it lists are cut back",
+                                resume_path, RUN_FILE)
+                for change in rewind_logs(run_dir, logs, LOGS,
+                                          owned=lambda name: owned_log(name, str(stored_id), record, LOGS)):
+                    log.info("%s", change)
+            # The run's games.jsonl (its checkpoint saw it), shorter than it was then and cut inside a line:
+            torn = cut_torn_tail(run_dir / "games.jsonl") if "games.jsonl" in (logs or {}) else 0
+            if torn:
+                log.warning("cut %d bytes of an unfinished last line from games.jsonl (the file lost its end)", torn)
+        for leftover in leftovers:  # what an attempt that never wrote a checkpoint left (checked above)
+            leftover.unlink(missing_ok=True)
+            log.info("removed %s (left by an attempt that wrote no checkpoint)", leftover.name)
+        write_run_record(run_dir, RunRecord(self.run_id, checkpointed=self.in_place))
+        if resume_from is not None:
+            log.info("resuming %s at iteration %d%s", resume_path, resume_from["counters"]["iteration"],
+                     "" if self.in_place else f" as the new run {run_dir}")
+        elif self.init_from is not None:
+            log.info("new run %s from the weights of %s", run_dir, self.init_path)
+        atomic_write_text(run_dir / CONFIG_FILE, self.config_yaml)
+
+    def open_writer(self) -> SummaryWriter:
+        """The run's TensorBoard writer: its own event files (agents.rundir.owned_log), a resumed run's cut
+        back to its checkpoint."""
+        self.writer = SummaryWriter(str(self.run_dir), purge_step=self.counters["iteration"] + 1 if self.in_place
+                                    else None, filename_suffix=f".{self.run_id}")
+        if not self.in_place:
+            self.writer.add_text("config", "```\n" + self.config_yaml + "\n```", 0)
+        return self.writer
+
+    def selfplay_pool(self, evaluator: Any, device: torch.device) -> SelfPlayPool:
+        """The self-play pool of the run (its workers, or this process), which checks the settings (opponent specs
+        included) before any game; logs what the run is."""
+        conf, tc = self.conf, self.conf.train
+        assert self.parts is not None
+        settings = WorkerSettings(network=conf.model.to_dict(), mcts=asdict(conf.mcts), rules=self.rules.to_dict(),
+                                  selfplay=replace(tc.selfplay, player_name=conf.name), precision=conf.precision)
+        inference = (InferenceSettings(device=str(device), precision=conf.precision, threads=conf.threads)
+                     if tc.inference_server else None)
+        pool = make_selfplay_pool(tc.worker_backend, tc.workers, settings, evaluator=evaluator,
+                                  address=tc.ray_address, inference=inference)
+        log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
+                 conf.name, conf.model, count_parameters(self.parts[0]), device, conf.mcts.algorithm,
+                 conf.mcts.num_simulations,
+                 (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
+                 + (f" feeding an inference server on {device}" if tc.inference_server else ""))
+        return pool
+
+    def played(self, it: int, data: SelfPlayData, started: float) -> float:
+        """Iteration `it`'s self-play games into the replay buffer, games.jsonl, the counters and the logs; its
+        seconds since `started`."""
+        assert self.parts is not None and self.writer is not None
+        for record in data.records:
+            record.extra["iteration"] = it
+        self.parts[2].add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival)
+        if self.conf.train.write_games:
+            append_jsonl(self.run_dir / "games.jsonl", data.records)
+        s = data.stats
+        self.counters["positions"] += int(s.positions)
+        self.counters["games"] += int(s.games)
+        self.counters["simulations"] += int(s.simulations)
+        seconds = time.time() - started
+        self.clock.add("selfplay", seconds)
+        log_selfplay(self.writer, it, s, seconds, self.conf.train.selfplay.opponent_fraction > 0)
+        return seconds
+
+    def learned(self, it: int, metrics: LearnMetrics, started: float, learning: float) -> None:
+        """Iteration `it`'s learning (since `learning`) into the logs; the iteration (since `started`) is done
+        but for its evaluation."""
+        assert self.parts is not None and self.writer is not None
+        _, learner, replay, _ = self.parts
+        self.clock.add("learn", time.time() - learning)
+        for tag, value in metrics.tags().items():  # means over the steps, but the count of the skipped ones
+            self.writer.add_scalar(tag, value, it)
+        self.writer.add_scalar("perf/learner_steps", learner.step_count, it)
+        self.writer.add_scalar("perf/replay_positions", len(replay), it)
+        self.writer.add_scalar("perf/seconds_learn", time.time() - learning, it)
+        self.counters["iteration"] = it
+        self.counters["seconds"] += time.time() - started
+
+    def evaluated(self, it: int, scores: dict[str, float], started: float) -> None:
+        """Iteration `it`'s evaluation (since `started`): the running Elo, the logs, and the network the next
+        evaluation plays."""
+        assert self.parts is not None and self.writer is not None
+        self.history["elo"] = scores.get("elo", self.history["elo"])
+        for k, v in scores.items():
+            self.writer.add_scalar(f"eval/{k}", v, it)
+        self.parts[3].load_state_dict(self.parts[0].state_dict())
+        self.clock.add("eval", time.time() - started)
+        self.writer.add_scalar("perf/seconds_eval", time.time() - started, it)
+        self.counters["seconds"] += time.time() - started
+
+    def checkpointed_at(self, it: int, started: float) -> None:
+        """The seconds of iteration `it`'s checkpoint phase (since `started`) into the clock, counters and logs."""
+        assert self.writer is not None
+        self.clock.add("checkpoint", time.time() - started)
+        self.counters["seconds"] += time.time() - started
+        self.writer.add_scalar("perf/seconds_checkpoint", time.time() - started, it)
+
+    def weights_state(self) -> dict[str, Any]:
+        """What every checkpoint of the run holds: the weights, their shape, the rules, the config, the counters
+        and the run's id."""
+        assert self.parts is not None
+        model, learner = self.parts[0], self.parts[1]
+        return {"model": model.state_dict(), "network": self.conf.model.to_dict(),
+                "rules": self.rules.to_dict(), "config": self.config_yaml,
+                "counters": dict(self.counters, learner_steps=learner.step_count), "run_id": self.run_id}
+
+    def save_latest(self, pending: bool, rng: Optional[dict[str, Any]] = None) -> None:
+        """latest.pt: the weights and all a resume needs, and the sizes of the logs it has seen."""
+        assert self.parts is not None and self.writer is not None
+        _, learner, replay, previous = self.parts
+        self.writer.flush()
+        keep_contents = replay.nbytes() <= self.conf.train.replay_in_checkpoint_mb * 2**20
+        save_checkpoint(self.run_dir / LATEST, dict(
+            self.weights_state(),
+            learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
+            rng=rng if rng is not None else rng_state(),
+            extra={"history": dict(self.history, phase_seconds=self.clock.state_dict()),
+                   "previous_model": previous.state_dict(), "logs": log_sizes(self.run_dir, LOGS),
+                   "pending_eval": pending},
+        ))
+        self.saved = (self.counters["iteration"], pending)
+        if not self.checkpointed:  # from now on a fresh start refuses this directory: it holds a run to resume
+            write_run_record(self.run_dir, RunRecord(self.run_id, checkpointed=True))
+            self.checkpointed = True
+
+    def keep_latest(self, it: int, pending: bool, rng: Optional[dict[str, Any]] = None) -> None:
+        """latest.pt for a stop at iteration `it` (`pending`: its evaluation still to play), unless it holds that."""
+        if self.saved != (it, pending):
+            self.save_latest(pending=pending, rng=rng)
+
+    def save_iteration(self, it: int, scores: dict[str, float]) -> None:
+        """The checkpoints of iteration `it`: iter_NNNNNN.pt, best.pt when its ladder score is the best so far,
+        and latest.pt."""
+        state = self.weights_state()
+        save_checkpoint(self.run_dir / f"iter_{it:06d}.pt", state)
+        ladder = scores.get("ladder_score")
+        if ladder is not None and ladder >= self.history["best_score"]:
+            self.history["best_score"] = ladder
+            save_checkpoint(self.run_dir / BEST, dict(state, extra={"scores": scores}))
+        self.save_latest(pending=False)
+
+    def failed(self, it: int, error: Exception) -> NoReturn:
+        """End the run on `error` in iteration `it` with one line (exit 1): what went wrong, what latest.pt
+        holds and how to continue (a diverged learner: with a lower learning rate)."""
+        advice = f"continue with: {self.again}"
+        if isinstance(error, OSError):  # a full disk, a file system gone read-only: the last latest.pt is whole
+            failure = f"iteration {it}: cannot write {error.filename or 'a file of the run'}: {error.strerror or error}"
+        else:
+            failure = f"iteration {it}: {error}"
+            if not isinstance(error, CheckpointError):
+                advice = (f"continue with a lower learning rate: {self.again} "
+                          f"train.learner.lr={self.conf.train.learner.lr / 10:g}")
+        try:
+            if self.writer is not None:
+                self.writer.close()
+        except OSError:
+            pass
+        kept = (f"latest.pt holds iteration {self.saved[0]}; {advice}" if (self.run_dir / LATEST).is_file()
+                else "no checkpoint was written")
+        print(f"train.py: error: {failure}; {kept}", file=sys.stderr)
+        sys.exit(1)
+
+    def close(self, stop: GracefulStop, stopped: str) -> None:
+        """Close the run's logs; after a stop signal (`stopped`: when it stopped) end with one line saying what
+        latest.pt holds and how to continue."""
+        assert self.writer is not None
+        self.writer.close()
+        if stop.requested:
+            self.stopped(stop, stopped)
+
+    def stopped(self, stop: GracefulStop, when: str) -> NoReturn:
+        """End a stopped run with one line and the signal's exit status; a run with no checkpoint yet removes
+        what it wrote, so the same command starts afresh."""
+        assert stop.requested is not None
+        at = f"iteration {self.saved[0]}" + (" (its evaluation still to play)" if self.saved[1] else "")
+        if (self.run_dir / LATEST).is_file():
+            then = f"latest.pt holds {at}; continue with: {self.again}"
+        else:  # nothing to resume: nothing is kept, and the same command starts afresh
+            remove_run_files(self.run_dir, self.run_id, LOGS, kept=(CONFIG_FILE,), created=self.created)
+            assert self.lock is not None
+            self.lock.release()
+            then = "no checkpoint was written yet, so nothing was kept: run the same command again to start afresh"
+        print(f"{signal_name(stop.requested)}: stopped {when}; {then}", file=sys.stderr)
+        sys.exit(stop.exit_code)
+
+
+def restore_part(path: Path, part: str, action: Callable[[], Any]) -> None:
+    """Run `action`, which loads the `part` entry of the checkpoint at `path` into this run; CheckpointError
+    naming the part when that entry is damaged (a wrong type, shape or key), before the run directory is claimed."""
+    try:
+        action()
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError, OverflowError) as e:
+        text = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"checkpoint {str(path)!r}: its {part} entry is damaged ({text})") from None
+
+
+def checked_counters(counters: Any) -> dict[str, Any]:
+    """A checkpoint's counters (iteration, positions, games, simulations: integers >= 0; seconds: a finite
+    number); ValueError naming the first that is not."""
+    if not isinstance(counters, dict):
+        raise TypeError(f"a mapping is expected, got {type(counters).__name__}")
+    for key in ("iteration", "positions", "games", "simulations", "learner_steps"):
+        value = counters.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{key}={shown(value)} is not an integer >= 0")
+    seconds = counters.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise ValueError(f"seconds={shown(seconds)} is not a finite number")
+    return counters
+
+
+def checked_extra(extra: Any) -> dict[str, Any]:
+    """A latest.pt's extra entry: history (numbers), previous_model (a state dict), logs (sizes or None) and
+    pending_eval (a bool); ValueError or TypeError naming what is wrong."""
+    if not isinstance(extra, dict) or not isinstance(extra.get("history"), dict):
+        raise TypeError("a mapping with a history mapping is expected")
+    for key in ("elo", "best_score"):
+        value = extra["history"].get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"history.{key}={shown(value)} is not a finite number")
+    if not isinstance(extra.get("previous_model"), dict):
+        raise TypeError("previous_model is not a state dict")
+    logs = extra.get("logs")
+    if logs is not None and not (isinstance(logs, dict) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in logs.items())):
+        raise ValueError("logs is not a mapping of file names to sizes")
+    if not isinstance(extra.get("pending_eval", False), bool):
+        raise TypeError("pending_eval is not true or false")
+    return extra
+
+
+def file_identity(path: Path) -> tuple[int, int, int]:
+    """(inode, size, modification time): changes whenever an atomic write replaces the file."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
