@@ -42,7 +42,7 @@ from agents.alphazero.search.config import (
     SearchParams,
     migrate_flat_mcts,
 )
-from agents.alphazero.search.driver import BatchedMCTS
+from agents.alphazero.search.driver import BatchedMCTS, search_tables
 from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.puct import Puct
@@ -75,5 +75,5 @@ __all__ = [
     "ALGORITHMS", "GumbelConfig", "MCTSConfig", "MCTSConfigError", "PuctConfig", "SearchParams", "migrate_flat_mcts",
     "ROOT_POLICIES", "BatchedMCTS", "Evaluator", "RootPolicy", "SearchOutput", "UniformEvaluator",
     "uniform_evaluator", "considered_visits", "leaves_per_call", "make_policy", "shares_calls", "NO_PARENT", "ROOT",
-    "UNVISITED", "Tree",
+    "UNVISITED", "Tree", "search_tables",
 ]

@@ -34,6 +34,7 @@ class SearchParams(NamedTuple):
     decisive: bool
     solver: bool
     draw_value: float
+    tablebase: bool
 
 
 @dataclass
@@ -132,6 +133,12 @@ class MCTSConfig:
     value is their Q, and the move played is a proven win when there is one and never a proven loss
     while another move is open; the root value is then exact."""
 
+    tablebase: bool = False
+    """Endgame tables as proven results: a position below the root that the built tables hold
+    (``python -m envs tablebase build``) is terminal with its exact value under the no-capture rule
+    at its clock (a cursed win is a draw), no network call, and the solver climbs from it; a root
+    the tables hold plays the table's best move. The tables of the rules' default location are
+    opened (`envs.tablebase.default_tablebase`): a missing build is an error naming the command."""
     draw_value: float = 0.0
     """Value of a drawn end (repetition, no-capture limit) for the side to move at the root: 0 by the
     rules; below 0 a contempt for draws, the searching side steers away from repetitions unless every
@@ -167,4 +174,5 @@ class MCTSConfig:
             c_puct=float(self.puct.c_puct), fpu_reduction=float(self.puct.fpu_reduction),
             c_visit=float(self.gumbel.c_visit), c_scale=float(self.gumbel.c_scale), max_depth=int(self.max_depth),
             decisive=bool(self.decisive_moves), solver=bool(self.solver), draw_value=float(self.draw_value),
+            tablebase=bool(self.tablebase),
         )

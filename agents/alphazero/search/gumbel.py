@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.tablebase.probe import TablebaseArrays
 
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.policy import RootPolicy
@@ -34,28 +35,28 @@ from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, 
 
 @njit(cache=True)
 def simulate_gumbel(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
-                    idx: np.ndarray, steps: int, uniform: bool) -> int:
+                    tb: TablebaseArrays, idx: np.ndarray, steps: int, uniform: bool) -> int:
     """`search.simulate` with sequential halving at the root and Gumbel selection below (the cached entry point)."""
-    return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_gumbel_root,
+    return simulate(tree, work, roots, leaves, flags, params, tb, idx, steps, uniform, select_gumbel_root,
                     select_gumbel_interior)
 
 
 @njit(cache=True)
 def simulate_gumbel_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                          params: SearchParams, idx: np.ndarray, width: int) -> int:
+                          params: SearchParams, tb: TablebaseArrays, idx: np.ndarray, width: int) -> int:
     """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
     algorithm's selection functions (the cached entry point)."""
-    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_gumbel_root,
+    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, tb, idx, width, select_gumbel_root,
                           select_gumbel_interior)
 
 
 @njit(cache=True)
 def simulate_gumbel_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                           params: SearchParams, idx: np.ndarray, picks: np.ndarray) -> int:
+                           params: SearchParams, tb: TablebaseArrays, idx: np.ndarray, picks: np.ndarray) -> int:
     """`search.simulate_rounds` with sequential halving's order-free runs (`selection.gumbel_root_round`):
     the simulations of a run that visits every child it could, or the Gumbel-top-k's first visits, share
     one network call (the cached entry point)."""
-    return simulate_rounds(tree, work, roots, leaves, lanes, flags, params, idx, picks, gumbel_root_round,
+    return simulate_rounds(tree, work, roots, leaves, lanes, flags, params, tb, idx, picks, gumbel_root_round,
                            select_gumbel_root, select_gumbel_interior)
 
 

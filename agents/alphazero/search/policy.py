@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from envs.tablebase.probe import TablebaseArrays
+
 from agents.alphazero.search.base import SearchOutput
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.tree import Lanes, Leaves, Roots, Tree, Work
@@ -58,19 +60,20 @@ class RootPolicy:
         raise NotImplementedError
 
     def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
-                 params: SearchParams, idx: np.ndarray, steps: int, uniform: bool) -> int:
+                 params: SearchParams, tb: TablebaseArrays, idx: np.ndarray, steps: int, uniform: bool) -> int:
         """`steps` simulation steps (`search.simulate` with this algorithm's selection functions)."""
         raise NotImplementedError
 
     def simulate_lanes(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes,
-                       flags: np.ndarray, params: SearchParams, idx: np.ndarray, width: int) -> int:
+                       flags: np.ndarray, params: SearchParams, tb: TablebaseArrays, idx: np.ndarray,
+                       width: int) -> int:
         """Up to `width` leaves per game for one evaluator call, apart by virtual loss
         (`search.simulate_lanes` with this algorithm's selection functions)."""
         raise NotImplementedError
 
     simulate_rounds: Any = None
     """For an algorithm whose root can name simulations that do not depend on each other's evaluations:
-    ``simulate_rounds(tree, work, roots, leaves, lanes, flags, params, idx, picks) -> k``, the leaves of
+    ``simulate_rounds(tree, work, roots, leaves, lanes, flags, params, tb, idx, picks) -> k``, the leaves of
     as many of them as it can for one evaluator call (`search.simulate_rounds`); None: one per game."""
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
+from envs.tablebase.probe import TablebaseArrays
 
 from agents.alphazero.search.config import SearchParams
 from agents.alphazero.search.policy import RootPolicy
@@ -26,17 +27,17 @@ from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, 
 
 @njit(cache=True)
 def simulate_puct(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
-                  idx: np.ndarray, steps: int, uniform: bool) -> int:
+                  tb: TablebaseArrays, idx: np.ndarray, steps: int, uniform: bool) -> int:
     """`search.simulate` with PUCT selection at the root and below it (the cached entry point)."""
-    return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_puct, select_puct)
+    return simulate(tree, work, roots, leaves, flags, params, tb, idx, steps, uniform, select_puct, select_puct)
 
 
 @njit(cache=True)
 def simulate_puct_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                        params: SearchParams, idx: np.ndarray, width: int) -> int:
+                        params: SearchParams, tb: TablebaseArrays, idx: np.ndarray, width: int) -> int:
     """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
     algorithm's selection functions (the cached entry point)."""
-    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_puct, select_puct)
+    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, tb, idx, width, select_puct, select_puct)
 
 
 @njit(cache=True)
