@@ -20,9 +20,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from agents.alphazero.endgames import tables_if_built, value_accuracy
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
@@ -88,7 +89,7 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     for k, s in enumerate((a, b)):
         if isinstance(s, Searcher):
             searches[k] = BatchedMCTS(s.evaluator, make_policy(greedy(s.mcts)), batch.flags,
-                                       seed=derive_seed(seed, "search", k))
+                                       seed=derive_seed(seed, "search", k), tablebase=search_tables(s.mcts, rules))
         else:
             s.reset()
     while not batch.done.all():
@@ -140,7 +141,8 @@ def spec_tag(spec: str) -> str:
 def evaluate_ladder(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,
              seed: int, it: int, device: torch.device, precision: str, elo: float,
              progress: bool = False) -> dict[str, float]:
-    """Scores against the ladder and the previous network, and the running Elo (`elo` before this evaluation).
+    """Scores against the ladder and the previous network, the running Elo (`elo` before this evaluation), and
+    the value head's accuracy on endgame-table positions (`endgames.value_accuracy`) when the tables are built.
 
     Changes nothing outside: a stop may abandon it at any point."""
     me = Searcher(evaluator, mcts, ec.simulations)
@@ -168,4 +170,8 @@ def evaluate_ladder(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, m
         out["elo"] = elo + elo_from_score(r.score, r.games)
         bar.update(1)
     bar.close()
+    tables = tables_if_built(rules) if ec.tablebase_positions > 0 else None
+    if tables is not None:
+        out.update(value_accuracy(evaluator, rules, tables, ec.tablebase_positions,
+                                  seed=derive_seed(seed, "tablebase", it)).tags())
     return out
