@@ -44,8 +44,11 @@ class WorkerPool:
             raise ValueError(f"a worker pool needs at least one process, got {processes}")
         self.processes = processes
         self._executor: Optional[ProcessPoolExecutor] = ProcessPoolExecutor(
-            max_workers=processes, mp_context=multiprocessing.get_context(start_method),
-            initializer=_hold, initargs=(factory, args, os.getpid()))
+            max_workers=processes,
+            mp_context=multiprocessing.get_context(start_method),
+            initializer=_hold,
+            initargs=(factory, args, os.getpid()),
+        )
 
     def run(self, method: str, calls: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         """``worker.method(*calls[i])`` for every i, spread over the processes; yields ``(i, result)`` as
@@ -53,7 +56,8 @@ class WorkerPool:
         if self._executor is None:
             raise RuntimeError("this worker pool is closed")
         pending: set[Future[tuple[int, Any]]] = {
-            self._executor.submit(_call, method, i, tuple(args)) for i, args in enumerate(calls)}
+            self._executor.submit(_call, method, i, tuple(args)) for i, args in enumerate(calls)
+        }
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:

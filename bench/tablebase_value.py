@@ -26,8 +26,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("checkpoints", nargs="*", help="checkpoint files (.pt) or shipped networks (shipped:<name>); "
-                                                   "default: every shipped network")
+    ap.add_argument(
+        "checkpoints",
+        nargs="*",
+        help="checkpoint files (.pt) or shipped networks (shipped:<name>); default: every shipped network",
+    )
     ap.add_argument("--positions", type=int, default=2000, help="random table positions per piece count")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -53,11 +56,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (TablebaseError, ValueError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        report = value_accuracy(make_evaluator(model, torch.device("cpu"), "fp32"), rules, tables,
-                                positions=args.positions, seed=args.seed)
+        report = value_accuracy(
+            make_evaluator(model, torch.device("cpu"), "fp32"), rules, tables, positions=args.positions, seed=args.seed
+        )
         for n in sorted(report.positions):
-            print(f"| `{path}` | {n} | {report.positions[n]} | {report.accuracy[n]:.1%} | {report.sign[n]:.1%} | "
-                  f"{report.mae[n]:.3f} |")
+            print(
+                f"| `{path}` | {n} | {report.positions[n]} | {report.accuracy[n]:.1%} | {report.sign[n]:.1%} | "
+                f"{report.mae[n]:.3f} |"
+            )
     return 0
 
 

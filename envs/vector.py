@@ -247,7 +247,9 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             raise gym.error.ResetNeeded("call reset() before step()")
         acts = np.asarray(actions)
         if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
-            raise IllegalActionError(f"actions must be integers of shape [{self.num_envs}], got {acts.dtype} {list(acts.shape)}")
+            raise IllegalActionError(
+                f"actions must be integers of shape [{self.num_envs}], got {acts.dtype} {list(acts.shape)}"
+            )
         acts = acts.astype(np.int64, copy=False)
         self._check_actions(acts, self._games.pending)
         self._ensure_room()

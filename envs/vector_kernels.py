@@ -121,8 +121,9 @@ def _clear(i: int, out: Outputs) -> None:
 @njit(cache=True, inline="always")
 def _observe(i: int, setup: Setup, games: Games, out: Outputs, moves: np.ndarray) -> tuple:
     """`observe_position` of game `i` into its outputs: (termination, winner, n_moves)."""
-    return observe_position(games.states[i], games.hists[i], games.hashes[i], setup.flags, moves, out.masks[i],
-                            out.obs[i])
+    return observe_position(
+        games.states[i], games.hists[i], games.hashes[i], setup.flags, moves, out.masks[i], out.obs[i]
+    )
 
 
 @njit(cache=True, inline="always")

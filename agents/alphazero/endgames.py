@@ -49,8 +49,9 @@ def table_winner(verdict: int, side_to_move: int) -> int:
 
 
 @njit(cache=True)
-def _replay_verdicts(first: np.ndarray, moves: np.ndarray, flags: np.ndarray, tb: TablebaseArrays,
-                     out: np.ndarray) -> None:
+def _replay_verdicts(
+    first: np.ndarray, moves: np.ndarray, flags: np.ndarray, tb: TablebaseArrays, out: np.ndarray
+) -> None:
     st = first.copy()
     plies = out.shape[0]
     hist = np.zeros((plies + 1, K.HIST_WIDTH), dtype=np.int16)
@@ -60,8 +61,9 @@ def _replay_verdicts(first: np.ndarray, moves: np.ndarray, flags: np.ndarray, tb
         K.make_move(st, hist, hashes, (int(moves[p, 0]) << 6) | int(moves[p, 1]))
 
 
-def game_table_values(first: np.ndarray, hist: np.ndarray, plies: int, flags: np.ndarray,
-                      tb: TablebaseArrays) -> np.ndarray:
+def game_table_values(
+    first: np.ndarray, hist: np.ndarray, plies: int, flags: np.ndarray, tb: TablebaseArrays
+) -> np.ndarray:
     """int64 [plies]: the verdict of each position of a game that started from `first` (a state) and whose
     moves are `hist[:plies]` (the kernels' history rows), before each move."""
     out = np.full(plies, UNKNOWN, dtype=np.int64)
@@ -138,7 +140,7 @@ def random_table_positions(tables: Tablebase, pieces: int, count: int, seed: int
     while got < count:
         m = mats[int(rng.choice(len(mats), p=sizes / sizes.sum()))]
         st[:] = 0
-        st[K.S_PIECES:K.S_PIECES + 16] = -1
+        st[K.S_PIECES : K.S_PIECES + 16] = -1
         st[K.S_MOVENO] = 1
         if not set_position(st, m.pieces(), m.n_pieces, int(rng.integers(m.size()))) or K.game_won(st):
             continue
@@ -149,8 +151,9 @@ def random_table_positions(tables: Tablebase, pieces: int, count: int, seed: int
     return states, table_verdicts(states, flags, tables.arrays)
 
 
-def value_accuracy(evaluator: Any, rules: RuleSet, tables: Tablebase, positions: int = 1000, seed: int = 0,
-                   batch: int = 256) -> ValueAccuracy:
+def value_accuracy(
+    evaluator: Any, rules: RuleSet, tables: Tablebase, positions: int = 1000, seed: int = 0, batch: int = 256
+) -> ValueAccuracy:
     """The value head of `evaluator` (``(obs, mask) -> (logits, values)``, an `agents.alphazero.search.Evaluator`)
     on `positions` random positions per piece count the tables hold (`random_table_positions`)."""
     flags = rules.flags()
@@ -169,13 +172,14 @@ def value_accuracy(evaluator: Any, rules: RuleSet, tables: Tablebase, positions:
             encode_observation(st, hashes, flags, obs[i])
             legal_action_mask(st, hist, flags, mask[i])
         for lo in range(0, len(states), batch):
-            _, v = evaluator(obs[lo:lo + batch], mask[lo:lo + batch])
-            values[lo:lo + batch] = np.clip(np.asarray(v, dtype=np.float64).reshape(-1), -1.0, 1.0)
+            _, v = evaluator(obs[lo : lo + batch], mask[lo : lo + batch])
+            values[lo : lo + batch] = np.clip(np.asarray(v, dtype=np.float64).reshape(-1), -1.0, 1.0)
         third = np.where(values > 1 / 3, WIN, np.where(values < -1 / 3, -1, DRAW))
         decisive = exact != DRAW
         report.positions[pieces] = len(states)
         report.accuracy[pieces] = float(np.mean(third == exact))
-        report.sign[pieces] = float(np.mean(np.sign(values[decisive]) == exact[decisive])) if decisive.any() \
-            else float("nan")
+        report.sign[pieces] = (
+            float(np.mean(np.sign(values[decisive]) == exact[decisive])) if decisive.any() else float("nan")
+        )
         report.mae[pieces] = float(np.mean(np.abs(values - exact)))
     return report

@@ -63,8 +63,18 @@ def _play(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.nda
 
 
 @njit(cache=True)
-def judge(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, i: int, max_plies: int,
-          done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray) -> None:
+def judge(
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    i: int,
+    max_plies: int,
+    done: np.ndarray,
+    truncated: np.ndarray,
+    term: np.ndarray,
+    winner: np.ndarray,
+) -> None:
     """Game `i`'s termination and winner by the rules; done when they end it or when it has played
     `max_plies` plies (truncated: no result by the rules)."""
     t, w = K.outcome(state[i], hist[i], hashes[i], flags)
@@ -77,9 +87,19 @@ def judge(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.nda
 
 
 @njit(cache=True)
-def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, actions: np.ndarray,
-               max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray,
-               moves: np.ndarray) -> int:
+def play_batch(
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    actions: np.ndarray,
+    max_plies: int,
+    done: np.ndarray,
+    truncated: np.ndarray,
+    term: np.ndarray,
+    winner: np.ndarray,
+    moves: np.ndarray,
+) -> int:
     """Play `actions[i]` (canonical index) in every game `i` whose action is >= 0, then judge its end
     (`GameBatch._update_outcome`'s rules); `moves[i]` gets the kernel move played (-1 where none).
     Returns the first game whose action is illegal or which is over (its later games unplayed), else -1."""
@@ -98,9 +118,19 @@ def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: n
 
 
 @njit(cache=True)
-def reset_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray,
-                first: np.ndarray, max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray,
-                winner: np.ndarray) -> None:
+def reset_batch(
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    idx: np.ndarray,
+    first: np.ndarray,
+    max_plies: int,
+    done: np.ndarray,
+    truncated: np.ndarray,
+    term: np.ndarray,
+    winner: np.ndarray,
+) -> None:
     """Start the games `idx` again from the position `first` (`GameBatch.reset` for many games)."""
     h = K.compute_hash(first)
     for k in range(idx.shape[0]):
@@ -175,8 +205,19 @@ class GameBatch:
         """Start the games `idx` again from `jfen` (`reset` for many games in one kernel call)."""
         ix = self._index(idx)
         first = parse_jfen(jfen)
-        reset_batch(self.state, self.hist, self.hashes, self.flags, ix, first, self.max_plies, self.done,
-                    self.truncated, self.term, self.winner)
+        reset_batch(
+            self.state,
+            self.hist,
+            self.hashes,
+            self.flags,
+            ix,
+            first,
+            self.max_plies,
+            self.done,
+            self.truncated,
+            self.term,
+            self.winner,
+        )
         for i in ix.tolist():
             self.start[i] = jfen
             self._boards.pop(i, None)
@@ -220,20 +261,42 @@ class GameBatch:
         actions = np.ascontiguousarray(actions, dtype=np.int64)
         if actions.shape != (self.n,):
             raise ValueError(f"play_many takes one action per game ({self.n}), got shape {actions.shape}")
-        bad = play_batch(self.state, self.hist, self.hashes, self.flags, actions, self.max_plies, self.done,
-                         self.truncated, self.term, self.winner, self._moves)
+        bad = play_batch(
+            self.state,
+            self.hist,
+            self.hashes,
+            self.flags,
+            actions,
+            self.max_plies,
+            self.done,
+            self.truncated,
+            self.term,
+            self.winner,
+            self._moves,
+        )
         for i, board in self._boards.items():
             if self._moves[i] >= 0:
                 board.push(Move.from_int(int(self._moves[i])))
         if bad >= 0 and self.done[bad]:
             raise IllegalMoveError(f"game {bad} is over; action {actions[bad]} cannot be played")
         if bad >= 0:
-            raise IllegalMoveError(f"action {actions[bad]} is not legal in game {bad} "
-                                   f"({state_to_jfen(self.state[bad])!r})")
+            raise IllegalMoveError(
+                f"action {actions[bad]} is not legal in game {bad} ({state_to_jfen(self.state[bad])!r})"
+            )
 
     def _update_outcome(self, i: int) -> None:
-        judge(self.state, self.hist, self.hashes, self.flags, i, self.max_plies, self.done, self.truncated,
-              self.term, self.winner)
+        judge(
+            self.state,
+            self.hist,
+            self.hashes,
+            self.flags,
+            i,
+            self.max_plies,
+            self.done,
+            self.truncated,
+            self.term,
+            self.winner,
+        )
 
     # -- reading -------------------------------------------------------------------
     def _index(self, idx: IndexLike) -> np.ndarray:
@@ -283,4 +346,3 @@ class GameBatch:
                 board.push(m)
             self._boards[i] = board
         return board.copy()
-

@@ -59,10 +59,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from envs.config import ConfigError, check_choice, check_range
-from envs.encoding import N_ACTIONS, OBS_SHAPE
-from envs.rules import RuleSet
-
 from agents.alphazero.device import PRECISIONS, resolve_device
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
@@ -78,6 +74,9 @@ from agents.alphazero.workers import (
     start_ray,
 )
 from agents.stopping import exit_with_parent, ignore_interrupts
+from envs.config import ConfigError, check_choice, check_range
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.rules import RuleSet
 
 IDLE = 0
 """What a client sends on its pipe instead of a batch size when its call is over (the server stops waiting
@@ -136,15 +135,16 @@ class _Request:
         self.done = False
 
 
-def evaluate_together(evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
-                      ) -> list[tuple[np.ndarray, np.ndarray]]:
+def evaluate_together(
+    evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """One `evaluator` call for several (obs [n_i, 24, 9, 7], mask [n_i, 252]) requests; each request's
     (logits [n_i, 252], value [n_i]) in order."""
     if len(requests) == 1:
         return [evaluator(*requests[0])]
     logits, value = evaluator(np.concatenate([o for o, _ in requests]), np.concatenate([m for _, m in requests]))
     ends = np.cumsum([len(o) for o, _ in requests])
-    return [(logits[e - len(o):e], value[e - len(o):e]) for e, (o, _) in zip(ends, requests)]
+    return [(logits[e - len(o) : e], value[e - len(o) : e]) for e, (o, _) in zip(ends, requests)]
 
 
 class LeafBatcher:
@@ -189,7 +189,8 @@ class LeafBatcher:
                 return self._outcome(request)
         try:
             results: Optional[list[tuple[np.ndarray, np.ndarray]]] = evaluate_together(
-                self.evaluator, [(r.obs, r.mask) for r in batch])
+                self.evaluator, [(r.obs, r.mask) for r in batch]
+            )
             error: Optional[BaseException] = None
         except Exception as e:  # every request of the batch gets the error
             results, error = None, e
@@ -310,8 +311,10 @@ class LeafSlots:
         self.name = self.shm.name
         if self.shm.size < clients * self.slot_bytes:
             self.shm.close()
-            raise ValueError(f"shared memory {name!r} holds {self.shm.size} bytes, fewer than {clients} slots of "
-                             f"{capacity} positions need")
+            raise ValueError(
+                f"shared memory {name!r} holds {self.shm.size} bytes, fewer than {clients} slots of "
+                f"{capacity} positions need"
+            )
 
     def slot(self, k: int) -> Slot:
         c, buf, at = self.capacity, self.shm.buf, k * self.slot_bytes
@@ -352,8 +355,8 @@ class ServedEvaluator:
         logits, value = np.empty((n, N_ACTIONS), np.float32), np.empty(n, np.float32)
         for a in range(0, n, cap):
             k = min(n - a, cap)
-            self.slot.obs[:k] = obs[a:a + k]
-            self.slot.mask[:k] = mask[a:a + k]
+            self.slot.obs[:k] = obs[a : a + k]
+            self.slot.mask[:k] = mask[a : a + k]
             try:
                 self.pipe.send(k)
                 reply = self.pipe.recv()
@@ -361,8 +364,8 @@ class ServedEvaluator:
                 raise InferenceServiceError("the inference server went away (its pipe is closed)") from None
             if isinstance(reply, str):
                 raise InferenceServiceError(f"the inference server failed on a batch: {reply}")
-            logits[a:a + k] = self.slot.logits[:k]
-            value[a:a + k] = self.slot.value[:k]
+            logits[a : a + k] = self.slot.logits[:k]
+            value[a : a + k] = self.slot.value[:k]
         return logits, value
 
     def idle(self) -> None:
@@ -406,8 +409,13 @@ def _evaluate_slot(server: InferenceServer, k: int, slot: Slot, n: int) -> Any:
         return f"{type(e).__name__}: {e}"
 
 
-def _serve(settings: WorkerSettings, inference: InferenceSettings, control: Connection, pipes: list[Connection],
-           parent_pid: int) -> None:
+def _serve(
+    settings: WorkerSettings,
+    inference: InferenceSettings,
+    control: Connection,
+    pipes: list[Connection],
+    parent_pid: int,
+) -> None:
     """The server process: answers its clients' pipes from threads. On `control` the pool sends (weights or
     None, the slots' name, their capacity, the clients about to play) before and after each call and gets
     the batch counts since the last message back; None ends it."""
@@ -438,8 +446,10 @@ def _serve(settings: WorkerSettings, inference: InferenceSettings, control: Conn
                     for s in old:
                         s.close()
             if not threads:
-                threads = [threading.Thread(target=_answer, args=(k, pipe, server, slots), name=f"client-{k}",
-                                            daemon=True) for k, pipe in enumerate(pipes)]
+                threads = [
+                    threading.Thread(target=_answer, args=(k, pipe, server, slots), name=f"client-{k}", daemon=True)
+                    for k, pipe in enumerate(pipes)
+                ]
                 for t in threads:
                     t.start()
             counts = server.take_counts()
@@ -449,8 +459,7 @@ def _serve(settings: WorkerSettings, inference: InferenceSettings, control: Conn
             control.send(("error", traceback.format_exc()))
 
 
-def _play_served(index: int, settings: WorkerSettings, pipe: Connection, commands: Connection,
-                 parent_pid: int) -> None:
+def _play_served(index: int, settings: WorkerSettings, pipe: Connection, commands: Connection, parent_pid: int) -> None:
     """A self-play process: plays the game ranges sent on `commands` (None ends it), its leaves evaluated by
     the server through its slot and `pipe`; each result or exception goes back on `commands`."""
     ignore_interrupts()
@@ -515,8 +524,12 @@ class ServedPool(SelfPlayPool):
         parent = os.getpid()
         self._control, control = ctx.Pipe()
         pipes = [ctx.Pipe() for _ in range(workers)]  # (the client's end, the server's end)
-        self._server = ctx.Process(target=_serve, name="inference-server", daemon=True,
-                                   args=(settings, inference, control, [s for _, s in pipes], parent))
+        self._server = ctx.Process(
+            target=_serve,
+            name="inference-server",
+            daemon=True,
+            args=(settings, inference, control, [s for _, s in pipes], parent),
+        )
         self._clients: list[BaseProcess] = []
         self._commands: list[Connection] = []
         try:
@@ -527,8 +540,9 @@ class ServedPool(SelfPlayPool):
                 s.close()
             for k, (c, _) in enumerate(pipes):
                 here, there = ctx.Pipe()
-                process = ctx.Process(target=_play_served, name=f"selfplay-{k}", daemon=True,
-                                      args=(k, settings, c, there, parent))
+                process = ctx.Process(
+                    target=_play_served, name=f"selfplay-{k}", daemon=True, args=(k, settings, c, there, parent)
+                )
                 process.start()
                 there.close()
                 c.close()
@@ -571,11 +585,20 @@ class ServedPool(SelfPlayPool):
 
     def _death(self, process: BaseProcess) -> WorkerDiedError:
         process.join(1.0)  # its sentinel closes a moment before its exit status is there
-        return WorkerDiedError(f"{self._named(process)} died: {how_it_ended(process)}; the self-play call is "
-                               "abandoned and every worker stopped")
+        return WorkerDiedError(
+            f"{self._named(process)} died: {how_it_ended(process)}; the self-play call is "
+            "abandoned and every worker stopped"
+        )
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if self._broken or not self._clients:
             raise RuntimeError("this self-play pool is closed (or stopped by an error)")
         t0 = time.perf_counter()
@@ -595,11 +618,16 @@ class ServedPool(SelfPlayPool):
                 old.unlink()  # the server has let go of it; a client lets go at its next call
             seeds = list(opponent_seeds) if opponent_seeds is not None else None
             for k, (first, count) in enumerate(ranges):
-                self._commands[k].send((slots.name, slots.capacity, dict(
-                    seed=seed, first_game=first, num_games=count, opponent_seeds=seeds)))
+                self._commands[k].send(
+                    (
+                        slots.name,
+                        slots.capacity,
+                        dict(seed=seed, first_game=first, num_games=count, opponent_seeds=seeds),
+                    )
+                )
             parts: dict[int, SelfPlayData] = {}
             with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
-                for k, (status, *detail) in self._receive(self._commands[:len(ranges)]):
+                for k, (status, *detail) in self._receive(self._commands[: len(ranges)]):
                     if status == "error":
                         error, remote = detail
                         if isinstance(error, InferenceServiceError):  # name the cause, if it is the server's end
@@ -669,11 +697,20 @@ class ServedSelfPlayActor:
         self.rules, self.mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
         self.evaluator = RayServedEvaluator(import_ray(), server, client)
 
-    def play(self, seed: int, first_game: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None) -> SelfPlayData:
+    def play(
+        self, seed: int, first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]] = None
+    ) -> SelfPlayData:
         try:
-            return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
-                              num_games=num_games, opponent_seeds=opponent_seeds)
+            return play_range(
+                self.evaluator,
+                self.settings,
+                self.mcts,
+                self.rules,
+                seed=seed,
+                first_game=first_game,
+                num_games=num_games,
+                opponent_seeds=opponent_seeds,
+            )
         finally:
             self.evaluator.idle()
 
@@ -683,8 +720,7 @@ class RayServedPool(SelfPlayPool):
 
     backend = "ray"
 
-    def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings,
-                 address: str = "") -> None:
+    def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings, address: str = "") -> None:
         if workers < 1:
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
         self._ray, self._owns_ray = start_ray(address, workers + 1)
@@ -698,8 +734,15 @@ class RayServedPool(SelfPlayPool):
         self._actors: list[Any] = [actor.remote(settings, self._server, k) for k in range(workers)]
         self.server_counts: dict[str, float] = {}
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if not self._actors:
             raise RuntimeError("this self-play pool is closed")
         ray = self._ray

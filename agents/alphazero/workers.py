@@ -45,16 +45,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from envs.config import ConfigError, check_choice, check_range
-from envs.rules import RuleSet
-
-from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
-from agents.pool import WorkerPool
-from envs.players import make_player
+from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, build_opponents, play_games
 from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
+from agents.pool import WorkerPool
+from envs.config import ConfigError, check_choice, check_range
+from envs.players import make_player
+from envs.rules import RuleSet
 
 if TYPE_CHECKING:
     from agents.alphazero.inference import InferenceSettings
@@ -113,24 +112,44 @@ def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
 def load_weights(model: torch.nn.Module, model_state: Mapping[str, Any]) -> None:
     """Load a state_dict of tensors (on any device) or numpy arrays (e.g. `portable_state`'s) into `model`."""
     # np.array copies: arrays from Ray's object store are read-only.
-    model.load_state_dict({k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
-                           for k, v in model_state.items()})
+    model.load_state_dict(
+        {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v)) for k, v in model_state.items()}
+    )
 
 
 def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """A state_dict as CPU numpy arrays: pickles as plain bytes to any process or node (no shared memory)."""
-    return {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
-            for k, v in model_state.items()}
+    return {
+        k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)) for k, v in model_state.items()
+    }
 
 
-def play_range(evaluator: Evaluator, settings: WorkerSettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
-               first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]] = None,
-               progress: bool = False) -> SelfPlayData:
+def play_range(
+    evaluator: Evaluator,
+    settings: WorkerSettings,
+    mcts: MCTSConfig,
+    rules: RuleSet,
+    *,
+    seed: int,
+    first_game: int,
+    num_games: int,
+    opponent_seeds: Optional[Sequence[int]] = None,
+    progress: bool = False,
+) -> SelfPlayData:
     """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed` on `evaluator`, opponents
     built from the specs of `settings` (what every worker plays)."""
     opponents = build_opponents(settings.selfplay, rules, seed, opponent_seeds)
-    return play_games(evaluator, settings.selfplay, mcts=mcts, rules=rules, num_games=num_games, seed=seed,
-                      first_game=first_game, opponents=opponents, progress=progress)
+    return play_games(
+        evaluator,
+        settings.selfplay,
+        mcts=mcts,
+        rules=rules,
+        num_games=num_games,
+        seed=seed,
+        first_game=first_game,
+        opponents=opponents,
+        progress=progress,
+    )
 
 
 class SelfPlayWorker:
@@ -152,14 +171,30 @@ class SelfPlayWorker:
         """Take the learner's weights (tensors on any device, or numpy arrays)."""
         load_weights(self.model, model_state)
 
-    def play(self, model_state: Optional[Mapping[str, Any]], seed: int, first_game: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Optional[Mapping[str, Any]],
+        seed: int,
+        first_game: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         """Load `model_state` (None: keep the current weights) and play games `first_game` ..
         `first_game + num_games - 1` of the call seeded `seed`."""
         if model_state is not None:
             self.load_weights(model_state)
-        return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
-                          num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+        return play_range(
+            self.evaluator,
+            self.settings,
+            self.mcts,
+            self.rules,
+            seed=seed,
+            first_game=first_game,
+            num_games=num_games,
+            opponent_seeds=opponent_seeds,
+            progress=progress,
+        )
 
 
 class SelfPlayPool:
@@ -168,8 +203,15 @@ class SelfPlayPool:
     backend = "inprocess"
     workers = 0
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         """Games ``0 .. num_games - 1`` of the call seeded `seed`, with the weights `model_state` (a state_dict),
         in game-index order; stats ``seconds`` and the rates are the call's wall time."""
         raise NotImplementedError
@@ -194,13 +236,29 @@ class InProcessPool(SelfPlayPool):
         self.rules = RuleSet.from_dict(settings.rules)
         self.mcts = MCTSConfig.from_dict(settings.mcts)
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if self.worker is not None:
             return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
         assert self.evaluator is not None
-        return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=0,
-                          num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+        return play_range(
+            self.evaluator,
+            self.settings,
+            self.mcts,
+            self.rules,
+            seed=seed,
+            first_game=0,
+            num_games=num_games,
+            opponent_seeds=opponent_seeds,
+            progress=progress,
+        )
 
 
 class ProcessPool(SelfPlayPool):
@@ -212,8 +270,15 @@ class ProcessPool(SelfPlayPool):
         self.workers = workers
         self._pool: Optional[WorkerPool] = WorkerPool(workers, SelfPlayWorker, settings)
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if self._pool is None:
             raise RuntimeError("this self-play pool is closed")
         t0 = time.perf_counter()
@@ -238,8 +303,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise WorkerBackendError(f"the self-play backend 'ray' needs Ray ({e}); install it with: "
-                                 f"{DISTRIBUTED_HINT}") from None
+        raise WorkerBackendError(
+            f"the self-play backend 'ray' needs Ray ({e}); install it with: {DISTRIBUTED_HINT}"
+        ) from None
     return ray
 
 
@@ -251,8 +317,11 @@ def start_ray(address: str, actors: int) -> tuple[Any, bool]:
         return ray, False
     # A local instance offers at least one CPU per actor: actors asking for more CPUs than exist would wait
     # forever. A cluster offers what it has.
-    ray.init(address=address or None, include_dashboard=False,
-             num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(actors, os.cpu_count() or 1))
+    ray.init(
+        address=address or None,
+        include_dashboard=False,
+        num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(actors, os.cpu_count() or 1),
+    )
     return ray, True
 
 
@@ -268,15 +337,24 @@ class RayPool(SelfPlayPool):
         self.workers = workers
         self._actors: list[Any] = [actor.remote(settings) for _ in range(workers)]
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if not self._actors:
             raise RuntimeError("this self-play pool is closed")
         t0 = time.perf_counter()
         weights = self._ray.put(portable_state(model_state))
         seeds = list(opponent_seeds) if opponent_seeds is not None else None
-        refs = [actor.play.remote(weights, seed, first, count, seeds)
-                for actor, (first, count) in zip(self._actors, split_games(num_games, self.workers))]
+        refs = [
+            actor.play.remote(weights, seed, first, count, seeds)
+            for actor, (first, count) in zip(self._actors, split_games(num_games, self.workers))
+        ]
         parts: list[SelfPlayData] = self._ray.get(refs)
         return merge_selfplay(parts, seconds=time.perf_counter() - t0)
 
@@ -289,9 +367,15 @@ class RayPool(SelfPlayPool):
             self._owns_ray = False
 
 
-def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
-                       evaluator: Optional[Evaluator] = None, address: str = "",
-                       inference: Optional["InferenceSettings"] = None) -> SelfPlayPool:
+def make_selfplay_pool(
+    backend: str,
+    workers: int,
+    settings: WorkerSettings,
+    *,
+    evaluator: Optional[Evaluator] = None,
+    address: str = "",
+    inference: Optional["InferenceSettings"] = None,
+) -> SelfPlayPool:
     """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
     plays in this process on `evaluator` (default: a CPU copy of the network).
 
@@ -306,8 +390,10 @@ def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
     settings.validate()
     if inference is not None:
         if backend == "inprocess" or workers == 0:
-            raise WorkerBackendError(f"an inference server serves self-play worker processes or actors: it needs "
-                                     f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})")
+            raise WorkerBackendError(
+                f"an inference server serves self-play worker processes or actors: it needs "
+                f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})"
+            )
         from agents.alphazero.inference import RayServedPool, ServedPool  # it builds on this module
 
         if backend == "process":

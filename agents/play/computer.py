@@ -172,8 +172,9 @@ def _answer(kind: str, job: ThinkJob, cache: PlayerCache) -> tuple[str, str]:
 class _Worker:
     def __init__(self, ctx: Any, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob]) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, init, tuple(jobs)), daemon=True,
-                                   name="jungle-computer")
+        self.process = ctx.Process(
+            target=_worker_main, args=(child, init, tuple(jobs)), daemon=True, name="jungle-computer"
+        )
         try:
             self.process.start()
         finally:
@@ -198,9 +199,15 @@ class ComputerPool:
     plays the `warm_up` jobs before its first job (see the module docstring);
     `preparing` says whether that is what the computer is waiting for now."""
 
-    def __init__(self, workers: int = 2, *, init: Optional[Callable[[], None]] = None,
-                 build_seconds: float = BUILD_SECONDS, warm_up: Sequence[ThinkJob] = (),
-                 warm_up_seconds: float = WARM_UP_SECONDS) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        *,
+        init: Optional[Callable[[], None]] = None,
+        build_seconds: float = BUILD_SECONDS,
+        warm_up: Sequence[ThinkJob] = (),
+        warm_up_seconds: float = WARM_UP_SECONDS,
+    ) -> None:
         if workers < 1:
             raise ValueError(f"a computer pool needs at least one worker, got {workers}")
         self._ctx = mp.get_context("spawn")  # the server has threads: never fork it
@@ -296,15 +303,17 @@ class ComputerPool:
                 raise Cancelled()
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ComputerError(f"the computer took more than {self.warm_up_seconds:g} s to warm up "
-                                    "and was stopped")
+                raise ComputerError(
+                    f"the computer took more than {self.warm_up_seconds:g} s to warm up and was stopped"
+                )
             if not worker.conn.poll(min(left, 0.05)):
                 continue
             try:
                 tag, failures = worker.conn.recv()
             except (EOFError, OSError):
-                raise ComputerError("the computer's worker process stopped while warming up "
-                                    f"(exit code {worker.process.exitcode})") from None
+                raise ComputerError(
+                    f"the computer's worker process stopped while warming up (exit code {worker.process.exitcode})"
+                ) from None
             if tag == "ready":
                 worker.ready = True
                 return [str(f) for f in failures]
@@ -325,7 +334,7 @@ class ComputerPool:
                 if worker is None:
                     raise ComputerError("; ".join(problems) or "the computer's worker process could not start")
             tag, text = self._exchange(worker, kind, job, time_limit, cancel)
-            worker.keys = [k for k in worker.keys if k != job.key][-PLAYERS_PER_WORKER + 1:] + [job.key]
+            worker.keys = [k for k in worker.keys if k != job.key][-PLAYERS_PER_WORKER + 1 :] + [job.key]
         except BaseException:
             if worker is not None:
                 worker.kill()  # mid-search: a killed worker is the only way to stop it
@@ -337,13 +346,16 @@ class ComputerPool:
             raise ComputerError(text)
         return text
 
-    def _exchange(self, worker: _Worker, kind: str, job: ThinkJob, time_limit: float,
-                  cancel: Optional[threading.Event]) -> tuple[str, str]:
+    def _exchange(
+        self, worker: _Worker, kind: str, job: ThinkJob, time_limit: float, cancel: Optional[threading.Event]
+    ) -> tuple[str, str]:
         """Send the job and wait for its answer: ("move" | "built" | "error", text)."""
         try:
             worker.conn.send((kind, job))
         except (OSError, ValueError):  # the worker died between two jobs (its pipe is broken or closed)
-            raise ComputerError(f"the computer's worker process stopped (exit code {worker.process.exitcode})") from None
+            raise ComputerError(
+                f"the computer's worker process stopped (exit code {worker.process.exitcode})"
+            ) from None
         deadline = time.monotonic() + self.build_seconds
         limit_text = f"{self.build_seconds:g} s to start"
         while True:
@@ -357,7 +369,9 @@ class ComputerPool:
             try:
                 tag, text = worker.conn.recv()
             except (EOFError, OSError):
-                raise ComputerError(f"the computer's worker process stopped (exit code {worker.process.exitcode})") from None
+                raise ComputerError(
+                    f"the computer's worker process stopped (exit code {worker.process.exitcode})"
+                ) from None
             if tag == "started":
                 deadline = time.monotonic() + time_limit
                 limit_text = f"its limit of {time_limit:g} s for a move"

@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from envs.tablebase.probe import TablebaseArrays
-
 from agents.alphazero.search.base import SearchOutput
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.tree import Lanes, Leaves, Roots, Tree, Work
+from envs.tablebase.probe import TablebaseArrays
 
 
 class RootPolicy:
@@ -59,14 +58,35 @@ class RootPolicy:
         operations, no loop over the games."""
         raise NotImplementedError
 
-    def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
-                 params: SearchParams, tb: TablebaseArrays, idx: np.ndarray, steps: int, uniform: bool) -> int:
+    def simulate(
+        self,
+        tree: Tree,
+        work: Work,
+        roots: Roots,
+        leaves: Leaves,
+        flags: np.ndarray,
+        params: SearchParams,
+        tb: TablebaseArrays,
+        idx: np.ndarray,
+        steps: int,
+        uniform: bool,
+    ) -> int:
         """`steps` simulation steps (`search.simulate` with this algorithm's selection functions)."""
         raise NotImplementedError
 
-    def simulate_lanes(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes,
-                       flags: np.ndarray, params: SearchParams, tb: TablebaseArrays, idx: np.ndarray,
-                       width: int) -> int:
+    def simulate_lanes(
+        self,
+        tree: Tree,
+        work: Work,
+        roots: Roots,
+        leaves: Leaves,
+        lanes: Lanes,
+        flags: np.ndarray,
+        params: SearchParams,
+        tb: TablebaseArrays,
+        idx: np.ndarray,
+        width: int,
+    ) -> int:
         """Up to `width` leaves per game for one evaluator call, apart by virtual loss
         (`search.simulate_lanes` with this algorithm's selection functions)."""
         raise NotImplementedError

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envs import Board, RuleSet
-from envs import kernels as K
-from envs.board import state_to_jfen
-from envs.tablebase import DRAW, ROOT_ENV, UNKNOWN, WIN, Tablebase, TablebaseMissingError
 from agents.alphazero.endgames import random_table_positions, tables_if_built, value_accuracy
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
+from envs import Board, RuleSet
+from envs import kernels as K
+from envs.board import state_to_jfen
+from envs.tablebase import DRAW, ROOT_ENV, UNKNOWN, WIN, Tablebase, TablebaseMissingError
 
 RULES = RuleSet()
 THREE = "6c/7/7/7/7/7/7/6d/6L r 0 1"
@@ -37,8 +37,9 @@ def tables_dir(tb2: Tablebase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def play(seed: int = 3, **switches: bool) -> SelfPlayData:
     settings = SelfPlayConfig(parallel=3, max_plies=60, start_jfen=THREE, value_q_weight=0.0, **switches)
-    return play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RULES, num_games=6,
-                      seed=seed)
+    return play_games(
+        uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RULES, num_games=6, seed=seed
+    )
 
 
 def positions(record) -> list[Board]:
@@ -56,8 +57,9 @@ def verdict(tb: Tablebase, board: Board) -> int:
 
 
 def same_games(a: SelfPlayData, b: SelfPlayData) -> bool:
-    return [(r.moves, r.result, r.termination) for r in a.records] == [(r.moves, r.result, r.termination)
-                                                                       for r in b.records]
+    return [(r.moves, r.result, r.termination) for r in a.records] == [
+        (r.moves, r.result, r.termination) for r in b.records
+    ]
 
 
 def test_adjudication_ends_games_at_the_first_table_position(tb2: Tablebase, tables_dir: Path) -> None:
@@ -76,9 +78,8 @@ def test_adjudication_ends_games_at_the_first_table_position(tb2: Tablebase, tab
             winner = K.DRAW if v == DRAW else (int(last.side_to_move) if v == WIN else 1 - int(last.side_to_move))
             assert rec.result == {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}[winner]
             # value_q_weight=0: every position's target is the tables' result, seen from its side to move.
-            want = [0.0 if winner == K.DRAW else (1.0 if int(b.side_to_move) == winner else -1.0)
-                    for b in boards[:-1]]
-            np.testing.assert_array_equal(data.value[at:at + n], want)
+            want = [0.0 if winner == K.DRAW else (1.0 if int(b.side_to_move) == winner else -1.0) for b in boards[:-1]]
+            np.testing.assert_array_equal(data.value[at : at + n], want)
         at += n
     assert adjudged >= 4 and data.stats.terminations.get("tablebase") == adjudged
     # A game without the switch plays on past the first table position.
@@ -101,8 +102,9 @@ def test_rescoring_gives_table_positions_their_exact_value(tb2: Tablebase, table
     assert at == len(rescored.value) and changed > 0
 
 
-def test_without_tables_nothing_changes_and_nothing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_without_tables_nothing_changes_and_nothing_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """A user who never builds a table: the switches are off, self-play plays the same games as with tables
     built, the diagnostic is absent with one log line saying how to build them; a switch on says the same."""
     monkeypatch.setenv(ROOT_ENV, str(tmp_path / "none"))

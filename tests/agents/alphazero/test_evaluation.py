@@ -8,11 +8,11 @@ import torch
 
 from agents.alphazero.config import EvalConfig
 from agents.alphazero.evaluation import MatchResult, Searcher, evaluate_ladder, play_match, spec_tag
+from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.arena.ratings import elo_from_score
 from agents.arena.tournament import random_openings
-from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from envs.players import RandomPlayer
 from envs import Board, RuleSet
+from envs.players import RandomPlayer
 from envs.tablebase import ROOT_ENV, Tablebase
 
 
@@ -44,12 +44,14 @@ def test_elo_and_tags() -> None:
 
 
 def test_the_ladder_measures_the_value_head_on_the_tables_when_they_are_built(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ec = EvalConfig(opponents=[], vs_previous=False, tablebase_positions=40)
 
     def ladder() -> dict[str, float]:
-        return evaluate_ladder(uniform_evaluator, torch.nn.Identity(), ec, MCTSConfig(), RuleSet(), 1, 3,
-                               torch.device("cpu"), "fp32", 0.0)
+        return evaluate_ladder(
+            uniform_evaluator, torch.nn.Identity(), ec, MCTSConfig(), RuleSet(), 1, 3, torch.device("cpu"), "fp32", 0.0
+        )
 
     monkeypatch.setenv(ROOT_ENV, str(tmp_path))
     assert ladder() == {}

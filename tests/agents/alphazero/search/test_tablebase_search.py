@@ -9,12 +9,12 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 
-from envs import Board, Move, RuleSet
-from envs.encoding import move_to_action
-from envs.tablebase import DRAW, LOSS, ROOT_ENV, WIN, Tablebase, TablebaseMissingError, empty_arrays
 from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import ROOT, BatchedMCTS, MCTSConfig, make_policy, search_tables, uniform_evaluator
 from agents.alphazero.search.base import SearchOutput
+from envs import Board, Move, RuleSet
+from envs.encoding import move_to_action
+from envs.tablebase import DRAW, LOSS, ROOT_ENV, WIN, Tablebase, TablebaseMissingError, empty_arrays
 
 RULES = RuleSet()
 FLAGS = RULES.flags()
@@ -32,11 +32,13 @@ def action(board: Board, move: Move) -> int:
     return int(move_to_action(move.to_int(), int(board.side_to_move)))
 
 
-def search(jfen: str, algorithm: str, tables: Optional[Tablebase], sims: int = 48,
-           **config: Any) -> tuple[BatchedMCTS, SearchOutput]:
+def search(
+    jfen: str, algorithm: str, tables: Optional[Tablebase], sims: int = 48, **config: Any
+) -> tuple[BatchedMCTS, SearchOutput]:
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims, tablebase=tables is not None, **config)
-    mcts = BatchedMCTS(uniform_evaluator, make_policy(cfg), FLAGS, seed=0,
-                       tablebase=None if tables is None else tables.arrays)
+    mcts = BatchedMCTS(
+        uniform_evaluator, make_policy(cfg), FLAGS, seed=0, tablebase=None if tables is None else tables.arrays
+    )
     return mcts, mcts.search(GameBatch(1, RULES, start_jfen=jfen), add_noise=False)
 
 
