@@ -104,8 +104,8 @@ from agents.alphazero.replay import POSITION_BYTES, ReplayBuffer, ReplayError
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
-from agents.alphazero.inference import InferenceSettings
+from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.settings import BACKENDS, InferenceSettings, WorkerBackendError, WorkerSettings
 from envs import RuleSet
 from envs.players import make_player
 from envs.seeding import derive_seed

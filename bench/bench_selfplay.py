@@ -129,7 +129,10 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
     `SelfPlaySettings` with the self-play fields inline)."""
     try:
         from agents.alphazero.selfplay import SelfPlayConfig
-        from agents.alphazero.workers import WorkerSettings
+        try:
+            from agents.alphazero.settings import WorkerSettings
+        except ImportError:  # a commit from before agents.alphazero.settings
+            from agents.alphazero.workers import WorkerSettings  # type: ignore[attr-defined,no-redef]
     except ImportError:
         from agents.alphazero.workers import SelfPlaySettings  # type: ignore[attr-defined]
 
@@ -160,8 +163,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
-    from agents.alphazero.workers import make_selfplay_pool
     from envs import RuleSet
+
+    try:
+        from agents.alphazero.pools import make_selfplay_pool
+    except ImportError:  # a commit from before agents.alphazero.pools
+        from agents.alphazero.workers import make_selfplay_pool  # type: ignore[attr-defined,no-redef]
 
     try:
         from agents.alphazero.search import MCTSConfig, uniform_evaluator

@@ -19,22 +19,17 @@ import torch
 
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
-from agents.alphazero.inference import (
-    InferenceServiceError,
-    InferenceSettings,
-    InferenceSettingsError,
-    LeafBatcher,
-    LeafSlots,
-    ServedEvaluator,
-    WorkerDiedError,
-    leaves_per_game,
-)
+from agents.alphazero.batcher import LeafBatcher
+from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, play_games
-from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
+from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
+from agents.alphazero.slots import InferenceServiceError, LeafSlots, ServedEvaluator, leaves_per_game
 from jungle_zero import train
 from tests.support import ROOT
+from tests.support.processes import alive
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
@@ -239,15 +234,6 @@ def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
     assert not any(alive(p) for p in pids)  # closing stops every process
 
 
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("victim, workers, name", [("selfplay-1", 2, r"self-play worker 1 \(pid \d+\)"),
                                                    ("inference-server", 1, r"the inference server \(pid \d+\)")])
@@ -272,11 +258,11 @@ def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, wo
 ORPHANS = """
 import time
 from dataclasses import asdict
-from agents.alphazero.inference import InferenceSettings
 from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.workers import WorkerSettings, make_selfplay_pool
+from agents.alphazero.settings import InferenceSettings, WorkerSettings
 tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 s = WorkerSettings(network=tiny.to_dict(), mcts=asdict(MCTSConfig(num_simulations=2)), rules={},
                    selfplay=SelfPlayConfig(parallel=2, max_plies=4))
