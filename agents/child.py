@@ -47,39 +47,14 @@ def how_it_ended(exitcode: Optional[int]) -> str:
 
 
 class Child:
-    """A child process started by `start_child`."""
+    """A child process started by `start_child`: its `process` (to join, kill, ...), and its death named."""
 
     def __init__(self, process: BaseProcess) -> None:
         self.process = process
-
-    @property
-    def name(self) -> str:
-        return self.process.name
-
-    @property
-    def pid(self) -> Optional[int]:
-        return self.process.pid
-
-    @property
-    def sentinel(self) -> int:
+        self.name = process.name
+        self.pid = process.pid
+        self.sentinel = process.sentinel
         """Ready for `multiprocessing.connection.wait` once the process has ended."""
-        return self.process.sentinel
-
-    @property
-    def exitcode(self) -> Optional[int]:
-        return self.process.exitcode
-
-    def is_alive(self) -> bool:
-        return self.process.is_alive()
-
-    def join(self, timeout: Optional[float] = None) -> None:
-        self.process.join(timeout)
-
-    def terminate(self) -> None:
-        self.process.terminate()
-
-    def kill(self) -> None:
-        self.process.kill()
 
     def death(self, who: str) -> str:
         """``{who} (pid N) died: killed by SIGKILL`` (`how_it_ended`), once its exit status is there (a moment
@@ -127,6 +102,18 @@ def start_child(target: Callable[..., Any], args: tuple[Any, ...] = (), *, name:
         for end in _pipe_ends(args):
             end.close()
     return Child(process)
+
+
+def messages(conn: Connection) -> Iterator[Any]:
+    """In a child: each message that comes on `conn`, until None or end-of-file (the parent is gone)."""
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        yield message
 
 
 def receive(pipes: Sequence[Connection], children: Sequence[Child],

@@ -22,7 +22,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from agents.child import Child, ChildDiedError, receive, start_child
+from agents.child import Child, ChildDiedError, messages, receive, start_child
 
 
 def _serve_calls(conn: Connection, factory: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -32,14 +32,7 @@ def _serve_calls(conn: Connection, factory: Callable[..., Any], args: tuple[Any,
         held, failed = factory(*args), None
     except Exception as e:  # every call answers with it
         held, failed = None, (e, traceback.format_exc())
-    while True:
-        try:
-            call = conn.recv()
-        except EOFError:
-            return
-        if call is None:
-            return
-        method, index, call_args = call
+    for method, index, call_args in messages(conn):
         if failed is not None:
             reply: tuple[Any, ...] = (index, *failed)
         else:
@@ -126,7 +119,7 @@ class WorkerPool:
         for child, conn in zip(children, conns):
             with contextlib.suppress(OSError):
                 if at_once:
-                    child.terminate()
+                    child.process.terminate()
                 else:
                     conn.send(None)  # after the current call, if any
         for child, conn in zip(children, conns):
@@ -135,7 +128,7 @@ class WorkerPool:
                 with contextlib.suppress(EOFError, OSError):
                     while True:
                         conn.recv()
-            child.join()
+            child.process.join()
             conn.close()
         self._busy.clear()
 

@@ -73,7 +73,7 @@ from agents.alphazero.slots import (
     leaves_per_game,
 )
 from agents.alphazero.workers import SelfPlayPool, play_range, portable_state, split_games, start_ray
-from agents.child import Child, ChildDiedError, receive, start_child
+from agents.child import Child, ChildDiedError, messages, receive, start_child
 
 
 class WorkerDiedError(ChildDiedError):
@@ -126,14 +126,7 @@ def _serve(settings: WorkerSettings, inference: InferenceSettings, control: Conn
         return
     slots: list[LeafSlots] = []  # the current shared memory (a list: the threads see a replacement)
     threads: list[threading.Thread] = []
-    while True:
-        try:
-            message = control.recv()
-        except EOFError:  # the pool is gone
-            return
-        if message is None:
-            return
-        weights, name, capacity, clients = message
+    for weights, name, capacity, clients in messages(control):  # until None, or the pool is gone
         try:
             if weights is not None:
                 server.load_weights(weights)
@@ -162,14 +155,7 @@ def _play_served(index: int, settings: WorkerSettings, pipe: Connection, command
         torch.set_num_threads(settings.threads)  # the opponents' networks, if any
     rules, mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
     slots: Optional[LeafSlots] = None
-    while True:
-        try:
-            call = commands.recv()
-        except EOFError:
-            return
-        if call is None:
-            return
-        name, capacity, kwargs = call
+    for name, capacity, kwargs in messages(commands):
         if slots is None or slots.name != name:
             evaluator = None
             if slots is not None:
@@ -264,8 +250,8 @@ class ServedPool(SelfPlayPool):
                     if status == "error":
                         error, remote = detail
                         if isinstance(error, InferenceServiceError):  # name the cause, if it is the server's end
-                            self._server.join(1.0)
-                            if self._server.exitcode is not None:
+                            self._server.process.join(1.0)
+                            if self._server.process.exitcode is not None:
                                 raise self._death(self._server)
                         error.add_note(f"in self-play worker {k} (pid {self._clients[k].pid}):\n{remote}")
                         raise error
@@ -281,7 +267,7 @@ class ServedPool(SelfPlayPool):
 
     def close(self) -> None:
         """Stop the processes: after their calls, or at once when a call was cut short."""
-        processes = [p for p in [*self._clients, self._server] if p.pid is not None]
+        processes = [c.process for c in [*self._clients, self._server]]
         if not self._broken:
             for pipe in [*self._commands, self._control]:
                 with contextlib.suppress(OSError):

@@ -173,14 +173,15 @@ class _Worker:
     def __init__(self, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob]) -> None:
         self.conn, there = Pipe()
         # spawn: the server has threads, never fork it.
-        self.process = start_child(_worker_main, (there, init, tuple(jobs)), name="jungle-computer")
+        self.child = start_child(_worker_main, (there, init, tuple(jobs)), name="jungle-computer")
+        self.process = self.child.process
         self.ready = False
         """Whether it has warmed up (and said so): only then does it take jobs."""
         self.keys: list[str] = []  # job keys it has answered, newest last (its players, roughly)
 
     def stopped(self, then: str = "") -> ComputerError:
         """Its process has ended (its pipe is closed): the error naming it, its pid and how it ended, and `then`."""
-        return ComputerError(self.process.death("the computer's worker process") + then)
+        return ComputerError(self.child.death("the computer's worker process") + then)
 
     def kill(self) -> None:
         self.process.kill()

@@ -15,7 +15,7 @@ import pytest
 
 from agents.child import ChildDiedError, how_it_ended, receive, start_child
 from tests.support import ROOT
-from tests.support.processes import alive, children, echo
+from tests.support.processes import children, echo, survivors
 
 
 def test_how_it_ended_reads_exit_codes_of_processes_and_popen() -> None:
@@ -45,8 +45,8 @@ def test_a_child_ignores_ctrl_c_and_holds_its_pipe_end_alone() -> None:
             here.recv()
         assert child.death("the echo") == f"the echo (pid {child.pid}) died: killed by SIGKILL"
     finally:
-        child.kill()
-        child.join()
+        child.process.kill()
+        child.process.join()
         here.close()
 
 
@@ -71,8 +71,8 @@ def test_receive_gives_the_messages_then_names_the_child_that_died() -> None:
         assert got == [(1, ("last words", children[1].pid))]
     finally:
         for child in children:
-            child.kill()
-            child.join()
+            child.process.kill()
+            child.process.join()
 
 
 def test_a_served_pool_death_is_a_child_death() -> None:
@@ -159,7 +159,4 @@ def test_every_kind_of_child_exits_when_its_parent_is_killed(tmp_path: Path) -> 
     finally:
         parent.kill()  # SIGKILL: no clean-up of its own
         parent.wait()
-    deadline = time.monotonic() + 30
-    while any(alive(k) for k in kids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [k for k in kids if alive(k)], "child processes outlived their killed parent"
+    assert not survivors(kids, 30), "child processes outlived their killed parent"

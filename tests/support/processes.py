@@ -33,6 +33,14 @@ def alive(pid: int) -> bool:
         return False
 
 
+def survivors(pids: list[int], seconds: float) -> list[int]:
+    """The processes of `pids` still running after waiting up to `seconds` for every one to end."""
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [p for p in pids if alive(p)]
+
+
 def echo(conn: Connection) -> None:
     """Answer each message on `conn` with (the message, this pid) until None."""
     while (message := conn.recv()) is not None:

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 from multiprocessing import Pipe
@@ -29,7 +28,7 @@ from agents.alphazero.settings import InferenceSettings, InferenceSettingsError,
 from agents.alphazero.slots import InferenceServiceError, LeafSlots, ServedEvaluator, leaves_per_game
 from jungle_zero import train
 from tests.support import ROOT
-from tests.support.processes import alive
+from tests.support.processes import alive, survivors
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
@@ -256,7 +255,6 @@ def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, wo
 
 
 ORPHANS = """
-import time
 from dataclasses import asdict
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
@@ -283,10 +281,7 @@ def test_the_processes_exit_when_their_parent_dies() -> None:
     finally:
         parent.kill()  # SIGKILL: no clean-up of its own
         parent.wait()
-    deadline = time.monotonic() + 60
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(alive(p) for p in pids)
+    assert not survivors(pids, 60)
 
 
 # --------------------------------------------------------------------------------------------
