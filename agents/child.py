@@ -36,7 +36,7 @@ class ChildDiedError(RuntimeError):
 
 def how_it_ended(exitcode: Optional[int]) -> str:
     """``killed by SIGKILL``, ``exit code 1``, or ``still running``, from an exit status as
-    `multiprocessing.Process.exitcode` and `subprocess.Popen.returncode` give it (minus the signal number)."""
+    `multiprocessing.Process.exitcode` and `subprocess.Popen.returncode` give it (a signal as its negative)."""
     if exitcode is None:
         return "still running"
     if exitcode < 0:

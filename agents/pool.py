@@ -66,9 +66,9 @@ class WorkerPool:
         try:
             for k in range(processes):
                 here, there = Pipe()
-                self._conns.append(here)
                 self._children.append(start_child(_serve_calls, (there, factory, args), start_method=start_method,
                                                   name=f"{role.replace(' ', '-')}-{k}"))
+                self._conns.append(here)
         except BaseException:
             self.close(at_once=True)
             raise

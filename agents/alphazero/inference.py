@@ -15,10 +15,9 @@ process's own slot of shared memory (`LeafSlots`: obs and mask in, logits and
 value out; `agents.alphazero.slots`) and rings the server through a pipe. The
 inference server (one process, the only one that touches the device) answers
 each client from a thread of its own and hands the batches to a `LeafBatcher`
-(`agents.alphazero.batcher`), which joins the
-requests of every client that is ready, waiting at most `max_wait` seconds
-for those still busy with their trees, into ONE network call, and scatters
-the results back. The learner's weights go to the server once per call; the
+(`agents.alphazero.batcher`), which joins the requests of every client that
+is ready, waiting at most `max_wait` seconds for those still busy with their
+trees, into ONE network call, and scatters the results back. The learner's weights go to the server once per call; the
 self-play processes never see them.
 
 Same games. Game ``k`` draws everything from its own seed, so the games are
