@@ -16,7 +16,9 @@ from typing import Any, Hashable, Iterable, Iterator, Mapping, Optional, Sequenc
 import numpy as np
 import torch
 
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator, resolve_device
+from agents.alphazero.device import resolve_device
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.workers import load_weights

@@ -58,7 +58,7 @@ from envs.rules import RuleSet
 
 from agents.alphazero import workers as workers_module  # import_ray, looked up when a Ray actor starts
 from agents.alphazero.batcher import InferenceServer
-from agents.alphazero.network import resolve_device
+from agents.alphazero.device import resolve_device
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
 from agents.alphazero.settings import InferenceSettings, WorkerSettings

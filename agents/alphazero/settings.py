@@ -14,7 +14,8 @@ from envs.config import ConfigError, check_choice, check_range
 from envs.players import make_player
 from envs.rules import RuleSet
 
-from agents.alphazero.network import PRECISIONS, NetworkConfig, resolve_device
+from agents.alphazero.device import PRECISIONS, resolve_device
+from agents.alphazero.network import NetworkConfig
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, build_opponents
 
@@ -43,7 +44,7 @@ class WorkerSettings:
     threads: int = 1
     """torch CPU threads in each worker process (0: torch's default)."""
     precision: str = "fp32"
-    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see network.inference_dtype)."""
+    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see device.inference_dtype)."""
 
     def validate(self) -> None:
         """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""
@@ -67,7 +68,7 @@ class InferenceSettings:
     """The server's device: `cuda`, `cuda:1`, `cpu` or `auto` (CUDA when present)."""
     precision: str = "auto"
     """`fp32`, `bf16` or `auto` (bf16 on CUDA, and on CPUs with native bf16 for batches of 16 or more; see
-    agents.alphazero.network.inference_dtype)."""
+    agents.alphazero.device.inference_dtype)."""
     max_wait: float = 0.002
     """Seconds a batch waits, after its first request, for clients still busy with their trees."""
     threads: int = 1

@@ -47,7 +47,8 @@ from tqdm import tqdm
 from envs.rules import RuleSet
 
 from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
 from agents.pool import WorkerPool
 from agents.alphazero.selfplay import SelfPlayData, build_opponents, merge_selfplay, play_games

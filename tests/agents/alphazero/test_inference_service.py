@@ -20,8 +20,9 @@ from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from agents.alphazero.batcher import LeafBatcher
 from agents.alphazero.inference import WorkerDiedError
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, play_games
 from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
@@ -255,6 +256,7 @@ def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, wo
 
 
 ORPHANS = """
+import time
 from dataclasses import asdict
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
