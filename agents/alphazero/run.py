@@ -29,13 +29,15 @@ from agents.alphazero.checkpoint import (
     set_rng_state,
 )
 from agents.alphazero.config import Config, checked_config, resumed_config
-from agents.alphazero.inference import InferenceSettings
+from agents.alphazero.settings import InferenceSettings
 from agents.alphazero.learner import Learner, LearnMetrics
 from agents.alphazero.network import count_parameters
 from agents.alphazero.progress import PhaseClock, log_selfplay
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay_data import SelfPlayData
-from agents.alphazero.workers import SelfPlayPool, WorkerSettings, make_selfplay_pool
+from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.settings import WorkerSettings
+from agents.alphazero.workers import SelfPlayPool
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
 from agents.rundir import (

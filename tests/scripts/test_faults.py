@@ -60,6 +60,7 @@ from agents.alphazero import config as train_config
 from jungle_zero import train as train_script
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
+from tests.support.processes import alive, children
 
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3", "train.iterations=3",
         'train.eval.opponents=["alphabeta:depth=2"]', "train.eval.games=8", "train.eval.simulations=8",
@@ -171,26 +172,6 @@ def assert_same_run(reference: Path, run_dir: Path) -> None:
 
 def snapshot(d: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
-
-
-def children(pid: int) -> list[int]:
-    """Live child processes of `pid` (from /proc)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 @pytest.fixture(scope="module")
