@@ -52,7 +52,7 @@ def without(jfen: str, letter: str, side: str) -> str:
 
 def values(evaluator: Evaluator, jfens: Sequence[str], rules: RuleSet) -> np.ndarray:
     """The evaluator's values (side to move's view) of `jfens`."""
-    from agents.alphazero.gamebatch import GameBatch
+    from envs.batch import GameBatch
 
     games = GameBatch(len(jfens), rules)
     for i, jfen in enumerate(jfens):

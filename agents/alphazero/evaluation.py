@@ -17,13 +17,13 @@ from typing import Union
 
 import numpy as np
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import BatchedMCTS, MCTSConfig
 from agents.alphazero.network import Evaluator
 from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
 from envs import RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import move_to_action
 from envs.seeding import derive_seed
 

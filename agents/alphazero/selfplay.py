@@ -54,6 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.board import Termination
 from envs.config import ConfigError, check_choice, check_range, config_kwargs
 from envs.encoding import move_to_action
@@ -62,7 +63,6 @@ from envs.players import Player, make_player
 from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
 from agents.alphazero.search.config import MAX_SIMULATIONS
