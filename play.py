@@ -21,7 +21,7 @@ import threading
 import webbrowser
 from typing import Optional, Sequence
 
-from envs.rules import RuleSetError, resolve_rules
+from envs.rules import RuleSetError, add_rule_arguments, rules_from_arguments
 
 from agents.play.computer import ComputerError, ComputerPool, PlayerCache
 from agents.play.game import CHECKPOINT_DIRS, LEVELS, PACES, PlayError, PlayGame
@@ -47,9 +47,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                                 epilog=f"levels of --opponent:\n{LEVEL_LINES}",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--terminal", action="store_true", help="play in the terminal instead of the browser")
-    p.add_argument("--rules", default="default", metavar="NAME", help="rule set configs/rules/NAME.yaml (default: default)")
-    p.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one rule, e.g. --rule no_capture_draw=200 (repeatable)")
+    add_rule_arguments(p)
     p.add_argument("--opponent", default="beginner",
                    help=f"a level ({', '.join(level.name for level in LEVELS)}), a checkpoint path or a player spec "
                         "(default: beginner)")
@@ -70,7 +68,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     try:
-        rules = resolve_rules(args.rules, args.rule)
+        rules = rules_from_arguments(args)
     except (RuleSetError, OSError) as e:
         print(f"play.py: {e}", file=sys.stderr)
         return 2

@@ -40,7 +40,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, get_type_hints
 
@@ -72,17 +72,12 @@ from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.alphazero.learner import Learner, LearnerConfig, LearnerDivergedError
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.network import (
-    MAX_THREADS,
-    NetworkConfig,
-    NonFiniteOutputError,
-    build_network,
-    count_parameters,
-    make_evaluator,
-    resolve_device,
-)
+from agents.alphazero.device import MAX_THREADS, resolve_device
+from agents.alphazero.network import NetworkConfig, build_network, count_parameters
+from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
 from agents.alphazero.progress import PhaseClock, evaluation_due
 from agents.arena.records import append_jsonl, cut_torn_tail
+from agents.cli import hydra_entry
 from agents.io import atomic_write_text
 from agents.rundir import (
     RUN_FILE,
@@ -122,7 +117,7 @@ from envs.config import (
     override_key,
     shown,
 )
-from envs.rules import COUNTER_LIMIT
+from envs.rules import COUNTER_LIMIT, RulesConfig
 
 log = logging.getLogger("train")
 
@@ -232,18 +227,6 @@ class TrainConfig:
                               f"the process or ray backend (got {self.workers} on {self.worker_backend!r})")
 
 
-RulesConfig = make_dataclass(
-    "RulesConfig",
-    [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
-    namespace={
-        "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
-                   "that overrides can change (RuleSet is frozen).",
-        "__post_init__": lambda self: self.rule_set(),
-        "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
-    },
-)
-
-
 @dataclass
 class Config:
     """Top-level training configuration."""
@@ -268,7 +251,7 @@ class Config:
     precision: str = "auto"
     """Inference precision of the self-play and evaluation searches: `fp32`, `bf16`, or `auto`
     (bf16 where the device computes it natively: CUDA, CPUs with AVX512-BF16 or AMX; see
-    agents.alphazero.network.inference_dtype). The learner keeps fp32 master weights."""
+    agents.alphazero.device.inference_dtype). The learner keeps fp32 master weights."""
     compile: bool = False
     """torch.compile the network (GPU runs; slow to start)."""
     threads: int = 1
@@ -351,8 +334,8 @@ def checked_config(cfg: DictConfig) -> Config:
     (even one added with `+`), a value out of range (ConfigError,
     NetworkShapeError, MCTSConfigError, LearnerConfigError, RuleSetError,
     SelfPlayConfigError) or a bad player spec among the opponents (ConfigError)."""
-    refuse_unknown_keys(cfg, Config, "")
-    try:
+    try:  # reading a value resolves its interpolation (`${oc.env:HOME}` for an int), which can fail too
+        refuse_unknown_keys(cfg, Config, "")
         conf = OmegaConf.to_object(cfg)  # builds every dataclass, so each checks its own values
     except OmegaConfBaseException as e:
         raise ConfigError(hydra_error_line(e, dotted_keys(Config))) from None
@@ -380,18 +363,11 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
 
 def main(cfg: Optional[DictConfig] = None) -> None:
     """``python train.py <overrides>``: `run` as Hydra's entry point, after the command line's overrides
-    have composed in this process, so that an override Hydra refuses stops with one line (exit 2), not
-    Hydra's several. With `cfg` (a composed config): `run` on it."""
+    have composed in this process (agents.cli.hydra_entry: an override Hydra refuses stops with one line,
+    exit 2). With `cfg` (a composed config): `run` on it."""
     if cfg is not None:
         return run(cfg)
-    args = sys.argv[1:]
-    if not any(a.startswith("-") for a in args):  # Hydra's own flags (--help, --cfg, -m) go to Hydra as they are
-        try:
-            compose_config(args)
-        except ConfigError as e:
-            print(f"train.py: error: {e}", file=sys.stderr)
-            sys.exit(2)
-    run()
+    hydra_entry("train.py", compose_config, run)
 
 
 # --------------------------------------------------------------------------------------------

@@ -109,7 +109,8 @@ def main() -> None:
     if args.net:
         import torch
 
-        from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+        from agents.alphazero.network import NetworkConfig, build_network
+        from agents.alphazero.runtime import make_evaluator
 
         torch.set_num_threads(1)  # per core, like the search figures
         model = build_network(NetworkConfig()).eval()

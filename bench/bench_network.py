@@ -30,7 +30,9 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from agents.alphazero.network import NetworkConfig, build_network, count_parameters, fuse_for_inference, inference_dtype
+from agents.alphazero.device import inference_dtype
+from agents.alphazero.network import NetworkConfig, build_network, count_parameters
+from agents.alphazero.runtime import fuse_for_inference
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 

@@ -159,10 +159,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One timed self-play round in this process (the tree on sys.path), after a warm-up round."""
     import torch
 
-    from agents.alphazero.network import NetworkConfig, build_network, count_parameters, make_evaluator, resolve_device
+    from agents.alphazero.network import NetworkConfig, build_network, count_parameters
     from agents.alphazero.workers import make_selfplay_pool
     from envs import RuleSet
 
+    try:
+        from agents.alphazero.device import resolve_device
+        from agents.alphazero.runtime import make_evaluator
+    except ImportError:  # a commit from before the network's device and runtime modules
+        from agents.alphazero.network import make_evaluator, resolve_device  # type: ignore[attr-defined,no-redef]
     try:
         from agents.alphazero.search import MCTSConfig, uniform_evaluator
     except ImportError:  # a commit from before the search package

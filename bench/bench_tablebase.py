@@ -2,7 +2,7 @@
 
     python bench/bench_tablebase.py                 # the 2- and 3-piece builds, default rules (about a minute)
     python bench/bench_tablebase.py --pieces 2      # the 2-piece build only (seconds)
-    python bench/bench_tablebase.py --rules trapped_attacker=keeps_rank
+    python bench/bench_tablebase.py --rule trapped_attacker=keeps_rank
 
 Prints, single-threaded: the kernels' compile time (a 2-piece build in a
 subprocess with an empty NUMBA_CACHE_DIR, less the same build with the cache
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from envs import Board  # noqa: E402
 from envs import kernels as K  # noqa: E402
 from envs.notation import state_to_jfen  # noqa: E402
-from envs.rules import RuleSet  # noqa: E402
+from envs.rules import add_rule_arguments, rules_from_arguments  # noqa: E402
 from envs.tablebase import Tablebase, probe_states  # noqa: E402
 from envs.tablebase.index import set_position  # noqa: E402
 
@@ -75,9 +75,9 @@ def random_states(tb: Tablebase, n: int, seed: int = 0) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pieces", type=int, default=3, choices=(2, 3), help="the largest build")
-    parser.add_argument("--rules", action="append", default=[], metavar="KEY=VALUE", help="override one rule")
+    add_rule_arguments(parser)
     args = parser.parse_args()
-    rules = RuleSet().with_overrides(args.rules)
+    rules = rules_from_arguments(args)
     cold, warm = compile_seconds()
     print(f"compile: {cold - warm:.1f} s (2-piece build {cold:.1f} s with an empty numba cache, {warm:.1f} s filled)")
     Tablebase.build(rules, pieces=2)  # this process's kernels loaded

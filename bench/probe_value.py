@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import torch
 
     from agents.alphazero.checkpoint import load_model, rules_of
-    from agents.alphazero.network import make_evaluator
+    from agents.alphazero.runtime import make_evaluator
 
     columns = []
     for path in args.checkpoints:

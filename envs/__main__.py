@@ -1,14 +1,15 @@
 """Command line for the rules engine: perft and move lists of a JFEN position.
 
-    python -m envs perft "<jfen>" <depth> [--divide] [--rule-set NAME] [--rules key=value ...]
-    python -m envs moves "<jfen>" [--rule-set NAME] [--rules key=value ...]
+    python -m envs perft "<jfen>" <depth> [--divide] [--rules NAME] [--rule key=value ...]
+    python -m envs moves "<jfen>" [--rules NAME] [--rule key=value ...]
     python -m envs tablebase build|probe|stats ...   (see envs.tablebase.cli)
 
 `perft` prints the leaf count (with `--divide`: one `move count` line per
 root move, sorted, then `total count`); `moves` prints one legal move per
-line, sorted. The rule set starts from `--rule-set` (a name in
-`configs/rules/` or a yaml path; default rules otherwise) and `--rules`
-overrides single keys. Bad input prints `error: ...` and exits with 2.
+line, sorted. The rule set is `--rules` (a name in `configs/rules/` or a
+yaml path; default: `default`) and `--rule` overrides single keys, as in
+play.py (`envs.rules.add_rule_arguments`). Bad input prints `error: ...`
+and exits with 2.
 Installed as the console script `jungle-perft`.
 """
 
@@ -20,7 +21,7 @@ import time
 from typing import Optional, Sequence
 
 from envs.board import MAX_PERFT_DEPTH, Board, perft, perft_divide
-from envs.rules import DEFAULT_RULES, RuleSet, load_rules, rule_set_names
+from envs.rules import add_rule_arguments, rules_from_arguments
 from envs.tablebase import cli as tablebase_cli
 
 EXIT_BAD_INPUT = 2
@@ -32,36 +33,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add_rules(p: argparse.ArgumentParser) -> None:
+    def add_position(p: argparse.ArgumentParser) -> None:
         p.add_argument("jfen", help='position, e.g. "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1"')
-        p.add_argument(
-            "--rule-set",
-            metavar="NAME",
-            help=f"named rule set ({', '.join(rule_set_names())}) or a yaml file; default rules otherwise",
-        )
-        p.add_argument(
-            "--rules",
-            metavar="KEY=VALUE",
-            action="append",
-            default=[],
-            help="override one rule, e.g. rank_order=dog_over_wolf (repeatable)",
-        )
+        add_rule_arguments(p)
 
     p_perft = sub.add_parser("perft", help="count the legal move sequences of a given depth")
-    add_rules(p_perft)
+    add_position(p_perft)
     p_perft.add_argument("depth", type=int, help="plies (>= 0)")
     p_perft.add_argument("--divide", action="store_true", help="print the count under each root move")
     p_perft.add_argument("--time", action="store_true", help="print the elapsed time and rate on stderr")
 
     p_moves = sub.add_parser("moves", help="list the legal moves, one per line, sorted")
-    add_rules(p_moves)
+    add_position(p_moves)
     tablebase_cli.add_parser(sub)
     return parser
-
-
-def _rules(args: argparse.Namespace) -> RuleSet:
-    base = load_rules(args.rule_set) if args.rule_set else DEFAULT_RULES
-    return base.with_overrides(args.rules)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -70,7 +55,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "tablebase":
         return tablebase_cli.run(args)
     try:
-        board = Board.from_jfen(args.jfen, rules=_rules(args))
+        board = Board.from_jfen(args.jfen, rules=rules_from_arguments(args))
         if args.command == "moves":
             for m in sorted(str(m) for m in board.legal_moves):
                 print(m)

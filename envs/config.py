@@ -175,7 +175,11 @@ def hydra_error_line(error: BaseException, known_keys: Iterable[str] = ()) -> st
                 break
             if line != SCHEMA:
                 options.append(line)
-        return f"{head[0].lower()}{head[1:]}; the options are {', '.join(options)}"
+        group, _, option = head.partition("'")[2].partition("'")[0].partition("/")
+        hint = ""
+        if "/" in option or option.endswith((".yaml", ".yml")):  # a file's path, not an option's name
+            hint = f" (a file of one's own, DIR/{group}/NAME.yaml: hydra.searchpath=[file://DIR] {group}=NAME)"
+        return f"{head[0].lower()}{head[1:]}; the options are {', '.join(options)}{hint}"
     return _first_lines(text)
 
 

@@ -7,15 +7,18 @@ variant name.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union, get_type_hints
 
 import numpy as np
 
-from envs.config import (ConfigError, check_choice, check_range, config_dir, config_kwargs, group_options,
-                         read_config_file, shown)
+from envs.config import (ConfigError, check_choice, check_range, config_dir, config_kwargs, did_you_mean,
+                         group_options, read_config_file, shown)
+
+if TYPE_CHECKING:
+    import argparse
 
 # Indices into the int64 flag array the kernels read.
 F_DOG_OVER_WOLF = 0
@@ -127,6 +130,18 @@ class RuleSet:
         return f
 
 
+RulesConfig: Any = make_dataclass(
+    "RulesConfig",
+    [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
+    namespace={
+        "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
+                   "that overrides can change (RuleSet is frozen).",
+        "__post_init__": lambda self: self.rule_set(),
+        "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
+    },
+)
+
+
 def _as_int(key: str, value: Any) -> int:
     """`value` as an int: an int, a whole float or the text of an integer; RuleSetError for anything else
     (a fraction, NaN, infinity: ``int(inf)`` would raise OverflowError)."""
@@ -160,7 +175,8 @@ def load_rules(name_or_path: Union[str, Path]) -> RuleSet:
         source = config_dir("rules") / f"{text}.yaml"
         if not source.is_file():
             raise RuleSetError(
-                f"unknown rule set {text!r}; known sets: {', '.join(rule_set_names())} (or a path to a yaml file)"
+                f"unknown rule set {text!r}{did_you_mean(text, rule_set_names())}; known sets: "
+                f"{', '.join(rule_set_names())} (or a path to a yaml file)"
             )
     elif not path.is_file():
         raise RuleSetError(f"rule set file {text!r} does not exist")
@@ -193,3 +209,23 @@ def resolve_rules(rules: RulesLike = None, overrides: Optional[Iterable[str]] = 
     else:
         raise RuleSetError(f"rules must be a RuleSet, a mapping or a rule-set name, got {rules!r}")
     return base.with_overrides(list(overrides)) if overrides else base
+
+
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the rule options of every command line (play.py, ``python -m envs`` and its tablebase commands),
+    read back by `rules_from_arguments`: ``--rules NAME``, a set of the `rules` config group (what train.py
+    and evaluate.py call ``rules=NAME``) or a yaml file, and repeatable ``--rule KEY=VALUE`` on top (there
+    ``rules.KEY=VALUE``)."""
+    parser.add_argument("--rules", default="default", metavar="NAME",
+                        help=f"rule set: {', '.join(rule_set_names())} (configs/rules/NAME.yaml) or a yaml file "
+                             "(default: default)")
+    parser.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one rule, e.g. --rule no_capture_draw=200 (repeatable)")
+
+
+def rules_from_arguments(args: argparse.Namespace) -> RuleSet:
+    """The RuleSet that `add_rule_arguments`' options name; RuleSetError naming what is wrong (a single rule
+    given to ``--rules`` names ``--rule``)."""
+    if "=" in args.rules and not Path(args.rules).is_file():
+        raise RuleSetError(f"--rules {args.rules}: --rules names a rule set; set one rule with --rule {args.rules}")
+    return resolve_rules(args.rules, args.rule)

@@ -29,7 +29,8 @@ import pytest
 import torch
 
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.arena.records import GameRecord

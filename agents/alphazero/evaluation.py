@@ -17,8 +17,7 @@ from typing import Union
 
 import numpy as np
 
-from agents.alphazero.search import BatchedMCTS, MCTSConfig
-from agents.alphazero.network import Evaluator
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
 from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
 from envs import RuleSet

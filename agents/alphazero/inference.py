@@ -63,7 +63,9 @@ from envs.config import ConfigError, check_choice, check_range
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.rules import RuleSet
 
-from agents.alphazero.network import PRECISIONS, NetworkConfig, build_network, make_evaluator, resolve_device
+from agents.alphazero.device import PRECISIONS, resolve_device
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.search.driver import leaves_per_call
 from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
@@ -104,7 +106,7 @@ class InferenceSettings:
     """The server's device: `cuda`, `cuda:1`, `cpu` or `auto` (CUDA when present)."""
     precision: str = "auto"
     """`fp32`, `bf16` or `auto` (bf16 on CUDA, and on CPUs with native bf16 for batches of 16 or more; see
-    agents.alphazero.network.inference_dtype)."""
+    agents.alphazero.device.inference_dtype)."""
     max_wait: float = 0.002
     """Seconds a batch waits, after its first request, for clients still busy with their trees."""
     threads: int = 1

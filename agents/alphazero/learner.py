@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.alphazero.network import JungleNet, autocast_dtype, mask_logits
+from agents.alphazero.device import autocast_dtype
+from agents.alphazero.network import JungleNet, mask_logits
 from agents.alphazero.replay import Batch
 from envs.config import ConfigError, check_choice, check_range, shown
 
@@ -151,7 +152,7 @@ def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, poli
 class Learner:
     """Owns the optimizer; `step(batch)` trains `model` once and returns metrics.
 
-    AMP (`amp=True`, see `network.autocast_dtype`): on CUDA bf16 autocast where
+    AMP (`amp=True`, see `device.autocast_dtype`): on CUDA bf16 autocast where
     supported, else fp16 autocast with a GradScaler; on a CPU with native bf16,
     bf16 autocast; otherwise float32. The weights and optimizer state stay float32.
     """

@@ -8,8 +8,8 @@ shipped network ``shipped:<name>`` (checkpoints/shipped/manifest.json);
 ``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
 ``threads`` torch CPU threads for the process (0 to `MAX_THREADS`; default 1: one-position network
 calls of these small nets gain nothing from more, and players often share the CPU);
-``precision`` ``fp32``/``bf16``/``auto`` (see `network.inference_dtype`; by
-default ``auto`` when ``leaf_batch`` reaches `network.BF16_MIN_BATCH`, else
+``precision`` ``fp32``/``bf16``/``auto`` (see `device.inference_dtype`; by
+default ``auto`` when ``leaf_batch`` reaches `device.BF16_MIN_BATCH`, else
 ``fp32``: bf16 is slower than fp32 for a handful of positions per call);
 ``time`` seconds per move: the search runs in rounds of ``sims`` simulations
 (default 32 then) on one growing tree, and starts another round only while the
@@ -39,7 +39,8 @@ from omegaconf import OmegaConf
 
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
-from agents.alphazero.network import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, make_evaluator, resolve_device
+from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet

@@ -49,7 +49,8 @@ from envs.config import ConfigError, check_choice, check_range
 from envs.rules import RuleSet
 
 from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from agents.pool import WorkerPool
 from envs.players import make_player
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, build_opponents, merge_selfplay, play_games
@@ -82,7 +83,7 @@ class WorkerSettings:
     threads: int = 1
     """torch CPU threads in each worker process (0: torch's default)."""
     precision: str = "fp32"
-    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see network.inference_dtype)."""
+    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see device.inference_dtype)."""
 
     def validate(self) -> None:
         """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""

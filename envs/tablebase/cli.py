@@ -1,8 +1,8 @@
 """The ``python -m envs tablebase`` command: build, probe and the statistics of the endgame tables.
 
-    python -m envs tablebase build --pieces 3 [--rule-set NAME] [--rules key=value ...] [--out DIR]
-    python -m envs tablebase probe "<jfen>" [--rule-set NAME] [--rules key=value ...] [--dir DIR] [--moves]
-    python -m envs tablebase stats [--pieces N] [--rule-set NAME] [--rules key=value ...] [--dir DIR]
+    python -m envs tablebase build --pieces 3 [--rules NAME] [--rule key=value ...] [--out DIR]
+    python -m envs tablebase probe "<jfen>" [--rules NAME] [--rule key=value ...] [--dir DIR] [--moves]
+    python -m envs tablebase stats [--pieces N] [--rules NAME] [--rule key=value ...] [--dir DIR]
 
 `build` solves every material of 2..N pieces and writes one file under DIR
 (default: ``$JUNGLE_ZERO_TABLEBASES`` or ``~/.cache/jungle-zero/tablebases``),
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from envs.board import Board
-from envs.rules import RuleSet, resolve_rules, rule_set_names
+from envs.rules import RuleSet, add_rule_arguments, rules_from_arguments
 from envs.tablebase.index import MAX_PIECES, materials
 from envs.tablebase.stats import material_stats, stats_markdown
 from envs.tablebase.table import RESULT_NAMES, Tablebase
@@ -37,33 +37,27 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p = sub.add_parser("tablebase", help="build and probe the endgame tablebases (up to 3 pieces)")
     tsub = p.add_subparsers(dest="tablebase_command", required=True)
 
-    def add_rules(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--rule-set", metavar="NAME",
-                       help=f"named rule set ({', '.join(rule_set_names())}) or a yaml file; default rules otherwise")
-        q.add_argument("--rules", metavar="KEY=VALUE", action="append", default=[],
-                       help="override one rule, e.g. trapped_attacker=keeps_rank (repeatable)")
-
     build = tsub.add_parser("build", help="solve every material of 2..N pieces and write the tables")
     build.add_argument("--pieces", type=int, default=MAX_PIECES, help=f"pieces on the board, 2..{MAX_PIECES}")
-    add_rules(build)
+    add_rule_arguments(build)
     build.add_argument("--out", metavar="DIR", help="root directory of the tables (default: the cache directory)")
 
     probe = tsub.add_parser("probe", help="the tables' value of a position and its best moves")
     probe.add_argument("jfen", help='position, e.g. "6e/7/7/7/7/7/7/7/R6 r 0 1"')
-    add_rules(probe)
+    add_rule_arguments(probe)
     probe.add_argument("--dir", metavar="DIR", help="root directory of the tables (default: the cache directory)")
     probe.add_argument("--moves", action="store_true", help="print every legal move's value too")
 
     stats = tsub.add_parser("stats", help="a markdown table of every material's figures")
     stats.add_argument("--pieces", type=int, help="only the materials of this many pieces")
-    add_rules(stats)
+    add_rule_arguments(stats)
     stats.add_argument("--dir", metavar="DIR", help="root directory of the tables (default: the cache directory)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run a parsed `tablebase` command; returns the exit status (0 ok, 2 bad input)."""
     try:
-        rules = resolve_rules(args.rule_set, args.rules)
+        rules = rules_from_arguments(args)
         if args.tablebase_command == "build":
             return _build(rules, args.pieces, args.out)
         tb = Tablebase.open(rules, root=args.dir)

@@ -218,7 +218,7 @@ def _rules_text(rules: RuleSet) -> str:
 
 def _rules_flags(rules: RuleSet) -> str:
     default = table_rules(RuleSet())
-    return "".join(f" --rules {k}={v}" for k, v in table_rules(rules).items() if default[k] != v)
+    return "".join(f" --rule {k}={v}" for k, v in table_rules(rules).items() if default[k] != v)
 
 
 _OPEN: dict[tuple[Path, str], Tablebase] = {}

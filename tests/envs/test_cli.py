@@ -5,9 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
-from envs import START_JFEN
+from envs import START_JFEN, RuleSet
+from envs.__main__ import _parser
+from envs.rules import RuleSetError, rules_from_arguments
 from tests.support import ROOT
 
 
@@ -45,23 +49,51 @@ def test_moves_sorted_one_per_line() -> None:
 
 @pytest.mark.slow
 def test_rules_overrides_and_rule_set() -> None:
+    """`--rules NAME` and `--rule KEY=VALUE`, as play.py takes them."""
     jfen = "7/7/7/3w3/3D3/7/7/7/7 r 0 1"  # Red Dog d5 under a Blue Wolf d6
     assert "d5d6" not in run("moves", jfen).stdout.split()
-    assert "d5d6" in run("moves", jfen, "--rules", "rank_order=dog_over_wolf").stdout.split()
-    assert "d5d6" in run("moves", jfen, "--rule-set", "dog_over_wolf").stdout.split()
-    both = run("moves", jfen, "--rule-set", "dog_over_wolf", "--rules", "rank_order=standard")
+    assert "d5d6" in run("moves", jfen, "--rule", "rank_order=dog_over_wolf").stdout.split()
+    assert "d5d6" in run("moves", jfen, "--rules", "dog_over_wolf").stdout.split()
+    both = run("moves", jfen, "--rules", "dog_over_wolf", "--rule", "rank_order=standard")
     assert "d5d6" not in both.stdout.split()
+
+
+@pytest.mark.parametrize("command", [["perft", START_JFEN, "1"], ["moves", START_JFEN], ["tablebase", "build"],
+                                     ["tablebase", "probe", START_JFEN], ["tablebase", "stats"]])
+def test_every_command_takes_a_rule_set_and_single_rules_as_play_does(command: list[str], tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--rules NAME` (a set of configs/rules, or a yaml file) and `--rule KEY=VALUE` on top, the words of
+    play.py (envs.rules.add_rule_arguments); the old `--rule-set` is refused, and a rule given to `--rules`
+    names `--rule`."""
+    def rules(*words: str) -> RuleSet:
+        return rules_from_arguments(_parser().parse_args([*command, *words]))
+
+    assert rules() == RuleSet()
+    assert rules("--rules", "dog_over_wolf", "--rule", "no_capture_draw=200") == RuleSet(rank_order="dog_over_wolf",
+                                                                                       no_capture_draw=200)
+    assert rules("--rule", "repetition=off", "--rule", "jump_blocking=enemy_rat") == RuleSet(
+        repetition="off", jump_blocking="enemy_rat")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("trapped_attacker: keeps_rank\n")
+    assert rules("--rules", str(mine)) == RuleSet(trapped_attacker="keeps_rank")
+    with pytest.raises(RuleSetError, match=r"^--rules no_capture_draw=200: .* set one rule with --rule no_capture_dr"):
+        rules("--rules", "no_capture_draw=200")
+    with pytest.raises(RuleSetError, match=r"'dog_overwolf' \(did you mean dog_over_wolf\?\)"):
+        rules("--rules", "dog_overwolf")
+    with pytest.raises(SystemExit) as refused:
+        rules("--rule-set", "dog_over_wolf")
+    assert refused.value.code == 2 and "unrecognized arguments: --rule-set" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_bad_input_exits_non_zero_with_a_message() -> None:
     bad_jfen = run("moves", "7/7/7 r 0 1")
     assert bad_jfen.returncode == 2 and "error:" in bad_jfen.stderr and "7/7/7 r 0 1" in bad_jfen.stderr
-    bad_key = run("perft", START_JFEN, "2", "--rules", "colour=green")
+    bad_key = run("perft", START_JFEN, "2", "--rule", "colour=green")
     assert bad_key.returncode == 2 and "colour" in bad_key.stderr
-    bad_value = run("perft", START_JFEN, "2", "--rules", "rank_order=cat_first")
+    bad_value = run("perft", START_JFEN, "2", "--rule", "rank_order=cat_first")
     assert bad_value.returncode == 2 and "cat_first" in bad_value.stderr
-    bad_set = run("moves", START_JFEN, "--rule-set", "no_such_set")
+    bad_set = run("moves", START_JFEN, "--rules", "no_such_set")
     assert bad_set.returncode == 2 and "no_such_set" in bad_set.stderr
     bad_depth = run("perft", START_JFEN, "-1")
     assert bad_depth.returncode == 2 and "depth" in bad_depth.stderr

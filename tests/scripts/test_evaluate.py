@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,17 +12,37 @@ import pytest
 
 from envs.config import ConfigError
 from envs.players import PlayerSpecError, RandomPlayer
+from agents.arena.config import checked_config, compose_config, stored_settings
 from agents.arena.records import read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
-from jungle_zero import evaluate
+from envs.rules import RuleSet
 from tests.support import ROOT
 
 PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
 
 
-def run_evaluate(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "evaluate.py"), *overrides, "progress=false"],
+def run_evaluate(tmp_path: Path, *overrides: str, code: str = "") -> subprocess.CompletedProcess:
+    """evaluate.py in a subprocess, in `tmp_path`; with `code`, that Python first (then the script as __main__)."""
+    script = [str(ROOT / "evaluate.py")] if not code else [
+        "-c", f"{code}\nimport runpy\nrunpy.run_path({str(ROOT / 'evaluate.py')!r}, run_name='__main__')"]
+    return subprocess.run([sys.executable, *script, *overrides, "progress=false"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def evaluate_tournament(tmp_path: Path, *args: str, code: str = "") -> tuple[int, str]:
+    """evaluate.py in a subprocess, no worker processes, no image: (exit status, stderr)."""
+    proc = run_evaluate(tmp_path, *args, "workers=0", "image=false", code=code)
+    return proc.returncode, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def finished_tournament(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The out_dir of a finished 2-game tournament (each test copies it)."""
+    out = tmp_path_factory.mktemp("tournament") / "out"
+    code, err = evaluate_tournament(out.parent, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}")
+    assert code == 0, err
+    return out
 
 
 @pytest.mark.slow
@@ -168,7 +189,7 @@ def test_short_specs_are_named_in_the_ratings_as_well() -> None:
 def evaluate_refused(*overrides: str) -> str:
     """The one-line error that evaluate.py's config checks give for `overrides` (composed in this process)."""
     with pytest.raises(ConfigError) as e:
-        evaluate.checked_config(evaluate.compose_config(overrides))
+        checked_config(compose_config(overrides))
     assert "\n" not in str(e.value)
     return str(e.value)
 
@@ -185,8 +206,58 @@ def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
     assert evaluate_refused("max_plies=100000000") == "max_plies=100000000 must lie in [1, 30000]"
     assert evaluate_refused("mode=swiss") == "mode='swiss' is not one of round_robin, gauntlet, ladder"
     assert evaluate_refused("games_per_pair=abc").startswith("games_per_pair=abc: Value 'abc'")
-    conf = evaluate.checked_config(evaluate.compose_config(["games_per_pair=4"]))
+    conf = checked_config(compose_config(["games_per_pair=4"]))
     assert conf.games_per_pair == 4 and conf.players[0] == "random"
+    assert evaluate_refused("+rules.bogus=1").startswith("unknown rules key(s) bogus; known keys: anti_chase, ")
+    assert evaluate_refused("rules.no_capture_draw=-1") == "rule no_capture_draw=-1 must lie in [0, 30000]"
+    assert evaluate_refused("rules=keeps_ranks").startswith("could not find 'rules/keeps_ranks'; the options are ")
+    assert evaluate_refused("rules=my/rules.yaml").endswith(
+        "(a file of one's own, DIR/rules/NAME.yaml: hydra.searchpath=[file://DIR] rules=NAME)")
+
+
+def test_a_rules_group_and_a_rule_override_decide_the_games(tmp_path: Path) -> None:
+    """`rules=NAME rules.KEY=VALUE`, as train.py takes them: tournament.json stores that rule set and every
+    game is played under it."""
+    out = tmp_path / "out"
+    code, err = evaluate_tournament(tmp_path, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    "rules=dog_over_wolf", "rules.no_capture_draw=200", f"out_dir={out}")
+    assert code == 0, err
+    wanted = RuleSet(rank_order="dog_over_wolf", no_capture_draw=200).to_dict()
+    assert json.loads((out / "tournament.json").read_text())["rules"] == wanted
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 2 and all(g.rules == wanted for g in games)
+    assert all(g.replay().rules == RuleSet.from_dict(wanted) for g in games)
+
+
+def test_a_rule_file_of_ones_own_is_found_on_hydras_searchpath(tmp_path: Path) -> None:
+    """A rule set of one's own is DIR/rules/NAME.yaml, found with `hydra.searchpath=[file://DIR] rules=NAME`
+    (DIR relative to the working directory or absolute); its keys may be overridden as the group's."""
+    (tmp_path / "mine" / "rules").mkdir(parents=True)
+    (tmp_path / "mine" / "rules" / "house.yaml").write_text("rank_order: dog_over_wolf\nno_capture_draw: 80\n")
+    out = tmp_path / "out"
+    code, err = evaluate_tournament(tmp_path, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    "hydra.searchpath=[file://mine]", "rules=house", "rules.repetition=off",
+                                    f"out_dir={out}")
+    assert code == 0, err
+    wanted = RuleSet(rank_order="dog_over_wolf", no_capture_draw=80, repetition="off").to_dict()
+    assert json.loads((out / "tournament.json").read_text())["rules"] == wanted
+    assert {tuple(sorted(g.rules.items())) for g in read_jsonl(out / "games.jsonl")} == {tuple(sorted(wanted.items()))}
+    absolute = checked_config(compose_config([f"hydra.searchpath=[file://{tmp_path / 'mine'}]", "rules=house"]))
+    assert absolute.rules.rule_set() == RuleSet(rank_order="dog_over_wolf", no_capture_draw=80)
+
+
+def test_a_resumed_tournament_keeps_its_rules(finished_tournament: Path) -> None:
+    """tournament.json holds the rules: a resume refuses `rules=` and `rules.KEY=` (they would change its
+    games) and lets `workers`, `progress`, `image` and `start_method` change."""
+    again = f"resume={finished_tournament}"
+    for override in ("rules=keeps_rank", "rules.no_capture_draw=200", "+rules.bogus=1"):
+        with pytest.raises(TournamentError) as e:
+            stored_settings(finished_tournament, [again, override])
+        key = override.lstrip("+").split("=")[0]
+        assert f"{key} cannot change (only workers, progress, image, start_method can)" in str(e.value)
+    settings = stored_settings(finished_tournament, [again, "workers=3", "progress=false", "image=false",
+                                                     "start_method=fork"])
+    assert settings["rules"] == RuleSet().to_dict() and settings["games_per_pair"] == 2
 
 
 @pytest.mark.slow
@@ -203,43 +274,34 @@ def test_the_command_line_refuses_an_unknown_key_in_one_line(override: str, tmp_
 @pytest.mark.parametrize("out_dir, words", [("/dev/null", "out_dir='/dev/null' is not a directory"),
                                             ("/proc/x", "out_dir='/proc/x' cannot be written")])
 def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
-        out_dir: str, words: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["evaluate.py", f"out_dir={out_dir}", "progress=false", "workers=0"])
-    with pytest.raises(SystemExit) as stop:
-        evaluate.main()
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.startswith(f"evaluate.py: error: {words}")
+        out_dir: str, words: str, tmp_path: Path) -> None:
+    proc = run_evaluate(tmp_path, f"out_dir={out_dir}", "workers=0")
+    err = proc.stderr
+    assert proc.returncode == 2 and err.startswith(f"evaluate.py: error: {words}")
     assert err.count("\n") == 1
 
 
-def evaluate_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """evaluate.py run in this process: (exit status, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["evaluate.py", *args, "progress=false", "workers=0", "image=false"])
-    capsys.readouterr()
-    try:
-        evaluate.main()
-        code = 0
-    except SystemExit as stop:
-        code = int(stop.code or 0)
-    return code, capsys.readouterr().err
+ANOTHER_BEGINS_MEANWHILE = """
+from pathlib import Path
+import agents.arena.config as config
+real = config.new_settings
+def another_begins_meanwhile(cfg):
+    settings = real(cfg)
+    out = Path(cfg.out_dir)
+    out.mkdir()
+    (out / "tournament.json").write_text('{"the": "other tournament"}\\n')
+    return settings
+config.new_settings = another_begins_meanwhile
+"""
+"""Run before evaluate.py: another tournament's settings appear in out_dir between the first check and the lock."""
 
 
-def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(tmp_path: Path) -> None:
     """Another evaluate.py begins in the same out_dir after this one's first check: the check made again under
     the lock refuses it, and it changes nothing of the other's."""
     out = tmp_path / "out"
-    real = evaluate.new_settings
-
-    def another_begins_meanwhile(cfg: evaluate.EvaluateConfig) -> dict:
-        settings = real(cfg)
-        out.mkdir()
-        (out / "tournament.json").write_text('{"the": "other tournament"}\n')
-        return settings
-
-    monkeypatch.setattr(evaluate, "new_settings", another_begins_meanwhile)
-    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
-                                    f"out_dir={out}")
+    code, err = evaluate_tournament(tmp_path, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
+                                    f"out_dir={out}", code=ANOTHER_BEGINS_MEANWHILE)
     assert code == 2 and err.startswith("evaluate.py: error: ") and "already holds a tournament (tournament.json)" in err
     assert err.count("\n") == 1
     assert sorted(p.name for p in out.iterdir()) == [".lock", "tournament.json"]
@@ -255,33 +317,29 @@ def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(
     ("games.jsonl is a directory", "games.jsonl' is not a file"),
 ])
 def test_resume_of_a_damaged_tournament_is_one_line(damage: object, words: str, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+                                                    finished_tournament: Path) -> None:
     out = tmp_path / "out"
-    code, err = evaluate_in_process(monkeypatch, capsys, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
-                                    f"out_dir={out}")
-    assert code == 0, err
+    shutil.copytree(finished_tournament, out)
     if isinstance(damage, dict):
         settings = json.loads((out / "tournament.json").read_text())
         (out / "tournament.json").write_text(json.dumps(dict(settings, **damage)))
     else:
         (out / "games.jsonl").unlink()
         (out / "games.jsonl").mkdir()
-    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    code, err = evaluate_tournament(tmp_path, f"resume={out}")
     assert code == 2 and words in err and err.count("\n") == 1, err
 
 
-def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ('players=[random,"alphabeta:depth=1"]', "games_per_pair=4", "seed=3")
-    code, err = evaluate_in_process(monkeypatch, capsys, *args, f"out_dir={out}")
+    code, err = evaluate_tournament(tmp_path, *args, f"out_dir={out}")
     assert code == 0, err
     whole = [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")]
     lines = (out / "games.jsonl").read_bytes().splitlines(keepends=True)
     (out / "games.jsonl").write_bytes(b"".join(lines[:2]) + lines[2][:40])  # killed while writing game 3
     (out / "results.json").unlink()
-    code, err = evaluate_in_process(monkeypatch, capsys, f"resume={out}")
+    code, err = evaluate_tournament(tmp_path, f"resume={out}")
     assert code == 0, err
     assert "cut 40 bytes of an unfinished last line" in err
     assert [(g.moves, g.result, g.seed) for g in read_jsonl(out / "games.jsonl")] == whole  # each game once

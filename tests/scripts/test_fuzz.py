@@ -10,10 +10,11 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
-from agents.alphazero.network import resolve_device
+from agents.alphazero.device import resolve_device
 from envs import START_JFEN, Board, Move
 from envs.config import dotted_keys
-from jungle_zero import evaluate, train
+from agents.arena import config as evaluate_config
+from jungle_zero import train
 
 JFEN_ALPHABET = "rcdwpteRCDWPTLEl0123456789/ bx-+"
 
@@ -140,6 +141,7 @@ def assert_finite_and_plain(node: Any, where: str = "") -> None:
 @example(["seed=4294967296"])
 @example(["name=../../etc"])
 @example(["train.replay_capacity=100000000000"])
+@example(["seed=${oc.env:HOME}"])
 def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
     conf = assert_checked_or_one_line(train.checked_config, train.compose_config, args)
     if conf is not None:
@@ -151,14 +153,15 @@ def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) ->
 
 
 @settings(max_examples=60, deadline=None)
-@given(overrides(dotted_keys(evaluate.EvaluateConfig)))
+@given(overrides(dotted_keys(evaluate_config.EvaluateConfig)))
 @example(["gamesperpair=4"])
 @example(["+gamesperpair=4"])
 @example(["games_per_pair=1e11"])
 @example(["prior_games=nan"])
+@example(["seed=${oc.env:HOME}"])
 def test_evaluate_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
-    conf = assert_checked_or_one_line(evaluate.checked_config, evaluate.compose_config, args)
+    conf = assert_checked_or_one_line(evaluate_config.checked_config, evaluate_config.compose_config, args)
     if conf is not None:
-        assert isinstance(conf, evaluate.EvaluateConfig)
+        assert isinstance(conf, evaluate_config.EvaluateConfig)
         assert_finite_and_plain(conf)
         assert 1 <= conf.games_per_pair <= 100_000 and conf.seed >= 0

@@ -1,6 +1,7 @@
 """Packaging: every package ships, a wheel installed outside the checkout finds its configs and runs, and
 the docs point at tests that exist."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -72,15 +73,18 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
     where = run(python, "-c", "import envs, jungle_zero.train as t; from envs.rules import load_rules; "
                 "print(envs.__file__, t.__file__, load_rules('enemy_rat').jump_blocking)", cwd=away)
     assert where.count(str(site)) == 2 and where.split()[-1] == "enemy_rat"
-    out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rule-set", "dog_over_wolf", cwd=away)
+    out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rules", "dog_over_wolf", cwd=away)
     assert out.split() == [str(perft(Board(START, rules=load_rules("dog_over_wolf")), 2))]
     out = run(bin_dir / "jungle-train", "preset=smoke", "rules=enemy_rat", "--cfg", "job", cwd=away)
     assert "jump_blocking: enemy_rat" in out and "blocks: 1" in out and "num_simulations: 4" in out
     out = run(bin_dir / "jungle-train", "train.iterations=0", cwd=away, code=2)
     assert "train.iterations=0 must be >= 1" in out and not (away / "checkpoints").exists()
     out = run(bin_dir / "jungle-evaluate", 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2", "workers=0",
-              "max_plies=30", "rules=keeps_rank", "progress=false", "image=false", "out_dir=tour", cwd=away)
+              "max_plies=30", "rules=keeps_rank", "rules.no_capture_draw=200", "progress=false", "image=false",
+              "out_dir=tour", cwd=away)
     assert (away / "tour" / "results.json").is_file() and "alphabeta:depth=1" in out
+    stored = json.loads((away / "tour" / "tournament.json").read_text())["rules"]
+    assert stored == load_rules("keeps_rank").with_overrides(["no_capture_draw=200"]).to_dict()
     out = run(bin_dir / "jungle-play", "--terminal", "--two-players", "--rules", "hundred_rounds", cwd=away,
               stdin="a3a4\nquit\n")
     assert "a3a4" in out

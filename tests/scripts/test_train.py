@@ -286,6 +286,24 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     assert train.checked_config(train.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
 
 
+def test_train_and_evaluate_compose_one_rules_group(tmp_path: Path) -> None:
+    """`rules` is one config group of train.py and evaluate.py: the same overrides give the same RulesConfig,
+    and a rule set of one's own (DIR/rules/NAME.yaml) is found by both with `hydra.searchpath=[file://DIR]`."""
+    from agents.arena import config as evaluate_config
+    from envs.rules import RuleSet, RulesConfig
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "house.yaml").write_text("defaults:\n  - schema\n  - _self_\ntrapped_attacker: keeps_rank\n")
+    for overrides, wanted in (
+            (["rules=keeps_rank", "rules.no_capture_draw=200"], RuleSet(trapped_attacker="keeps_rank", no_capture_draw=200)),
+            ([f"hydra.searchpath=[file://{tmp_path}]", "rules=house", "rules.rank_order=dog_over_wolf"],
+             RuleSet(trapped_attacker="keeps_rank", rank_order="dog_over_wolf"))):
+        trained = train.checked_config(train.compose_config(overrides)).rules
+        evaluated = evaluate_config.checked_config(evaluate_config.compose_config(overrides)).rules
+        assert type(trained) is RulesConfig and type(evaluated) is RulesConfig
+        assert trained == evaluated and trained.rule_set() == wanted, overrides
+
+
 def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path) -> None:
     stored = OmegaConf.to_yaml(train.compose_config(["train=tiny", "name=run", "seed=5"]))
     cfg = train.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9",

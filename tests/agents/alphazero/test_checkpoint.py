@@ -143,7 +143,7 @@ def test_a_checkpoint_with_a_non_finite_weight_is_never_written_and_never_loaded
 
 
 def test_a_network_with_non_finite_outputs_raises_instead_of_playing() -> None:
-    from agents.alphazero.network import NonFiniteOutputError, make_evaluator
+    from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
 
     torch.manual_seed(0)
     model = build_network(TINY).eval()

@@ -29,7 +29,8 @@ from agents.alphazero.inference import (
     WorkerDiedError,
     leaves_per_game,
 )
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, play_games
 from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool

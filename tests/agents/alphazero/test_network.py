@@ -5,20 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.network import (
-    BF16_MIN_BATCH,
-    FusedCPUForward,
-    NetworkConfig,
-    NetworkShapeError,
-    build_network,
-    for_inference,
-    fuse_for_inference,
-    inference_dtype,
-    make_evaluator,
-    mask_logits,
-    native_bf16,
-    scalar_value,
-)
+from agents.alphazero.device import BF16_MIN_BATCH, inference_dtype, native_bf16
+from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network, mask_logits, scalar_value
+from agents.alphazero.runtime import FusedCPUForward, for_inference, fuse_for_inference, make_evaluator
 from envs import Board, Move
 from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask
 from tests.support import ROOT
@@ -214,7 +203,7 @@ def test_bf16_agrees_with_fp32_on_selfplay_positions() -> None:
 def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
     """A call larger than `CPU_CHUNK` positions runs as equal parts (20 as 7 + 7 + 6) and answers as one
     forward pass over them all would, to the dtype's rounding by batch size; every row is filled."""
-    import agents.alphazero.network as network
+    import agents.alphazero.runtime as runtime
 
     torch.manual_seed(0)
     model = build_network(TINY)
@@ -223,7 +212,7 @@ def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.Monk
     mask = rng.random((20, N_ACTIONS)) < 0.3
     whole_logits, whole_value = make_evaluator(model, "cpu", precision)(obs, mask)
     calls: list[int] = []
-    runner = network.for_inference
+    runner = runtime.for_inference
 
     def counting(fused: torch.nn.Module, device: torch.device, dtype: torch.dtype):
         run = runner(fused, device, dtype)
@@ -234,8 +223,8 @@ def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.Monk
 
         return counted
 
-    monkeypatch.setattr(network, "CPU_CHUNK", 7)
-    monkeypatch.setattr(network, "for_inference", counting)
+    monkeypatch.setattr(runtime, "CPU_CHUNK", 7)
+    monkeypatch.setattr(runtime, "for_inference", counting)
     logits, value = make_evaluator(model, "cpu", precision)(obs, mask)
     assert calls == [7, 7, 6]
     tol = 1e-5 if precision == "fp32" else 2e-2

@@ -5,8 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import agents.alphazero.network as network
-from agents.alphazero.network import FusedCPUForward, NetworkConfig, build_network, make_evaluator
+import agents.alphazero.runtime as runtime
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import FusedCPUForward, make_evaluator
 from agents.alphazero.planestem import PlaneStem
 from envs.encoding import OBS_SHAPE, TERRAIN_FIRST_PLANE, TERRAIN_PLANES
 from tests.support.positions import position_batch
@@ -86,7 +87,7 @@ def test_the_bf16_evaluator_runs_the_stem_from_planes(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(FusedCPUForward, "from_planes", counted)
     logits, value = make_evaluator(model, "cpu", "bf16")(obs, mask)
-    run = network._InferenceCopies(model, torch.device("cpu")).get(torch.bfloat16)
+    run = runtime._InferenceCopies(model, torch.device("cpu")).get(torch.bfloat16)
     if not torch.backends.mkldnn.is_available():  # torch without oneDNN: the module, with its own stem
         assert calls == [] and not isinstance(run, FusedCPUForward)
         return

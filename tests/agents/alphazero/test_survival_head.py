@@ -12,8 +12,9 @@ import torch.nn.functional as F
 
 from agents.alphazero.checkpoint import check_compatible, load_model, save_checkpoint
 from agents.alphazero.learner import Learner, LearnerConfig, alphazero_loss
-from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network, fuse_for_inference, make_evaluator
+from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network
 from agents.alphazero.replay import ReplayBuffer, ReplayError
+from agents.alphazero.runtime import fuse_for_inference, make_evaluator
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, merge_selfplay, play_games
 from envs import Board, Move, RuleSet

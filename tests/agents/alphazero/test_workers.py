@@ -12,7 +12,8 @@ import torch
 
 from envs import RuleSet
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from agents.alphazero.network import NetworkConfig, build_network, make_evaluator
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
 from envs.players import make_player
 from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, merge_selfplay, play_games
 from agents.alphazero.workers import (

@@ -90,6 +90,8 @@ def test_play_page_server_entry_point(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, str(ROOT / "play.py"), "--rules", "nosuchset", "--no-browser"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2 and "unknown rule set 'nosuchset'" in bad.stderr
+    near = run_page("--rules", "dog_overwolf")
+    assert near.returncode == 2 and "unknown rule set 'dog_overwolf' (did you mean dog_over_wolf?)" in near.stderr
 
 
 def run_page(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

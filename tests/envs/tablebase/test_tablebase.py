@@ -486,7 +486,7 @@ def test_missing_tables_say_how_to_build_them(tmp_path: Path, monkeypatch: pytes
         board.probe()
     assert isinstance(e.value, ValueError) and str(tmp_path) in str(e.value)
     keeps = Board("6e/7/7/7/7/7/7/7/R6 r 0 1", rules=RuleSet(trapped_attacker="keeps_rank"))
-    with pytest.raises(TablebaseMissingError, match="--rules trapped_attacker=keeps_rank"):
+    with pytest.raises(TablebaseMissingError, match="--rule trapped_attacker=keeps_rank"):
         keeps.probe()
     with pytest.raises(TablebaseRulesError, match="anti_chase"):
         Board(rules=RuleSet(anti_chase="7-3+17-5")).probe()
@@ -584,12 +584,13 @@ def test_cli_builds_and_probes(tmp_path: Path) -> None:
     assert "d8d9 win dtm 1 dtz 1 clock win" in lines
     stats = run_cli("stats", "--dir", str(tmp_path))
     assert stats.returncode == 0 and stats.stdout.count("\n") == 2 + 64
-    missing = run_cli("probe", "7/3L3/7/7/7/7/7/7/e6 r 0 1", "--rules", "trapped_attacker=keeps_rank",
+    missing = run_cli("probe", "7/3L3/7/7/7/7/7/7/e6 r 0 1", "--rule", "trapped_attacker=keeps_rank",
                       env_root=tmp_path)
     assert missing.returncode == 2 and missing.stderr.startswith("error: no tablebase for rules")
-    assert "python -m envs tablebase build --pieces 3 --rules trapped_attacker=keeps_rank" in missing.stderr
+    assert "python -m envs tablebase build --pieces 3 --rule trapped_attacker=keeps_rank" in missing.stderr
     for bad in (["build", "--pieces", "5", "--out", str(tmp_path)], ["probe", "7/7 r 0 1", "--dir", str(tmp_path)],
-                ["build", "--rules", "anti_chase=7-3+17-5", "--out", str(tmp_path)]):
+                ["build", "--rule", "anti_chase=7-3+17-5", "--out", str(tmp_path)],
+                ["build", "--rules", "anti_chase", "--out", str(tmp_path)]):
         r = run_cli(*bad)
         assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, (bad, r.stderr)
 

@@ -1,0 +1,251 @@
+"""The network at inference time: fused copies that follow the trained weights, the CPU forward pass, `make_evaluator`."""
+
+from __future__ import annotations
+
+import copy
+import operator
+from typing import Any, Callable, cast
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agents.alphazero.device import channels_last, inference_dtype
+from agents.alphazero.network import JungleNet, ResidualBlock, mask_logits, scalar_value
+from agents.alphazero.planestem import PlaneStem
+from agents.alphazero.search import Evaluator
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+
+
+class NonFiniteOutputError(ValueError):
+    """The network gave a NaN or infinite logit or value: its weights have diverged or are damaged, and a
+    search on such outputs would play garbage."""
+
+
+def fuse_for_inference(model: "JungleNet") -> "JungleNet":
+    """An eval-mode copy of `model` with every batch norm folded into the convolution before it.
+
+    The copy computes the same function as ``model.eval()`` (to float rounding)
+    with fewer kernels; it is independent of `model` (train the original, fuse again).
+    """
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    fused = copy.deepcopy(model).eval()
+
+    def fold(seq: nn.Sequential) -> None:
+        seq[0] = fuse_conv_bn_eval(cast(nn.Conv2d, seq[0]), cast(nn.BatchNorm2d, seq[1]))
+        seq[1] = nn.Identity()
+
+    fold(fused.stem)
+    fold(fused.policy_conv)
+    fold(fused.value_conv)
+    if fused.survival_conv is not None:
+        fold(fused.survival_conv)
+    for block in fused.tower:
+        for conv, bn in (("conv1", "bn1"), ("conv2", "bn2")):  # by name: a block's typed fields change type
+            setattr(block, conv, fuse_conv_bn_eval(getattr(block, conv), getattr(block, bn)))
+            setattr(block, bn, nn.Identity())
+    return fused
+
+
+def _conv_pointwise_ops() -> Any:
+    """torch's oneDNN convolutions with fused element-wise work (``torch.ops.mkldnn._convolution_pointwise``,
+    what torch.compile's CPU backend emits), or None where this build of torch lacks them."""
+    try:
+        ops = torch.ops.mkldnn
+        ops._convolution_pointwise.default, ops._convolution_pointwise.binary  # noqa: B018 - raise if missing
+    except (AttributeError, RuntimeError):
+        return None
+    return ops if torch.backends.mkldnn.is_available() else None
+
+
+_SAME = [1, 1]
+_ONE = [1, 1]
+_NONE = [0, 0]
+
+
+class FusedCPUForward:
+    """`JungleNet.forward` of a batch-norm-folded copy (`fuse_for_inference`) on a CPU, each convolution one
+    oneDNN kernel with its ReLU, and a residual block's second one with the skip addition and ReLU too.
+
+    Eager PyTorch runs the ReLUs and additions as separate passes over the activations; fused, the
+    forward pass saves them, as torch.compile does, without a compile per set of weights
+    (docs/performance.md). The same function as the module to the dtype's rounding (tested).
+    The fused ops are torch's own (`_conv_pointwise_ops`); `for_inference` falls back to the module
+    where they are missing. `from_planes` takes the float32 observations themselves and builds the
+    stem's output from their nonzero entries (`PlaneStem`): the evaluator's path, without the dense
+    first convolution and the input copies."""
+
+    def __init__(self, net: "JungleNet", ops: Any) -> None:
+        self.net = net
+        self.conv = ops._convolution_pointwise.default
+        self.conv_add = ops._convolution_pointwise.binary
+        # Every tensor the pass reads, looked up once: module attribute lookups are a measurable share of a call.
+        self.stem_conv = self._weights(net.stem[0])
+        self.blocks = [self._weights(block.conv1) + self._weights(block.conv2)
+                       for block in cast(list[ResidualBlock], list(net.tower))]
+        self.policy_conv = self._weights(net.policy_conv[0])
+        self.value_conv = self._weights(net.value_conv[0])
+        # The heads' first linear layers with their inputs in channels-last order, so a head's 1x1
+        # convolution output (channels-last, as oneDNN writes it) feeds them without a copy.
+        self.policy_fc = (self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels),
+                          net.policy_fc.bias)
+        value_fc1, value_fc2 = cast(nn.Linear, net.value_fc[0]), cast(nn.Linear, net.value_fc[2])
+        self.value_fc1 = (self._channels_last_inputs(value_fc1.weight, 2), value_fc1.bias)
+        self.value_fc2 = (value_fc2.weight, value_fc2.bias)
+        self.wdl = net.config.value_head == "wdl"
+        self.stem = PlaneStem(cast(nn.Conv2d, net.stem[0]))
+
+    @staticmethod
+    def _weights(conv: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        return cast(torch.Tensor, conv.weight), cast(torch.Tensor, conv.bias)
+
+    @staticmethod
+    def _channels_last_inputs(weight: torch.Tensor, channels: int) -> torch.Tensor:
+        """`weight` [out, C*H*W] of a layer that reads an NCHW-flattened input, reordered to read (H, W, C)."""
+        h, w = OBS_SHAPE[1], OBS_SHAPE[2]
+        return weight.reshape(-1, channels, h, w).permute(0, 2, 3, 1).reshape(weight.shape[0], -1).contiguous()
+
+    @staticmethod
+    def _flat(x: torch.Tensor) -> torch.Tensor:
+        """[B, C, H, W] -> [B, H*W*C] (a view of a channels-last tensor)."""
+        return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Observations as a bf16 channels-last tensor [n, 24, 9, 7] -> (logits [n, 252], value)."""
+        w, b = self.stem_conv
+        return self._tower_and_heads(self.conv(x, w, b, _SAME, _ONE, _ONE, 1, "relu", [], ""))
+
+    def from_planes(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """`__call__` of float32 observations [n, 24, 9, 7] (a numpy array): the stem from the planes'
+        nonzero entries (`PlaneStem`), with no input copies."""
+        return self._tower_and_heads(self.stem(obs))
+
+    def _tower_and_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        conv, conv_add = self.conv, self.conv_add
+        for w1, b1, w2, b2 in self.blocks:
+            y = conv(x, w1, b1, _SAME, _ONE, _ONE, 1, "relu", [], "")
+            x = conv_add(y, x, w2, b2, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
+        w, b = self.policy_conv
+        logits = F.linear(self._flat(conv(x, w, b, _NONE, _ONE, _ONE, 1, "relu", [], "")), *self.policy_fc)
+        w, b = self.value_conv
+        v = self._flat(conv(x, w, b, _NONE, _ONE, _ONE, 1, "relu", [], ""))
+        v = F.linear(F.relu(F.linear(v, *self.value_fc1)), *self.value_fc2)
+        if self.wdl:
+            return logits, v
+        return logits, torch.tanh(v.squeeze(-1))
+
+
+def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) -> Callable[..., Any]:
+    """What runs a folded copy (`fuse_for_inference`) in `dtype` on `device`: `FusedCPUForward` for a
+    `JungleNet` in bf16 on a CPU (channels-last, `channels_last`) where torch has the fused ops, else
+    the module itself."""
+    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and channels_last(device, dtype) else None
+    return fused if ops is None else FusedCPUForward(cast(JungleNet, fused), ops)
+
+
+_VERSION = operator.attrgetter("_version")
+
+
+class _InferenceCopies:
+    """Fused copies of a live model per dtype, made again whenever its weights change.
+
+    Staleness is read from the parameters' and buffers' in-place version
+    counters, which every optimizer step, running-statistics update and
+    `load_state_dict` advances; so an evaluator built once keeps serving the
+    network the learner is training. The tensors are listed once (listing
+    them walks the module tree, a few percent of a self-play call): a
+    parameter replaced by another tensor object is not seen, so build a new
+    evaluator after such surgery.
+    """
+
+    def __init__(self, model: nn.Module, device: torch.device) -> None:
+        self.model = model
+        self.device = device
+        self._tensors = [*model.parameters(), *model.buffers()]
+        self._key: tuple[int, ...] = ()
+        self._copies: dict[torch.dtype, Callable[..., Any]] = {}
+
+    def _version(self) -> tuple[int, ...]:
+        return (*map(_VERSION, self._tensors), *map(torch.Tensor.data_ptr, self._tensors))
+
+    def get(self, dtype: torch.dtype) -> Callable[..., Any]:
+        """The forward pass of the current weights' fused copy in `dtype` (`for_inference`)."""
+        key = self._version()
+        if key != self._key:
+            self._copies.clear()
+            self._key = key
+        if dtype not in self._copies:
+            if isinstance(self.model, JungleNet):
+                fused: nn.Module = fuse_for_inference(self.model)
+            else:
+                fused = copy.deepcopy(self.model).eval()
+            fused = fused.to(self.device, dtype=dtype)
+            if channels_last(self.device, dtype):
+                for module in fused.modules():
+                    if isinstance(module, nn.Conv2d):
+                        module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last)
+            self._copies[dtype] = for_inference(fused, self.device, dtype)
+        return self._copies[dtype]
+
+
+CPU_CHUNK = 128
+"""Most positions one forward pass takes on a CPU: a larger call runs as equal parts of at most this.
+
+Past a few hundred positions the activations leave the core's cache; 128 was the fastest part
+inside self-play, where the search's own arrays share the cache (docs/performance.md)."""
+
+
+def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32") -> Evaluator:
+    """Wrap `model` as an `Evaluator` for the search: batched, no grad, inference mode.
+
+    Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
+    (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
+    from the side to move; NonFiniteOutputError when the network gives a NaN or infinite output (diverged
+    weights never play garbage silently). The network runs as a batch-norm-fused copy in the
+    dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's weights as they are
+    trained. Outputs are always float32.
+    """
+    dev = torch.device(device) if isinstance(device, str) else device
+    inference_dtype(dev, precision, 1)  # reject an unknown precision now, not at the first call
+    copies = _InferenceCopies(model, dev)
+    chunk = CPU_CHUNK if dev.type == "cpu" else None
+
+    def run(net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
+        if isinstance(net, FusedCPUForward):  # the stem from the planes' nonzero entries, no input copies
+            logits, v = net.from_planes(obs)
+        else:
+            x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
+            x = x.to(dtype)  # then the layout: two copies, faster here than one that converts and reorders at once
+            if channels_last(dev, dtype):
+                x = x.contiguous(memory_format=torch.channels_last)
+            logits, v = net(x)
+        logits = mask_logits(logits.float(), m, inplace=True)  # the float copy (or the pass's own output)
+        value = scalar_value(v.float())
+        if not (torch.isfinite(value).all() and torch.isfinite(logits).all()):  # clamp would hide a NaN value
+            raise NonFiniteOutputError(
+                f"the network's outputs are not finite (NaN or infinity) for {len(obs)} positions: its weights "
+                "have diverged or are damaged")
+        return logits.cpu().numpy(), value.clamp(-1.0, 1.0).cpu().numpy()
+
+    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = len(obs)
+        if n == 0:
+            return np.zeros((0, N_ACTIONS), np.float32), np.zeros(0, np.float32)
+        dtype = inference_dtype(dev, precision, n)
+        net = copies.get(dtype)
+        with torch.inference_mode():
+            if chunk is None or n <= chunk:
+                return run(net, dtype, obs, mask)
+            parts = -(-n // chunk)
+            size = -(-n // parts)  # equal parts: 300 rows run as 150 + 150, not 256 + 44
+            logits = np.empty((n, N_ACTIONS), np.float32)
+            value = np.empty(n, np.float32)
+            for start in range(0, n, size):
+                logits[start:start + size], value[start:start + size] = run(
+                    net, dtype, obs[start:start + size], mask[start:start + size])
+            return logits, value
+
+    return evaluate
