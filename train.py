@@ -71,7 +71,7 @@ from agents.alphazero.checkpoint import (
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.alphazero.learner import Learner, LearnerConfig, LearnerDivergedError
-from agents.alphazero.search import MCTSConfig
+from agents.alphazero.search import MCTSConfig, migrate_flat_mcts
 from agents.alphazero.device import MAX_THREADS, resolve_device
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters
 from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
@@ -703,7 +703,10 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
             raise ConfigError(f"cannot apply {item!r} when resuming: only key=value overrides are")
         dotlist.append(item.lstrip("+"))
     try:  # the schema refuses unknown keys and mistyped values
-        stored = OmegaConf.merge(OmegaConf.structured(Config), stored_config(stored_yaml, path))
+        stored = stored_config(stored_yaml, path)
+        if isinstance(stored.get("mcts"), DictConfig):  # the flat search keys of earlier versions, into their nodes
+            stored.mcts = migrate_flat_mcts(stored.mcts)
+        stored = OmegaConf.merge(OmegaConf.structured(Config), stored)
     except OmegaConfBaseException as e:
         raise CheckpointError(f"checkpoint {str(path)!r}: its stored config does not fit this version's schema: "
                               f"{hydra_error_line(e, dotted_keys(Config))}") from None

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import RuleSet  # noqa: E402
 from envs.batch import GameBatch  # noqa: E402
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, uniform_evaluator  # noqa: E402
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, uniform_evaluator  # noqa: E402
 from agents.alphazero.selfplay import SelfPlayConfig, play_games  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def bench_search(algorithm: str, n_games: int, sims: int, repeats: int) -> float
     flags = games.flags
     random_openings(games, 10, seed=1)
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False)
-    mcts = BatchedMCTS(uniform_evaluator, cfg, flags, seed=0)
+    mcts = BatchedMCTS(uniform_evaluator, make_policy(cfg), flags, seed=0)
     mcts.search(games, num_simulations=2)  # compile / load the numba cache
     t, c = time.perf_counter(), time.process_time()
     for _ in range(repeats):
@@ -65,8 +65,8 @@ def bench_evaluator_path(algorithm: str, n_games: int, sims: int) -> float:
     games = GameBatch(n_games, RuleSet())
     flags = games.flags
     random_openings(games, 10, seed=1)
-    mcts = BatchedMCTS(zero_network, MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False), flags,
-                       seed=0)
+    cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims, reuse_tree=False)
+    mcts = BatchedMCTS(zero_network, make_policy(cfg), flags, seed=0)
     mcts.search(games, num_simulations=2)
     c = time.process_time()
     mcts.search(games)

@@ -31,7 +31,7 @@ import torch
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import BatchedMCTS, MCTSConfig
+from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, make_policy
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.arena.records import GameRecord
 from agents.arena.tournament import run_tournament
@@ -143,10 +143,12 @@ SEARCH_GOLDEN = {
 }
 SEARCHES = {
     "puct": MCTSConfig(algorithm="puct", num_simulations=16),
-    "gumbel": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel_max_actions=4),
-    "gumbel_leaf_batch_8": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel_max_actions=4, leaf_batch=8),
+    "gumbel": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4)),
+    "gumbel_leaf_batch_8": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4),
+                                      leaf_batch=8),
     "puct_leaf_batch_4": MCTSConfig(algorithm="puct", num_simulations=16, leaf_batch=4),
-    "draw_value": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel_max_actions=4, draw_value=-0.1),
+    "draw_value": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4),
+                             draw_value=-0.1),
 }
 """Gumbel considers 4 root actions, so the move played has a subtree to keep (with 16 each gets one visit)."""
 SEARCH_RULES = RuleSet(no_capture_draw=16)
@@ -157,7 +159,7 @@ SEARCH_RULES = RuleSet(no_capture_draw=16)
 def test_searches_with_reuse(name: str) -> None:
     """12 plies of noisy searches of 4 games, each move played and its subtree kept: actions, visits, values."""
     games = GameBatch(4, SEARCH_RULES)
-    mcts = BatchedMCTS(linear_evaluator(3), SEARCHES[name], games.flags, seed=9)
+    mcts = BatchedMCTS(linear_evaluator(3), make_policy(SEARCHES[name]), games.flags, seed=9)
     digest = Digest()
     for _ in range(12):
         out = mcts.search(games)

@@ -17,7 +17,7 @@ from typing import Union
 
 import numpy as np
 
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
 from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
 from envs import RuleSet
@@ -60,7 +60,7 @@ class MatchResult:
 
 def greedy(config: MCTSConfig) -> MCTSConfig:
     """The search settings for evaluation: no exploration temperature."""
-    return dataclasses.replace(config, temperature=0.0, temperature_plies=0)
+    return dataclasses.replace(config, puct=dataclasses.replace(config.puct, temperature=0.0, temperature_plies=0))
 
 
 def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, max_plies: int = 400,
@@ -79,7 +79,8 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     searches: dict[int, BatchedMCTS] = {}
     for k, s in enumerate((a, b)):
         if isinstance(s, Searcher):
-            searches[k] = BatchedMCTS(s.evaluator, greedy(s.mcts), batch.flags, seed=derive_seed(seed, "search", k))
+            searches[k] = BatchedMCTS(s.evaluator, make_policy(greedy(s.mcts)), batch.flags,
+                                       seed=derive_seed(seed, "search", k))
         else:
             s.reset()
     while not batch.done.all():

@@ -66,8 +66,7 @@ from envs.rules import RuleSet
 from agents.alphazero.device import PRECISIONS, resolve_device
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.search.driver import leaves_per_call
+from agents.alphazero.search import Evaluator, MCTSConfig, leaves_per_call
 from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
 from agents.alphazero.workers import (
     SelfPlayPool,
@@ -293,7 +292,7 @@ MAX_SLOT_ROWS = 4096
 
 def leaves_per_game(mcts: Mapping[str, Any]) -> int:
     """Most leaves one game's search sends in one evaluator call under the search settings `mcts`
-    (`search.driver.leaves_per_call`)."""
+    (`search.leaves_per_call`)."""
     return leaves_per_call(MCTSConfig.from_dict(mcts))
 
 

@@ -17,9 +17,9 @@ rate measured so far says it ends within the budget (at least one round runs);
 ``leaf_batch`` leaves evaluated per network call, kept apart by virtual loss
 (default 1; 8-16 feed the network batches it runs faster per position);
 ``max_actions`` Gumbel's root actions considered (default: the run's own
-``mcts.gumbel_max_actions``; sequential halving splits the simulations among
+``mcts.gumbel.max_actions``; sequential halving splits the simulations among
 fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
-``mcts.gumbel_c_scale``). A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
+``mcts.gumbel.c_scale``). A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
 `TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
 stops looking at other replies; a smaller c_scale keeps it looking (docs/search.md, "Search by time").
@@ -38,7 +38,7 @@ import torch
 from omegaconf import OmegaConf
 
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
-from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput
+from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
@@ -68,15 +68,18 @@ class CheckpointPlayer:
         if time > 0:
             max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
             c_scale = TIMED_C_SCALE if c_scale is None else c_scale
-        chosen: dict[str, Any] = {"algorithm": algorithm, "gumbel_max_actions": max_actions, "gumbel_c_scale": c_scale}
-        self.mcts = dataclasses.replace(_stored_mcts(state.get("config", ""), str(file)),
-                                        **{k: v for k, v in chosen.items() if v is not None},
+        stored = _stored_mcts(state.get("config", ""), str(file))
+        gumbel: dict[str, Any] = {k: v for k, v in {"max_actions": max_actions, "c_scale": c_scale}.items()
+                                  if v is not None}
+        self.mcts = dataclasses.replace(stored, algorithm=stored.algorithm if algorithm is None else algorithm,
+                                        gumbel=dataclasses.replace(stored.gumbel, **gumbel),
                                         num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
         self.evaluator = make_evaluator(self.model, device_t, precision)
-        self.search = BatchedMCTS(self.evaluator, self.mcts, self.rules.flags(), seed=0 if seed is None else seed,
-                                  n_games=1, max_nodes=TIMED_NODES if self.time > 0 else None)
+        self.search = BatchedMCTS(self.evaluator, make_policy(self.mcts), self.rules.flags(),
+                                  seed=0 if seed is None else seed, n_games=1,
+                                  max_nodes=TIMED_NODES if self.time > 0 else None)
         self.last_simulations = 0
         """Simulations of the last move's search."""
         self.last_value = 0.0
@@ -138,7 +141,9 @@ TIMED_NODES = 1 << 20
 
 def _stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
     """The search settings of the training run (defaults when the checkpoint holds none); CheckpointError
-    naming the file when its stored config is not YAML or its search settings are not valid."""
+    naming the file when its stored config is not YAML or its search settings are not valid. A config stored
+    before the search settings were split by algorithm (``mcts.gumbel_max_actions``) reads as it meant
+    (`MCTSConfig.from_dict`)."""
     if not config_yaml:
         return MCTSConfig()
     node = stored_config(config_yaml, path)

@@ -64,7 +64,7 @@ from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed
 
 from agents.alphazero.samples import game_samples, new_samples, record_samples
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.arena.records import GameRecord
 
@@ -259,7 +259,7 @@ def play_games(
     games = GameBatch(n, rules, start_jfen=start_jfen, max_plies=settings.max_plies)
     if settings.draw_contempt:
         mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
-    search = BatchedMCTS(evaluator, mcts, games.flags, seed=seed, n_games=n)
+    search = BatchedMCTS(evaluator, make_policy(mcts), games.flags, seed=seed, n_games=n)
     first = parse_jfen(start_jfen)
     samples = new_samples(n, settings.max_plies)
     slots: list[Optional[_Game]] = [None] * n

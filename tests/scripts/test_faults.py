@@ -58,6 +58,7 @@ from agents.stopping import GracefulStop
 from envs import RuleSet
 from jungle_zero import train as train_script
 from tests.support import ROOT
+from tests.support.configs import flat_search_layout
 
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3", "train.iterations=3",
         'train.eval.opponents=["alphabeta:depth=2"]', "train.eval.games=8", "train.eval.simulations=8",
@@ -224,6 +225,26 @@ def test_kill_9_at_random_moments_then_resume_gives_the_run_never_stopped(refere
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same_run(reference["dir"], run_dir)
     assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.slow
+def test_a_latest_pt_stored_in_the_flat_search_layout_resumes_to_the_run_never_stopped(reference: dict[str, Any],
+                                                                                       tmp_path: Path) -> None:
+    """A latest.pt written before the search settings were split by algorithm (its stored search node flat:
+    ``mcts.gumbel_max_actions``) resumes, and plays the iterations left as the run never stopped did; the
+    resumed run stores the nested layout."""
+    run_dir = tmp_path / "flat"
+    first = train(*TINY, "train.iterations=1", f"out_dir={tmp_path}", "name=flat")
+    assert first.returncode == 0, first.stderr[-3000:]
+    state = torch.load(run_dir / "latest.pt", weights_only=True)
+    state["config"] = flat_search_layout(state["config"])
+    assert "gumbel_max_actions: 4" in state["config"]  # preset=cpu's, not the schema's 16: a lost key would show
+    save_checkpoint(run_dir / "latest.pt", state)
+    done = train(f"resume={run_dir}", "train.iterations=3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_run(reference["dir"], run_dir)
+    stored = load_checkpoint(run_dir / "latest.pt")["config"]
+    assert "max_actions: 4" in stored and "gumbel_max_actions" not in stored
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
 from jungle_zero import train
 from tests.support import ROOT
+from tests.support.configs import flat_search_layout
 
 TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3"]
 
@@ -165,11 +166,11 @@ def test_every_train_group_composes(group: str) -> None:
     ("train.selfplay.parallel=100000000", "train.selfplay.parallel=100000000 must lie in [1, 65536]"),
     ("train.workers=100000", "train.workers=100000 must lie in [0, 1024]"),
     ("model.channels=4000", "model.channels=4000 must lie in [1, 512]"),
-    ("mcts.gumbel_max_actions=100000", "mcts.gumbel_max_actions=100000 must lie in [1, 252]"),
+    ("mcts.gumbel.max_actions=100000", "mcts.gumbel.max_actions=100000 must lie in [1, 252]"),
     ("train.learner.lr=inf", "train.learner.lr=inf: the learning rate must be > 0 and finite"),
     ("train.learner.lr=nan", "train.learner.lr=nan"),
     ("train.train_ratio=inf", "train.train_ratio=inf must be >= 0 and finite"),
-    ("mcts.c_puct=nan", "mcts.c_puct=nan must be >= 0"),
+    ("mcts.puct.c_puct=nan", "mcts.puct.c_puct=nan must be >= 0"),
     ("train.selfplay.value_q_weight=nan", "train.selfplay.value_q_weight=nan must lie in [0, 1]"),
     ("name=../../etc", "name='../../etc' must be one plain directory name"),
     ("name=a/b", "name='a/b' must be one plain directory name"),
@@ -274,7 +275,7 @@ def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> Non
 def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train.checked_config(train.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
-    assert default.mcts.gumbel_max_actions == 4
+    assert default.mcts.gumbel.max_actions == 4
     gpu = train.checked_config(train.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
     assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
@@ -318,6 +319,20 @@ def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path)
                        ("~train.eval", "only key=value")):
         with pytest.raises(train.ConfigError, match=words):
             train.resumed_config(stored, tmp_path, [bad])
+
+
+def test_a_stored_config_in_the_flat_search_layout_resumes_as_it_meant(tmp_path: Path) -> None:
+    """The flat search keys of a config stored by an earlier version go into their nodes on resume; the key
+    set is that of a shipped network's stored config, and overrides take the new keys."""
+    composed = train.compose_config(["train=tiny", "name=run", "mcts.puct.c_puct=2.5"])
+    stored = flat_search_layout(OmegaConf.to_yaml(composed))
+    shipped = torch.load(ROOT / "checkpoints" / "shipped" / "default-60.pt", weights_only=True)
+    assert set(OmegaConf.create(stored).mcts) == set(OmegaConf.create(shipped["config"]).mcts)
+    conf = train.checked_config(train.resumed_config(stored, tmp_path, ["resume=run"]))
+    assert conf.mcts == train.checked_config(composed).mcts
+    assert (conf.mcts.puct.c_puct, conf.mcts.gumbel.max_actions) == (2.5, 4)  # 4: preset=cpu's
+    again = train.checked_config(train.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"]))
+    assert again.mcts.gumbel.max_actions == 8
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:

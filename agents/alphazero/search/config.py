@@ -1,16 +1,16 @@
-"""Settings of the tree search: `MCTSConfig` (the Hydra group ``configs/mcts/``) and the constants its kernels read."""
+"""Settings of the tree search: `MCTSConfig` (group ``configs/mcts/``), a node per algorithm, the kernels' constants."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
-from envs.config import ConfigError, check_choice, check_range, config_kwargs
+from envs.config import ConfigError, check_choice, check_range, config_kwargs, shown
 from envs.encoding import N_ACTIONS
 from envs.rules import COUNTER_LIMIT
 
 ALGORITHMS = ("puct", "gumbel")
-"""Search algorithms by name (`driver.ROOT_POLICIES` maps each to its selection rules and outputs)."""
+"""Search algorithms by name (`search.ROOT_POLICIES` maps each to its selection rules and outputs)."""
 
 
 class MCTSConfigError(ConfigError):
@@ -37,33 +37,80 @@ class SearchParams(NamedTuple):
 
 
 @dataclass
+class PuctConfig:
+    """Settings of AlphaZero's PUCT search (the node ``mcts.puct``; read when ``mcts.algorithm=puct``)."""
+
+    c_puct: float = 1.25
+    """PUCT exploration constant; >= 0."""
+    dirichlet_alpha: float = 0.3
+    """Concentration of the Dirichlet noise on the root priors (self-play only); >= 0."""
+    dirichlet_fraction: float = 0.25
+    """Weight of the noise in the root priors (self-play only), in [0, 1]."""
+    fpu_reduction: float = 0.25
+    """First-play urgency: an unvisited child is valued at the parent's value minus
+    this times the square root of the prior mass already visited; any finite number."""
+    temperature: float = 1.0
+    """Visit-count temperature for the move played in the first plies (self-play only); >= 0."""
+    temperature_plies: int = 20
+    """Plies of the game (from its start) played with the temperature; later moves are the most visited.
+    0 to `envs.rules.COUNTER_LIMIT`."""
+
+    def __post_init__(self) -> None:
+        check_range(self, "mcts.puct", MCTSConfigError, temperature_plies=(0, COUNTER_LIMIT), c_puct=(0, None),
+                    dirichlet_alpha=(0, None), temperature=(0, None), dirichlet_fraction=(0, 1),
+                    fpu_reduction=(None, None))
+
+
+@dataclass
+class GumbelConfig:
+    """Settings of Gumbel AlphaZero's search (the node ``mcts.gumbel``; read when ``mcts.algorithm=gumbel``)."""
+
+    max_actions: int = 16
+    """Root actions sampled by Gumbel-top-k, halved each phase of sequential halving; 1 to 252."""
+    c_visit: float = 50.0
+    """c_visit of sigma(q) = (c_visit + max N) * c_scale * q01; >= 0."""
+    c_scale: float = 1.0
+    """c_scale of sigma(q); >= 0."""
+
+    def __post_init__(self) -> None:
+        check_range(self, "mcts.gumbel", MCTSConfigError, max_actions=(1, N_ACTIONS), c_visit=(0, None),
+                    c_scale=(0, None))
+
+
+NODES: dict[str, type] = {"puct": PuctConfig, "gumbel": GumbelConfig}
+"""The node of each algorithm's own settings in `MCTSConfig`, by field name."""
+
+FLAT_KEYS: dict[str, tuple[str, str]] = {
+    **{key: ("puct", key) for key in ("c_puct", "dirichlet_alpha", "dirichlet_fraction", "fpu_reduction",
+                                      "temperature", "temperature_plies")},
+    **{f"gumbel_{key}": ("gumbel", key) for key in ("max_actions", "c_visit", "c_scale")},
+}
+"""Keys of the earlier flat layout of the search settings (``mcts.c_puct``, ``mcts.gumbel_max_actions``) and
+where each now sits (``mcts.puct.c_puct``, ``mcts.gumbel.max_actions``); configs stored in checkpoints
+before the split still hold them."""
+
+
+def migrate_flat_mcts(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A search node (``mcts``) with the keys of the earlier flat layout (`FLAT_KEYS`) moved into their
+    algorithm's node, so that a config stored by an earlier version reads as it meant; a key given both
+    ways takes the flat value. Everything else (unknown keys, a node that is not a mapping) is kept as it
+    is, for the schema to check."""
+    out = dict(values)
+    for key, (node, name) in FLAT_KEYS.items():
+        if key in out and isinstance(out.get(node, {}), Mapping):
+            out[node] = {**out.get(node, {}), name: out.pop(key)}
+    return out
+
+
+@dataclass
 class MCTSConfig:
-    """Settings of the tree search (the Hydra group ``configs/mcts/``)."""
+    """Settings of the tree search (the Hydra group ``configs/mcts/``): the common fields, and a node per
+    algorithm (`puct`, `gumbel`) of which `algorithm` names the one read."""
 
     algorithm: str = "gumbel"
     """Root policy: ``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero)."""
     num_simulations: int = 32
     """New simulations per search (reused subtrees come on top); 0 to `MAX_SIMULATIONS`."""
-    c_puct: float = 1.25
-    """PUCT exploration constant (puct); >= 0."""
-    dirichlet_alpha: float = 0.3
-    """Concentration of the Dirichlet noise on the root priors (puct, self-play only); >= 0."""
-    dirichlet_fraction: float = 0.25
-    """Weight of the noise in the root priors (puct, self-play only), in [0, 1]."""
-    fpu_reduction: float = 0.25
-    """First-play urgency: an unvisited child is valued at the parent's value minus
-    this times the square root of the prior mass already visited (puct); any finite number."""
-    temperature: float = 1.0
-    """Visit-count temperature for the move played in the first plies (puct, self-play only); >= 0."""
-    temperature_plies: int = 20
-    """Plies of the game (from its start) played with the temperature; later moves are the most visited.
-    0 to `envs.rules.COUNTER_LIMIT`."""
-    gumbel_max_actions: int = 16
-    """Root actions sampled by Gumbel-top-k, halved each phase of sequential halving (gumbel); 1 to 252."""
-    gumbel_c_visit: float = 50.0
-    """c_visit of sigma(q) = (c_visit + max N) * c_scale * q01 (gumbel); >= 0."""
-    gumbel_c_scale: float = 1.0
-    """c_scale of sigma(q) (gumbel); >= 0."""
     reuse_tree: bool = True
     """Keep the subtree of the move played for the next search."""
     max_depth: int = 256
@@ -91,25 +138,33 @@ class MCTSConfig:
     other move looks worse than the draw (self-play sets it from ``train.selfplay.draw_contempt``); in [-1, 1].
     Each search's draws are valued for its own root side, so while it is not 0 no subtree is kept
     from one move to the next (`reuse_tree` has no effect)."""
+    puct: PuctConfig = field(default_factory=PuctConfig)
+    """PUCT's own settings (``mcts.puct.c_puct``, ...), read when `algorithm` is ``puct``."""
+    gumbel: GumbelConfig = field(default_factory=GumbelConfig)
+    """Gumbel's own settings (``mcts.gumbel.max_actions``, ...), read when `algorithm` is ``gumbel``."""
 
     def __post_init__(self) -> None:
         check_choice(self, "mcts", MCTSConfigError, algorithm=ALGORITHMS)
         check_range(self, "mcts", MCTSConfigError, num_simulations=(0, MAX_SIMULATIONS),
-                    temperature_plies=(0, COUNTER_LIMIT), gumbel_max_actions=(1, N_ACTIONS),
-                    max_depth=(1, COUNTER_LIMIT), leaf_batch=(1, MAX_LEAF_BATCH), c_puct=(0, None),
-                    dirichlet_alpha=(0, None), temperature=(0, None), gumbel_c_visit=(0, None),
-                    gumbel_c_scale=(0, None), draw_value=(-1, 1), dirichlet_fraction=(0, 1),
-                    fpu_reduction=(None, None))
+                    max_depth=(1, COUNTER_LIMIT), leaf_batch=(1, MAX_LEAF_BATCH), draw_value=(-1, 1))
+        for name, node in NODES.items():
+            if not isinstance(getattr(self, name), node):
+                raise MCTSConfigError(f"mcts.{name} must be a {node.__name__}, got {shown(getattr(self, name))}")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "MCTSConfig":
-        """Build from a mapping (a Hydra node); unknown keys are errors (``name`` is ignored)."""
-        return cls(**config_kwargs(cls, values, "mcts", MCTSConfigError))
+        """Build from a mapping (a Hydra node, a stored config's ``mcts``, nested or in the earlier flat
+        layout: `migrate_flat_mcts`); unknown keys are errors (``name`` is ignored)."""
+        kwargs = config_kwargs(cls, migrate_flat_mcts(values), "mcts", MCTSConfigError)
+        for name, node in NODES.items():
+            if isinstance(kwargs.get(name), Mapping):
+                kwargs[name] = node(**config_kwargs(node, kwargs[name], f"mcts.{name}", MCTSConfigError))
+        return cls(**kwargs)
 
     def params(self) -> SearchParams:
         """The constants the kernels read."""
         return SearchParams(
-            c_puct=float(self.c_puct), fpu_reduction=float(self.fpu_reduction), c_visit=float(self.gumbel_c_visit),
-            c_scale=float(self.gumbel_c_scale), max_depth=int(self.max_depth), decisive=bool(self.decisive_moves),
-            solver=bool(self.solver), draw_value=float(self.draw_value),
+            c_puct=float(self.puct.c_puct), fpu_reduction=float(self.puct.fpu_reduction),
+            c_visit=float(self.gumbel.c_visit), c_scale=float(self.gumbel.c_scale), max_depth=int(self.max_depth),
+            decisive=bool(self.decisive_moves), solver=bool(self.solver), draw_value=float(self.draw_value),
         )

@@ -3,13 +3,13 @@
 It owns the arrays (`tree`), the per-game random generators, subtree reuse
 between moves, and the calls of the evaluator; what differs between
 algorithms (noise, root selection, targets and moves) comes from the root
-policy that `MCTSConfig.algorithm` names in `ROOT_POLICIES`.
+policy the caller hands it (`search.make_policy(config)`), which carries the
+search settings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -17,10 +17,8 @@ from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.seeding import derive_seed
 
-from agents.alphazero.search.config import MCTSConfig
-from agents.alphazero.search.gumbel import Gumbel
+from agents.alphazero.search.base import Evaluator, SearchOutput
 from agents.alphazero.search.policy import RootPolicy
-from agents.alphazero.search.puct import Puct
 from agents.alphazero.search.search import (
     apply_evaluations,
     apply_lane_evaluations,
@@ -41,54 +39,8 @@ from agents.alphazero.search.tree import (
     new_tree,
 )
 
-Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""(obs float32 [n, 24, 9, 7], mask bool [n, 252]) -> (logits float32 [n, 252], value float32 [n]).
-
-The value is from the view of the side to move in each position, in [-1, 1].
-Logits of illegal actions are ignored (the search reads only legal ones). The
-arrays passed in are buffers reused by the next call: copy them to keep them."""
-
-
-def uniform_evaluator(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zero logits (uniform priors over the legal actions) and zero values; `BatchedMCTS`
-    recognises it and runs the whole search inside numba."""
-    n = obs.shape[0]
-    return np.zeros((n, N_ACTIONS), dtype=np.float32), np.zeros(n, dtype=np.float32)
-
-
-@dataclass
-class SearchOutput:
-    """Result of one `BatchedMCTS.search` for B games (rows of inactive games are zero, action -1)."""
-
-    policy: np.ndarray
-    """float32 [B, 252]: training target (PUCT: visit distribution; Gumbel: completed-Q improved policy); 0 off the legal actions."""
-    action: np.ndarray
-    """int64 [B]: the action to play (canonical index), -1 for inactive games."""
-    root_value: np.ndarray
-    """float32 [B]: the root's value from the side to move's view (PUCT: mean of the simulations; Gumbel:
-    expected completed Q under the improved policy)."""
-    visits: np.ndarray
-    """int32 [B, 252]: visits of the root's children (reused ones included)."""
-
-
 NOISE_PLIES = 32
 """Searches' worth of exploration noise a game slot draws ahead from its generator at a time."""
-
-ROOT_POLICIES: dict[str, type[RootPolicy]] = {"puct": Puct, "gumbel": Gumbel}
-"""Root policy of each `MCTSConfig.algorithm`."""
-
-
-def shares_calls(config: MCTSConfig, rounds: bool = True) -> bool:
-    """Whether `BatchedMCTS` (with `rounds`) lets simulations that cannot see each other's evaluations
-    share an evaluator call under `config`: an algorithm with such runs (Gumbel), one leaf per
-    simulation step (no `leaf_batch`)."""
-    return rounds and ROOT_POLICIES[config.algorithm].simulate_rounds is not None and config.leaf_batch == 1
-
-
-def leaves_per_call(config: MCTSConfig, rounds: bool = True) -> int:
-    """Most leaves one game's search queues for one evaluator call under `config`: its root actions when
-    the runs share calls (`shares_calls`), else `leaf_batch`."""
-    return config.gumbel_max_actions if shares_calls(config, rounds) else config.leaf_batch
 
 
 class BatchedMCTS:
@@ -106,22 +58,34 @@ class BatchedMCTS:
     ``derive_seed(seed, "slot", b)`` or by `reseed`), so a game's search does not depend on the
     other games of the batch.
 
+    `policy` is the search algorithm with its settings (`search.make_policy(config)`); it keeps
+    per-slot state, so each BatchedMCTS takes a policy of its own.
+
     `n_games` fixes the number of slots now (needed for `reseed` before the
     first search; otherwise the first GameBatch decides). `max_nodes` fixes the
     nodes per game; by default it is room for two searches' expansions and
     grows when a search asks for more simulations than the config's.
     """
 
-    def __init__(self, evaluator: Evaluator, config: MCTSConfig, flags: np.ndarray, *, seed: int,
+    def __init__(self, evaluator: Evaluator, policy: RootPolicy, flags: np.ndarray, *, seed: int,
                  n_games: Optional[int] = None, max_nodes: Optional[int] = None, rounds: bool = True) -> None:
+        if not isinstance(policy, RootPolicy):
+            raise TypeError(f"BatchedMCTS takes a root policy (search.make_policy(config)), "
+                            f"not a {type(policy).__name__}")
+        if policy.taken:
+            raise ValueError("this root policy already serves another BatchedMCTS: give each search its own "
+                             "(search.make_policy(config))")
+        policy.taken = True
         self.evaluator = evaluator
-        self.config = config
+        self._in_kernels = bool(getattr(evaluator, "runs_in_kernels", False))
+        """The evaluator answers as the uniform one does: the whole search runs inside numba, never calling it."""
+        self.policy = policy
+        """The algorithm's noise, selection and outputs."""
+        self.config = config = policy.config
         self.flags = np.asarray(flags, dtype=np.int64)
         self.seed = int(seed)
         self.params = config.params()
-        self.policy: RootPolicy = ROOT_POLICIES[config.algorithm](config)
-        """The algorithm's noise, selection and outputs."""
-        self.rounds = shares_calls(config, bool(rounds))
+        self.rounds = policy.shares_calls(bool(rounds))
         """Whether simulations that cannot see each other's evaluations share an evaluator call (Gumbel's
         order-free runs, `selection.gumbel_root_round`): the same searches as one simulation per game and
         call (to the evaluator's rounding by batch size), in fewer and larger calls."""
@@ -140,7 +104,7 @@ class BatchedMCTS:
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
-        rows = n * leaves_per_call(self.config, self.rounds)
+        rows = n * self.policy.leaves_per_call(self.rounds)
         self._leaves = Leaves(obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
                               mask=np.zeros((rows, N_ACTIONS), dtype=np.bool_), game=np.zeros(rows, dtype=np.int64))
         self._lanes = Lanes(path=np.zeros((rows, self.config.max_depth + 1), dtype=np.int32),
@@ -322,7 +286,7 @@ class BatchedMCTS:
         cfg = self.config
         tree, work, policy, roots = self.tree, self.work, self.policy, self._roots
         idx = np.flatnonzero(self._searching).astype(np.int64)
-        uniform = self.evaluator is uniform_evaluator
+        uniform = self._in_kernels
         new = idx[self._starting[idx]]
         if len(new):
             # The root's own evaluation (for a root not kept from the previous search).

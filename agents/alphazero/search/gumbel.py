@@ -109,6 +109,10 @@ class Gumbel(RootPolicy):
 
     noise_width = K.MAX_MOVES
 
+    def round_width(self) -> int:
+        """The sampled root actions: a run of sequential halving visits each of them once at most."""
+        return self.config.gumbel.max_actions
+
     def fill_noise(self, rng: np.random.Generator, searches: int) -> np.ndarray:
         """g ~ Gumbel(0, 1) per root child (MAX_MOVES a search)."""
         return rng.gumbel(size=(searches, K.MAX_MOVES))
@@ -120,8 +124,8 @@ class Gumbel(RootPolicy):
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
         """Row b of the schedule: sequential halving for game b's simulation count and its number of
-        sampled root actions (min(gumbel_max_actions, legal moves))."""
-        considered = np.minimum(self.config.gumbel_max_actions, tree.num_children[idx, ROOT])
+        sampled root actions (min(gumbel.max_actions, legal moves))."""
+        considered = np.minimum(self.config.gumbel.max_actions, tree.num_children[idx, ROOT])
         sims = roots.sims_target[idx]
         for count in np.unique(sims).tolist():
             sel = sims == count
@@ -130,7 +134,7 @@ class Gumbel(RootPolicy):
 
     def _table(self, sims: int) -> np.ndarray:
         if sims not in self._tables:
-            self._tables[sims] = considered_visits_table(self.config.gumbel_max_actions, sims)
+            self._tables[sims] = considered_visits_table(self.config.gumbel.max_actions, sims)
         return self._tables[sims]
 
     def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: Any) -> None:

@@ -2,26 +2,42 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from agents.alphazero.search.base import SearchOutput
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.tree import Lanes, Leaves, Roots, Tree, Work
-
-if TYPE_CHECKING:
-    from agents.alphazero.search.driver import SearchOutput
 
 
 class RootPolicy:
     """One search algorithm as `BatchedMCTS` uses it: its exploration noise, its simulation kernel and
-    its root outputs. A subclass sets `name` and `simulate` (its cached `search.simulate` entry point,
-    which fixes its selection functions) and fills in `fill_noise`, `draw_noise` and `outputs`."""
+    its root outputs, under the search settings it carries (`config`). A subclass sets `name` and
+    `simulate` (its cached `search.simulate` entry point, which fixes its selection functions) and
+    fills in `fill_noise`, `draw_noise` and `outputs`."""
 
     name = ""
 
     def __init__(self, config: MCTSConfig) -> None:
         self.config = config
+        self.taken = False
+        """Whether a `BatchedMCTS` searches with this policy (its per-slot state serves that one alone)."""
+
+    def shares_calls(self, rounds: bool = True) -> bool:
+        """Whether `BatchedMCTS` (with `rounds`) lets simulations that cannot see each other's evaluations
+        share an evaluator call: an algorithm with such runs (`simulate_rounds`), one leaf per
+        simulation step (no `leaf_batch`)."""
+        return rounds and self.simulate_rounds is not None and self.config.leaf_batch == 1
+
+    def round_width(self) -> int:
+        """Most leaves one game's `simulate_rounds` queues for one evaluator call."""
+        return 1
+
+    def leaves_per_call(self, rounds: bool = True) -> int:
+        """Most leaves one game's search queues for one evaluator call: `round_width` when the runs share
+        calls (`shares_calls`), else `leaf_batch`."""
+        return self.round_width() if self.shares_calls(rounds) else self.config.leaf_batch
 
     def allocate(self, n: int) -> None:
         """Room for `n` game slots (none needed by default)."""

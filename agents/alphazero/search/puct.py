@@ -143,7 +143,7 @@ class Puct(RootPolicy):
     def fill_noise(self, rng: np.random.Generator, searches: int) -> np.ndarray:
         """Per search: MAX_MOVES Gamma(alpha) draws (the Dirichlet noise before normalising; 1 when alpha
         is 0), then the uniform draw of the move."""
-        alpha = self.config.dirichlet_alpha
+        alpha = self.config.puct.dirichlet_alpha
         rows = np.ones((searches, self.noise_width), dtype=np.float64)
         for r in range(searches):  # the draws interleave as the searches take them
             if alpha > 0:
@@ -153,7 +153,7 @@ class Puct(RootPolicy):
 
     def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
         """The noisy games' Dirichlet (Gamma) draws and move draws from their rows, and their temperature."""
-        cfg = self.config
+        cfg = self.config.puct
         self._temperature[idx] = 0.0
         self._u[idx] = 0.0
         self._noise[noisy] = rows[noisy, : K.MAX_MOVES]
@@ -164,7 +164,7 @@ class Puct(RootPolicy):
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
         """Mix the noise into the (now expanded) root priors of the noisy games of `idx`."""
-        mix_root_noise(tree, idx[self._mixed[idx]], self._noise, self.config.dirichlet_fraction, self._saved)
+        mix_root_noise(tree, idx[self._mixed[idx]], self._noise, self.config.puct.dirichlet_fraction, self._saved)
 
     def outputs(self, tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, out: Any) -> None:
         """Clean root priors back, then the targets, moves, values and visits into `out` (a SearchOutput)."""

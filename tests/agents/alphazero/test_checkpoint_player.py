@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
+import torch
+from omegaconf import OmegaConf
 
+from agents.alphazero import shipped
 from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
 from agents.alphazero.search.tree import ROOT
 from envs import Board
@@ -43,8 +46,8 @@ def test_max_actions_overrides_the_runs_own_search() -> None:
     """`max_actions` sets Gumbel's considered root actions; without it the run's stored value is kept."""
     stored = make_player(f"checkpoint:path={SHIPPED},sims=32", seed=0)
     narrow = make_player(f"checkpoint:path={SHIPPED},sims=32,max_actions=4", seed=0)
-    assert narrow.mcts.gumbel_max_actions == 4
-    assert stored.mcts.gumbel_max_actions != 4
+    assert narrow.mcts.gumbel.max_actions == 4
+    assert stored.mcts.gumbel.max_actions != 4
     # Sequential halving over 4 root actions visits exactly 4 of the start's children; 16 actions, 16.
     for player, considered in ((narrow, 4), (stored, 16)):
         player.select_move(Board())
@@ -72,15 +75,35 @@ def test_c_scale_overrides_the_runs_own_search() -> None:
     A search by time takes the timed defaults unless told otherwise."""
     stored = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4", seed=0)
     gentle = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4,c_scale=0.1", seed=0)
-    assert stored.mcts.gumbel_c_scale == 1.0 and gentle.mcts.gumbel_c_scale == 0.1
+    assert stored.mcts.gumbel.c_scale == 1.0 and gentle.mcts.gumbel.c_scale == 0.1
     for player in (stored, gentle):
         player.select_move(Board())
     assert _grandchildren_visited(gentle) > _grandchildren_visited(stored)
     timed = make_player(f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8", seed=0)
-    assert (timed.mcts.gumbel_c_scale, timed.mcts.gumbel_max_actions) == (TIMED_C_SCALE, TIMED_MAX_ACTIONS)
+    assert (timed.mcts.gumbel.c_scale, timed.mcts.gumbel.max_actions) == (TIMED_C_SCALE, TIMED_MAX_ACTIONS)
     assert str(timed.select_move(Board.from_jfen(STOP_DEN_ENTRY))) == "d3d2"
     chosen = make_player(f"checkpoint:path={SHIPPED},time=0.3,c_scale=2,max_actions=4", seed=0)
-    assert (chosen.mcts.gumbel_c_scale, chosen.mcts.gumbel_max_actions) == (2.0, 4)
+    assert (chosen.mcts.gumbel.c_scale, chosen.mcts.gumbel.max_actions) == (2.0, 4)
+
+
+@pytest.mark.parametrize("net", shipped.networks(), ids=lambda net: net.name)
+def test_a_shipped_networks_flat_search_settings_are_read_into_their_nodes(net: shipped.ShippedNetwork) -> None:
+    """The shipped networks' configs were stored before the search settings were split by algorithm: the player
+    reads each flat key (``gumbel_max_actions``, ``c_puct``...) into its node, the common ones as they are."""
+    config = torch.load(shipped.SHIPPED_DIR / net.file, weights_only=True)["config"]
+    stored = OmegaConf.to_container(OmegaConf.create(config).mcts)
+    assert isinstance(stored, dict) and "gumbel_max_actions" in stored and "gumbel" not in stored
+    player = make_player(f"checkpoint:path=shipped:{net.name},sims=8,device=cpu", seed=0)
+    mcts = player.mcts
+    read = {**{key: getattr(mcts.puct, key) for key in ("c_puct", "dirichlet_alpha", "dirichlet_fraction",
+                                                        "fpu_reduction", "temperature", "temperature_plies")},
+            **{f"gumbel_{key}": getattr(mcts.gumbel, key) for key in ("max_actions", "c_visit", "c_scale")},
+            "algorithm": mcts.algorithm, "max_depth": mcts.max_depth, "decisive_moves": mcts.decisive_moves,
+            "solver": mcts.solver, "draw_value": mcts.draw_value}
+    chosen = {"num_simulations", "reuse_tree", "leaf_batch"}  # the player's own (sims=8, no reuse, leaf_batch=1)
+    assert set(stored) - chosen <= set(read)
+    assert {key: read[key] for key in set(stored) - chosen} == {key: stored[key] for key in set(stored) - chosen}
+    assert Board().is_legal(player.select_move(Board()))
 
 
 def test_bad_time_and_leaf_batch_are_refused() -> None:

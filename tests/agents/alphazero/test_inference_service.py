@@ -392,7 +392,7 @@ def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPa
 def test_slots_hold_a_search_step_of_every_game() -> None:
     """A self-play process's slot is sized for the leaves one search step can send per game: Gumbel's
     shared runs send up to its root actions, leaf batching its lanes, PUCT one."""
-    assert leaves_per_game({"algorithm": "gumbel", "gumbel_max_actions": 4}) == 4
-    assert leaves_per_game({"algorithm": "gumbel", "gumbel_max_actions": 16, "leaf_batch": 8}) == 8
+    assert leaves_per_game({"algorithm": "gumbel", "gumbel": {"max_actions": 4}}) == 4
+    assert leaves_per_game({"algorithm": "gumbel", "gumbel": {"max_actions": 16}, "leaf_batch": 8}) == 8
     assert leaves_per_game({"algorithm": "puct"}) == 1
     assert leaves_per_game({"algorithm": "puct", "leaf_batch": 4}) == 4

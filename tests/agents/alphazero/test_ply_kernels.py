@@ -13,7 +13,7 @@ from envs.batch import GameBatch
 from envs.board import IllegalMoveError
 from envs.notation import START_JFEN, parse_jfen
 from agents.alphazero.samples import game_samples, new_samples, record_samples
-from agents.alphazero.search import BatchedMCTS, MCTSConfig, uniform_evaluator
+from agents.alphazero.search import BatchedMCTS, MCTSConfig, PuctConfig, make_policy, uniform_evaluator
 from agents.alphazero.search.driver import NOISE_PLIES
 from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.puct import Puct
@@ -89,7 +89,7 @@ def test_advance_many_equals_advancing_game_by_game(algorithm: str) -> None:
     rng = np.random.default_rng(2)
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=12)
     games = GameBatch(5, RULES, max_plies=80)
-    one, many = (BatchedMCTS(uniform_evaluator, cfg, games.flags, seed=3, n_games=5) for _ in range(2))
+    one, many = (BatchedMCTS(uniform_evaluator, make_policy(cfg), games.flags, seed=3, n_games=5) for _ in range(2))
     for ply in range(25):
         outs = [m.search(games, add_noise=False) for m in (one, many)]
         np.testing.assert_array_equal(outs[0].policy, outs[1].policy)
@@ -119,7 +119,8 @@ def test_noise_drawn_ahead_is_the_noise_drawn_search_by_search(policy) -> None:
         if isinstance(policy, Gumbel):
             np.testing.assert_array_equal(rows[r], rng.gumbel(size=rows.shape[1]))
         else:
-            np.testing.assert_array_equal(rows[r, :-1], rng.gamma(policy.config.dirichlet_alpha, size=rows.shape[1] - 1))
+            np.testing.assert_array_equal(rows[r, :-1], rng.gamma(policy.config.puct.dirichlet_alpha,
+                                                                   size=rows.shape[1] - 1))
             assert rows[r, -1] == rng.random()
 
 
@@ -169,7 +170,7 @@ def test_games_are_those_of_the_per_game_loop() -> None:
                                                      cheap_simulations=2, opponents=["random"], opponent_fraction=0.4),
                    mcts=MCTSConfig(num_simulations=6), rules=RULES, num_games=7, seed=21)
     b = play_games(uniform_evaluator, SelfPlayConfig(parallel=4, max_plies=50, playout_cap_fraction=0.3),
-                   mcts=MCTSConfig(algorithm="puct", num_simulations=6, temperature_plies=8), rules=RULES,
-                   num_games=6, seed=22, first_game=3)
+                   mcts=MCTSConfig(algorithm="puct", num_simulations=6, puct=PuctConfig(temperature_plies=8)),
+                   rules=RULES, num_games=6, seed=22, first_game=3)
     assert (a.stats["opponent_games"], a.stats["truncated"], b.stats["truncated"]) == (5, 5, 5)
     assert (_digest(a), _digest(b)) == ("dd2c7ed288626758", "55822af8dfc76d7f")

@@ -9,7 +9,7 @@ from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
-from agents.alphazero.search import MCTSConfig, uniform_evaluator
+from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, SelfPlayData, play_games, value_targets
 from tests.support.evaluators import counted, linear_evaluator
@@ -319,7 +319,7 @@ def test_pipelined_games_are_the_games_played_one_at_a_time(algorithm: str) -> N
     batching cannot change, every game of a batch of 4 is the one played alone: moves, targets, values,
     playout-cap draws, kept subtrees, opponent games and refills; the network sees the same leaves in
     fewer calls."""
-    mcts = MCTSConfig(algorithm=algorithm, num_simulations=12, gumbel_max_actions=4)
+    mcts = MCTSConfig(algorithm=algorithm, num_simulations=12, gumbel=GumbelConfig(max_actions=4))
     runs = []
     for parallel in (1, 4):
         sizes: list[int] = []

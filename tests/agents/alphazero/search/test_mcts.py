@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -13,10 +16,15 @@ from envs.encoding import move_to_action
 from tests.support.evaluators import counted, linear_evaluator
 from agents.alphazero.search import (
     ROOT,
+    ROOT_POLICIES,
     UNVISITED,
     BatchedMCTS,
+    GumbelConfig,
     MCTSConfig,
     MCTSConfigError,
+    PuctConfig,
+    make_policy,
+    migrate_flat_mcts,
     uniform_evaluator,
 )
 
@@ -56,8 +64,8 @@ def action_of(jfen: str, move: str) -> int:
 def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
                seed: int = 0, rounds: bool = True, **config):
     games = GameBatch(1, RULES, start_jfen=jfen)
-    mcts = BatchedMCTS(evaluator, MCTSConfig(algorithm=algorithm, num_simulations=sims, **config), FLAGS, seed=seed,
-                       rounds=rounds)
+    mcts = BatchedMCTS(evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=sims, **config)), FLAGS,
+                       seed=seed, rounds=rounds)
     return games, mcts, mcts.search(games, add_noise=add_noise)
 
 
@@ -110,7 +118,8 @@ def test_gumbel_policy_is_a_distribution_over_legal_actions() -> None:
     for i, moves in enumerate(([], ["a3a4"], ["a3a4", "g7g6", "g3g4"])):
         for m in moves:
             games.play(i, action_of_state(games, i, m))
-    mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm="gumbel", num_simulations=24), FLAGS, seed=1)
+    mcts = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(algorithm="gumbel", num_simulations=24)), FLAGS,
+                       seed=1)
     out = mcts.search(games)
     mask = games.masks()
     np.testing.assert_allclose(out.policy.sum(axis=1), 1.0, atol=1e-5)
@@ -137,12 +146,12 @@ def test_a_game_searches_the_same_alone_and_beside_others(algorithm: str) -> Non
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=40)
     ev = linear_evaluator(2)
     alone = GameBatch(1, RULES)
-    mcts_alone = BatchedMCTS(ev, cfg, FLAGS, seed=5, n_games=1)
+    mcts_alone = BatchedMCTS(ev, make_policy(cfg), FLAGS, seed=5, n_games=1)
     mcts_alone.reseed(0, 77)
     crowd = GameBatch(3, RULES)
     for i, m in ((0, "a3a4"), (1, "g3g4"), (1, "a7a6")):
         crowd.play(i, action_of_state(crowd, i, m))
-    mcts_crowd = BatchedMCTS(ev, cfg, FLAGS, seed=9, n_games=3)
+    mcts_crowd = BatchedMCTS(ev, make_policy(cfg), FLAGS, seed=9, n_games=3)
     mcts_crowd.reseed(2, 77)
     for _ in range(3):  # several moves: noise, temperature and reuse stay per game
         a = mcts_alone.search(alone)
@@ -170,7 +179,8 @@ def test_a_material_evaluator_beats_random_play_in_both_colours(algorithm: str) 
     """End to end: values from the side to move, backed up with alternating signs, make a winning player."""
     n = 8
     games = GameBatch(n, RULES, max_plies=300)
-    mcts = BatchedMCTS(material_evaluator, MCTSConfig(algorithm=algorithm, num_simulations=40), FLAGS, seed=1)
+    mcts = BatchedMCTS(material_evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=40)), FLAGS,
+                       seed=1)
     searcher_side = np.arange(n) % 2  # Red in even games, Blue in odd ones
     rng = np.random.default_rng(0)
     while not games.done.all():
@@ -190,11 +200,11 @@ def test_per_game_simulations_and_noise_match_separate_searches(algorithm: str) 
     ev = linear_evaluator(3)
     games = GameBatch(2, RULES)
     games.play(1, action_of_state(games, 1, "a3a4"))
-    mixed = BatchedMCTS(ev, cfg, FLAGS, seed=4, n_games=2)
+    mixed = BatchedMCTS(ev, make_policy(cfg), FLAGS, seed=4, n_games=2)
     out = mixed.search(games, add_noise=np.array([False, True]), num_simulations=np.array([5, 30]))
     assert out.visits.sum(axis=1).tolist() == [5, 30]
     for i, (noise, sims) in enumerate(((False, 5), (True, 30))):
-        ref = BatchedMCTS(ev, cfg, FLAGS, seed=4, n_games=2).search(
+        ref = BatchedMCTS(ev, make_policy(cfg), FLAGS, seed=4, n_games=2).search(
             games, active=np.arange(2) == i, add_noise=noise, num_simulations=sims)
         np.testing.assert_array_equal(ref.visits[i], out.visits[i])
         np.testing.assert_array_equal(ref.policy[i], out.policy[i])
@@ -214,7 +224,7 @@ def test_only_new_nonterminal_leaves_reach_the_evaluator() -> None:
     games.reset(0, DEN_IN_ONE)
     games.reset(1, DEN_IN_ONE)
     games.play(1, action_of_state(games, 1, "d8d9"))  # finished
-    mcts = BatchedMCTS(counting, MCTSConfig(algorithm="puct", num_simulations=30), FLAGS, seed=0)
+    mcts = BatchedMCTS(counting, make_policy(MCTSConfig(algorithm="puct", num_simulations=30)), FLAGS, seed=0)
     mcts.search(games, active=np.array([True, True, False]), add_noise=False)
     t = mcts.tree
     expanded = int((t.first_child[0, : t.num_nodes[0]] != UNVISITED).sum())
@@ -229,7 +239,7 @@ def test_finished_and_inactive_games_are_skipped() -> None:
     games.reset(1, "7/3E3/6e/7/7/7/7/7/7 r 0 1")
     games.play(1, action_of_state(games, 1, "d8d9"))
     assert games.done[1]
-    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(num_simulations=8), FLAGS, seed=0)
+    mcts = BatchedMCTS(uniform_evaluator, make_policy(MCTSConfig(num_simulations=8)), FLAGS, seed=0)
     out = mcts.search(games, active=np.array([True, True, False]))
     assert out.action.tolist()[1:] == [-1, -1]
     assert out.action[0] >= 0
@@ -286,7 +296,8 @@ def test_repetition_is_judged_on_game_history_plus_path() -> None:
     board.push("a4a3")
     board.push("g6g7")
     assert board.outcome() is not None and board.outcome().termination.name == "REPETITION"
-    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=3000), FLAGS, seed=0)
+    mcts = BatchedMCTS(uniform_evaluator, make_policy(MCTSConfig(algorithm="puct", num_simulations=3000)), FLAGS,
+                       seed=0)
     mcts.search(games, add_noise=False)
     c = _child(mcts, ROOT, action_of_state(games, 0, "a4a3"))
     assert not mcts.tree.terminal[0, c]
@@ -298,7 +309,8 @@ def test_repetition_is_judged_on_game_history_plus_path() -> None:
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> None:
     games = GameBatch(1, RULES)
-    mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm=algorithm, num_simulations=64), FLAGS, seed=0)
+    mcts = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=64)), FLAGS,
+                       seed=0)
     out = mcts.search(games, add_noise=False)
     a = int(out.action[0])
     kept = int(out.visits[0, a])
@@ -310,8 +322,8 @@ def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> N
     # The kept root was evaluated once; its children hold the rest, plus the 10 new simulations.
     assert out2.visits[0].sum() == kept - 1 + 10
     # Without reuse the tree starts afresh.
-    mcts_fresh = BatchedMCTS(linear_evaluator(), MCTSConfig(algorithm=algorithm, num_simulations=64,
-                                                            reuse_tree=False), FLAGS, seed=0)
+    mcts_fresh = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=64,
+                                                            reuse_tree=False)), FLAGS, seed=0)
     games = GameBatch(1, RULES)
     out = mcts_fresh.search(games, add_noise=False)
     games.play(0, int(out.action[0]))
@@ -321,7 +333,7 @@ def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> N
 
 def test_trees_grow_for_longer_searches() -> None:
     games = GameBatch(2, RULES)
-    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=4), FLAGS, seed=0)
+    mcts = BatchedMCTS(uniform_evaluator, make_policy(MCTSConfig(algorithm="puct", num_simulations=4)), FLAGS, seed=0)
     small = mcts.max_nodes
     out = mcts.search(games, num_simulations=400, add_noise=False)
     assert out.visits.sum(axis=1).tolist() == [400, 400]
@@ -365,8 +377,8 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
 def test_tree_invariants_hold_through_play_and_reuse(algorithm: str, leaf_batch: int) -> None:
     """Also with several leaves per game and call: every virtual loss is taken back."""
     games = GameBatch(4, RULES, max_plies=30)
-    mcts = BatchedMCTS(linear_evaluator(4), MCTSConfig(algorithm=algorithm, num_simulations=24,
-                                                       leaf_batch=leaf_batch), FLAGS, seed=2)
+    mcts = BatchedMCTS(linear_evaluator(4), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=24,
+                                                       leaf_batch=leaf_batch)), FLAGS, seed=2)
     while not games.done.all():
         out = mcts.search(games)
         for i in np.flatnonzero(~games.done):
@@ -379,7 +391,7 @@ def test_tree_invariants_hold_through_play_and_reuse(algorithm: str, leaf_batch:
 
 def test_a_stale_tree_is_discarded() -> None:
     games = GameBatch(1, RULES)
-    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=20), FLAGS, seed=0)
+    mcts = BatchedMCTS(uniform_evaluator, make_policy(MCTSConfig(algorithm="puct", num_simulations=20)), FLAGS, seed=0)
     out = mcts.search(games)
     games.play(0, int(out.action[0]))  # no advance: the tree no longer matches the game
     assert mcts.search(games).visits[0].sum() == 20
@@ -390,6 +402,75 @@ def test_bad_config_is_refused() -> None:
         MCTSConfig(algorithm="alphabeta")
     with pytest.raises(MCTSConfigError, match="simulations_typo"):
         MCTSConfig.from_dict({"num_simulations_typo": 3})
+
+
+FLAT = {"algorithm": "puct", "num_simulations": 24, "c_puct": 2.0, "dirichlet_alpha": 0.5, "dirichlet_fraction": 0.1,
+        "fpu_reduction": 0.0, "temperature": 0.5, "temperature_plies": 6, "gumbel_max_actions": 4,
+        "gumbel_c_visit": 40.0, "gumbel_c_scale": 0.3, "reuse_tree": False, "leaf_batch": 2}
+"""A search node in the flat layout that configs stored before the split by algorithm hold."""
+NESTED = MCTSConfig(algorithm="puct", num_simulations=24, reuse_tree=False, leaf_batch=2,
+                    puct=PuctConfig(c_puct=2.0, dirichlet_alpha=0.5, dirichlet_fraction=0.1, fpu_reduction=0.0,
+                                    temperature=0.5, temperature_plies=6),
+                    gumbel=GumbelConfig(max_actions=4, c_visit=40.0, c_scale=0.3))
+
+
+def test_the_flat_keys_of_a_stored_config_are_read_into_their_nodes() -> None:
+    """Configs stored by earlier versions (checkpoints, the shipped networks) read as they meant; the nested
+    layout reads back from `asdict` (what the workers carry)."""
+    assert MCTSConfig.from_dict(FLAT) == NESTED
+    assert MCTSConfig.from_dict(dataclasses.asdict(NESTED)) == NESTED
+    assert migrate_flat_mcts(FLAT)["gumbel"] == {"max_actions": 4, "c_visit": 40.0, "c_scale": 0.3}
+    # A flat key given beside its node (a dict of the nested layout with an old key set on top) wins.
+    assert MCTSConfig.from_dict(dict(dataclasses.asdict(NESTED), gumbel_max_actions=8)).gumbel.max_actions == 8
+
+
+@pytest.mark.parametrize("build, words", [
+    (lambda: MCTSConfig(puct=PuctConfig(c_puct=-1.0)), "mcts.puct.c_puct=-1.0 must be >= 0"),
+    (lambda: GumbelConfig(max_actions=0), "mcts.gumbel.max_actions=0 must lie in [1, 252]"),
+    (lambda: MCTSConfig.from_dict({"gumbel_max_actions": 300}), "mcts.gumbel.max_actions=300 must lie in [1, 252]"),
+    (lambda: MCTSConfig.from_dict({"gumbel": {"max_action": 3}}),
+     "unknown mcts.gumbel key(s) max_action (did you mean max_actions?)"),
+    (lambda: MCTSConfig.from_dict({"gumbel_max_action": 3}), "unknown mcts key(s) gumbel_max_action"),
+    (lambda: MCTSConfig(puct={"c_puct": 2.0}), "mcts.puct must be a PuctConfig"),  # type: ignore[arg-type]
+])
+def test_a_bad_value_names_its_node(build: Any, words: str) -> None:
+    with pytest.raises(MCTSConfigError) as e:
+        build()
+    assert words in str(e.value)
+
+
+def test_the_caller_hands_the_search_its_policy() -> None:
+    """`make_policy` picks the algorithm by name; a policy serves one search (it keeps per-slot state)."""
+    policy = make_policy(MCTSConfig(algorithm="puct"))
+    assert isinstance(policy, ROOT_POLICIES["puct"]) and policy.config.algorithm == "puct"
+    BatchedMCTS(uniform_evaluator, policy, FLAGS, seed=0)
+    with pytest.raises(ValueError, match="already serves another BatchedMCTS"):
+        BatchedMCTS(uniform_evaluator, policy, FLAGS, seed=0)
+    with pytest.raises(TypeError, match="make_policy"):
+        BatchedMCTS(uniform_evaluator, MCTSConfig(), FLAGS, seed=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_an_evaluator_marked_runs_in_kernels_is_never_called(algorithm: str) -> None:
+    """The marker, not the object, sends a search into numba: another evaluator carrying it searches as the
+    uniform one does without being called; the uniform one behind a wrapper is called."""
+    class Marked:
+        runs_in_kernels = True
+
+        def __call__(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            raise AssertionError("an evaluator that runs in the kernels was called")
+
+    sizes: list[int] = []
+    outs = []
+    for evaluator in (uniform_evaluator, Marked(), counted(uniform_evaluator, sizes)):
+        games = GameBatch(3, RULES)
+        mcts = BatchedMCTS(evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=12)), FLAGS,
+                           seed=2)
+        outs.append(mcts.search(games))
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out.visits, outs[0].visits)
+        np.testing.assert_array_equal(out.action, outs[0].action)
+    assert sum(sizes) > 0
 
 
 @pytest.mark.parametrize("colour", ("red", "blue"))
@@ -404,7 +485,7 @@ def test_decisive_moves_prove_wins_one_ply_early(colour: str) -> None:
         games = GameBatch(1, RULES, start_jfen=jfen)
         # The solver would prove those children from their den-entering replies too: off, to see decisive moves alone.
         config = MCTSConfig(algorithm="puct", num_simulations=2 * n_moves, decisive_moves=decisive, solver=False)
-        mcts = BatchedMCTS(uniform_evaluator, config, FLAGS, seed=0)
+        mcts = BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0)
         out = mcts.search(games, add_noise=False)
         tree = mcts.tree
         fc, n = tree.first_child[0, ROOT], tree.num_children[0, ROOT]
@@ -526,8 +607,8 @@ def test_draws_are_worth_draw_value_to_the_root_side(colour: str, draw_value: fl
     if colour == "blue":
         jfen, capture = rotate(jfen), rotate_move(capture)
     games = GameBatch(1, RULES, start_jfen=jfen)
-    mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct", num_simulations=16, draw_value=draw_value),
-                       FLAGS, seed=0)
+    config = MCTSConfig(algorithm="puct", num_simulations=16, draw_value=draw_value)
+    mcts = BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0)
     out = mcts.search(games, add_noise=False)
     t = mcts.tree
     fc = t.first_child[0, ROOT]
@@ -550,8 +631,9 @@ def test_draw_contempt_steers_away_from_a_repetition_and_draw_seeking_into_it(al
     chosen = {}
     for draw_value in (-0.5, 0.5):
         # Gumbel considers every root move (there are fewer than 64), so the repetition is among them.
-        mcts = BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm=algorithm, num_simulations=200,
-                                                         gumbel_max_actions=64, draw_value=draw_value), FLAGS, seed=0)
+        config = MCTSConfig(algorithm=algorithm, num_simulations=200, gumbel=GumbelConfig(max_actions=64),
+                            draw_value=draw_value)
+        mcts = BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0)
         out = mcts.search(games, add_noise=False)
         c = _child(mcts, ROOT, repeat)
         assert mcts.tree.terminal[0, c] and mcts.tree.raw_value[0, c] == pytest.approx(-draw_value)
@@ -562,7 +644,7 @@ def test_draw_contempt_steers_away_from_a_repetition_and_draw_seeking_into_it(al
 def test_a_draw_value_keeps_no_subtree_across_moves() -> None:
     # Draws valued for Red's search would mislead Blue's: with a draw value the next search starts afresh.
     games = GameBatch(1, RULES)
-    mcts = BatchedMCTS(linear_evaluator(), MCTSConfig(num_simulations=32, draw_value=-0.2), FLAGS, seed=0)
+    mcts = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(num_simulations=32, draw_value=-0.2)), FLAGS, seed=0)
     out = mcts.search(games, add_noise=False)
     a = int(out.action[0])
     assert out.visits[0, a] > 1
@@ -595,7 +677,7 @@ def test_gumbel_rounds_are_the_searches_of_one_simulation_per_call(sims: int, ma
     """Gumbel's order-free runs share evaluator calls (`BatchedMCTS.rounds`): over noisy self-play with
     subtree reuse, every move, target, value and visit count equals that of the one-simulation-per-call
     loop, with fewer and larger calls."""
-    config = MCTSConfig(algorithm="gumbel", num_simulations=sims, gumbel_max_actions=max_actions)
+    config = MCTSConfig(algorithm="gumbel", num_simulations=sims, gumbel=GumbelConfig(max_actions=max_actions))
     traces, calls = [], []
     for rounds in (False, True):
         ev = linear_evaluator(4)
@@ -606,7 +688,7 @@ def test_gumbel_rounds_are_the_searches_of_one_simulation_per_call(sims: int, ma
             return ev(obs, mask)
 
         games = GameBatch(6, RULES)
-        mcts = BatchedMCTS(counted, config, FLAGS, seed=11, rounds=rounds)
+        mcts = BatchedMCTS(counted, make_policy(config), FLAGS, seed=11, rounds=rounds)
         assert mcts.rounds == rounds
         traces.append(_selfplay_trace(mcts, games, 24))
         calls.append(sizes)
@@ -620,22 +702,25 @@ def test_gumbel_rounds_are_the_searches_of_one_simulation_per_call(sims: int, ma
 
 def test_gumbel_rounds_need_one_simulation_per_call_elsewhere() -> None:
     """PUCT and leaf batching keep their own loops."""
-    assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="puct"), FLAGS, seed=0).rounds
-    assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel", leaf_batch=4), FLAGS, seed=0).rounds
-    assert not BatchedMCTS(uniform_evaluator, MCTSConfig(algorithm="gumbel"), FLAGS, seed=0, rounds=False).rounds
+    def rounds(config: MCTSConfig, **kw: Any) -> bool:
+        return BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0, **kw).rounds
+
+    assert not rounds(MCTSConfig(algorithm="puct"))
+    assert not rounds(MCTSConfig(algorithm="gumbel", leaf_batch=4))
+    assert not rounds(MCTSConfig(algorithm="gumbel"), rounds=False)
 
 
 @pytest.mark.parametrize("algorithm,rounds", [("gumbel", True), ("gumbel", False), ("puct", False)])
 def test_searches_begun_apart_share_calls_and_are_the_searches_alone(algorithm: str, rounds: bool) -> None:
     """`begin`/`step`: a search begun while another is under way shares its evaluator calls, and each is
     the search `search` runs (same noise from the slot's generator, same tree, same outputs)."""
-    config = MCTSConfig(algorithm=algorithm, num_simulations=16, gumbel_max_actions=8)
+    config = MCTSConfig(algorithm=algorithm, num_simulations=16, gumbel=GumbelConfig(max_actions=8))
     games = GameBatch(3, RULES)
-    lockstep = BatchedMCTS(linear_evaluator(2), config, FLAGS, seed=4, rounds=rounds)
+    lockstep = BatchedMCTS(linear_evaluator(2), make_policy(config), FLAGS, seed=4, rounds=rounds)
     expected = lockstep.search(games, add_noise=True, num_simulations=np.array([16, 10, 4]))
 
     sizes: list[int] = []
-    mcts = BatchedMCTS(counted(linear_evaluator(2), sizes), config, FLAGS, seed=4, rounds=rounds)
+    mcts = BatchedMCTS(counted(linear_evaluator(2), sizes), make_policy(config), FLAGS, seed=4, rounds=rounds)
     mcts.begin(games, np.array([0]), add_noise=True)
     assert mcts.step().size == 0 and mcts.step().size == 0 and mcts.searching.tolist() == [True, False, False]
     first = len(sizes)
@@ -652,7 +737,8 @@ def test_searches_begun_apart_share_calls_and_are_the_searches_alone(algorithm: 
 
 def test_begin_and_step_refuse_what_would_corrupt_a_search() -> None:
     games = GameBatch(2, RULES)
-    mcts = BatchedMCTS(linear_evaluator(1), MCTSConfig(algorithm="gumbel", num_simulations=8), FLAGS, seed=0)
+    mcts = BatchedMCTS(linear_evaluator(1), make_policy(MCTSConfig(algorithm="gumbel", num_simulations=8)), FLAGS,
+                       seed=0)
     assert mcts.step().size == 0  # nothing under way
     mcts.begin(games, np.array([0]))
     with pytest.raises(ValueError, match="already searching"):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from envs import kernels as K
-from agents.alphazero.search import ROOT, UNVISITED, MCTSConfig, considered_visits
+from agents.alphazero.search import ROOT, UNVISITED, GumbelConfig, MCTSConfig, PuctConfig, considered_visits
 from agents.alphazero.search.selection import (
     completed_q,
     completed_sigma,
@@ -26,7 +26,8 @@ from agents.alphazero.search.selection import (
 )
 from agents.alphazero.search.tree import Roots, Tree, new_tree
 
-PARAMS = MCTSConfig(c_puct=1.7, fpu_reduction=0.3, gumbel_c_visit=50.0, gumbel_c_scale=0.8).params()
+PARAMS = MCTSConfig(puct=PuctConfig(c_puct=1.7, fpu_reduction=0.3),
+                    gumbel=GumbelConfig(c_visit=50.0, c_scale=0.8)).params()
 
 
 # --- building trees ---------------------------------------------------------------------
@@ -134,7 +135,7 @@ def test_puct_picks_the_best_score_with_first_play_urgency() -> None:
         fc = int(tree.first_child[0, ROOT])
         for c_puct in np.linspace(0.0, 4.0, 21):
             for fpu_reduction in (0.0, 0.25, 1.0):
-                params = MCTSConfig(c_puct=float(c_puct), fpu_reduction=fpu_reduction).params()
+                params = MCTSConfig(puct=PuctConfig(c_puct=float(c_puct), fpu_reduction=fpu_reduction)).params()
                 scores = ref_puct_scores(tree, ROOT, params.c_puct, params.fpu_reduction)
                 got = select_puct(tree, no_roots(), 0, ROOT, params) - fc
                 assert scores[got] == pytest.approx(scores.max(), rel=1e-6, abs=1e-9), (case, c_puct)
@@ -152,7 +153,7 @@ def test_puct_by_hand() -> None:
     np.testing.assert_allclose(ref_puct_scores(tree, ROOT, 1.7, 0.3), expected, rtol=1e-6)  # float32 priors
     assert select_puct(tree, no_roots(), 0, ROOT, PARAMS) == 1 + int(np.argmax(expected)) == 3
     # With a larger first-play reduction the unvisited child loses to the proven good one.
-    strict = MCTSConfig(c_puct=1.7, fpu_reduction=5.0).params()
+    strict = MCTSConfig(puct=PuctConfig(c_puct=1.7, fpu_reduction=5.0)).params()
     assert select_puct(tree, no_roots(), 0, ROOT, strict) == 1
 
 
@@ -170,7 +171,7 @@ def test_puct_choice_flips_where_the_scores_tie() -> None:
     c_tie = gap(0.0) / (gap(0.0) - gap(1.0))
     assert 1.0 < c_tie < 1.5
     for c, chosen in ((c_tie * (1 - 1e-4), 1), (c_tie * (1 + 1e-4), 2)):
-        params = MCTSConfig(c_puct=c, fpu_reduction=0.25).params()
+        params = MCTSConfig(puct=PuctConfig(c_puct=c, fpu_reduction=0.25)).params()
         assert int(np.argmax(ref_puct_scores(tree, ROOT, c, 0.25))) + 1 == chosen
         assert select_puct(tree, no_roots(), 0, ROOT, params) == chosen
 
@@ -233,7 +234,7 @@ def test_gumbel_interior_selection_is_argmax_of_improved_policy_minus_visit_shar
         visits = stats(tree, ROOT)[0]
         for c_scale in np.linspace(0.0, 0.2, 11):
             for c_visit in (0.0, 50.0):
-                params = MCTSConfig(gumbel_c_visit=c_visit, gumbel_c_scale=float(c_scale)).params()
+                params = MCTSConfig(gumbel=GumbelConfig(c_visit=c_visit, c_scale=float(c_scale))).params()
                 _, pi = ref_improved_policy(tree, ROOT, params.c_visit, params.c_scale)
                 score = pi - visits / (1 + visits.sum())
                 got = select_gumbel_interior(tree, no_roots(), 0, ROOT, params) - int(tree.first_child[0, ROOT])
