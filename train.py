@@ -70,7 +70,7 @@ from agents.alphazero.checkpoint import (
 )
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec, spec_tag
 from agents.arena.ratings import elo_from_score, score_interval
-from agents.alphazero.learner import Learner, LearnerConfig, LearnerDivergedError
+from agents.alphazero.learner import LearnMetrics, Learner, LearnerConfig, LearnerDivergedError
 from agents.alphazero.search import MCTSConfig, migrate_flat_mcts
 from agents.alphazero.device import MAX_THREADS, resolve_device
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters
@@ -99,6 +99,7 @@ from agents.alphazero.replay import POSITION_BYTES, ReplayBuffer, ReplayError
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay import SelfPlayConfig
+from agents.alphazero.selfplay_data import SelfPlayStats
 from agents.alphazero.workers import BACKENDS, WorkerBackendError, WorkerSettings, make_selfplay_pool
 from agents.alphazero.inference import InferenceSettings
 from envs import RuleSet
@@ -557,8 +558,8 @@ def run(cfg: DictConfig) -> None:
                 t0 = time.time()
                 last = it == tc.iterations
                 due = evaluation_due(it, tc.iterations, tc.eval.every)
-                s: dict[str, Any] = {}
-                metrics: dict[str, list[float]] = {}
+                s: Optional[SelfPlayStats] = None
+                metrics = LearnMetrics()
                 steps, selfplay_seconds = 0, 0.0
                 if not pending_eval:
                     # self-play (a fraction of the games against the opponents, built from their specs, when there
@@ -579,9 +580,9 @@ def run(cfg: DictConfig) -> None:
                     if tc.write_games:
                         append_jsonl(run_dir / "games.jsonl", data.records)
                     s = data.stats
-                    counters["positions"] += int(s["positions"])
-                    counters["games"] += int(s["games"])
-                    counters["simulations"] += int(s["simulations"])
+                    counters["positions"] += int(s.positions)
+                    counters["games"] += int(s.games)
+                    counters["simulations"] += int(s.simulations)
                     selfplay_seconds = time.time() - t0
                     clock.add("selfplay", selfplay_seconds)
                     log_selfplay(writer, it, s, selfplay_seconds, selfplay.opponent_fraction > 0)
@@ -592,11 +593,10 @@ def run(cfg: DictConfig) -> None:
                     if len(replay) >= tc.min_replay:
                         steps = min(tc.max_steps_per_iteration,
                                     max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
-                        metrics = learn(learner, replay, steps, tc.batch_size, progress)
+                        metrics = learner.learn(replay, steps, tc.batch_size, progress)
                     clock.add("learn", time.time() - t1)
-                    for k, values in metrics.items():  # means over the steps, but the count of the skipped ones
-                        total = float(np.sum(values)) if k == "loss/nonfinite_steps" else float(np.mean(values))
-                        writer.add_scalar(k if k.startswith("loss/") else f"loss/{k}", total, it)
+                    for tag, value in metrics.tags().items():  # means over the steps, but the count of the skipped ones
+                        writer.add_scalar(tag, value, it)
                     writer.add_scalar("perf/learner_steps", learner.step_count, it)
                     writer.add_scalar("perf/replay_positions", len(replay), it)
                     writer.add_scalar("perf/seconds_learn", time.time() - t1, it)
@@ -720,20 +720,20 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
     return cfg  # type: ignore[return-value]
 
 
-def log_selfplay(writer: SummaryWriter, it: int, s: dict[str, Any], seconds: float, opponents: bool) -> None:
-    games = max(1, int(s["games"]))
+def log_selfplay(writer: SummaryWriter, it: int, s: SelfPlayStats, seconds: float, opponents: bool) -> None:
+    games = max(1, int(s.games))
     writer.add_scalar("perf/seconds_selfplay", seconds, it)
-    writer.add_scalar("selfplay/games_per_s", s["games"] / max(seconds, 1e-9), it)
-    writer.add_scalar("selfplay/positions_per_s", s["positions"] / max(seconds, 1e-9), it)
-    writer.add_scalar("selfplay/simulations_per_s", s["simulations"] / max(seconds, 1e-9), it)
-    writer.add_scalar("selfplay/game_length", s["mean_length"], it)
-    writer.add_scalar("selfplay/red_wins", s["red_wins"] / games, it)
-    writer.add_scalar("selfplay/blue_wins", s["blue_wins"] / games, it)
-    writer.add_scalar("selfplay/draws", s["draws"] / games, it)
+    writer.add_scalar("selfplay/games_per_s", s.games / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/positions_per_s", s.positions / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/simulations_per_s", s.simulations / max(seconds, 1e-9), it)
+    writer.add_scalar("selfplay/game_length", s.mean_length, it)
+    writer.add_scalar("selfplay/red_wins", s.red_wins / games, it)
+    writer.add_scalar("selfplay/blue_wins", s.blue_wins / games, it)
+    writer.add_scalar("selfplay/draws", s.draws / games, it)
     if opponents:
-        writer.add_scalar("selfplay/opponent_games", s["opponent_games"], it)
-        if s["opponent_games"]:
-            writer.add_scalar("selfplay/opponent_score", s["opponent_score"], it)
+        writer.add_scalar("selfplay/opponent_games", s.opponent_games, it)
+        if s.opponent_games:
+            writer.add_scalar("selfplay/opponent_score", s.opponent_score, it)
 
 
 def weights_state(model: torch.nn.Module, network: NetworkConfig, rules: RuleSet, config_yaml: str,
@@ -803,27 +803,18 @@ def file_identity(path: Path) -> tuple[int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def learn(learner: Learner, replay: ReplayBuffer, steps: int, batch_size: int, progress: bool) -> dict[str, list[float]]:
-    """`steps` learner steps on samples of the replay buffer; every metric of every step."""
-    metrics: dict[str, list[float]] = {}
-    for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False):
-        for k, v in learner.step(replay.sample(batch_size)).items():
-            metrics.setdefault(k, []).append(v)
-    return metrics
-
-
-def iteration_line(it: int, iterations: int, s: dict[str, Any], seconds: float, steps: int,
-                   metrics: dict[str, list[float]], scores: dict[str, float]) -> str:
-    """The log line of an iteration: self-play, learning and evaluation figures (`s` empty: an iteration
+def iteration_line(it: int, iterations: int, s: Optional[SelfPlayStats], seconds: float, steps: int,
+                   metrics: LearnMetrics, scores: dict[str, float]) -> str:
+    """The log line of an iteration: self-play, learning and evaluation figures (`s` None: an iteration
     whose self-play and learning ran before a stop)."""
     parts = [f"iter {it}/{iterations}"]
-    if s:
+    if s is not None:
         parts.append(
-            f"{s['games']} games {s['positions']} positions ({s['positions'] / max(seconds, 1e-9):.0f} pos/s, "
-            f"{s['simulations'] / max(seconds, 1e-9):.0f} sims/s, len {s['mean_length']:.0f}, red/blue/draw "
-            f"{s['red_wins']}/{s['blue_wins']}/{s['draws']})")
-        parts.append(f"{steps} steps loss {mean_or_nan(metrics, 'loss/total'):.3f} (policy "
-                     f"{mean_or_nan(metrics, 'loss/policy'):.3f} value {mean_or_nan(metrics, 'loss/value'):.3f})")
+            f"{s.games} games {s.positions} positions ({s.positions / max(seconds, 1e-9):.0f} pos/s, "
+            f"{s.simulations / max(seconds, 1e-9):.0f} sims/s, len {s.mean_length:.0f}, red/blue/draw "
+            f"{s.red_wins}/{s.blue_wins}/{s.draws})")
+        parts.append(f"{steps} steps loss {or_nan(metrics.total):.3f} (policy "
+                     f"{or_nan(metrics.policy):.3f} value {or_nan(metrics.value):.3f})")
     else:
         parts.append("self-play and learning done before the stop")
     shown = []
@@ -875,8 +866,8 @@ def evaluate(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MC
     return out
 
 
-def mean_or_nan(metrics: dict[str, list[float]], key: str) -> float:
-    return float(np.mean(metrics[key])) if metrics.get(key) else math.nan
+def or_nan(value: Optional[float]) -> float:
+    return math.nan if value is None else value
 
 
 def format_seconds(s: float) -> str:

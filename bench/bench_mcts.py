@@ -88,10 +88,10 @@ def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluat
     cpu = time.process_time() - c
     s = data.stats
     print(f"self-play     {algorithm:6s} {label:8s} {parallel:4d} parallel, {sims:3d} sims: "
-          f"{s['positions'] / cpu:9.1f} positions per CPU second ({s['positions_per_s']:.1f}/s wall), "
-          f"{s['simulations'] / cpu / 1e3:7.1f} k sims per CPU second, {s['games']} games, "
-          f"mean length {s['mean_length']:.0f} plies")
-    return float(s["positions"] / cpu)
+          f"{s.positions / cpu:9.1f} positions per CPU second ({s.positions_per_s:.1f}/s wall), "
+          f"{s.simulations / cpu / 1e3:7.1f} k sims per CPU second, {s.games} games, "
+          f"mean length {s.mean_length:.0f} plies")
+    return float(s.positions / cpu)
 
 
 def main() -> None:

@@ -203,7 +203,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         t0, c0 = time.perf_counter(), time.process_time()
         data = pool.play(model.state_dict(), seed=0, num_games=args.games)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    s = data.stats
+    s = data.stats if isinstance(data.stats, dict) else data.stats.untimed()  # a dict in trees before SelfPlayStats
     where = f"{pool.workers} {pool.backend} workers" if pool.workers else f"in process, device {device}"
     return {
         "setup": f"model {args.model} ({0 if args.model == 'uniform' else count_parameters(model)} parameters), "

@@ -151,7 +151,7 @@ def selfplay_rows(plan: Plan) -> list[tuple[str, str, str]]:
             t0 = time.perf_counter()
             data = pool.play(weights, seed=0, num_games=plan.selfplay_games)
             seconds = time.perf_counter() - t0
-        positions = int(data.stats["positions"])
+        positions = int(data.stats.positions)
         rows.append((what, processes(w), f"{positions / seconds:,.0f} positions/s, mean server batch "
                      f"{pool.server_counts['mean_batch']:.0f} ({positions} positions in {seconds:.1f} s)"))
     return rows

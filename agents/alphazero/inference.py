@@ -67,7 +67,7 @@ from agents.alphazero.device import PRECISIONS, resolve_device
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig, leaves_per_call
-from agents.alphazero.selfplay import SelfPlayData, merge_selfplay
+from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.workers import (
     SelfPlayPool,
     WorkerSettings,

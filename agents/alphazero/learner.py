@@ -17,18 +17,20 @@ needs no state of its own beyond the step counter in the checkpoint.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from agents.alphazero.device import autocast_dtype
 from agents.alphazero.network import JungleNet, mask_logits
-from agents.alphazero.replay import Batch
+from agents.alphazero.replay import Batch, ReplayBuffer
 from envs.config import ConfigError, check_choice, check_range, shown
 
 OPTIMIZERS = ("sgd", "adamw")
@@ -84,6 +86,107 @@ class LearnerConfig:
         check_range(self, "train.learner", LearnerConfigError, momentum=(0, 1), weight_decay=(0, None),
                     warmup_steps=(0, None), total_steps=(0, None), final_lr_fraction=(0, 1), value_weight=(0, None),
                     survival_weight=(0, None), grad_clip=(0, None), max_nonfinite_steps=(1, 1_000_000))
+
+
+@dataclass(frozen=True)
+class LossParts:
+    """The loss of one batch in its parts (`alphazero_loss`), each a mean over the batch."""
+
+    policy: float
+    value: float
+    total: float
+    """The loss trained on: policy + value_weight x value (+ survival_weight x survival)."""
+    policy_entropy: float
+    """Entropy of the network's policy over the legal actions (not a loss term)."""
+    survival: float | None = None
+    """None for a network without the survival head."""
+
+    @classmethod
+    def of(cls, parts: dict[str, torch.Tensor]) -> LossParts:
+        """From `alphazero_loss`'s parts."""
+        survival = parts.get("survival")
+        return cls(policy=float(parts["policy"]), value=float(parts["value"]), total=float(parts["total"]),
+                   policy_entropy=float(parts["policy_entropy"]),
+                   survival=None if survival is None else float(survival))
+
+    def tags(self) -> dict[str, float]:
+        """The parts by TensorBoard tag: ``loss/policy``, ``loss/value``, ``loss/total``, ``loss/policy_entropy``
+        and, with the survival head, ``loss/survival``."""
+        out = {"loss/policy": self.policy, "loss/value": self.value, "loss/total": self.total,
+               "loss/policy_entropy": self.policy_entropy}
+        if self.survival is not None:
+            out["loss/survival"] = self.survival
+        return out
+
+
+@dataclass(frozen=True)
+class StepMetrics(LossParts):
+    """One learner step (`Learner.step`): the loss parts of its batch, the gradient norm and the learning rate.
+    A step skipped for a non-finite loss or gradient (`nonfinite`) measured nothing: its loss parts and
+    gradient norm are NaN."""
+
+    grad_norm: float = 0.0
+    """The gradient norm before clipping (0 with `LearnerConfig.grad_clip` off)."""
+    lr: float = 0.0
+    nonfinite: bool = False
+    """The step was skipped: the model is left as it was."""
+
+    @classmethod
+    def skipped(cls, lr: float) -> StepMetrics:
+        """A step skipped at learning rate `lr`."""
+        nan = math.nan
+        return cls(policy=nan, value=nan, total=nan, policy_entropy=nan, grad_norm=nan, lr=lr, nonfinite=True)
+
+    def tags(self) -> dict[str, float]:
+        """The step's figures by tag: the loss parts, ``loss/grad_norm``, ``loss/nonfinite_steps`` (0) and ``lr``;
+        for a skipped step only ``loss/nonfinite_steps`` (1) and ``lr``."""
+        if self.nonfinite:
+            return {"loss/nonfinite_steps": 1.0, "lr": self.lr}
+        return {**super().tags(), "loss/grad_norm": self.grad_norm, "loss/nonfinite_steps": 0.0, "lr": self.lr}
+
+
+@dataclass(frozen=True)
+class LearnMetrics:
+    """Learner steps summed up (`Learner.learn`): the means of the steps taken, and how many were skipped."""
+
+    steps: int = 0
+    """Steps run, the skipped ones included."""
+    nonfinite_steps: int = 0
+    """Steps skipped for a non-finite loss or gradient."""
+    policy: float | None = None
+    """The loss parts and the gradient norm: means over the steps taken (None: no step was taken)."""
+    value: float | None = None
+    total: float | None = None
+    policy_entropy: float | None = None
+    grad_norm: float | None = None
+    survival: float | None = None
+    """Also None for a network without the survival head."""
+    lr: float | None = None
+    """The mean learning rate over all the steps run (None: none)."""
+
+    @classmethod
+    def of(cls, steps: Sequence[StepMetrics]) -> LearnMetrics:
+        """The summary of `steps`."""
+        taken = [m for m in steps if not m.nonfinite]
+
+        def mean(name: str) -> float | None:
+            values = [getattr(m, name) for m in taken if getattr(m, name) is not None]
+            return float(np.mean(values)) if values else None
+
+        parts = {f.name: mean(f.name) for f in fields(LossParts)}
+        return cls(steps=len(steps), nonfinite_steps=len(steps) - len(taken), grad_norm=mean("grad_norm"),
+                   lr=float(np.mean([m.lr for m in steps])) if steps else None, **parts)
+
+    def tags(self) -> dict[str, float]:
+        """The TensorBoard scalars of a learning phase: the means by `StepMetrics.tags`'s names, the learning
+        rate as ``loss/lr``, ``loss/nonfinite_steps`` as a count; nothing for a phase of no steps."""
+        if not self.steps:
+            return {}
+        out = {f"loss/{name}": value for name in ("policy", "value", "total", "policy_entropy", "grad_norm", "survival")
+               if (value := getattr(self, name)) is not None}
+        out["loss/nonfinite_steps"] = float(self.nonfinite_steps)
+        out["loss/lr"] = float(self.lr) if self.lr is not None else math.nan
+        return out
 
 
 def _finite(tensors: list[torch.Tensor]) -> bool:
@@ -194,12 +297,12 @@ class Learner:
             return None
         return torch.from_numpy(batch.survival.astype(np.float32)).to(self.device, non_blocking=True)
 
-    def step(self, batch: Batch) -> dict[str, float]:
-        """One optimizer step on `batch` -> {loss/policy, loss/value, loss/total, loss/policy_entropy,
-        loss/grad_norm, loss/nonfinite_steps (0), lr}, and loss/survival for a network with the survival head.
+    def step(self, batch: Batch) -> StepMetrics:
+        """One optimizer step on `batch`; its loss parts (the survival loss for a network with the survival
+        head), gradient norm and learning rate.
 
-        A non-finite loss or gradient norm skips the step (the model is left as it was) and returns only
-        {loss/nonfinite_steps: 1, lr}; `LearnerConfig.max_nonfinite_steps` of them in a row, or a step that
+        A non-finite loss or gradient norm skips the step (the model is left as it was) and returns
+        `StepMetrics.skipped`; `LearnerConfig.max_nonfinite_steps` of them in a row, or a step that
         leaves a weight non-finite, raise LearnerDivergedError. (With fp16's grad scaler, non-finite
         gradients of a finite loss are the scaler's to skip, as usual.)"""
         lr = lr_at(self.step_count, self.config)
@@ -235,7 +338,7 @@ class Learner:
                     f"{self.nonfinite_in_a_row} learner steps in a row had a non-finite {bad} and were skipped "
                     f"(learning rate {lr:.3g}); the training has diverged: the learning rate "
                     f"(train.learner.lr={self.config.lr:g}) is the likely cause")
-            return {"loss/nonfinite_steps": 1.0, "lr": lr}
+            return StepMetrics.skipped(lr)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         if not _finite([*self._params, *self._buffers]):
@@ -244,21 +347,24 @@ class Learner:
                 f"the training has diverged: the learning rate (train.learner.lr={self.config.lr:g}) is the likely cause")
         self.nonfinite_in_a_row = 0
         self.step_count += 1
-        out = {f"loss/{k}": float(v) for k, v in parts.items()}
-        out["loss/grad_norm"] = float(grad_norm)
-        out["loss/nonfinite_steps"] = 0.0
-        out["lr"] = lr
-        return out
+        return StepMetrics(**vars(LossParts.of(parts)), grad_norm=float(grad_norm), lr=lr)
+
+    def learn(self, replay: ReplayBuffer, steps: int, batch_size: int, progress: bool = False) -> LearnMetrics:
+        """`steps` steps on samples of `batch_size` positions of `replay`, summed up (a progress bar with
+        `progress`)."""
+        metrics = [self.step(replay.sample(batch_size))
+                   for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False)]
+        return LearnMetrics.of(metrics)
 
     @torch.no_grad()
-    def evaluate_loss(self, batch: Batch) -> dict[str, float]:
+    def evaluate_loss(self, batch: Batch) -> LossParts:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
         obs, mask, policy, value, full = self._tensors(batch)
         survival = self._survival(batch)
         _, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
                                   survival, self.config.survival_weight)
-        return {f"loss/{k}": float(v) for k, v in parts.items()}
+        return LossParts.of(parts)
 
     def state_dict(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),

@@ -17,7 +17,7 @@ Game ``k`` draws its search noise, its playout-cap coin and its opponent from
 generators seeded by ``game_seed(seed, k)``, whatever slot it runs in, and the
 output lists the games by index. Games are numbered from `first_game`, so a
 call's games can be split into index ranges played apart (by the workers of
-`agents.alphazero.workers`) and put back together with `merge_selfplay`:
+`agents.alphazero.workers`) and put back together with `selfplay_data.merge_selfplay`:
 
     a = play_games(ev, settings, num_games=3, first_game=0, seed=7, ...)
     b = play_games(ev, settings, num_games=5, first_game=3, seed=7, ...)
@@ -66,11 +66,10 @@ from envs.seeding import derive_seed
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
 from agents.alphazero.search.config import MAX_SIMULATIONS
+from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.arena.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
-TIMING_STATS = ("seconds", "games_per_s", "positions_per_s", "simulations_per_s")
-"""The stats that measure time (all others depend on the games only)."""
 
 
 TRUNCATED_VALUES = ("search", "draw")
@@ -166,31 +165,6 @@ def build_opponents(settings: SelfPlayConfig, rules: RuleSet, seed: int,
     return [make_player(spec, rules=rules, seed=s) for spec, s in zip(settings.opponents, seeds)]
 
 
-@dataclass
-class SelfPlayData:
-    """N positions of self-play (game by game, in game-index order) and the games' records."""
-
-    obs: np.ndarray
-    """float32 [N, 24, 9, 7]: observations, side to move's frame."""
-    mask: np.ndarray
-    """bool [N, 252]: legal actions."""
-    policy: np.ndarray
-    """float32 [N, 252]: search policy (0 off the mask)."""
-    value: np.ndarray
-    """float32 [N]: value target from the side to move's view: the game's result (+1 win, -1 loss, 0 draw),
-    for a cut game the search's bootstrapped verdict, blended with the root value per `value_q_weight`."""
-    full_search: np.ndarray
-    """bool [N]: False for playout-capped cheap moves (not policy targets)."""
-    survival: np.ndarray
-    """float32 [N, 16]: 1 for each piece on the board in the game's last position (a cut game's too), the
-    side to move's Rat .. Elephant then the opponent's (observation planes 0-15); the survival head's target."""
-    records: list[GameRecord] = field(default_factory=list)
-    stats: dict[str, float] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return int(self.value.shape[0])
-
-
 class _Game:
     """One game in progress: its index, seed, playout-cap coin and opponent (its positions are kept by slot
     in `samples.Samples`)."""
@@ -243,208 +217,182 @@ def play_games(
     The opponent's moves come from the player object, shared by the games of
     this call: a player with its own random generator or memory (a noisy
     alpha-beta) makes its games depend on the others played with it."""
-    if num_games < 1:
-        raise ValueError(f"num_games ({num_games}) must be >= 1")
-    if first_game < 0:
-        raise ValueError(f"first_game ({first_game}) must be >= 0")
-    if opponents is None:
-        opponents = build_opponents(settings, rules, seed)
-    opponent_fraction = settings.opponent_fraction
-    if opponent_fraction > 0 and not opponents:
-        raise ValueError(f"opponent_fraction={opponent_fraction!r} needs at least one opponent")
-    playout_cap_fraction, cheap_simulations = settings.playout_cap_fraction, settings.cheap_simulations
-    start_jfen, name = settings.start_jfen, settings.player_name
-    t0 = time.perf_counter()
-    n = min(settings.parallel, num_games)
-    games = GameBatch(n, rules, start_jfen=start_jfen, max_plies=settings.max_plies)
-    if settings.draw_contempt:
-        mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
-    search = BatchedMCTS(evaluator, make_policy(mcts), games.flags, seed=seed, n_games=n)
-    first = parse_jfen(start_jfen)
-    samples = new_samples(n, settings.max_plies)
-    slots: list[Optional[_Game]] = [None] * n
-    occupied = np.zeros(n, dtype=np.bool_)
-    opponent_side = np.full(n, -1, dtype=np.int64)
-    # Game k's playout-cap coins, one per ply, drawn ahead at its start from its own generator.
-    coins = np.ones((n, settings.max_plies), dtype=np.float64)
-    started = first_game
-    end = first_game + num_games
+    return SelfPlayLoop(evaluator, settings, mcts=mcts, rules=rules, num_games=num_games, seed=seed,
+                        first_game=first_game, opponents=opponents, progress=progress).run()
 
-    def start(slot: int) -> None:
+
+class SelfPlayLoop:
+    """One `play_games` call: its game slots, the search over them, and what the finished games left.
+
+    Pipelined: every game searches on its own clock. Each step evaluates the leaves of all the searches in
+    progress in one call; a game whose search has finished plays its move (and the opponent's, or its next
+    game starts) and begins its next search at once, while the others go on. A game is the same as in
+    lockstep (its noise, coins and opponent come from its own seed); only the network's batches differ.
+    Python touches the batch a fixed number of times per step; it goes game by game only for opponents'
+    moves and for games that end. `run` plays the games once."""
+
+    def __init__(self, evaluator: Evaluator, settings: SelfPlayConfig, *, mcts: MCTSConfig, rules: RuleSet,
+                 num_games: int, seed: int, first_game: int = 0, opponents: Optional[Sequence[Player]] = None,
+                 progress: bool = False) -> None:
+        if num_games < 1:
+            raise ValueError(f"num_games ({num_games}) must be >= 1")
+        if first_game < 0:
+            raise ValueError(f"first_game ({first_game}) must be >= 0")
+        if opponents is None:
+            opponents = build_opponents(settings, rules, seed)
+        if settings.opponent_fraction > 0 and not opponents:
+            raise ValueError(f"opponent_fraction={settings.opponent_fraction!r} needs at least one opponent")
+        self.t0 = time.perf_counter()  # the stats' seconds count the set-up too
+        self.settings, self.rules, self.seed, self.opponents = settings, rules, seed, opponents
+        self.num_games, self.progress = num_games, progress
+        n = min(settings.parallel, num_games)
+        self.games = GameBatch(n, rules, start_jfen=settings.start_jfen, max_plies=settings.max_plies)
+        if settings.draw_contempt:
+            mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
+        self.mcts = mcts
+        self.search = BatchedMCTS(evaluator, make_policy(mcts), self.games.flags, seed=seed, n_games=n)
+        self.first = parse_jfen(settings.start_jfen)
+        self.samples = new_samples(n, settings.max_plies)
+        self.slots: list[Optional[_Game]] = [None] * n
+        self.occupied = np.zeros(n, dtype=np.bool_)
+        self.opponent_side = np.full(n, -1, dtype=np.int64)
+        # Game k's playout-cap coins, one per ply, drawn ahead at its start from its own generator.
+        self.coins = np.ones((n, settings.max_plies), dtype=np.float64)
+        self.started = first_game
+        self.end = first_game + num_games
+        self.finished: dict[int, _Finished] = {}
+        self.stats = SelfPlayStats()  # the counts; `_data` fills in the rest
+        self.opponent_points: list[float] = []
+        self.full = np.zeros(n, dtype=np.bool_)  # each search's playout-cap draw: a full (noisy) search or a cheap one
+        self.actions = np.full(n, -1, dtype=np.int64)
+        self.searched = np.ones(n, dtype=np.bool_)  # the network's positions: searched; an opponent's: neither
+        self.neither = np.zeros(n, dtype=np.bool_)  # searched nor full (record_samples reads no policy or value then)
+        self.no_policy = np.zeros((n, 1), dtype=np.float32)
+        self.no_value = np.zeros(n, dtype=np.float32)
+        self.bar: Optional[tqdm] = None
+
+    def run(self) -> SelfPlayData:
+        """Play the games; their positions in game-index order, their records and stats."""
+        for s in range(len(self.slots)):
+            self._start_game(s)
+        self.bar = tqdm(total=self.num_games, desc="self-play", unit="game", disable=not self.progress)
+        for s in range(len(self.slots)):
+            self._serve(s)  # an opponent may open the game
+        while self.occupied.any():
+            self._begin_searches()
+            moved = self.search.step()
+            if len(moved):
+                self._play_moves(moved)
+        self.bar.close()
+        return self._data(time.perf_counter() - self.t0)
+
+    def _start_game(self, slot: int) -> None:
         """Game `started` into `slot` (its position and tree are reset afterwards, with the others')."""
-        nonlocal started
-        g = _Game(started, game_seed(seed, started))
-        started += 1
+        g = _Game(self.started, game_seed(self.seed, self.started))
+        self.started += 1
         draw = np.random.default_rng(derive_seed(g.seed, "opponent game"))
+        opponent_fraction = self.settings.opponent_fraction
         if opponent_fraction > 0 and draw.random() < opponent_fraction:
-            g.opponent = opponents[int(draw.integers(len(opponents)))]
+            g.opponent = self.opponents[int(draw.integers(len(self.opponents)))]
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
             g.opponent.reset()
-        slots[slot] = g
-        occupied[slot] = True
-        opponent_side[slot] = g.opponent_side
-        if playout_cap_fraction > 0:
-            coins[slot] = g.coin.random(settings.max_plies)
-        search.reseed(slot, g.seed)
+        self.slots[slot] = g
+        self.occupied[slot] = True
+        self.opponent_side[slot] = g.opponent_side
+        if self.settings.playout_cap_fraction > 0:
+            self.coins[slot] = g.coin.random(self.settings.max_plies)
+        self.search.reseed(slot, g.seed)
 
-    for s in range(n):
-        start(s)
+    def _begin_searches(self) -> None:
+        """A search for every game that is not searching: full (noisy) or, by its playout-cap coin, cheap."""
+        idle = self.occupied & ~self.search.searching
+        if not idle.any():
+            return
+        begin, full, settings = np.flatnonzero(idle), self.full, self.settings
+        full[begin] = True
+        if settings.playout_cap_fraction > 0:  # cheap: fewer simulations, no noise, in the same batches
+            ply = np.minimum(self.games.state[begin, K.S_PLY], settings.max_plies - 1)
+            full[begin] = self.coins[begin, ply] >= settings.playout_cap_fraction
+        sims = np.where(full, self.mcts.num_simulations, settings.cheap_simulations)
+        self.search.begin(self.games, begin, add_noise=full, num_simulations=sims)
+        self.stats.simulations += int(sims[begin].sum())
 
-    finished: dict[int, _Finished] = {}
-    simulations = 0
-    counts = {"red_wins": 0, "blue_wins": 0, "draws": 0, "truncated": 0}
-    opponent_points: list[float] = []
-    terms: dict[str, int] = {}
-    full = np.zeros(n, dtype=np.bool_)  # each search's playout-cap draw: a full (noisy) search or a cheap one
-    actions = np.full(n, -1, dtype=np.int64)
-    searched = np.ones(n, dtype=np.bool_)  # the network's positions: searched; an opponent's: neither
-    neither = np.zeros(n, dtype=np.bool_)  # searched nor full (record_samples reads no policy or value then)
-    no_policy = np.zeros((n, 1), dtype=np.float32)
-    no_value = np.zeros(n, dtype=np.float32)
-    bar = tqdm(total=num_games, desc="self-play", unit="game", disable=not progress)
+    def _play_moves(self, moved: np.ndarray) -> None:
+        """The moves of the games whose searches have finished (`moved`), recorded; then the games that ended
+        or whose opponent is to move are served."""
+        games, out = self.games, self.search.results(moved)
+        record_samples(self.samples, moved, games.state, out.policy, out.root_value, self.full, self.searched)
+        self.actions[:] = -1
+        self.actions[moved] = out.action[moved]
+        games.play_many(self.actions)
+        self.search.advance_many(moved, self.actions)
+        for s in moved[games.done[moved] | (self.opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
+            self._serve(s)  # in slot order, as players expect
 
-    def serve(s: int) -> None:
+    def _serve(self, s: int) -> None:
         """Slot `s` between two of the network's searches: the opponent's moves while it is to move,
         then, if the game is over, its record and the next game (or the slot idles)."""
-        nonlocal started
+        games = self.games
         while True:
-            g = slots[s]
+            g = self.slots[s]
             assert g is not None
             if not games.done[s]:
-                if opponent_side[s] != games.state[s, K.S_SIDE]:
+                if self.opponent_side[s] != games.state[s, K.S_SIDE]:
                     return  # the network's move: the slot searches again
                 assert g.opponent is not None
-                record_samples(samples, np.array([s]), games.state, no_policy, no_value, neither, neither)
+                record_samples(self.samples, np.array([s]), games.state, self.no_policy, self.no_value, self.neither,
+                               self.neither)
                 side = games.side_to_move(s)
                 action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
-                search.advance(s, action)
+                self.search.advance(s, action)
                 continue
-            names = (name, name)
-            if g.opponent is not None:
-                names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
-            plies = games.plies(s)
-            sides = samples.side[s, :plies].astype(np.int64)
-            values, record = _finish(games, s, g, sides, samples.root_value[s, :plies], rules, names, settings)
-            if g.opponent is not None:
-                mine = np.flatnonzero(sides != g.opponent_side)
-                opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
-            obs, mask, policy = game_samples(samples, s, first, games.hist[s], plies, games.flags)
-            finished[g.index] = _Finished(record, obs, mask, policy, values, samples.full[s, :plies].copy(),
-                                          survival_targets(games.state[s], sides))
-            counts[{"1-0": "red_wins", "0-1": "blue_wins"}.get(record.result, "draws")] += 1
-            counts["truncated"] += int(games.truncated[s])
-            terms[str(record.termination)] = terms.get(str(record.termination), 0) + 1
-            bar.update(1)
-            if started >= end:
-                slots[s] = None
-                occupied[s] = False
+            self._finish_game(s, g)
+            if self.started >= self.end:
+                self.slots[s] = None
+                self.occupied[s] = False
                 return
-            start(s)
-            games.reset_many(np.array([s]), start_jfen)
-            search.advance(s, -1)
+            self._start_game(s)
+            games.reset_many(np.array([s]), self.settings.start_jfen)
+            self.search.advance(s, -1)
 
-    for s in range(n):
-        serve(s)  # an opponent may open the game
-    # Pipelined: every game searches on its own clock. Each step evaluates the leaves of all the searches
-    # in progress in one call; a game whose search has finished plays its move (and the opponent's, or
-    # its next game starts) and begins its next search at once, while the others go on. A game is the
-    # same as in lockstep (its noise, coins and opponent come from its own seed); only the network's
-    # batches differ. Python touches the batch a fixed number of times per step; it goes game by game
-    # only for opponents' moves and for games that end.
-    while occupied.any():
-        idle = occupied & ~search.searching
-        if idle.any():
-            begin = np.flatnonzero(idle)
-            full[begin] = True
-            if playout_cap_fraction > 0:  # cheap: fewer simulations, no noise, in the same batches
-                ply = np.minimum(games.state[begin, K.S_PLY], settings.max_plies - 1)
-                full[begin] = coins[begin, ply] >= playout_cap_fraction
-            sims = np.where(full, mcts.num_simulations, cheap_simulations)
-            search.begin(games, begin, add_noise=full, num_simulations=sims)
-            simulations += int(sims[begin].sum())
-        moved = search.step()
-        if len(moved) == 0:
-            continue
-        out = search.results(moved)
-        record_samples(samples, moved, games.state, out.policy, out.root_value, full, searched)
-        actions[:] = -1
-        actions[moved] = out.action[moved]
-        games.play_many(actions)
-        search.advance_many(moved, actions)
-        for s in moved[games.done[moved] | (opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
-            serve(s)  # in slot order, as players expect
-    bar.close()
-    seconds = time.perf_counter() - t0
-    done = [finished[k] for k in sorted(finished)]
-    records = [d.record for d in done]
-    value_out = [d.value for d in done]
-    full_out = [d.full_search for d in done]
-    positions = int(sum(len(v) for v in value_out))
-    stats: dict[str, Any] = {
-        "games": len(records),
-        "positions": positions,
-        "full_search_positions": int(sum(int(f.sum()) for f in full_out)),
-        "simulations": simulations,
-        "seconds": seconds,
-        "mean_length": positions / max(len(records), 1),
-        **counts,
-        "games_per_s": len(records) / seconds,
-        "positions_per_s": positions / seconds,
-        "simulations_per_s": simulations / seconds,
-        "opponent_games": len(opponent_points),
-        "opponent_score": float(np.mean(opponent_points)) if opponent_points else float("nan"),
-    }
-    for name, c in terms.items():
-        stats[f"termination_{name}"] = c
-    return SelfPlayData(
-        obs=np.concatenate([d.obs for d in done]),
-        mask=np.concatenate([d.mask for d in done]),
-        policy=np.concatenate([d.policy for d in done]),
-        value=np.concatenate(value_out),
-        full_search=np.concatenate(full_out),
-        survival=np.concatenate([d.survival for d in done]),
-        records=records,
-        stats=stats,
-    )
+    def _finish_game(self, s: int, g: _Game) -> None:
+        """The record, training rows and counts of game `g`, over in slot `s`."""
+        games, samples, name, stats = self.games, self.samples, self.settings.player_name, self.stats
+        names = (name, name)
+        if g.opponent is not None:
+            names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
+        plies = games.plies(s)
+        sides = samples.side[s, :plies].astype(np.int64)
+        values, record = _finish(games, s, g, sides, samples.root_value[s, :plies], self.rules, names, self.settings)
+        if g.opponent is not None:
+            mine = np.flatnonzero(sides != g.opponent_side)
+            self.opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
+        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.flags)
+        self.finished[g.index] = _Finished(record, obs, mask, policy, values, samples.full[s, :plies].copy(),
+                                           survival_targets(games.state[s], sides))
+        if record.result == "1-0":
+            stats.red_wins += 1
+        elif record.result == "0-1":
+            stats.blue_wins += 1
+        else:
+            stats.draws += 1
+        stats.truncated += int(games.truncated[s])
+        stats.terminations[str(record.termination)] = stats.terminations.get(str(record.termination), 0) + 1
+        assert self.bar is not None
+        self.bar.update(1)
 
-
-def merge_selfplay(parts: Sequence[SelfPlayData], seconds: Optional[float] = None) -> SelfPlayData:
-    """The parts' positions and records one after the other, with their stats combined.
-
-    Counts add up; the mean game length and the opponent score (weighted by
-    each part's opponent games) are recomputed. `seconds` is the wall time of
-    the whole (for parts played at once, by workers); by default the parts'
-    times add up (parts played one after the other). Rates follow from it."""
-    if not parts:
-        raise ValueError("merge_selfplay needs at least one part")
-    total = float(sum(float(p.stats.get("seconds", 0.0)) for p in parts)) if seconds is None else float(seconds)
-    stats: dict[str, Any] = {}
-    for p in parts:
-        for key, value in p.stats.items():
-            if key in TIMING_STATS or key in ("mean_length", "opponent_score"):
-                continue
-            stats[key] = stats.get(key, 0) + value
-    games, positions = int(stats.get("games", 0)), int(stats.get("positions", 0))
-    stats["seconds"] = total
-    stats["mean_length"] = positions / max(games, 1)
-    for key, name in (("games_per_s", "games"), ("positions_per_s", "positions"),
-                      ("simulations_per_s", "simulations")):
-        stats[key] = float(stats.get(name, 0)) / total if total > 0 else float("nan")
-    opponent_games = int(stats.get("opponent_games", 0))
-    points = sum(float(p.stats["opponent_score"]) * int(p.stats["opponent_games"])
-                 for p in parts if int(p.stats.get("opponent_games", 0)) > 0)
-    stats["opponent_score"] = points / opponent_games if opponent_games else float("nan")
-    return SelfPlayData(
-        obs=np.concatenate([p.obs for p in parts]),
-        mask=np.concatenate([p.mask for p in parts]),
-        policy=np.concatenate([p.policy for p in parts]),
-        value=np.concatenate([p.value for p in parts]),
-        full_search=np.concatenate([p.full_search for p in parts]),
-        survival=np.concatenate([p.survival for p in parts]),
-        records=[r for p in parts for r in p.records],
-        stats=stats,
-    )
+    def _data(self, seconds: float) -> SelfPlayData:
+        """The finished games' rows in game-index order, their records and the call's stats."""
+        done = [self.finished[k] for k in sorted(self.finished)]
+        stats, points = self.stats, self.opponent_points
+        stats.games = len(done)
+        stats.positions = int(sum(len(d.value) for d in done))
+        stats.full_search_positions = int(sum(int(d.full_search.sum()) for d in done))
+        stats.seconds = seconds
+        stats.opponent_games = len(points)
+        stats.opponent_score = float(np.mean(points)) if points else float("nan")
+        return SelfPlayData.joined(done, [d.record for d in done], stats)
 
 
 def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, truncated: bool,

@@ -53,7 +53,8 @@ from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from agents.pool import WorkerPool
 from envs.players import make_player
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, build_opponents, merge_selfplay, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, build_opponents, play_games
+from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 
 if TYPE_CHECKING:
     from agents.alphazero.inference import InferenceSettings

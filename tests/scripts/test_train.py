@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.alphazero.checkpoint import load_checkpoint
+from agents.alphazero.learner import LearnMetrics
 from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
 from jungle_zero import train
@@ -340,7 +341,7 @@ def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
 
     scores = {"score_alphabeta_depth2": 0.25, "low_alphabeta_depth2": 0.11, "high_alphabeta_depth2": 0.45,
               "score_random": 1.0}
-    line = iteration_line(30, 60, {}, 1.0, 0, {}, scores)
+    line = iteration_line(30, 60, None, 1.0, 0, LearnMetrics(), scores)
     assert "eval: alphabeta_depth2 0.25 [0.11-0.45] random 1.00" in line
 
 

@@ -32,7 +32,8 @@ from agents.alphazero.inference import (
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, play_games
+from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
 from jungle_zero import train
 from tests.support import ROOT
@@ -55,9 +56,10 @@ def assert_same_games(a: SelfPlayData, b: SelfPlayData) -> None:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     for name in ("policy", "value"):
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=ROUNDING, err_msg=name)
-    assert a.stats.keys() == b.stats.keys()
-    for key in a.stats.keys() - set(TIMING_STATS):
-        assert a.stats[key] == pytest.approx(b.stats[key], abs=ROUNDING, nan_ok=True), key
+    sa, sb = a.stats.untimed(), b.stats.untimed()
+    assert sa.keys() == sb.keys()
+    for key in sa:
+        assert sa[key] == pytest.approx(sb[key], abs=ROUNDING, nan_ok=True), key
 
 
 def settings(**selfplay: Any) -> WorkerSettings:
@@ -235,7 +237,7 @@ def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
             assert_same_games(there, expected)
             # The server evaluated exactly the leaves of the in-process games (no request lost or answered twice).
             assert pool.server_counts["positions"] == evaluated
-        assert 0 < here[1].stats["opponent_games"] < 10 and not there.full_search.all()
+        assert 0 < here[1].stats.opponent_games < 10 and not there.full_search.all()
         pids = [p for p in pool.pids.values() if p is not None]
     assert not any(alive(p) for p in pids)  # closing stops every process
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.learner import Learner, LearnerConfig, LearnerConfigError, LearnerDivergedError, lr_at
+from agents.alphazero.learner import (Learner, LearnerConfig, LearnerConfigError, LearnerDivergedError, LearnMetrics,
+                                      StepMetrics, lr_at)
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.replay import Batch, ReplayBuffer, ReplayError, pack_observations, unpack_observations
 from envs import Board, Move
@@ -126,8 +127,8 @@ def test_one_learner_step_lowers_the_loss_on_a_fixed_batch(head: str, amp: bool)
     before = learner.evaluate_loss(batch)
     metrics = learner.step(batch)
     after = learner.evaluate_loss(batch)
-    assert after["loss/total"] < before["loss/total"]
-    assert set(metrics) >= {"loss/policy", "loss/value", "loss/total", "loss/policy_entropy", "lr"}
+    assert after.total < before.total
+    assert set(metrics.tags()) >= {"loss/policy", "loss/value", "loss/total", "loss/policy_entropy", "lr"}
     assert learner.step_count == 1
     assert all(p.dtype == torch.float32 for p in model.parameters())
 
@@ -139,7 +140,7 @@ def test_policy_loss_ignores_cheap_searches() -> None:
     buf.full_search[:] = False
     model = build_network(TINY)
     learner = Learner(model, LearnerConfig(), device=torch.device("cpu"))
-    assert learner.evaluate_loss(buf.get(np.arange(8)))["loss/policy"] == 0.0
+    assert learner.evaluate_loss(buf.get(np.arange(8))).policy == 0.0
 
 
 def test_lr_schedule_and_config_errors() -> None:
@@ -176,17 +177,37 @@ def test_a_step_with_a_non_finite_loss_is_skipped_and_counted_then_the_run_stops
     poisoned = Batch(batch.obs, batch.mask, np.full_like(batch.policy, np.nan), batch.value, batch.full_search,
                      batch.survival)
     for k in (1, 2):
-        assert learner.step(poisoned) == {"loss/nonfinite_steps": 1.0, "lr": lr_at(1, learner.config)}
+        assert learner.step(poisoned).tags() == {"loss/nonfinite_steps": 1.0, "lr": lr_at(1, learner.config)}
         assert learner.nonfinite_in_a_row == k and learner.step_count == 1
     after = _snapshot(model)
     assert all(torch.equal(before[k], after[k]) for k in before)  # running statistics included
     assert repr(learner.optimizer.state_dict()["state"]) == optimizer
-    assert learner.step(batch)["loss/nonfinite_steps"] == 0.0 and learner.nonfinite_in_a_row == 0
+    assert learner.step(batch).tags()["loss/nonfinite_steps"] == 0.0 and learner.nonfinite_in_a_row == 0
     learner.step(poisoned)
     learner.step(poisoned)
     with pytest.raises(LearnerDivergedError, match=r"3 learner steps in a row had a non-finite loss .*"
                                                    r"the learning rate \(train.learner.lr=0.002\) is the likely cause"):
         learner.step(poisoned)
+
+
+def test_a_learning_phase_sums_up_its_steps_as_the_tensorboard_scalars() -> None:
+    """Means over the steps taken (a skipped step has no loss), the learning rate over all steps as loss/lr,
+    the skipped steps counted; a phase of no steps writes nothing."""
+    taken = [StepMetrics(policy=p, value=0.5, total=p + 0.5, policy_entropy=1.0, grad_norm=2.0 * p, lr=0.1)
+             for p in (1.0, 3.0)]
+    summary = LearnMetrics.of([taken[0], StepMetrics.skipped(0.4), taken[1]])
+    assert summary.tags() == {"loss/policy": 2.0, "loss/value": 0.5, "loss/total": 2.5, "loss/policy_entropy": 1.0,
+                              "loss/grad_norm": 4.0, "loss/nonfinite_steps": 1.0, "loss/lr": pytest.approx(0.2)}
+    assert (summary.steps, summary.nonfinite_steps, summary.survival) == (3, 1, None)
+    assert LearnMetrics.of([StepMetrics.skipped(0.4)]).tags() == {"loss/nonfinite_steps": 1.0, "loss/lr": 0.4}
+    assert LearnMetrics.of([]).tags() == {} and LearnMetrics.of([]).total is None
+    torch.manual_seed(0)
+    buf, _ = _fixed_batch()
+    learner = Learner(build_network(TINY), LearnerConfig(), device=torch.device("cpu"))
+    phase = learner.learn(buf, 3, 8)
+    assert learner.step_count == phase.steps == 3 and phase.nonfinite_steps == 0
+    assert set(phase.tags()) == {"loss/policy", "loss/value", "loss/total", "loss/policy_entropy", "loss/grad_norm",
+                                 "loss/nonfinite_steps", "loss/lr"}
 
 
 def test_an_exploding_learning_rate_stops_before_a_weight_turns_non_finite() -> None:

@@ -17,7 +17,8 @@ from agents.alphazero.search import BatchedMCTS, MCTSConfig, PuctConfig, make_po
 from agents.alphazero.search.driver import NOISE_PLIES
 from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.puct import Puct
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, play_games
+from agents.alphazero.selfplay_data import SelfPlayData
 
 RULES = RuleSet(no_capture_draw=40)
 GAME_FIELDS = ("state", "hist", "hashes", "done", "truncated", "term", "winner")
@@ -172,5 +173,5 @@ def test_games_are_those_of_the_per_game_loop() -> None:
     b = play_games(uniform_evaluator, SelfPlayConfig(parallel=4, max_plies=50, playout_cap_fraction=0.3),
                    mcts=MCTSConfig(algorithm="puct", num_simulations=6, puct=PuctConfig(temperature_plies=8)),
                    rules=RULES, num_games=6, seed=22, first_game=3)
-    assert (a.stats["opponent_games"], a.stats["truncated"], b.stats["truncated"]) == (5, 5, 5)
+    assert (a.stats.opponent_games, a.stats.truncated, b.stats.truncated) == (5, 5, 5)
     assert (_digest(a), _digest(b)) == ("dd2c7ed288626758", "55822af8dfc76d7f")

@@ -11,7 +11,8 @@ from envs.batch import GameBatch
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
 from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, SelfPlayData, play_games, value_targets
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, play_games, value_targets
+from agents.alphazero.selfplay_data import SelfPlayData
 from tests.support.evaluators import counted, linear_evaluator
 
 RULES = RuleSet(no_capture_draw=40)
@@ -34,9 +35,9 @@ def test_shapes_and_counts(data: SelfPlayData) -> None:
     assert data.obs.shape == (n,) + OBS_SHAPE and data.obs.dtype == np.float32
     assert data.mask.shape == (n, N_ACTIONS) and data.mask.dtype == np.bool_
     assert data.policy.shape == (n, N_ACTIONS) and data.value.shape == (n,) and data.full_search.shape == (n,)
-    assert len(data.records) == data.stats["games"] == 5
-    assert n == data.stats["positions"] == sum(len(r.moves) for r in data.records)
-    assert data.stats["red_wins"] + data.stats["blue_wins"] + data.stats["draws"] == 5
+    assert len(data.records) == data.stats.games == 5
+    assert n == data.stats.positions == sum(len(r.moves) for r in data.records)
+    assert data.stats.red_wins + data.stats.blue_wins + data.stats.draws == 5
     assert data.full_search.all()
 
 
@@ -91,7 +92,7 @@ def test_records_round_trip_through_jsonl(data: SelfPlayData, tmp_path) -> None:
 def test_playout_cap_marks_cheap_moves() -> None:
     d = _play("gumbel", playout_cap_fraction=0.5, cheap_simulations=2)
     assert 0 < d.full_search.sum() < len(d)
-    assert d.stats["full_search_positions"] == int(d.full_search.sum())
+    assert d.stats.full_search_positions == int(d.full_search.sum())
     # Cheap searches are still distributions over the legal actions.
     assert np.all(d.policy[~d.mask] == 0)
     np.testing.assert_allclose(d.policy.sum(axis=1), 1.0, atol=1e-5)
@@ -210,9 +211,9 @@ def test_opponent_games_mix_the_players_and_train_only_the_networks_policy() -> 
     d = play_games(uniform_evaluator, SelfPlayConfig(parallel=4, max_plies=60, opponent_fraction=0.5),
                    mcts=MCTSConfig(num_simulations=6), rules=RULES, num_games=12, seed=3, opponents=[opponent])
     theirs = [r for r in d.records if "first-move" in (r.red, r.blue)]
-    assert 0 < len(theirs) < 12 and d.stats["opponent_games"] == len(theirs) == opponent.resets
+    assert 0 < len(theirs) < 12 and d.stats.opponent_games == len(theirs) == opponent.resets
     assert {r.red for r in theirs} == {"first-move", "selfplay"}  # the network plays both colours
-    assert 0.0 <= d.stats["opponent_score"] <= 1.0
+    assert 0.0 <= d.stats.opponent_score <= 1.0
     row = 0
     for rec in d.records:
         board = Board.from_jfen(rec.start, rules=RULES)
@@ -253,7 +254,7 @@ def test_opponents_come_from_the_settings_specs() -> None:
                        seed=2) for _ in range(2))
     assert [r.moves for r in a.records] == [r.moves for r in b.records]
     assert {r.start for r in a.records} == {settings.start_jfen}
-    assert 0 < a.stats["opponent_games"] < 6
+    assert 0 < a.stats.opponent_games < 6
     assert all({r.red, r.blue} <= {"net", "random"} and "net" in (r.red, r.blue) for r in a.records)
 
 
@@ -306,7 +307,7 @@ def test_draw_contempt_ends_the_shuffling_into_repetitions() -> None:
                                   start_jfen="6l/7/7/7/7/7/7/7/L6 r 0 1")
         data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
                           num_games=16, seed=1)
-        terms[contempt] = data.stats.get("termination_repetition", 0)
+        terms[contempt] = data.stats.terminations.get("repetition", 0)
     assert terms[0.0] >= 3 and terms[0.5] == 0
     with pytest.raises(SelfPlayConfigError, match="draw_contempt"):
         SelfPlayConfig(draw_contempt=1.5)
@@ -333,8 +334,8 @@ def test_pipelined_games_are_the_games_played_one_at_a_time(algorithm: str) -> N
     assert [r.extra["game_index"] for r in together.records] == list(range(7))
     for field in ("obs", "policy", "value", "full_search"):
         np.testing.assert_array_equal(getattr(alone, field), getattr(together, field))
-    assert 0 < together.stats["opponent_games"] < 7 and 0 < (~together.full_search).sum() < len(together)
-    assert together.stats["simulations"] == alone.stats["simulations"]
+    assert 0 < together.stats.opponent_games < 7 and 0 < (~together.full_search).sum() < len(together)
+    assert together.stats.simulations == alone.stats.simulations
     assert sum(four) == sum(one) and len(four) < 0.5 * len(one)
 
 

@@ -16,7 +16,8 @@ from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_net
 from agents.alphazero.replay import ReplayBuffer, ReplayError
 from agents.alphazero.runtime import fuse_for_inference, make_evaluator
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayData, merge_selfplay, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, play_games
+from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
@@ -272,12 +273,12 @@ def test_learner_steps_lower_the_survival_loss() -> None:
     batch = _batch(seed=8)
     learner = Learner(build_network(WITH_HEAD), LearnerConfig(lr=0.01, warmup_steps=0, schedule="constant"),
                       device=torch.device("cpu"))
-    before = learner.evaluate_loss(batch)["loss/survival"]
+    before = learner.evaluate_loss(batch).survival
     metrics = [learner.step(batch) for _ in range(8)]
-    assert all("loss/survival" in m for m in metrics)
-    assert learner.evaluate_loss(batch)["loss/survival"] < before
+    assert all("loss/survival" in m.tags() for m in metrics)
+    assert learner.evaluate_loss(batch).survival < before
     plain = Learner(build_network(TINY), LearnerConfig(), device=torch.device("cpu"))
-    assert "loss/survival" not in plain.step(batch)
+    assert "loss/survival" not in plain.step(batch).tags()
 
 
 def test_survival_weight_must_not_be_negative() -> None:

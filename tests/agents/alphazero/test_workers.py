@@ -15,7 +15,8 @@ from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from envs.players import make_player
-from agents.alphazero.selfplay import TIMING_STATS, SelfPlayConfig, SelfPlayData, merge_selfplay, play_games
+from agents.alphazero.selfplay import SelfPlayConfig, play_games
+from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.workers import (
     WorkerBackendError,
     WorkerSettings,
@@ -28,10 +29,6 @@ RULES = RuleSet(no_capture_draw=40)
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 
 
-def untimed(stats: dict) -> dict:
-    return {k: v for k, v in stats.items() if k not in TIMING_STATS}
-
-
 def assert_same_data(a: SelfPlayData, b: SelfPlayData, atol: float = 0.0) -> None:
     assert [r.moves for r in a.records] == [r.moves for r in b.records]
     assert [r.to_json() for r in a.records] == [r.to_json() for r in b.records]
@@ -41,7 +38,7 @@ def assert_same_data(a: SelfPlayData, b: SelfPlayData, atol: float = 0.0) -> Non
     # outputs: they carry the network's rounding by batch size.
     np.testing.assert_allclose(a.policy, b.policy, rtol=0, atol=atol)
     np.testing.assert_allclose(a.value, b.value, rtol=0, atol=atol)
-    sa, sb = untimed(a.stats), untimed(b.stats)
+    sa, sb = a.stats.untimed(), b.stats.untimed()
     assert sa.keys() == sb.keys()
     for k in sa:
         assert sa[k] == pytest.approx(sb[k], nan_ok=True), k
@@ -68,9 +65,9 @@ def test_split_index_ranges_merge_into_the_one_call() -> None:
     assert [r.extra["game_index"] for p in parts for r in p.records] == list(range(7))
     merged = merge_selfplay(parts)
     assert_same_data(merged, whole)
-    assert 0 < whole.stats["opponent_games"] < 7  # the opponent score was weighted over the parts
-    assert merged.stats["seconds"] == pytest.approx(sum(p.stats["seconds"] for p in parts))
-    assert merge_selfplay(parts, seconds=2.0).stats["games_per_s"] == pytest.approx(3.5)
+    assert 0 < whole.stats.opponent_games < 7  # the opponent score was weighted over the parts
+    assert merged.stats.seconds == pytest.approx(sum(p.stats.seconds for p in parts))
+    assert merge_selfplay(parts, seconds=2.0).stats.games_per_s == pytest.approx(3.5)
 
 
 def test_split_games_covers_the_range_contiguously() -> None:
@@ -109,7 +106,7 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
     assert [r.extra["game_index"] for r in there.records] == list(range(6))
     # Who plays whom, with which colour, comes from each game's seed.
     assert [(r.red, r.blue) for r in there.records] == [(r.red, r.blue) for r in here.records]
-    assert there.stats["opponent_games"] == here.stats["opponent_games"] == sum(
+    assert there.stats.opponent_games == here.stats.opponent_games == sum(
         "random" in (r.red, r.blue) for r in here.records)
     # The network's own games are those of the in-process call, position by position (the random player
     # is one generator per worker, so the games against it differ).
