@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import RuleSet  # noqa: E402
-from agents.alphazero.gamebatch import GameBatch  # noqa: E402
+from envs.batch import GameBatch  # noqa: E402
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, uniform_evaluator  # noqa: E402
 from agents.alphazero.selfplay import SelfPlayConfig, play_games  # noqa: E402
 

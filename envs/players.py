@@ -21,7 +21,8 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from envs.board import Board, Move
+from envs.board import Board
+from envs.notation import Move
 from envs.config import ConfigError
 from envs.rules import RuleSet
 

@@ -35,7 +35,8 @@ import numba
 from numba import njit, objmode, types
 
 from envs import kernels as K
-from envs.board import Board, Move
+from envs.board import Board
+from envs.notation import Move
 from envs.kernels import (
     DEN,
     ELEPHANT,

@@ -20,7 +20,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
 from agents.arena.ratings import elo_from_score, score_interval
@@ -28,6 +27,7 @@ from agents.arena.tournament import random_openings
 from envs.players import Player, make_player
 from envs import RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import move_to_action
 from envs.seeding import derive_seed
 

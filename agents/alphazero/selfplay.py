@@ -54,14 +54,15 @@ import numpy as np
 from tqdm import tqdm
 
 from envs import kernels as K
-from envs.board import START_JFEN, Termination, parse_jfen
+from envs.batch import GameBatch
+from envs.board import Termination
 from envs.config import ConfigError, check_choice, check_range, config_kwargs
 from envs.encoding import move_to_action
+from envs.notation import START_JFEN, parse_jfen
 from envs.players import Player, make_player
 from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
 from agents.alphazero.search.config import MAX_SIMULATIONS

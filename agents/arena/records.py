@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from envs import Board, RuleSet
-from envs.board import START_JFEN
+from envs.notation import START_JFEN
 
 from agents.io import PathLike, atomic_write_text
 

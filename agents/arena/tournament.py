@@ -47,7 +47,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from envs import Board, Move, RuleSet
-from envs.board import START_JFEN, Side
+from envs.notation import START_JFEN, Side
 from envs.config import check_choice, check_range
 from envs.seeding import derive_seed
 

@@ -31,7 +31,8 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 from envs import kernels as K
-from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
+from envs.board import Board, IllegalMoveError
+from envs.notation import FILE_NAMES, SQUARE_NAMES, START_JFEN, InvalidMoveError, Move, Side
 from envs.players import PlayerSpecError, known_kinds, parse_spec
 from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed

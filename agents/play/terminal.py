@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from envs.board import FILE_NAMES, Side
+from envs.notation import FILE_NAMES, Side
 from envs.render import render_ansi
 
 from agents.play.computer import ComputerError, PlayerCache, choose_move

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from envs import RuleSet
-from envs.board import START_JFEN, IllegalMoveError, parse_jfen
-from agents.alphazero.gamebatch import GameBatch
+from envs.batch import GameBatch
+from envs.board import IllegalMoveError
+from envs.notation import START_JFEN, parse_jfen
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, PuctConfig, make_policy, uniform_evaluator
 from agents.alphazero.search.driver import NOISE_PLIES

@@ -7,8 +7,8 @@ import pytest
 
 from envs import Board, Move, RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, play_games, value_targets

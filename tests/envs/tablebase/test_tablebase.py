@@ -18,7 +18,7 @@ from numba import njit
 
 from envs import Board, RuleSet
 from envs import kernels as K
-from envs.board import state_to_jfen
+from envs.notation import state_to_jfen
 from envs.tablebase import (DRAW, LOSS, UNKNOWN, WIN, Material, Tablebase, TablebaseError, TablebaseFileError,
                             TablebaseMissingError, TablebaseRulesError, materials, probe_state, probe_states)
 from envs.rules import F_NO_CAPTURE_LIMIT

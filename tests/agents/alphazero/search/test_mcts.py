@@ -11,8 +11,8 @@ import pytest
 
 from envs import Board, Move, RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import move_to_action
-from agents.alphazero.gamebatch import GameBatch
 from tests.support.evaluators import counted, linear_evaluator
 from agents.alphazero.search import (
     ROOT,
