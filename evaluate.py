@@ -28,8 +28,14 @@ import signal
 import sys
 
 if __name__ == "__main__":  # until the tournament starts, a Ctrl-C (imports, checks) stops with one line
-    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("\nCtrl-C: stopped while starting; nothing was "
-                                                              "written\n"), sys.stderr.flush(), os._exit(130)))
+    signal.signal(
+        signal.SIGINT,
+        lambda *_: (
+            sys.stderr.write("\nCtrl-C: stopped while starting; nothing was written\n"),
+            sys.stderr.flush(),
+            os._exit(130),
+        ),
+    )
 from pathlib import Path
 from typing import Any, Optional
 
@@ -76,13 +82,17 @@ def run(cfg: Any) -> None:
                 settings = stored_settings(out_dir, HydraConfig.get().overrides.task)
                 games = out_dir / GAMES_FILE
                 if games.exists() and not games.is_file():
-                    raise TournamentError(f"{str(games)!r} is not a file: the tournament's games cannot be read or "
-                                          "added to")
+                    raise TournamentError(
+                        f"{str(games)!r} is not a file: the tournament's games cannot be read or added to"
+                    )
                 lock = claim_run_dir(out_dir, what="tournament directory")
                 cut = cut_torn_tail(games)  # a game whose line a kill cut short is played again
                 if cut:
-                    print(f"evaluate.py: cut {cut} bytes of an unfinished last line from {games}; that game is played "
-                          "again", file=sys.stderr)
+                    print(
+                        f"evaluate.py: cut {cut} bytes of an unfinished last line from {games}; that game is played "
+                        "again",
+                        file=sys.stderr,
+                    )
                 if games.is_file():
                     played = list(read_jsonl(games))
             else:
@@ -92,12 +102,16 @@ def run(cfg: Any) -> None:
                 settings = new_settings(cfg)
             players = list(settings["players"])
             openings = [Opening(*opening_from_text(t)) for t in settings["openings"]] if settings["openings"] else None
-            total = len(schedule(len(players), settings["games_per_pair"], [Opening()], settings["seed"], settings["mode"]))
+            total = len(
+                schedule(len(players), settings["games_per_pair"], [Opening()], settings["seed"], settings["mode"])
+            )
 
             def start() -> None:  # every check has passed: the first game is about to be played
                 nonlocal lock
                 if lock is None:  # checked again under the lock: another evaluate.py may have begun meanwhile
-                    lock = claim_run_dir(out_dir, what="tournament directory", check=lambda: refuse_a_tournament_in(out_dir))
+                    lock = claim_run_dir(
+                        out_dir, what="tournament directory", check=lambda: refuse_a_tournament_in(out_dir)
+                    )
                     atomic_write_json(out_dir / SETTINGS_FILE, settings)
 
             kept = [len(played)]
@@ -110,11 +124,24 @@ def run(cfg: Any) -> None:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # the one line of the start no longer holds
             with GracefulStop(on_second=f"stopped at once; continue with: {again}") as stop:
                 result = stop.abandonable(
-                    run_tournament, players, games_per_pair=settings["games_per_pair"], seed=settings["seed"],
-                    workers=cfg.workers, mode=settings["mode"], rules=RuleSet.from_dict(settings["rules"]),
-                    opening_plies=settings["opening_plies"], openings=openings, max_plies=settings["max_plies"],
-                    anchor=settings["anchor"], prior_games=settings["prior_games"], progress=cfg.progress,
-                    start_method=cfg.start_method, on_game=keep, played=played, on_start=start)
+                    run_tournament,
+                    players,
+                    games_per_pair=settings["games_per_pair"],
+                    seed=settings["seed"],
+                    workers=cfg.workers,
+                    mode=settings["mode"],
+                    rules=RuleSet.from_dict(settings["rules"]),
+                    opening_plies=settings["opening_plies"],
+                    openings=openings,
+                    max_plies=settings["max_plies"],
+                    anchor=settings["anchor"],
+                    prior_games=settings["prior_games"],
+                    progress=cfg.progress,
+                    start_method=cfg.start_method,
+                    on_game=keep,
+                    played=played,
+                    on_start=start,
+                )
         except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
             print(f"evaluate.py: error: {e}", file=sys.stderr)
             sys.exit(2)
@@ -123,11 +150,16 @@ def run(cfg: Any) -> None:
             sys.exit(2)
         if result is None:
             if lock is None:  # stopped while the players were being checked: the tournament never started
-                print(f"{signal_name(stop.requested or 2)}: stopped before the first game; nothing was written",
-                      file=sys.stderr)
+                print(
+                    f"{signal_name(stop.requested or 2)}: stopped before the first game; nothing was written",
+                    file=sys.stderr,
+                )
             else:
-                print(f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
-                      f"(kept in {out_dir / GAMES_FILE}); continue with: {again}", file=sys.stderr)
+                print(
+                    f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
+                    f"(kept in {out_dir / GAMES_FILE}); continue with: {again}",
+                    file=sys.stderr,
+                )
             sys.exit(stop.exit_code)
         result.settings["openings"] = settings["openings_file"]
         print(result.table())

@@ -21,12 +21,11 @@ import threading
 import webbrowser
 from typing import Optional, Sequence
 
-from envs.rules import RuleSetError, add_rule_arguments, rules_from_arguments
-
 from agents.play.computer import ComputerError, ComputerPool, PlayerCache
 from agents.play.game import CHECKPOINT_DIRS, LEVELS, PACES, PlayError, PlayGame
 from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server
 from agents.play.terminal import run_terminal
+from envs.rules import RuleSetError, add_rule_arguments, rules_from_arguments
 
 LEVEL_LINES = "\n".join(f"  {level.name:<10} {level.about}" for level in LEVELS)
 
@@ -43,24 +42,43 @@ def port_number(text: str) -> int:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Play Jungle (Dou Shou Qi) against the computer or a friend.",
-                                epilog=f"levels of --opponent:\n{LEVEL_LINES}",
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description="Play Jungle (Dou Shou Qi) against the computer or a friend.",
+        epilog=f"levels of --opponent:\n{LEVEL_LINES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--terminal", action="store_true", help="play in the terminal instead of the browser")
     add_rule_arguments(p)
-    p.add_argument("--opponent", default="beginner",
-                   help=f"a level ({', '.join(level.name for level in LEVELS)}), a checkpoint path or a player spec "
-                        "(default: beginner)")
+    p.add_argument(
+        "--opponent",
+        default="beginner",
+        help=f"a level ({', '.join(level.name for level in LEVELS)}), a checkpoint path or a player spec "
+        "(default: beginner)",
+    )
     p.add_argument("--side", default="red", choices=("red", "blue"), help="terminal: your side (Red moves first)")
     p.add_argument("--two-players", action="store_true", help="terminal: two people at one keyboard")
-    p.add_argument("--pace", default=None, choices=tuple(PACES),
-                   help="how long the computer takes (default: quick on the page, instant in the terminal)")
+    p.add_argument(
+        "--pace",
+        default=None,
+        choices=tuple(PACES),
+        help="how long the computer takes (default: quick on the page, instant in the terminal)",
+    )
     p.add_argument("--seed", type=int, default=None, help="terminal: seed for the computer player")
-    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"page: port on 127.0.0.1 (0 = any free one; default {DEFAULT_PORT})")
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"page: port on 127.0.0.1 (0 = any free one; default {DEFAULT_PORT})",
+    )
     p.add_argument("--no-browser", action="store_true", help="page: do not open a browser")
     p.add_argument("--state-dir", default=str(DEFAULT_STATE_DIR), help="page: where the game in progress is saved")
-    p.add_argument("--checkpoint-dir", action="append", default=[], metavar="DIR",
-                   help="page: a directory whose checkpoints the page may name (repeatable; checkpoints/ always)")
+    p.add_argument(
+        "--checkpoint-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="page: a directory whose checkpoints the page may name (repeatable; checkpoints/ always)",
+    )
     p.add_argument("--verbose", action="store_true", help="page: log every request")
     return p.parse_args(argv)
 
@@ -75,9 +93,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if args.terminal:
         try:
-            game = PlayGame.new(mode="two_players" if args.two_players else "computer", human=args.side,
-                                opponent=args.opponent, pace=args.pace or "instant", rules=rules,
-                                rules_name=args.rules, seed=args.seed)
+            game = PlayGame.new(
+                mode="two_players" if args.two_players else "computer",
+                human=args.side,
+                opponent=args.opponent,
+                pace=args.pace or "instant",
+                rules=rules,
+                rules_name=args.rules,
+                seed=args.seed,
+            )
         except PlayError as e:
             print(f"play.py: {e}", file=sys.stderr)
             return 2
@@ -95,16 +119,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         slow.cancel()
     try:
-        server = make_server(port=args.port, state_dir=args.state_dir, rules=rules, rules_name=args.rules,
-                             default_opponent=args.opponent, default_pace=args.pace or "quick", verbose=args.verbose,
-                             checkpoint_dirs=[*CHECKPOINT_DIRS, *args.checkpoint_dir])
+        server = make_server(
+            port=args.port,
+            state_dir=args.state_dir,
+            rules=rules,
+            rules_name=args.rules,
+            default_opponent=args.opponent,
+            default_pace=args.pace or "quick",
+            verbose=args.verbose,
+            checkpoint_dirs=[*CHECKPOINT_DIRS, *args.checkpoint_dir],
+        )
     except OSError as e:
         print(f"play.py: cannot listen on 127.0.0.1:{args.port}: {e} (try --port 0)", file=sys.stderr)
         return 2
     print(f"Jungle play page: {server.url}  (Ctrl-C to stop; games saved in {args.state_dir})", flush=True)
     pool = server.store.pool
-    print("Preparing the computer: its workers play one move of every level first, so that no move's time "
-          "goes to compiling its search (a minute or two on a first run, seconds after)", flush=True)
+    print(
+        "Preparing the computer: its workers play one move of every level first, so that no move's time "
+        "goes to compiling its search (a minute or two on a first run, seconds after)",
+        flush=True,
+    )
     threading.Thread(target=_announce_ready, args=(pool,), daemon=True).start()
     if not args.no_browser:
         threading.Thread(target=_open_browser, args=(server.url,), daemon=True).start()

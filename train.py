@@ -33,8 +33,14 @@ import signal
 import sys
 
 if __name__ == "__main__":  # the imports below take seconds: a Ctrl-C meanwhile stops with one line
-    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("\nCtrl-C: stopped while starting; nothing was "
-                                                              "written\n"), sys.stderr.flush(), os._exit(130)))
+    signal.signal(
+        signal.SIGINT,
+        lambda *_: (
+            sys.stderr.write("\nCtrl-C: stopped while starting; nothing was written\n"),
+            sys.stderr.flush(),
+            os._exit(130),
+        ),
+    )
 
 import logging
 import random
@@ -134,10 +140,17 @@ def run(cfg: DictConfig) -> None:
                     # self-play (a fraction of the games against the opponents, built from their specs, when there
                     # are any); a stop abandons it at once: nothing has changed yet
                     rng_before = rng_state()
-                    opponent_seeds = [derive_seed(conf.seed, "opponent", k, it) for k in range(len(tc.selfplay.opponents))]
-                    data = stop.abandonable(pool.play, model.state_dict(), seed=derive_seed(conf.seed, "selfplay", it),
-                                            num_games=tc.games_per_iteration, opponent_seeds=opponent_seeds,
-                                            progress=progress)
+                    opponent_seeds = [
+                        derive_seed(conf.seed, "opponent", k, it) for k in range(len(tc.selfplay.opponents))
+                    ]
+                    data = stop.abandonable(
+                        pool.play,
+                        model.state_dict(),
+                        seed=derive_seed(conf.seed, "selfplay", it),
+                        num_games=tc.games_per_iteration,
+                        opponent_seeds=opponent_seeds,
+                        progress=progress,
+                    )
                     if data is None:
                         stopped = f"during the self-play of iteration {it} (its games are dropped)"
                         training.keep_latest(it - 1, pending=False, rng=rng_before)
@@ -149,8 +162,9 @@ def run(cfg: DictConfig) -> None:
                     stop.waiting_for = f"the learning of iteration {it}"
                     t1 = time.time()
                     if len(replay) >= tc.min_replay:
-                        steps = min(tc.max_steps_per_iteration,
-                                    max(1, round(len(data.value) * tc.train_ratio / tc.batch_size)))
+                        steps = min(
+                            tc.max_steps_per_iteration, max(1, round(len(data.value) * tc.train_ratio / tc.batch_size))
+                        )
                         metrics = learner.learn(replay, steps, tc.batch_size, progress)
                     training.learned(it, metrics, started=t0, learning=t1)
                     if stop.requested and due:
@@ -164,10 +178,26 @@ def run(cfg: DictConfig) -> None:
                 if due:
                     stop.waiting_for = f"the evaluation of iteration {it}"
                     if not progress:
-                        log.info("iter %d: evaluation (%d games against each of %s)", it, tc.eval.games,
-                                 ", ".join([*tc.eval.opponents, *(["previous"] if tc.eval.vs_previous else [])]))
-                    result = stop.abandonable(evaluate_ladder, evaluator, previous, tc.eval, mcts_cfg, rules, conf.seed,
-                                              it, device, conf.precision, float(history["elo"]), progress)
+                        log.info(
+                            "iter %d: evaluation (%d games against each of %s)",
+                            it,
+                            tc.eval.games,
+                            ", ".join([*tc.eval.opponents, *(["previous"] if tc.eval.vs_previous else [])]),
+                        )
+                    result = stop.abandonable(
+                        evaluate_ladder,
+                        evaluator,
+                        previous,
+                        tc.eval,
+                        mcts_cfg,
+                        rules,
+                        conf.seed,
+                        it,
+                        device,
+                        conf.precision,
+                        float(history["elo"]),
+                        progress,
+                    )
                     if result is None:
                         training.keep_latest(it, pending=True)
                         stopped = f"during the evaluation of iteration {it}, which the resumed run plays again"
@@ -185,9 +215,14 @@ def run(cfg: DictConfig) -> None:
 
                 # progress: the ETA prices the phases still to come (evaluations cost more)
                 eta, unpriced = training.clock.eta(it, tc.iterations, tc.eval.every)
-                log.info("%s | %.0fs, %s elapsed, ETA %s%s", iteration_line(it, tc.iterations, s, selfplay_seconds,
-                         steps, metrics, scores), time.time() - t0, format_seconds(counters["seconds"]),
-                         format_seconds(eta), f" + {unpriced} evaluations" if unpriced else "")
+                log.info(
+                    "%s | %.0fs, %s elapsed, ETA %s%s",
+                    iteration_line(it, tc.iterations, s, selfplay_seconds, steps, metrics, scores),
+                    time.time() - t0,
+                    format_seconds(counters["seconds"]),
+                    format_seconds(eta),
+                    f" + {unpriced} evaluations" if unpriced else "",
+                )
                 if stop.requested:
                     stopped = f"after iteration {it}"
                     break

@@ -77,14 +77,15 @@ def _pipe_ends(args: Sequence[Any]) -> list[Connection]:
     """The `Connection`s among `args`, and in the lists and tuples among them."""
     ends = []
     for a in args:
-        for x in (a if isinstance(a, (list, tuple)) else [a]):
+        for x in a if isinstance(a, (list, tuple)) else [a]:
             if isinstance(x, Connection):
                 ends.append(x)
     return ends
 
 
-def start_child(target: Callable[..., Any], args: tuple[Any, ...] = (), *, name: str,
-                start_method: str = "spawn") -> Child:
+def start_child(
+    target: Callable[..., Any], args: tuple[Any, ...] = (), *, name: str, start_method: str = "spawn"
+) -> Child:
     """``target(*args)`` in a new process called `name`, started with `start_method` (``spawn``,
     ``forkserver`` or ``fork``; `target` and `args` must pickle for the first two).
 
@@ -116,9 +117,11 @@ def messages(conn: Connection) -> Iterator[Any]:
         yield message
 
 
-def receive(pipes: Sequence[Connection], children: Sequence[Child],
-            died: Callable[[Child], BaseException] = lambda child: child.died(child.name)
-            ) -> Iterator[tuple[int, Any]]:
+def receive(
+    pipes: Sequence[Connection],
+    children: Sequence[Child],
+    died: Callable[[Child], BaseException] = lambda child: child.died(child.name),
+) -> Iterator[tuple[int, Any]]:
     """``(i, message)``: one message from each of `pipes`, as they come; as soon as one of `children` dies,
     the error ``died(child)`` is raised (a message the child sent before it ended comes first)."""
     by_sentinel = {child.sentinel: child for child in children}

@@ -51,8 +51,9 @@ class WorkerPool:
     and `args` must pickle (a module-level class or function, plain data). `role` names a process in
     messages (``worker 1 (pid 4711)``)."""
 
-    def __init__(self, processes: int, factory: Callable[..., Any], *args: Any, start_method: str = "spawn",
-                 role: str = "worker") -> None:
+    def __init__(
+        self, processes: int, factory: Callable[..., Any], *args: Any, start_method: str = "spawn", role: str = "worker"
+    ) -> None:
         if processes < 1:
             raise ValueError(f"a worker pool needs at least one process, got {processes}")
         self.processes = processes
@@ -66,8 +67,14 @@ class WorkerPool:
         try:
             for k in range(processes):
                 here, there = Pipe()
-                self._children.append(start_child(_serve_calls, (there, factory, args), start_method=start_method,
-                                                  name=f"{role.replace(' ', '-')}-{k}"))
+                self._children.append(
+                    start_child(
+                        _serve_calls,
+                        (there, factory, args),
+                        start_method=start_method,
+                        name=f"{role.replace(' ', '-')}-{k}",
+                    )
+                )
                 self._conns.append(here)
         except BaseException:
             self.close(at_once=True)

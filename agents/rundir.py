@@ -86,13 +86,16 @@ def check_run_name(name: str, key: str = "name") -> None:
     if not isinstance(name, str) or not name.strip():
         raise RunDirError(f"{key}={name!r} is empty: give a name, or leave {key} out for a dated one")
     if any(sep and sep in name for sep in ("/", os.sep, os.altsep)) or "\0" in name:
-        raise RunDirError(f"{where} must be one plain directory name (no path separator): the run directory is "
-                          f"<out_dir>/<{key}>; to write elsewhere set out_dir")
+        raise RunDirError(
+            f"{where} must be one plain directory name (no path separator): the run directory is "
+            f"<out_dir>/<{key}>; to write elsewhere set out_dir"
+        )
     if name in (".", ".."):
         raise RunDirError(f"{where} is not a directory name of its own: the run directory is <out_dir>/<{key}>")
     if len(name.encode("utf-8", "surrogateescape")) > 255:
-        raise RunDirError(f"{key} is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a directory name "
-                          f"holds at most 255")
+        raise RunDirError(
+            f"{key} is {len(name.encode('utf-8', 'surrogateescape'))} bytes long; a directory name holds at most 255"
+        )
 
 
 def check_writable_dir(directory: PathLike, key: str = "out_dir") -> None:
@@ -118,8 +121,9 @@ def check_writable_dir(directory: PathLike, key: str = "out_dir") -> None:
         raise RunDirError(f"{where} cannot be written: {e.strerror} in {str(probe)!r}") from None
 
 
-def claim_run_dir(directory: PathLike, *, what: str = "run directory",
-                  check: Optional[Callable[[], None]] = None) -> RunDirLock:
+def claim_run_dir(
+    directory: PathLike, *, what: str = "run directory", check: Optional[Callable[[], None]] = None
+) -> RunDirLock:
     """Create `directory` if needed, lock it for this process and clear stale temp files in it.
 
     Raises RunDirBusyError naming the holder's pid when another process holds the lock.
@@ -135,12 +139,15 @@ def claim_run_dir(directory: PathLike, *, what: str = "run directory",
         holder = _read_pid(fd)
         os.close(fd)
         who = f"process {holder}" if holder else "another process"
-        raise RunDirBusyError(f"the {what} {str(d)!r} is in use by {who} (it holds {str(d / LOCK_NAME)!r}); "
-                              f"wait for it to finish or stop it first") from None
+        raise RunDirBusyError(
+            f"the {what} {str(d)!r} is in use by {who} (it holds {str(d / LOCK_NAME)!r}); "
+            f"wait for it to finish or stop it first"
+        ) from None
     except OSError as e:  # a file system without locks (some network mounts)
         os.close(fd)
-        raise RunDirError(f"the {what} {str(d)!r} cannot be locked ({e.strerror}); "
-                          f"use a directory on a local file system") from None
+        raise RunDirError(
+            f"the {what} {str(d)!r} cannot be locked ({e.strerror}); use a directory on a local file system"
+        ) from None
     except BaseException:
         os.close(fd)
         raise
@@ -170,8 +177,7 @@ def log_files(directory: PathLike, patterns: Sequence[str]) -> list[Path]:
     d = Path(directory)
     if not d.is_dir():
         return []
-    return sorted(p for p in d.iterdir()
-                  if p.is_file() and any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns))
+    return sorted(p for p in d.iterdir() if p.is_file() and any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns))
 
 
 def log_sizes(directory: PathLike, patterns: Sequence[str]) -> dict[str, int]:
@@ -179,8 +185,9 @@ def log_sizes(directory: PathLike, patterns: Sequence[str]) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in log_files(directory, patterns)}
 
 
-def rewind_logs(directory: PathLike, sizes: Mapping[str, int], patterns: Sequence[str],
-                owned: Callable[[str], bool]) -> list[str]:
+def rewind_logs(
+    directory: PathLike, sizes: Mapping[str, int], patterns: Sequence[str], owned: Callable[[str], bool]
+) -> list[str]:
     """Cut each log matching `patterns` back to its size in `sizes`; remove those `sizes` does not list and
     `owned` says are the run's (begun after the checkpoint); leave the others as they are.
 
@@ -255,25 +262,36 @@ def fresh_run_leftovers(directory: PathLike, patterns: Sequence[str], kept: Sequ
         return []
     held = [p.name for p in present if p.suffix == ".pt"]
     if held:
-        raise RunDirError(f"the run directory {str(d)!r} already holds a run ({', '.join(held)}); "
-                          f"continue it with resume={d}, or choose another name")
+        raise RunDirError(
+            f"the run directory {str(d)!r} already holds a run ({', '.join(held)}); "
+            f"continue it with resume={d}, or choose another name"
+        )
     record = read_run_record(d)
     if record is not None and not record.checkpointed:
-        foreign = [p.name for p in present
-                   if not (p.name in (RUN_FILE, *kept) and p.is_file())
-                   and not (p.is_file() and any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns)
-                            and owned_log(p.name, record.run_id, record, patterns))]
+        foreign = [
+            p.name
+            for p in present
+            if not (p.name in (RUN_FILE, *kept) and p.is_file())
+            and not (
+                p.is_file()
+                and any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns)
+                and owned_log(p.name, record.run_id, record, patterns)
+            )
+        ]
     else:
         foreign = [p.name + ("/" if p.is_dir() else "") for p in present]
     if foreign:
         shown_names = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
-        raise RunDirError(f"the run directory {str(d)!r} holds files this run did not write ({shown_names}); "
-                          f"a run writes only into a directory of its own: choose another name or out_dir")
+        raise RunDirError(
+            f"the run directory {str(d)!r} holds files this run did not write ({shown_names}); "
+            f"a run writes only into a directory of its own: choose another name or out_dir"
+        )
     return present
 
 
-def remove_run_files(directory: PathLike, run_id: str, patterns: Sequence[str], kept: Sequence[str] = (),
-                     created: bool = False) -> None:
+def remove_run_files(
+    directory: PathLike, run_id: str, patterns: Sequence[str], kept: Sequence[str] = (), created: bool = False
+) -> None:
     """Remove what run `run_id` wrote in `directory` before its first checkpoint (its record, its logs,
     the `kept` files), the lock file, and the directory itself when the run `created` it and it is now
     empty. For a run stopped before it checkpointed anything: it leaves no trace to refuse a new start."""

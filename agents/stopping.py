@@ -89,8 +89,9 @@ class GracefulStop:
         self.requested = signum
         if self._abandon:
             raise StopRequested(signum)
-        sys.stderr.write(f"\n{signal_name(signum)}: stopping after {self.waiting_for} "
-                         f"(press Ctrl-C again to stop at once)\n")
+        sys.stderr.write(
+            f"\n{signal_name(signum)}: stopping after {self.waiting_for} (press Ctrl-C again to stop at once)\n"
+        )
         sys.stderr.flush()
 
     def abandonable(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Optional[T]:

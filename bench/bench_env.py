@@ -69,8 +69,10 @@ def main() -> None:
         ("vs random", JungleEnv(opponent="random", agent_side="random"), args.steps // 4),
     ):
         seconds, cpu, episodes = run(env, steps)
-        print(f"{label:>10}: {steps / seconds:10,.0f} steps/s [{steps / cpu:10,.0f} per CPU second]  "
-              f"({steps} steps, {episodes} episodes, {seconds:.2f} s)")
+        print(
+            f"{label:>10}: {steps / seconds:10,.0f} steps/s [{steps / cpu:10,.0f} per CPU second]  "
+            f"({steps} steps, {episodes} episodes, {seconds:.2f} s)"
+        )
 
     print("vector env (JungleVectorEnv), env steps/s, wall clock [per CPU second]:")
     for label, opponent, side in (("self-play", None, "red"), ("vs random", "random", "random")):
@@ -78,7 +80,9 @@ def main() -> None:
             rates = []
             for copy in (True, False):
                 venv = JungleVectorEnv(n, opponent=opponent, agent_side=side, copy=copy)
-                wall, cpu, done = run_vector(venv, args.vector_steps if n >= 64 else args.vector_steps // 20)  # N = 1 is slow
+                wall, cpu, done = run_vector(
+                    venv, args.vector_steps if n >= 64 else args.vector_steps // 20
+                )  # N = 1 is slow
                 rates.append(f"{done / wall:10,.0f} [{done / cpu:10,.0f}] (copy={copy})")
             print(f"{label:>10}, N = {n:>5}: {'  '.join(rates)}")
 

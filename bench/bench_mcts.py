@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from envs import RuleSet  # noqa: E402
-from envs.batch import GameBatch  # noqa: E402
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, uniform_evaluator  # noqa: E402
 from agents.alphazero.selfplay import SelfPlayConfig, play_games  # noqa: E402
+from envs import RuleSet  # noqa: E402
+from envs.batch import GameBatch  # noqa: E402
 
 
 def random_openings(games: GameBatch, plies: int, seed: int) -> None:
@@ -51,8 +51,10 @@ def bench_search(algorithm: str, n_games: int, sims: int, repeats: int) -> float
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     total = repeats * int((~games.done).sum()) * sims
     rate = total / cpu
-    print(f"search alone  {algorithm:6s} {n_games:4d} games x {sims:4d} sims x {repeats} searches: "
-          f"{rate / 1e3:8.1f} k simulations per CPU second ({total / wall / 1e3:.1f} k/s wall)")
+    print(
+        f"search alone  {algorithm:6s} {n_games:4d} games x {sims:4d} sims x {repeats} searches: "
+        f"{rate / 1e3:8.1f} k simulations per CPU second ({total / wall / 1e3:.1f} k/s wall)"
+    )
     return rate
 
 
@@ -72,25 +74,48 @@ def bench_evaluator_path(algorithm: str, n_games: int, sims: int) -> float:
     mcts.search(games)
     cpu = time.process_time() - c
     rate = int((~games.done).sum()) * sims / cpu
-    print(f"search + obs  {algorithm:6s} {n_games:4d} games x {sims:4d} sims, Python evaluator returning zeros: "
-          f"{rate / 1e3:8.1f} k simulations per CPU second")
+    print(
+        f"search + obs  {algorithm:6s} {n_games:4d} games x {sims:4d} sims, Python evaluator returning zeros: "
+        f"{rate / 1e3:8.1f} k simulations per CPU second"
+    )
     return rate
 
 
-def bench_selfplay(algorithm: str, parallel: int, sims: int, games: int, evaluator: Evaluator = uniform_evaluator,
-                   label: str = "uniform", max_plies: int = 400) -> float:
+def bench_selfplay(
+    algorithm: str,
+    parallel: int,
+    sims: int,
+    games: int,
+    evaluator: Evaluator = uniform_evaluator,
+    label: str = "uniform",
+    max_plies: int = 400,
+) -> float:
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=sims)
-    play_games(evaluator, SelfPlayConfig(parallel=2, max_plies=20),
-               mcts=MCTSConfig(algorithm=algorithm, num_simulations=2), rules=RuleSet(), num_games=2, seed=0)
+    play_games(
+        evaluator,
+        SelfPlayConfig(parallel=2, max_plies=20),
+        mcts=MCTSConfig(algorithm=algorithm, num_simulations=2),
+        rules=RuleSet(),
+        num_games=2,
+        seed=0,
+    )
     c = time.process_time()
-    data = play_games(evaluator, SelfPlayConfig(parallel=parallel, max_plies=max_plies), mcts=cfg, rules=RuleSet(),
-                      num_games=games, seed=0)
+    data = play_games(
+        evaluator,
+        SelfPlayConfig(parallel=parallel, max_plies=max_plies),
+        mcts=cfg,
+        rules=RuleSet(),
+        num_games=games,
+        seed=0,
+    )
     cpu = time.process_time() - c
     s = data.stats
-    print(f"self-play     {algorithm:6s} {label:8s} {parallel:4d} parallel, {sims:3d} sims: "
-          f"{s.positions / cpu:9.1f} positions per CPU second ({s.positions_per_s:.1f}/s wall), "
-          f"{s.simulations / cpu / 1e3:7.1f} k sims per CPU second, {s.games} games, "
-          f"mean length {s.mean_length:.0f} plies")
+    print(
+        f"self-play     {algorithm:6s} {label:8s} {parallel:4d} parallel, {sims:3d} sims: "
+        f"{s.positions / cpu:9.1f} positions per CPU second ({s.positions_per_s:.1f}/s wall), "
+        f"{s.simulations / cpu / 1e3:7.1f} k sims per CPU second, {s.games} games, "
+        f"mean length {s.mean_length:.0f} plies"
+    )
     return float(s.positions / cpu)
 
 

@@ -40,8 +40,12 @@ PATHS = ("fp32", "fused", "bf16", "auto", "chlast", "compile", "onnxrt")
 Runner = Callable[[np.ndarray, np.ndarray], object]
 
 
-def _torch_runner(net: torch.nn.Module, device: torch.device, channels_last: bool = False,
-                  dtype: Callable[[int], torch.dtype] = lambda n: torch.float32) -> Runner:
+def _torch_runner(
+    net: torch.nn.Module,
+    device: torch.device,
+    channels_last: bool = False,
+    dtype: Callable[[int], torch.dtype] = lambda n: torch.float32,
+) -> Runner:
     def run(obs: np.ndarray, mask: np.ndarray) -> object:
         with torch.inference_mode():
             x = torch.from_numpy(obs).to(device, dtype(len(obs)))
@@ -49,6 +53,7 @@ def _torch_runner(net: torch.nn.Module, device: torch.device, channels_last: boo
                 x = x.contiguous(memory_format=torch.channels_last)
             logits, value = net(x)
             return logits.float().cpu().numpy(), value.float().cpu().numpy()
+
     return run
 
 
@@ -59,8 +64,15 @@ def _onnx_runner(net: torch.nn.Module) -> Optional[Runner]:
         return None
     buf = io.BytesIO()
     # dynamo=False: the TorchScript exporter, which needs only the `onnx` package.
-    torch.onnx.export(net.cpu(), (torch.zeros((1,) + OBS_SHAPE),), buf, input_names=["obs"],
-                      output_names=["logits", "value"], dynamic_axes={"obs": {0: "batch"}}, dynamo=False)
+    torch.onnx.export(
+        net.cpu(),
+        (torch.zeros((1,) + OBS_SHAPE),),
+        buf,
+        input_names=["obs"],
+        output_names=["logits", "value"],
+        dynamic_axes={"obs": {0: "batch"}},
+        dynamo=False,
+    )
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(torch.get_num_threads(), 1)
     options.inter_op_num_threads = 1
@@ -79,15 +91,17 @@ def make_runners(model: torch.nn.Module, device: torch.device, paths: list[str])
         elif path == "fused":
             runners[path] = _torch_runner(fused, device)
         elif path == "bf16":
-            runners[path] = _torch_runner(fuse_for_inference(model).to(device, torch.bfloat16), device,
-                                          dtype=lambda n: torch.bfloat16)
+            runners[path] = _torch_runner(
+                fuse_for_inference(model).to(device, torch.bfloat16), device, dtype=lambda n: torch.bfloat16
+            )
         elif path == "auto":
             copies = {dt: fuse_for_inference(model).to(device, dt) for dt in (torch.float32, torch.bfloat16)}
             pick = partial(inference_dtype, device, "auto")
             runners[path] = lambda obs, mask: _torch_runner(copies[pick(len(obs))], device, dtype=pick)(obs, mask)
         elif path == "chlast":
-            runners[path] = _torch_runner(fuse_for_inference(model).to(device, memory_format=torch.channels_last),
-                                          device, channels_last=True)
+            runners[path] = _torch_runner(
+                fuse_for_inference(model).to(device, memory_format=torch.channels_last), device, channels_last=True
+            )
         elif path == "compile":
             try:
                 compiled = torch.compile(fuse_for_inference(model).to(device), dynamic=False)
@@ -141,8 +155,10 @@ def main() -> None:
         torch.manual_seed(0)
         model = build_network(cfg).to(device)
         name = torch.cuda.get_device_name() if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-        print(f"model {args.model} ({count_parameters(model)} parameters) on {name}; positions per "
-              f"{'wall' if device.type == 'cuda' else 'CPU'} second")
+        print(
+            f"model {args.model} ({count_parameters(model)} parameters) on {name}; positions per "
+            f"{'wall' if device.type == 'cuda' else 'CPU'} second"
+        )
         runners = make_runners(model, device, args.paths)
         print(f"  {'batch':>6} " + " ".join(f"{p:>9}" for p in runners))
         for b in args.batches:

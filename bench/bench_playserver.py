@@ -44,8 +44,9 @@ def main() -> None:
     args = parser.parse_args()
     n = args.requests
     with tempfile.TemporaryDirectory() as state_dir:
-        server = make_server(port=0, state_dir=state_dir, default_opponent="random", default_pace="instant",
-                             move_seconds=5.0)
+        server = make_server(
+            port=0, state_dir=state_dir, default_opponent="random", default_pace="instant", move_seconds=5.0
+        )
         threading.Thread(target=server.serve_forever, daemon=True).start()
         conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=60)
         headers = {"Content-Type": "application/json", TOKEN_HEADER: server.token}
@@ -81,7 +82,9 @@ def main() -> None:
             call("POST", f"/api/games/{gid}/move", {"move": "a3a4"})
             server.store.wait_idle(gid)
             call("POST", f"/api/games/{gid}/undo")
-        print(f"move + computer reply (worker) + 2 saves + undo: {(time.perf_counter() - t0) / cycles * 1e3:.2f} ms/cycle")
+        print(
+            f"move + computer reply (worker) + 2 saves + undo: {(time.perf_counter() - t0) / cycles * 1e3:.2f} ms/cycle"
+        )
 
         deep, _ = call("POST", "/api/games", {"opponent": "alphabeta:depth=16", "pace": "instant"})
         call("POST", f"/api/games/{deep['id']}/move", {"move": "a3a4"})
@@ -92,8 +95,10 @@ def main() -> None:
                 break
             thinking += 1
             polls.extend(timed_polls(deep["id"], 1))
-        print(f"GET game view while alpha-beta depth 16 searches (5 s cap): median {statistics.median(polls):.2f} ms, "
-              f"max {max(polls):.1f} ms over {len(polls)} polls; reply after the cap: {len(view['moves']) == 2}")
+        print(
+            f"GET game view while alpha-beta depth 16 searches (5 s cap): median {statistics.median(polls):.2f} ms, "
+            f"max {max(polls):.1f} ms over {len(polls)} polls; reply after the cap: {len(view['moves']) == 2}"
+        )
 
         before = rss_mb()
         games = 200
@@ -101,16 +106,22 @@ def main() -> None:
         for _ in range(games):
             call("POST", "/api/games", {"opponent": "beginner", "pace": "instant"})
         took = (time.perf_counter() - t0) / games * 1e3
-        print(f"{games} new games (beginner, built in a worker): {took:.1f} ms each; server memory "
-              f"{before:.0f} -> {rss_mb():.0f} MB ({len(server.store.games)} live games kept, at most {MAX_LIVE_GAMES})")
+        print(
+            f"{games} new games (beginner, built in a worker): {took:.1f} ms each; server memory "
+            f"{before:.0f} -> {rss_mb():.0f} MB ({len(server.store.games)} live games kept, at most {MAX_LIVE_GAMES})"
+        )
 
         shuffle = ["a1a2", "g9g8", "a2a1", "g8g9"]
-        longest = GameRecord(moves=(shuffle * MAX_REPLAY_PLIES)[:MAX_REPLAY_PLIES],
-                             rules={**GameRecord().rules, "repetition": "off", "no_capture_draw": 0})
+        longest = GameRecord(
+            moves=(shuffle * MAX_REPLAY_PLIES)[:MAX_REPLAY_PLIES],
+            rules={**GameRecord().rules, "repetition": "off", "no_capture_draw": 0},
+        )
         t0 = time.perf_counter()
         out, size = call("POST", "/api/replay", {"jsonl": longest.to_json()})
-        print(f"replay of the longest game accepted ({MAX_REPLAY_PLIES} plies): "
-              f"{(time.perf_counter() - t0) * 1e3:.0f} ms, {size / 1e6:.2f} MB of JSON, {len(out['frames'])} frames")
+        print(
+            f"replay of the longest game accepted ({MAX_REPLAY_PLIES} plies): "
+            f"{(time.perf_counter() - t0) * 1e3:.0f} ms, {size / 1e6:.2f} MB of JSON, {len(out['frames'])} frames"
+        )
         conn.close()
         server.shutdown()
         server.server_close()

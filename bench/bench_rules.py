@@ -102,13 +102,15 @@ def perft_against_c(board: Board, depth: int, repeats: int) -> None:
         print(f"perft({depth}) from the start, best of {repeats}; rates per CPU second (per wall second)")
         for label, bulk, mode in (("every node made", False, "made"), ("bulk last ply", True, "bulk")):
             leaves, wall, cpu = best_of(lambda: perft(board, depth, bulk=bulk), repeats)
-            line = (f"  {label:16s} numba {leaves / cpu / 1e6:7.1f} M leaves/s ({leaves / wall / 1e6:.1f})")
+            line = f"  {label:16s} numba {leaves / cpu / 1e6:7.1f} M leaves/s ({leaves / wall / 1e6:.1f})"
             if exe is not None:
                 c_leaves, c_wall, c_cpu = c_perft(exe, depth, mode, repeats)
                 if c_leaves != leaves:
                     raise SystemExit(f"perft({depth}) {mode}: the kernels count {leaves}, the C program {c_leaves}")
-                line += (f"   C {c_leaves / c_cpu / 1e6:7.1f} M leaves/s ({c_leaves / c_wall / 1e6:.1f})"
-                         f"   numba / C {c_cpu / cpu:.2f} ({c_wall / wall:.2f})")
+                line += (
+                    f"   C {c_leaves / c_cpu / 1e6:7.1f} M leaves/s ({c_leaves / c_wall / 1e6:.1f})"
+                    f"   numba / C {c_cpu / cpu:.2f} ({c_wall / wall:.2f})"
+                )
             print(line)
 
 
@@ -134,12 +136,12 @@ def main() -> None:
 
     results = np.zeros(n_games, dtype=np.int64)
     K.random_games(board.state, board.flags, 10, 1000, 0, results)
-    plies, wall, cpu = best_of(
-        lambda: K.random_games(board.state, board.flags, n_games, 1000, 1, results), repeats
+    plies, wall, cpu = best_of(lambda: K.random_games(board.state, board.flags, n_games, 1000, 1, results), repeats)
+    print(
+        f"random games   {n_games:>11,} games   {wall:7.3f} s  {n_games / wall / 1e3:6.1f} k games/s  "
+        f"({n_games / cpu / 1e3:.1f} k per CPU s; {plies / n_games:.0f} plies/game, "
+        f"{plies / wall / 1e6:.1f} M plies/s)"
     )
-    print(f"random games   {n_games:>11,} games   {wall:7.3f} s  {n_games / wall / 1e3:6.1f} k games/s  "
-          f"({n_games / cpu / 1e3:.1f} k per CPU s; {plies / n_games:.0f} plies/game, "
-          f"{plies / wall / 1e6:.1f} M plies/s)")
     ends = np.bincount(results // 4, minlength=6)
     names = ["ply cap", "den", "all captured", "no moves", "repetition", "no-capture limit"]
     print("  ends: " + ", ".join(f"{names[t]} {ends[t] / n_games:.0%}" for t in range(6) if ends[t]))

@@ -97,7 +97,7 @@ def _time_numba_calls(clock: _Clock) -> int:
         return wrapped[id(d)]
 
     for name, mod in list(sys.modules.items()):
-        if mod is None or not name.split(".")[0] in ("agents", "envs"):
+        if mod is None or name.split(".")[0] not in ("agents", "envs"):
             continue
         for attr, obj in list(vars(mod).items()):
             if isinstance(obj, Dispatcher):
@@ -129,6 +129,7 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
     `SelfPlaySettings` with the self-play fields inline)."""
     try:
         from agents.alphazero.selfplay import SelfPlayConfig
+
         try:
             from agents.alphazero.settings import WorkerSettings
         except ImportError:  # a commit from before agents.alphazero.settings
@@ -136,10 +137,21 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
     except ImportError:
         from agents.alphazero.workers import SelfPlaySettings  # type: ignore[attr-defined]
 
-        return SelfPlaySettings(network=network, mcts=mcts, rules=rules, parallel=args.parallel,
-                                max_plies=args.max_plies, threads=max(args.threads, 0))
-    return WorkerSettings(network=network, mcts=mcts, rules=rules, threads=max(args.threads, 0),
-                          selfplay=SelfPlayConfig(parallel=args.parallel, max_plies=args.max_plies))
+        return SelfPlaySettings(
+            network=network,
+            mcts=mcts,
+            rules=rules,
+            parallel=args.parallel,
+            max_plies=args.max_plies,
+            threads=max(args.threads, 0),
+        )
+    return WorkerSettings(
+        network=network,
+        mcts=mcts,
+        rules=rules,
+        threads=max(args.threads, 0),
+        selfplay=SelfPlayConfig(parallel=args.parallel, max_plies=args.max_plies),
+    )
 
 
 def _compile_refills(settings: Any, mcts: Any, rules: Any) -> None:
@@ -147,15 +159,21 @@ def _compile_refills(settings: Any, mcts: Any, rules: Any) -> None:
     warm-up round (fewer games than slots) never calls: once `_time_numba_calls` has put Python wrappers
     in the modules, a kernel compiled later could not call the ones it names."""
     try:
-        from agents.alphazero.selfplay import SelfPlayConfig, play_games
         from agents.alphazero.search import uniform_evaluator
+        from agents.alphazero.selfplay import SelfPlayConfig, play_games
     except ImportError:  # a commit from before these modules: nothing compiles lazily there
         return
     selfplay = getattr(settings, "selfplay", None)
     if not isinstance(selfplay, SelfPlayConfig) or "settings" not in inspect.signature(play_games).parameters:
         return
-    play_games(uniform_evaluator, dataclasses.replace(selfplay, parallel=1, max_plies=6), mcts=mcts, rules=rules,
-               num_games=2, seed=1)
+    play_games(
+        uniform_evaluator,
+        dataclasses.replace(selfplay, parallel=1, max_plies=6),
+        mcts=mcts,
+        rules=rules,
+        num_games=2,
+        seed=1,
+    )
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -213,37 +231,59 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     where = f"{pool.workers} {pool.backend} workers" if pool.workers else f"in process, device {device}"
     return {
         "setup": f"model {args.model} ({0 if args.model == 'uniform' else count_parameters(model)} parameters), "
-                 f"{mcts.algorithm} {mcts.num_simulations} "
-                 f"simulations, {args.parallel} games in parallel, {where}, {torch.get_num_threads()} torch threads",
+        f"{mcts.algorithm} {mcts.num_simulations} "
+        f"simulations, {args.parallel} games in parallel, {where}, {torch.get_num_threads()} torch threads",
         "precision": args.precision,
-        "games": s["games"], "positions": s["positions"], "simulations": s["simulations"],
-        "mean_length": s["mean_length"], "wall": wall, "cpu": cpu, "in_process": not pool.workers,
-        "network_wall": network.wall, "network_cpu": network.cpu, "numba_wall": kernels.wall, "numba_cpu": kernels.cpu,
+        "games": s["games"],
+        "positions": s["positions"],
+        "simulations": s["simulations"],
+        "mean_length": s["mean_length"],
+        "wall": wall,
+        "cpu": cpu,
+        "in_process": not pool.workers,
+        "network_wall": network.wall,
+        "network_cpu": network.cpu,
+        "numba_wall": kernels.wall,
+        "numba_cpu": kernels.cpu,
     }
 
 
 def worktree(rev: str) -> Path:
     """A git worktree of `rev` under the temporary directory (made once, kept for its numba cache)."""
-    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", f"{rev}^{{commit}}"], check=True,
-                         capture_output=True, text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short=12", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     path = Path(tempfile.gettempdir()) / f"jungle-zero-bench-{sha}"
     if not (path / "agents").is_dir():
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), sha], check=True,
-                       capture_output=True, text=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), sha],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     return path
 
 
 def run_child(tree: Path, argv: list[str]) -> dict[str, Any]:
     """`measure` in a subprocess that imports `agents` and `envs` from `tree`."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *argv], cwd=tree, env=env,
-                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", *argv],
+        cwd=tree,
+        env=env,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def row(label: str, r: dict[str, Any]) -> str:
     pos = r["positions"]
-    line = (f"| {label} | {pos / r['cpu']:.0f} | {pos / r['wall']:.0f} | {r['mean_length']:.0f} |")
+    line = f"| {label} | {pos / r['cpu']:.0f} | {pos / r['wall']:.0f} | {r['mean_length']:.0f} |"
     if not r["in_process"]:
         return line + " - | - | - |"
     shares = []
@@ -256,12 +296,20 @@ def row(label: str, r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="small", help="a configs/model/ name, or uniform: no network (zero logits "
-                                                     "and values), the search's and the game loop's own speed")
+    ap.add_argument(
+        "--model",
+        default="small",
+        help="a configs/model/ name, or uniform: no network (zero logits "
+        "and values), the search's and the game loop's own speed",
+    )
     ap.add_argument("--mcts", default="gumbel", help="a configs/mcts/ name")
     ap.add_argument("--sims", type=int, default=16, help="simulations per move (0: the config's)")
-    ap.add_argument("--max-actions", type=int, default=0, help="Gumbel root actions (0: the config's; the default "
-                                                                 "run's preset=cpu searches 32 simulations over 4)")
+    ap.add_argument(
+        "--max-actions",
+        type=int,
+        default=0,
+        help="Gumbel root actions (0: the config's; the default run's preset=cpu searches 32 simulations over 4)",
+    )
     ap.add_argument("--games", type=int, default=64)
     ap.add_argument("--parallel", type=int, default=64)
     ap.add_argument("--max-plies", type=int, default=300)
@@ -270,23 +318,52 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
     ap.add_argument("--workers", type=int, default=0, help="self-play workers (0: in this process)")
     ap.add_argument("--backend", default="process", help="where the workers run (process, ray, ...)")
-    ap.add_argument("--before", action="append", default=None,
-                    help=f"a commit to measure too, from a git worktree (repeatable; default {ORIGINAL_COMMIT} and "
-                         f"{PYTHON_LOOP_COMMIT}; 'none': this tree only)")
-    ap.add_argument("--before-precision", default=None, help="inference precision of the --before commits "
-                                                             "(default: --precision)")
-    ap.add_argument("--rounds", type=int, default=1,
-                    help="rounds of all trees, alternating; the table shows each tree's best round, and the ratios "
-                         "of each round's pair follow")
+    ap.add_argument(
+        "--before",
+        action="append",
+        default=None,
+        help=f"a commit to measure too, from a git worktree (repeatable; default {ORIGINAL_COMMIT} and "
+        f"{PYTHON_LOOP_COMMIT}; 'none': this tree only)",
+    )
+    ap.add_argument(
+        "--before-precision", default=None, help="inference precision of the --before commits (default: --precision)"
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="rounds of all trees, alternating; the table shows each tree's best round, and the ratios "
+        "of each round's pair follow",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(measure(args)))
         return
-    common = ["--model", args.model, "--mcts", args.mcts, "--sims", str(args.sims),
-              "--max-actions", str(args.max_actions), "--games", str(args.games),
-              "--parallel", str(args.parallel), "--max-plies", str(args.max_plies), "--device", args.device,
-              "--threads", str(args.threads), "--workers", str(args.workers), "--backend", args.backend]
+    common = [
+        "--model",
+        args.model,
+        "--mcts",
+        args.mcts,
+        "--sims",
+        str(args.sims),
+        "--max-actions",
+        str(args.max_actions),
+        "--games",
+        str(args.games),
+        "--parallel",
+        str(args.parallel),
+        "--max-plies",
+        str(args.max_plies),
+        "--device",
+        args.device,
+        "--threads",
+        str(args.threads),
+        "--workers",
+        str(args.workers),
+        "--backend",
+        args.backend,
+    ]
     befores = [b for b in (args.before or [ORIGINAL_COMMIT, PYTHON_LOOP_COMMIT]) if b != "none"]
     trees = [(f"before: {b}", worktree(b), args.before_precision or args.precision) for b in befores]
     trees.append(("this tree", REPO, args.precision))
@@ -299,8 +376,10 @@ def main() -> None:
             if label not in best or r["positions"] / r["cpu"] > best[label]["positions"] / best[label]["cpu"]:
                 best[label] = r
     print(best[trees[-1][0]]["setup"])
-    print("| path | positions per CPU s | positions per wall s | mean plies | network / numba / Python "
-          "(CPU) | network / numba / Python (wall) |")
+    print(
+        "| path | positions per CPU s | positions per wall s | mean plies | network / numba / Python "
+        "(CPU) | network / numba / Python (wall) |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for label, _, _ in trees:
         print(row(f"{label} [{best[label]['precision']}]", best[label]))
@@ -312,8 +391,10 @@ def main() -> None:
         print(f"this tree / {label}: {gain:.2f}x positions per CPU second, {wall:.2f}x per wall second")
         if args.rounds > 1:  # each round's trees ran minutes apart at most: the ratios of one round are paired
             paired = sorted(a / b for a, b in zip(rates[trees[-1][0]], rates[label]))
-            print(f"  per round (positions per CPU second, paired): {' '.join(f'{x:.2f}x' for x in paired)}; "
-                  f"median {statistics.median(paired):.2f}x")
+            print(
+                f"  per round (positions per CPU second, paired): {' '.join(f'{x:.2f}x' for x in paired)}; "
+                f"median {statistics.median(paired):.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ def compile_seconds() -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as cache:
         for _ in range(2):
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-            out = subprocess.run([sys.executable, "-c", BUILD_2], cwd=root, env=env, capture_output=True, text=True,
-                                 check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", BUILD_2], cwd=root, env=env, capture_output=True, text=True, check=True
+            )
             times.append(float(out.stdout.strip().splitlines()[-1]))
     return times[0], times[1]
 
@@ -89,8 +90,10 @@ def main() -> None:
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             path, digest = tb.save(out)
             positions = int(sum(m.size() for m in tb.materials))
-            print(f"{n} pieces: {len(tb.materials)} tables, {positions:,} index entries, built in {wall:.2f} s wall "
-                  f"/ {cpu:.2f} s CPU; file {path.stat().st_size / 1e6:.2f} MB, sha256 {digest}")
+            print(
+                f"{n} pieces: {len(tb.materials)} tables, {positions:,} index entries, built in {wall:.2f} s wall "
+                f"/ {cpu:.2f} s CPU; file {path.stat().st_size / 1e6:.2f} MB, sha256 {digest}"
+            )
     assert tb is not None
     states = random_states(tb, 200_000)
     out_arr = np.zeros((len(states), 4), dtype=np.int64)

@@ -39,15 +39,15 @@ from typing import Optional
 
 import numpy as np
 import torch
+from bench_network import make_runners, rate
 
+from agents.alphazero.config import checked_config, compose_config
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.child import how_it_ended
-from bench_network import make_runners, rate
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
-from agents.alphazero.config import checked_config, compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIPPED = "skipped (time budget)"
@@ -78,18 +78,53 @@ class Plan:
     """Seconds for the whole check; the training run is cut to fit (with a minute for its shutdown)."""
 
 
-GPU = Plan(device="cuda", models=("small", "medium", "large"), batches=(64, 256, 1024, 4096), seconds=0.5,
-           inference_budget=120, selfplay_preset="gpu", processes=(1, 4, 8, 15), selfplay_games=1024,
-           selfplay_plies=12, selfplay_budget=180,
-           training=("preset=gpu", "model=medium", "train.games_per_iteration=240", "train.selfplay.max_plies=120",
-                     "train.min_replay=2000", "train.max_steps_per_iteration=100", "train.eval.every=0",
-                     "train.iterations=1000"),
-           training_seconds=180, total=540)
-CPU = Plan(device="cpu", models=("tiny", "small"), batches=(1, 16), seconds=0.05, inference_budget=30,
-           selfplay_preset="smoke", processes=(1, 2), selfplay_games=4, selfplay_plies=8, selfplay_budget=60,
-           training=("preset=smoke", "train.workers=2", "train.inference_server=true", "train.iterations=3",
-                     "train.max_steps_per_iteration=10", "train.learner.warmup_steps=1", "train.eval.every=0"),
-           training_seconds=120, total=400)
+GPU = Plan(
+    device="cuda",
+    models=("small", "medium", "large"),
+    batches=(64, 256, 1024, 4096),
+    seconds=0.5,
+    inference_budget=120,
+    selfplay_preset="gpu",
+    processes=(1, 4, 8, 15),
+    selfplay_games=1024,
+    selfplay_plies=12,
+    selfplay_budget=180,
+    training=(
+        "preset=gpu",
+        "model=medium",
+        "train.games_per_iteration=240",
+        "train.selfplay.max_plies=120",
+        "train.min_replay=2000",
+        "train.max_steps_per_iteration=100",
+        "train.eval.every=0",
+        "train.iterations=1000",
+    ),
+    training_seconds=180,
+    total=540,
+)
+CPU = Plan(
+    device="cpu",
+    models=("tiny", "small"),
+    batches=(1, 16),
+    seconds=0.05,
+    inference_budget=30,
+    selfplay_preset="smoke",
+    processes=(1, 2),
+    selfplay_games=4,
+    selfplay_plies=8,
+    selfplay_budget=60,
+    training=(
+        "preset=smoke",
+        "train.workers=2",
+        "train.inference_server=true",
+        "train.iterations=3",
+        "train.max_steps_per_iteration=10",
+        "train.learner.warmup_steps=1",
+        "train.eval.every=0",
+    ),
+    training_seconds=120,
+    total=400,
+)
 
 
 def over(deadline: float) -> bool:
@@ -106,8 +141,10 @@ def inference_rows(plan: Plan) -> list[tuple[str, str, str]]:
     device = torch.device(plan.device)
     deadline = time.monotonic() + plan.inference_budget
     rng = np.random.default_rng(0)
-    inputs = {b: ((rng.random((b,) + OBS_SHAPE) < 0.1).astype(np.float32), rng.random((b, N_ACTIONS)) < 0.1)
-              for b in plan.batches}
+    inputs = {
+        b: ((rng.random((b,) + OBS_SHAPE) < 0.1).astype(np.float32), rng.random((b, N_ACTIONS)) < 0.1)
+        for b in plan.batches
+    }
     figures: dict[tuple[str, int, str], str] = {}
     models = {}
     for name in plan.models:
@@ -126,22 +163,34 @@ def inference_rows(plan: Plan) -> list[tuple[str, str, str]]:
                         figures[name, b, mode] = "unavailable"
                     else:
                         figures[name, b, mode] = f"{rate(run, *inputs[b], plan.seconds, device):,.0f}"
-    return [(f"inference {name}", f"batch {b}",
-             " · ".join(f"{mode} {figures[name, b, mode]}" for mode in MODES) + " positions/s")
-            for name in plan.models for b in plan.batches]
+    return [
+        (
+            f"inference {name}",
+            f"batch {b}",
+            " · ".join(f"{mode} {figures[name, b, mode]}" for mode in MODES) + " positions/s",
+        )
+        for name in plan.models
+        for b in plan.batches
+    ]
 
 
 def selfplay_rows(plan: Plan) -> list[tuple[str, str, str]]:
     """Positions/s of the preset's self-play by the number of self-play processes feeding one server."""
     conf = checked_config(compose_config([f"preset={plan.selfplay_preset}"]))
-    settings = WorkerSettings(network=conf.model.to_dict(), mcts=asdict(conf.mcts), rules=conf.rules.rule_set().to_dict(),
-                              selfplay=replace(conf.train.selfplay, max_plies=plan.selfplay_plies))
+    settings = WorkerSettings(
+        network=conf.model.to_dict(),
+        mcts=asdict(conf.mcts),
+        rules=conf.rules.rule_set().to_dict(),
+        selfplay=replace(conf.train.selfplay, max_plies=plan.selfplay_plies),
+    )
     inference = InferenceSettings(device=plan.device, precision=conf.precision)
     torch.manual_seed(0)
     weights = build_network(conf.model).state_dict()
     deadline = time.monotonic() + plan.selfplay_budget
-    what = (f"self-play preset={plan.selfplay_preset} ({conf.model.blocks}x{conf.model.channels} network, "
-            f"{conf.mcts.num_simulations} simulations)")
+    what = (
+        f"self-play preset={plan.selfplay_preset} ({conf.model.blocks}x{conf.model.channels} network, "
+        f"{conf.mcts.num_simulations} simulations)"
+    )
     rows = []
     for w in plan.processes:
         if over(deadline):
@@ -153,8 +202,14 @@ def selfplay_rows(plan: Plan) -> list[tuple[str, str, str]]:
             data = pool.play(weights, seed=0, num_games=plan.selfplay_games)
             seconds = time.perf_counter() - t0
         positions = int(data.stats.positions)
-        rows.append((what, processes(w), f"{positions / seconds:,.0f} positions/s, mean server batch "
-                     f"{pool.server_counts['mean_batch']:.0f} ({positions} positions in {seconds:.1f} s)"))
+        rows.append(
+            (
+                what,
+                processes(w),
+                f"{positions / seconds:,.0f} positions/s, mean server batch "
+                f"{pool.server_counts['mean_batch']:.0f} ({positions} positions in {seconds:.1f} s)",
+            )
+        )
     return rows
 
 
@@ -172,8 +227,15 @@ def training_row(plan: Plan, seconds: float) -> tuple[str, str, str]:
     model = next((o.split("=", 1)[1] for o in plan.training if o.startswith("model=")), "")
     what = f"training model={model}" if model else f"training preset={plan.selfplay_preset}"
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, str(ROOT / "train.py"), *plan.training, f"device={plan.device}",
-                   f"out_dir={out}", "name=gpu-check", "train.write_games=false"]
+        command = [
+            sys.executable,
+            str(ROOT / "train.py"),
+            *plan.training,
+            f"device={plan.device}",
+            f"out_dir={out}",
+            "name=gpu-check",
+            "train.write_games=false",
+        ]
         t0 = time.monotonic()
         run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
@@ -191,8 +253,11 @@ def training_row(plan: Plan, seconds: float) -> tuple[str, str, str]:
     if not total:
         tail = " / ".join(log.strip().splitlines()[-3:])
         return what, f"{took:.0f} s", f"no loss logged ({how_it_ended(run.returncode)}): {tail}"
-    parts = [f"{tag[5:]} {found[tag][0]:.3f} -> {found[tag][-1]:.3f}" for tag in ("loss/total", "loss/policy",
-                                                                                   "loss/value") if found.get(tag)]
+    parts = [
+        f"{tag[5:]} {found[tag][0]:.3f} -> {found[tag][-1]:.3f}"
+        for tag in ("loss/total", "loss/policy", "loss/value")
+        if found.get(tag)
+    ]
     verdict = "falling" if total[-1] < total[0] else "not falling"
     return what, f"{took:.0f} s, {len(total)} iterations", f"{', '.join(parts)} ({verdict})"
 

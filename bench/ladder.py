@@ -35,14 +35,23 @@ def main() -> None:
 
     players = [] if args.no_random else ["random", "alphabeta:level=beginner"]
     players += [f"alphabeta:depth={d}" for d in range(args.min_depth, args.max_depth + 1)]
-    result = run_tournament(players, games_per_pair=args.games, seed=args.seed, workers=args.workers, mode="ladder",
-                            opening_plies=4, anchor=players[0])
+    result = run_tournament(
+        players,
+        games_per_pair=args.games,
+        seed=args.seed,
+        workers=args.workers,
+        mode="ladder",
+        opening_plies=4,
+        anchor=players[0],
+    )
     print(result.table())
     print("Ladder steps (the stronger-looking side first):")
     for p in result.pairings:
         up = result.pair(p.b, p.a)  # the later (deeper) player's view
-        print(f"  {up.a:>22} vs {up.b:<22} W-D-L {up.wins}-{up.draws}-{up.losses}  score {up.score:.3f}  "
-              f"Elo {up.elo_diff:+.0f} [{up.elo_low:+.0f}, {up.elo_high:+.0f}]  p {up.p_value:.2g}")
+        print(
+            f"  {up.a:>22} vs {up.b:<22} W-D-L {up.wins}-{up.draws}-{up.losses}  score {up.score:.3f}  "
+            f"Elo {up.elo_diff:+.0f} [{up.elo_low:+.0f}, {up.elo_high:+.0f}]  p {up.p_value:.2g}"
+        )
     paths = result.write(args.out)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
 

@@ -20,7 +20,6 @@ import argparse
 import io
 import math
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -41,8 +40,16 @@ EXCLUDED_BY_DEFAULT = ("eval/score_previous",)
 WIDTH, HEIGHT = 900, 420
 SCALE = 2  # drawn at twice the size and reduced: smooth lines and text without an anti-aliasing library
 # Line colours in legend order (a colour-blind-safe set: Okabe-Ito).
-PALETTE = [(0, 114, 178), (213, 94, 0), (0, 158, 115), (204, 121, 167), (230, 159, 0), (86, 180, 233),
-           (120, 120, 120), (240, 228, 66)]
+PALETTE = [
+    (0, 114, 178),
+    (213, 94, 0),
+    (0, 158, 115),
+    (204, 121, 167),
+    (230, 159, 0),
+    (86, 180, 233),
+    (120, 120, 120),
+    (240, 228, 66),
+]
 INK, GRID, PAPER = (40, 40, 40), (222, 222, 222), (255, 255, 255)
 # Player-spec option names as spec_tag writes them (`alphabeta:depth=1` -> `alphabeta_depth1`).
 OPTION_KEYS = ("depth", "level", "nodes", "time", "noise", "random", "sims", "threads", "algorithm")
@@ -70,7 +77,7 @@ def readable_name(tag: str) -> str:
     words = []
     for part in tag.removeprefix(SCORE_PREFIX).split("_"):
         key = next((k for k in OPTION_KEYS if part.startswith(k) and len(part) > len(k)), None)
-        words.append(f"{key} {part[len(key):]}" if key else part)
+        words.append(f"{key} {part[len(key) :]}" if key else part)
     return " ".join(words)
 
 
@@ -113,8 +120,12 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
         return ImageFont.load_default()
 
 
-def render(series: dict[str, list[tuple[int, float]]], title: str, minutes: dict[int, float],
-           intervals: Optional[dict[str, dict[int, tuple[float, float]]]] = None) -> Image.Image:
+def render(
+    series: dict[str, list[tuple[int, float]]],
+    title: str,
+    minutes: dict[int, float],
+    intervals: Optional[dict[str, dict[int, tuple[float, float]]]] = None,
+) -> Image.Image:
     """Draw the curves: `series` maps legend text -> (iteration, score) points, in legend order;
     `intervals` (legend text -> iteration -> (low, high)) adds each point's 95% interval as a bar."""
     s = SCALE
@@ -181,8 +192,10 @@ def plot_run(run_dir: Path, out: Path, tags: Optional[Sequence[str]] = None) -> 
     scalars = read_scalars(run_dir)
     chosen = select_tags(scalars, tags)
     if not chosen:
-        raise PlotError(f"no eval/score_* scalars in {str(run_dir)!r} (events files: "
-                        f"{len(list(run_dir.glob('events.out.tfevents.*')))}); was evaluation on (train.eval.every > 0)?")
+        raise PlotError(
+            f"no eval/score_* scalars in {str(run_dir)!r} (events files: "
+            f"{len(list(run_dir.glob('events.out.tfevents.*')))}); was evaluation on (train.eval.every > 0)?"
+        )
     if len(chosen) > len(PALETTE):
         raise PlotError(f"{len(chosen)} tags asked for; at most {len(PALETTE)} lines fit one image")
     series = {readable_name(t): scalars[t] for t in chosen}
@@ -203,8 +216,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a training run directory (holds events.out.tfevents.*)")
     parser.add_argument("--out", type=Path, default=None, help="PNG path (default RUN_DIR/curve.png)")
-    parser.add_argument("--tags", default="", help="comma-separated scalar tags to draw (default: every "
-                        "eval/score_* except eval/score_previous)")
+    parser.add_argument(
+        "--tags",
+        default="",
+        help="comma-separated scalar tags to draw (default: every eval/score_* except eval/score_previous)",
+    )
     args = parser.parse_args(argv)
     tags = [t.strip() for t in args.tags.split(",") if t.strip()] or None
     out = args.out if args.out is not None else args.run_dir / "curve.png"

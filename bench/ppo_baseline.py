@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.env_util import make_vec_env
@@ -58,7 +57,9 @@ def parse_args() -> argparse.Namespace:
 def make_env(opponent: str, n_envs: int, max_plies: int, seed: int) -> Any:
     """An SB3 VecEnv of `n_envs` Jungle-v0 against `opponent`, the agent's colour drawn per episode."""
     return make_vec_env(
-        "Jungle-v0", n_envs=n_envs, seed=seed,
+        "Jungle-v0",
+        n_envs=n_envs,
+        seed=seed,
         env_kwargs={"opponent": opponent, "agent_side": "random", "max_plies": max_plies},
     )
 
@@ -81,8 +82,15 @@ def evaluate(model: MaskablePPO, opponent: str, games: int, seed: int) -> dict[s
             done = terminated or truncated
         wdl[side][0 if reward > 0 else 2 if reward < 0 else 1] += 1
     wins, draws, losses = (wdl["red"][k] + wdl["blue"][k] for k in range(3))
-    return {"opponent": opponent, "wins": wins, "draws": draws, "losses": losses,
-            "score": (wins + 0.5 * draws) / (wins + draws + losses), "as_red": wdl["red"], "as_blue": wdl["blue"]}
+    return {
+        "opponent": opponent,
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "score": (wins + 0.5 * draws) / (wins + draws + losses),
+        "as_red": wdl["red"],
+        "as_blue": wdl["blue"],
+    }
 
 
 def main() -> None:
@@ -92,9 +100,19 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     env = make_env(PHASES[0], args.envs, args.max_plies, args.seed)
     model = MaskablePPO(
-        "MlpPolicy", env, n_steps=args.n_steps, batch_size=256, n_epochs=4, gamma=0.995, ent_coef=0.01,
-        learning_rate=3e-4, policy_kwargs={"net_arch": [256, 256]}, tensorboard_log=str(args.out / "tb"),
-        seed=args.seed, device="cpu", verbose=0,
+        "MlpPolicy",
+        env,
+        n_steps=args.n_steps,
+        batch_size=256,
+        n_epochs=4,
+        gamma=0.995,
+        ent_coef=0.01,
+        learning_rate=3e-4,
+        policy_kwargs={"net_arch": [256, 256]},
+        tensorboard_log=str(args.out / "tb"),
+        seed=args.seed,
+        device="cpu",
+        verbose=0,
     )
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
@@ -112,15 +130,25 @@ def main() -> None:
             r.update(phase=f"vs {opponent}", steps=int(model.num_timesteps), train_minutes=train_seconds / 60)
             results.append(r)
             model.logger.record(f"eval/score_{opp.replace(':', '_').replace('=', '_')}", r["score"])
-            print(f"{r['phase']:>30} after {r['steps']:>8} steps ({r['train_minutes']:5.1f} min training): "
-                  f"vs {opp:<26} {r['wins']}-{r['draws']}-{r['losses']} score {r['score']:.2f} "
-                  f"(as Red {'-'.join(map(str, r['as_red']))}, as Blue {'-'.join(map(str, r['as_blue']))})", flush=True)
+            print(
+                f"{r['phase']:>30} after {r['steps']:>8} steps ({r['train_minutes']:5.1f} min training): "
+                f"vs {opp:<26} {r['wins']}-{r['draws']}-{r['losses']} score {r['score']:.2f} "
+                f"(as Red {'-'.join(map(str, r['as_red']))}, as Blue {'-'.join(map(str, r['as_blue']))})",
+                flush=True,
+            )
         model.logger.dump(model.num_timesteps)
         # checkpoint
         model.save(args.out / f"maskable_ppo_phase{phase + 1}.zip")
-    (args.out / "results.json").write_text(json.dumps(
-        {"args": {k: str(v) for k, v in vars(args).items()}, "wall_minutes": (time.perf_counter() - t0) / 60,
-         "results": results}, indent=2))
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {
+                "args": {k: str(v) for k, v in vars(args).items()},
+                "wall_minutes": (time.perf_counter() - t0) / 60,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     print(f"total {(time.perf_counter() - t0) / 60:.1f} min; results in {args.out / 'results.json'}")
 
 

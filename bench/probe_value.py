@@ -94,8 +94,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     for path in args.checkpoints:
         model, state = load_model(path)
         columns.append(probe(make_evaluator(model, torch.device("cpu"), "fp32"), rules_of(state)))
-    names = [p if p.startswith("shipped:") else os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
-             for p in args.checkpoints]
+    names = [
+        p if p.startswith("shipped:") else os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p)
+        for p in args.checkpoints
+    ]
     print("| value drop of the side missing | " + " | ".join(names) + " |")
     print("| --- |" + " --- |" * len(names))
     for key in columns[0]:

@@ -6,6 +6,8 @@ from envs import numba_cache as _numba_cache
 
 _numba_cache.guard(_Path(__file__).parent, [_Path(__file__).parent])
 
+import gymnasium as _gym
+
 from envs.board import (
     START_JFEN,
     Animal,
@@ -22,10 +24,8 @@ from envs.board import (
     perft,
     perft_divide,
 )
-from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError
 from envs.env import GameOverError, IllegalActionError, JungleEnv  # noqa: E402  (needs Board first)
-
-import gymnasium as _gym
+from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError
 
 if "Jungle-v0" not in _gym.registry:
     _gym.register(id="Jungle-v0", entry_point="envs.env:JungleEnv", vector_entry_point="envs.vector:JungleVectorEnv")

@@ -23,8 +23,16 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from envs import kernels as K
-from envs.batch_kernels import (BatchArrays, encode_batch, first_position, judge, mask_batch, play_action, play_batch,
-                                reset_batch)
+from envs.batch_kernels import (
+    BatchArrays,
+    encode_batch,
+    first_position,
+    judge,
+    mask_batch,
+    play_action,
+    play_batch,
+    reset_batch,
+)
 from envs.board import Board, IllegalMoveError
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.notation import START_JFEN, Move, parse_jfen, state_to_jfen
@@ -48,8 +56,14 @@ class GameBatch:
     `play_many` and `load_board` `grow` it (new arrays, the old rows copied).
     """
 
-    def __init__(self, n: int, rules: RuleSet, start_jfen: str = START_JFEN, max_plies: Optional[int] = 1000,
-                 room: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        rules: RuleSet,
+        start_jfen: str = START_JFEN,
+        max_plies: Optional[int] = 1000,
+        room: Optional[int] = None,
+    ) -> None:
         if not isinstance(rules, RuleSet):
             raise ValueError(f"a GameBatch takes a RuleSet, got {type(rules).__name__}")
         if n < 1:
@@ -100,8 +114,19 @@ class GameBatch:
         """Start the games `idx` again from `jfen` (`reset` for many games in one kernel call)."""
         ix = self._index(idx)
         first = parse_jfen(jfen)
-        reset_batch(self.state, self.hist, self.hashes, self.flags, ix, first, self._cap, self.done,
-                    self.truncated, self.term, self.winner)
+        reset_batch(
+            self.state,
+            self.hist,
+            self.hashes,
+            self.flags,
+            ix,
+            first,
+            self._cap,
+            self.done,
+            self.truncated,
+            self.term,
+            self.winner,
+        )
         for i in ix.tolist():
             self.start[i] = jfen
             self._boards.pop(i, None)
@@ -150,16 +175,28 @@ class GameBatch:
             raise ValueError(f"play_many takes one action per game ({self.n}), got shape {actions.shape}")
         if self._grows:
             self.grow(int(self.state[actions >= 0, K.S_PLY].max(initial=0)) + 1)
-        bad = play_batch(self.state, self.hist, self.hashes, self.flags, actions, self._cap, self.done,
-                         self.truncated, self.term, self.winner, self._moves)
+        bad = play_batch(
+            self.state,
+            self.hist,
+            self.hashes,
+            self.flags,
+            actions,
+            self._cap,
+            self.done,
+            self.truncated,
+            self.term,
+            self.winner,
+            self._moves,
+        )
         for i, board in self._boards.items():
             if self._moves[i] >= 0:
                 board.push(Move.from_int(int(self._moves[i])))
         if bad >= 0 and self.done[bad]:
             raise IllegalMoveError(f"game {bad} is over; action {actions[bad]} cannot be played")
         if bad >= 0:
-            raise IllegalMoveError(f"action {actions[bad]} is not legal in game {bad} "
-                                   f"({state_to_jfen(self.state[bad])!r})")
+            raise IllegalMoveError(
+                f"action {actions[bad]} is not legal in game {bad} ({state_to_jfen(self.state[bad])!r})"
+            )
 
     def grow(self, plies: int) -> None:
         """Make room in every game's history for `plies` plies (at least doubling it when it is short).
@@ -177,8 +214,18 @@ class GameBatch:
         self.hist, self.hashes = hist, hashes
 
     def _update_outcome(self, i: int) -> None:
-        judge(self.state, self.hist, self.hashes, self.flags, i, self._cap, self.done, self.truncated,
-              self.term, self.winner)
+        judge(
+            self.state,
+            self.hist,
+            self.hashes,
+            self.flags,
+            i,
+            self._cap,
+            self.done,
+            self.truncated,
+            self.term,
+            self.winner,
+        )
 
     # -- reading -------------------------------------------------------------------
     @property
@@ -237,4 +284,3 @@ class GameBatch:
                 board.push(m)
             self._boards[i] = board
         return board.copy()
-

@@ -157,8 +157,18 @@ def play_action(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: 
 
 
 @njit(cache=True)
-def judge(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, i: int, max_plies: int,
-          done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray) -> None:
+def judge(
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    i: int,
+    max_plies: int,
+    done: np.ndarray,
+    truncated: np.ndarray,
+    term: np.ndarray,
+    winner: np.ndarray,
+) -> None:
     """Game `i`'s termination and winner by the rules; done when they end it or when it has played
     `max_plies` plies (truncated: no result by the rules; 0 never truncates)."""
     t, w = K.outcome(state[i], hist[i], hashes[i], flags)
@@ -171,9 +181,19 @@ def judge(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.nda
 
 
 @njit(cache=True)
-def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, actions: np.ndarray,
-               max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray, winner: np.ndarray,
-               moves: np.ndarray) -> int:
+def play_batch(
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    actions: np.ndarray,
+    max_plies: int,
+    done: np.ndarray,
+    truncated: np.ndarray,
+    term: np.ndarray,
+    winner: np.ndarray,
+    moves: np.ndarray,
+) -> int:
     """Play `actions[i]` (canonical index) in every game `i` whose action is >= 0, then judge its end
     (`GameBatch._update_outcome`'s rules); `moves[i]` gets the kernel move played (-1 where none).
     Returns the first game whose action is illegal or which is over (its later games unplayed), else -1."""
@@ -192,9 +212,19 @@ def play_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: n
 
 
 @njit(cache=True)
-def reset_batch(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray,
-                first: np.ndarray, max_plies: int, done: np.ndarray, truncated: np.ndarray, term: np.ndarray,
-                winner: np.ndarray) -> None:
+def reset_batch(
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    idx: np.ndarray,
+    first: np.ndarray,
+    max_plies: int,
+    done: np.ndarray,
+    truncated: np.ndarray,
+    term: np.ndarray,
+    winner: np.ndarray,
+) -> None:
     """Start the games `idx` again from the position `first` (`GameBatch.reset` for many games)."""
     h = K.compute_hash(first)
     for k in range(idx.shape[0]):
@@ -230,8 +260,9 @@ def _clear(i: int, out: Outputs) -> None:
 @njit(cache=True, inline="always")
 def _observe(i: int, setup: Setup, arrays: BatchArrays, out: Outputs, moves: np.ndarray) -> tuple:
     """`observe_position` of game `i` into its outputs: (termination, winner, n_moves)."""
-    return observe_position(arrays.state[i], arrays.hist[i], arrays.hashes[i], setup.flags, moves, out.masks[i],
-                            out.obs[i])
+    return observe_position(
+        arrays.state[i], arrays.hist[i], arrays.hashes[i], setup.flags, moves, out.masks[i], out.obs[i]
+    )
 
 
 @njit(cache=True, inline="always")
@@ -249,8 +280,9 @@ def _at_cap(st: np.ndarray, setup: Setup) -> bool:
 
 
 @njit(cache=True)
-def _record_end(i: int, term: int, winner: int, viewer: int, setup: Setup, arrays: BatchArrays, episodes: Episodes,
-                out: Outputs) -> bool:
+def _record_end(
+    i: int, term: int, winner: int, viewer: int, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs
+) -> bool:
     """Record how game `i` stands after a move (rewards from `viewer`'s side); return whether it ended.
 
     As `JungleEnv.step`: terminated when the rules end the game, else
@@ -274,8 +306,9 @@ def _record_end(i: int, term: int, winner: int, viewer: int, setup: Setup, array
 
 
 @njit(cache=True, inline="always")
-def _random_reply(i: int, n: int, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs,
-                  moves: np.ndarray) -> tuple:
+def _random_reply(
+    i: int, n: int, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs, moves: np.ndarray
+) -> tuple:
     """The random opponent plays one of the `n` legal moves in `moves` (from the last observation)."""
     m = moves[K.rng_below(episodes.rngs[i : i + 1], n)]
     out.opponent_moves[i] = m
@@ -283,8 +316,7 @@ def _random_reply(i: int, n: int, setup: Setup, arrays: BatchArrays, episodes: E
 
 
 @njit(cache=True)
-def _reset_game(i: int, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs,
-                moves: np.ndarray) -> int:
+def _reset_game(i: int, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs, moves: np.ndarray) -> int:
     """Start game `i` again; a random opponent opens when the agent is not to move, an external
     one is marked `awaiting`. Returns 0, or `OPENING_ENDED_GAME`."""
     _clear(i, out)
@@ -307,8 +339,9 @@ def _reset_game(i: int, setup: Setup, arrays: BatchArrays, episodes: Episodes, o
 
 
 @njit(cache=True)
-def vector_reset(reset_mask: np.ndarray, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs,
-                 moves: np.ndarray) -> int:
+def vector_reset(
+    reset_mask: np.ndarray, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs, moves: np.ndarray
+) -> int:
     """Reset the games where bool `reset_mask[N]` is set; return 0 or `OPENING_ENDED_GAME`.
 
     The other games and their outputs are left as they are."""
@@ -335,8 +368,9 @@ def first_illegal(actions: np.ndarray, masks: np.ndarray, skip: np.ndarray) -> i
 
 
 @njit(cache=True)
-def vector_step(actions: np.ndarray, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs,
-                moves: np.ndarray) -> tuple:
+def vector_step(
+    actions: np.ndarray, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs, moves: np.ndarray
+) -> tuple:
     """Advance every game one env step: ``(status, highest_ply)``.
 
     A game in `pending` is reset (its action ignored); any other plays its
@@ -378,8 +412,9 @@ def vector_step(actions: np.ndarray, setup: Setup, arrays: BatchArrays, episodes
 
 
 @njit(cache=True)
-def vector_opponent_step(actions: np.ndarray, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs,
-                         moves: np.ndarray) -> int:
+def vector_opponent_step(
+    actions: np.ndarray, setup: Setup, arrays: BatchArrays, episodes: Episodes, out: Outputs, moves: np.ndarray
+) -> int:
     """Play the external opponent's `actions[N]` in the games marked `awaiting` (checked by
     `first_illegal`), then clear the marks; return 0, or `OPENING_ENDED_GAME` when an opening
     move (ply 1) ended a game."""

@@ -1,11 +1,11 @@
 """A python-chess-like Board over the numba kernels: JFEN, moves, push/pop, outcome.
 
-    >>> board = Board()
-    >>> len(board.legal_moves)
-    24
-    >>> board.push("a3a4")
-    >>> board.jfen()
-    'l5t/1d3c1/r1p1w1e/7/7/E6/2W1P1R/1C3D1/T5L b 1 1'
+>>> board = Board()
+>>> len(board.legal_moves)
+24
+>>> board.push("a3a4")
+>>> board.jfen()
+'l5t/1d3c1/r1p1w1e/7/7/E6/2W1P1R/1C3D1/T5L b 1 1'
 """
 
 from __future__ import annotations
@@ -249,8 +249,10 @@ class Board:
             if piece.animal == K.ELEPHANT and target.animal == K.RAT:
                 return "the Elephant cannot capture the Rat"
             if ranks[piece.animal] < ranks[target.animal]:
-                return (f"the {animal} (rank {ranks[piece.animal]}) cannot capture "
-                        f"the {K.ANIMAL_NAMES[target.animal]} (rank {ranks[target.animal]})")
+                return (
+                    f"the {animal} (rank {ranks[piece.animal]}) cannot capture "
+                    f"the {K.ANIMAL_NAMES[target.animal]} (rank {ranks[target.animal]})"
+                )
         if self.rules.anti_chase != "off":
             return "the anti-chase rule forbids this move"
         return f"the {animal} on {fs} cannot go to {ts}"
@@ -263,8 +265,10 @@ class Board:
     def push(self, move: MoveLike) -> None:
         """Play a legal move (a Move or a string like `a3a4`); GameTooLongError once `at_counter_limit`."""
         if self.at_counter_limit():
-            raise GameTooLongError(f"no move is pushed in {self.jfen()!r} after {self.ply} plies: a game's "
-                                   f"counters stop at {COUNTER_LIMIT} (plies, plies since a capture, moves)")
+            raise GameTooLongError(
+                f"no move is pushed in {self.jfen()!r} after {self.ply} plies: a game's "
+                f"counters stop at {COUNTER_LIMIT} (plies, plies since a capture, moves)"
+            )
         m = self.parse_move(move)
         self._ensure_room(1)
         K.make_move(self.state, self.hist, self.hashes, m.to_int())

@@ -128,7 +128,9 @@ def config_kwargs(cls: Any, values: Mapping[str, Any], what: str, error: type[Ex
     unknown = sorted(set(values) - known - {"name"})
     if unknown:
         hint = did_you_mean(str(unknown[0]), known)
-        raise error(f"unknown {what} key(s) {', '.join(map(str, unknown))}{hint}; known keys: {', '.join(sorted(known))}")
+        raise error(
+            f"unknown {what} key(s) {', '.join(map(str, unknown))}{hint}; known keys: {', '.join(sorted(known))}"
+        )
     return {k: v for k, v in values.items() if k in known}
 
 
@@ -157,7 +159,7 @@ def hydra_error_line(error: BaseException, known_keys: Iterable[str] = ()) -> st
     cause = error.__cause__
     lines = [line.strip() for line in text.splitlines()]
     if text.startswith("Could not override '") and type(cause).__name__ in ("ConfigKeyError", "ConfigAttributeError"):
-        key = text[len("Could not override '"):].split("'", 1)[0]
+        key = text[len("Could not override '") :].split("'", 1)[0]
         known = list(known_keys)
         if key in known:  # a value for a node, with keys the node does not have
             return f"{key}: {_first_lines(str(cause), with_key=False)}"
@@ -166,11 +168,11 @@ def hydra_error_line(error: BaseException, known_keys: Iterable[str] = ()) -> st
         key = text.split("'")[1]
         return f"+{key}: {key} exists already; set it without the +"
     if text.startswith("Error merging override ") and cause is not None:
-        return f"{text[len('Error merging override '):]}: {_first_lines(str(cause), with_key=False)}"
+        return f"{text[len('Error merging override ') :]}: {_first_lines(str(cause), with_key=False)}"
     if "Could not find '" in text and "Available options in" in text:
         head = lines[0].split(": ", 1)[-1]
         options = []
-        for line in lines[lines.index(next(x for x in lines if x.startswith("Available options"))) + 1:]:
+        for line in lines[lines.index(next(x for x in lines if x.startswith("Available options"))) + 1 :]:
             if not line or line.startswith("Config search path"):
                 break
             if line != SCHEMA:
@@ -189,13 +191,19 @@ def _first_lines(text: str, with_key: bool = True) -> str:
     noise = ("full_key:", "object_type=", "reference_type=", "Set the environment variable", "See https://")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     kept = [line for line in lines if not line.startswith(noise)]
-    keys = [line[len("full_key:"):].strip() for line in lines if line.startswith("full_key:")]
+    keys = [line[len("full_key:") :].strip() for line in lines if line.startswith("full_key:")]
     said = "; ".join(kept) if kept else text.strip()
     return f"{keys[0]}: {said}" if with_key and keys and keys[0] else said
 
 
-def compose(config_path: Union[str, Path, Traversable], config_name: str, overrides: Iterable[str], *,
-            schema: Any, job_name: str) -> Any:
+def compose(
+    config_path: Union[str, Path, Traversable],
+    config_name: str,
+    overrides: Iterable[str],
+    *,
+    schema: Any,
+    job_name: str,
+) -> Any:
     """The config that Hydra composes from `overrides` (its compose API, in this process).
 
     Any error of Hydra's (an unknown key, a mistyped value, an unknown group option, an override
@@ -295,28 +303,33 @@ def _safe_config_loader() -> type:
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
-                raise yaml.composer.ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed",
-                                                  event.start_mark)
+                raise yaml.composer.ComposerError(
+                    None, None, f"aliases (*{event.anchor}) are not allowed", event.start_mark
+                )
             event = self.peek_event()
             if getattr(event, "anchor", None) is not None:
-                raise yaml.composer.ComposerError(None, None, f"anchors (&{event.anchor}) are not allowed",
-                                                  event.start_mark)
+                raise yaml.composer.ComposerError(
+                    None, None, f"anchors (&{event.anchor}) are not allowed", event.start_mark
+                )
             return super().compose_node(parent, index)
 
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen = set()
             for key_node, _ in node.value:
                 if key_node.value in seen:
-                    raise yaml.constructor.ConstructorError(None, None, f"key {key_node.value!r} is given twice",
-                                                            key_node.start_mark)
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} is given twice", key_node.start_mark
+                    )
                 seen.add(key_node.value)
             return super().construct_mapping(node, deep=deep)
 
     Loader.yaml_implicit_resolvers = {
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float",
-                                 re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+    )
     return Loader
 
 

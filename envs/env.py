@@ -26,11 +26,11 @@ from gymnasium import spaces
 from envs import kernels as K
 from envs.board import Board, IllegalMoveError, Outcome, Termination
 from envs.encoding import N_ACTIONS, OBS_SHAPE
-from envs.players import make_player
 from envs.encoding import action_to_move as _action_to_move_kernel
 from envs.encoding import move_to_action as _move_to_action_kernel
 from envs.env_kernels import JFEN_MAX, NOT_LEGAL, OFF_BOARD, OK, env_observe, env_step_action, env_step_move
 from envs.notation import SQUARE_NAMES, Move, Side
+from envs.players import make_player
 from envs.render import IMAGE_SHAPE, render_ansi, render_rgb
 from envs.rules import RulesLike, resolve_rules
 
@@ -283,7 +283,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
             info["opponent_move"] = str(opp_move)
             if term != K.TERM_NONE:
                 self._over = True
-                raise ValueError(f"the opponent's first move {opp_move} from {jfen!r} ended the game; pick another start")
+                raise ValueError(
+                    f"the opponent's first move {opp_move} from {jfen!r} ended the game; pick another start"
+                )
         self._result = ""
         info.update(self._info(n))
         return obs, info
@@ -366,7 +368,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         mv = move if isinstance(move, Move) else Move.from_str(move)
         a = int(_move_to_action_kernel(mv.to_int(), int(self._board.state[K.S_SIDE])))
         if _action_to_move_kernel(self._board.state, a) != mv.to_int():
-            raise IllegalMoveError(f"move {str(mv)!r} is not a one-square step or a river jump in {self._board.jfen()!r}")
+            raise IllegalMoveError(
+                f"move {str(mv)!r} is not a one-square step or a river jump in {self._board.jfen()!r}"
+            )
         return a
 
     # -- internals -------------------------------------------------------------------------
@@ -421,7 +425,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
         self._legal[:] = 0
         info = self._info(n, side_rewards)
         self._over = True
-        self._result = f"{_SIDES[1 - mover].name.capitalize()} wins: {_SIDES[mover].name.lower()} played illegal action {action!r}"
+        self._result = (
+            f"{_SIDES[1 - mover].name.capitalize()} wins: {_SIDES[mover].name.lower()} played illegal action {action!r}"
+        )
         info["outcome"] = None
         info["termination"] = "illegal_action"
         info["winner"] = _SIDES[1 - mover]
@@ -458,8 +464,9 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
 
     def _at_cap(self) -> bool:
         """Truncation: `max_plies` plies played, or a counter at its limit (`Board.at_counter_limit`)."""
-        return (self.max_plies is not None and int(self._board.state[K.S_PLY]) >= self.max_plies) \
-            or self._board.at_counter_limit()
+        return (
+            self.max_plies is not None and int(self._board.state[K.S_PLY]) >= self.max_plies
+        ) or self._board.at_counter_limit()
 
     def _info(self, n: int, side_rewards: Optional[np.ndarray] = None) -> dict[str, Any]:
         info: dict[str, Any] = {

@@ -66,10 +66,10 @@ from numba.extending import intrinsic
 
 from envs.rules import (
     COUNTER_LIMIT,
+    F_ANTI_CHASE,
     F_ENEMY_RAT_BLOCKS,
     F_KEEPS_RANK,
     F_NO_CAPTURE_LIMIT,
-    F_ANTI_CHASE,
     F_RANK,
     F_RATS_IGNORE_WATER,
     F_REPETITION_DRAW,
@@ -210,7 +210,6 @@ else:
 
         return sig, codegen
 
-
     @intrinsic
     def lowest_bit(typingctx, x):
         """Index of the lowest set bit of a non-zero uint64."""
@@ -249,9 +248,7 @@ def side_to_move(st: np.ndarray) -> int:
 
 # --- move generation ------------------------------------------------------------
 @lean(inline=True)
-def can_capture(
-    st: np.ndarray, flags: np.ndarray, side: int, attacker: int, frm: int, victim: int, to: int
-) -> bool:
+def can_capture(st: np.ndarray, flags: np.ndarray, side: int, attacker: int, frm: int, victim: int, to: int) -> bool:
     """Whether `side`'s `attacker` on `frm` may take enemy `victim` on `to` (rules 5-7)."""
     if WATER[frm] != WATER[to]:
         if not (flags[F_RATS_IGNORE_WATER] != 0 and attacker == RAT and victim == RAT):
@@ -320,9 +317,7 @@ def is_attacked(st: np.ndarray, flags: np.ndarray, sq: int) -> bool:
 
 
 @lean()
-def anti_chase_allows(
-    st: np.ndarray, hist: np.ndarray, flags: np.ndarray, animal: int, frm: int, to: int
-) -> bool:
+def anti_chase_allows(st: np.ndarray, hist: np.ndarray, flags: np.ndarray, animal: int, frm: int, to: int) -> bool:
     """The anti-chase rules 7-3 and 17-5 for a candidate move of the side to move.
 
     Only the side to move's own previous moves count (plies ply-2, ply-4, ...).
@@ -365,8 +360,11 @@ def counters_full(st: np.ndarray) -> bool:
     """Whether a move from `st` could take a counter past `COUNTER_LIMIT` (the ply, the no-capture clock, or
     the move number when Blue is to move): then no move is made (the int16 state and JFEN both hold 30000;
     a game this long is cut there, as a ply cap would)."""
-    return (st[S_PLY] >= COUNTER_LIMIT or st[S_CLOCK] >= COUNTER_LIMIT
-            or (st[S_SIDE] == BLUE and st[S_MOVENO] >= COUNTER_LIMIT))
+    return (
+        st[S_PLY] >= COUNTER_LIMIT
+        or st[S_CLOCK] >= COUNTER_LIMIT
+        or (st[S_SIDE] == BLUE and st[S_MOVENO] >= COUNTER_LIMIT)
+    )
 
 
 @lean(inline=True)
@@ -694,8 +692,9 @@ def outcome(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
 
 
 @lean()
-def outcome_and_moves(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray,
-                      out: np.ndarray) -> tuple:
+def outcome_and_moves(
+    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, out: np.ndarray
+) -> tuple:
     """`outcome` and the legal moves at once: (termination, winner, n) with the moves in `out[:n]`.
 
     For callers that need both (the env's step, the search's expansion): the
@@ -791,8 +790,14 @@ def _unplay(st: np.ndarray, chase: bool, animal: int, frm: int, to: int, cap: in
 
 @lean()
 def _perft(
-    st: np.ndarray, hist: np.ndarray, flags: np.ndarray, cands: np.ndarray, depth: int, bulk: bool,
-    own: np.uint64, enemy: np.uint64,
+    st: np.ndarray,
+    hist: np.ndarray,
+    flags: np.ndarray,
+    cands: np.ndarray,
+    depth: int,
+    bulk: bool,
+    own: np.uint64,
+    enemy: np.uint64,
 ) -> int:
     """perft (depth >= 1) of a position whose game goes on.
 
@@ -865,7 +870,13 @@ def perft_full(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.n
 
 @njit(cache=True)
 def perft_divide(
-    st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, depth: int, out_moves: np.ndarray, out_counts: np.ndarray
+    st: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    depth: int,
+    out_moves: np.ndarray,
+    out_counts: np.ndarray,
 ) -> int:
     """Per-move subtree counts at the root; returns the number of root moves."""
     n = generate_moves(st, hist, flags, out_moves)

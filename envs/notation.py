@@ -94,8 +94,10 @@ class Move:
         for name in ("from_square", "to_square"):
             sq = getattr(self, name)
             if isinstance(sq, bool) or not isinstance(sq, (int, np.integer)) or not 0 <= sq < K.N_SQUARES:
-                raise InvalidMoveError(f"Move({self.from_square!r}, {self.to_square!r}): {name} must be a square "
-                                       f"index in 0..{K.N_SQUARES - 1} (a1 = 0, g9 = 62)")
+                raise InvalidMoveError(
+                    f"Move({self.from_square!r}, {self.to_square!r}): {name} must be a square "
+                    f"index in 0..{K.N_SQUARES - 1} (a1 = 0, g9 = 62)"
+                )
 
     @classmethod
     def from_str(cls, text: str) -> "Move":

@@ -22,8 +22,8 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 import numpy as np
 
 from envs.board import Board
-from envs.notation import Move
 from envs.config import ConfigError
+from envs.notation import Move
 from envs.rules import RuleSet
 
 
@@ -114,7 +114,9 @@ def make_player(spec: str, *, rules: Optional[RuleSet] = None, seed: Optional[in
             try:
                 register_player(kind, plugin.load())
             except ModuleNotFoundError as e:
-                raise PlayerSpecError(f"player kind {kind!r} in spec {spec!r} is not available (no module {e.name})") from None
+                raise PlayerSpecError(
+                    f"player kind {kind!r} in spec {spec!r} is not available (no module {e.name})"
+                ) from None
     if kind not in _FACTORIES:
         raise PlayerSpecError(f"unknown player kind {kind!r} in spec {spec!r}; known: {', '.join(known_kinds())}")
     try:

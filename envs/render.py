@@ -23,8 +23,9 @@ _ANSI_SIDE = ("\x1b[1;31m", "\x1b[1;34m")  # bold red, bold blue
 _ANSI_RESET = "\x1b[0m"
 
 
-def render_ansi(st: np.ndarray, last_move: Optional[Move] = None, status: str = "", *, flip: bool = False,
-                colour: bool = False) -> str:
+def render_ansi(
+    st: np.ndarray, last_move: Optional[Move] = None, status: str = "", *, flip: bool = False, colour: bool = False
+) -> str:
     """The text board of the project (the env's ``ansi`` mode, `str(Board)`, the terminal game).
 
     File letters and rank numbers on all sides; pieces are their JFEN letters

@@ -14,8 +14,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union, get_t
 
 import numpy as np
 
-from envs.config import (ConfigError, check_choice, check_range, config_dir, config_kwargs, did_you_mean,
-                         group_options, read_config_file, shown)
+from envs.config import (
+    ConfigError,
+    check_choice,
+    check_range,
+    config_dir,
+    config_kwargs,
+    did_you_mean,
+    group_options,
+    read_config_file,
+    shown,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -99,9 +108,7 @@ class RuleSet:
                 raise RuleSetError(f"rule override {item!r} is not of the form key=value")
             key, value = (s.strip() for s in item.split("=", 1))
             if key not in known:
-                raise RuleSetError(
-                    f"unknown rule key {key!r}; known keys: {', '.join(sorted(known))}"
-                )
+                raise RuleSetError(f"unknown rule key {key!r}; known keys: {', '.join(sorted(known))}")
             changes[key] = _as_int(key, value) if key == "no_capture_draw" else value
         return replace(self, **changes)
 
@@ -135,7 +142,7 @@ RulesConfig: Any = make_dataclass(
     [(f.name, get_type_hints(RuleSet)[f.name], field(default=f.default)) for f in fields(RuleSet)],
     namespace={
         "__doc__": "The rule set (group `rules`): envs.rules.RuleSet's fields, documented there, in a dataclass "
-                   "that overrides can change (RuleSet is frozen).",
+        "that overrides can change (RuleSet is frozen).",
         "__post_init__": lambda self: self.rule_set(),
         "rule_set": lambda self: RuleSet.from_dict(asdict(self)),
     },
@@ -216,11 +223,19 @@ def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
     read back by `rules_from_arguments`: ``--rules NAME``, a set of the `rules` config group (what train.py
     and evaluate.py call ``rules=NAME``) or a yaml file, and repeatable ``--rule KEY=VALUE`` on top (there
     ``rules.KEY=VALUE``)."""
-    parser.add_argument("--rules", default="default", metavar="NAME",
-                        help=f"rule set: {', '.join(rule_set_names())} (configs/rules/NAME.yaml) or a yaml file "
-                             "(default: default)")
-    parser.add_argument("--rule", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one rule, e.g. --rule no_capture_draw=200 (repeatable)")
+    parser.add_argument(
+        "--rules",
+        default="default",
+        metavar="NAME",
+        help=f"rule set: {', '.join(rule_set_names())} (configs/rules/NAME.yaml) or a yaml file (default: default)",
+    )
+    parser.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one rule, e.g. --rule no_capture_draw=200 (repeatable)",
+    )
 
 
 def rules_from_arguments(args: argparse.Namespace) -> RuleSet:

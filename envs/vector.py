@@ -239,8 +239,9 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             self._episodes.rngs[:] = rngs.astype(np.uint64)
         self._started = True
         self._new_obs(keep=not reset_mask.all())
-        self._check_opening(vector_reset(reset_mask, self._setup, self._batch.arrays(), self._episodes, self._out,
-                                         self._moves))
+        self._check_opening(
+            vector_reset(reset_mask, self._setup, self._batch.arrays(), self._episodes, self._out, self._moves)
+        )
         self._opponent_reply()
         return self._out.obs, self._info()
 
@@ -250,7 +251,9 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             raise gym.error.ResetNeeded("call reset() before step()")
         acts = np.asarray(actions)
         if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
-            raise IllegalActionError(f"actions must be integers of shape [{self.num_envs}], got {acts.dtype} {list(acts.shape)}")
+            raise IllegalActionError(
+                f"actions must be integers of shape [{self.num_envs}], got {acts.dtype} {list(acts.shape)}"
+            )
         acts = acts.astype(np.int64, copy=False)
         self._check_actions(acts, self._episodes.pending)
         self._ensure_room()
@@ -286,8 +289,9 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         full[idx] = answers
         self._check_actions(full, ~awaiting, who="opponent ")
         self._ensure_room()
-        self._check_opening(vector_opponent_step(full, self._setup, self._batch.arrays(), self._episodes, self._out,
-                                                 self._moves))
+        self._check_opening(
+            vector_opponent_step(full, self._setup, self._batch.arrays(), self._episodes, self._out, self._moves)
+        )
         self._top_ply = max(self._top_ply, int(self._batch.state[idx, K.S_PLY].max()))
 
     def _check_opening(self, status: int) -> None:

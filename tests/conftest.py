@@ -43,8 +43,11 @@ def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("the browser tests need Playwright for Python: pip install -e '.[test]' "
-                    "(do not run `playwright install`; Debian's chromium is used)", pytrace=False)
+        pytest.fail(
+            "the browser tests need Playwright for Python: pip install -e '.[test]' "
+            "(do not run `playwright install`; Debian's chromium is used)",
+            pytrace=False,
+        )
     exe = chromium_path()
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)

@@ -55,14 +55,17 @@ def test_each_python_block_runs_as_a_script(where: str, code: str, tmp_path: Pat
     """Pasted into a file and run from an empty directory (what it writes stays there)."""
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
-    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                       check=False)
+    r = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
+    )
     assert r.returncode == 0, f"{where} exits {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
 
 
 def test_every_test_file_the_pages_name_exists() -> None:
     """A path ``tests/.../x.py`` in the README or docs/ names a file of the tree (a moved test leaves no stale path)."""
-    named = {(page, path) for page in PAGES for path in re.findall(r"tests/[\w/]+\.py", page.read_text(encoding="utf-8"))}
+    named = {
+        (page, path) for page in PAGES for path in re.findall(r"tests/[\w/]+\.py", page.read_text(encoding="utf-8"))
+    }
     assert len(named) > 10
     missing = sorted(f"{page.relative_to(ROOT)}: {path}" for page, path in named if not (ROOT / path).is_file())
     assert not missing, missing

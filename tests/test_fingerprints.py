@@ -122,10 +122,22 @@ SELFPLAY_GOLDEN = {"puct": "42fa46fd4e3c8cb1", "gumbel": "076f339e9a4542db"}
 @pytest.mark.parametrize("algorithm", sorted(SELFPLAY_GOLDEN))
 def test_selfplay_games(algorithm: str) -> None:
     """A network's self-play with playout caps and an alpha-beta opponent: moves, results, targets."""
-    settings = SelfPlayConfig(parallel=3, max_plies=60, playout_cap_fraction=0.3, cheap_simulations=2,
-                              opponents=["alphabeta:depth=1"], opponent_fraction=0.3)
-    data = play_games(seeded_evaluator(0), settings, mcts=MCTSConfig(algorithm=algorithm, num_simulations=8),
-                      rules=RuleSet(), num_games=6, seed=5)
+    settings = SelfPlayConfig(
+        parallel=3,
+        max_plies=60,
+        playout_cap_fraction=0.3,
+        cheap_simulations=2,
+        opponents=["alphabeta:depth=1"],
+        opponent_fraction=0.3,
+    )
+    data = play_games(
+        seeded_evaluator(0),
+        settings,
+        mcts=MCTSConfig(algorithm=algorithm, num_simulations=8),
+        rules=RuleSet(),
+        num_games=6,
+        seed=5,
+    )
     digest = Digest().add([[r.moves, r.result, r.termination, r.red, r.blue, r.extra] for r in data.records])
     digest.add(data.full_search, data.value, data.policy)
     assert digest.hex() == SELFPLAY_GOLDEN[algorithm]
@@ -144,11 +156,13 @@ SEARCH_GOLDEN = {
 SEARCHES = {
     "puct": MCTSConfig(algorithm="puct", num_simulations=16),
     "gumbel": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4)),
-    "gumbel_leaf_batch_8": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4),
-                                      leaf_batch=8),
+    "gumbel_leaf_batch_8": MCTSConfig(
+        algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4), leaf_batch=8
+    ),
     "puct_leaf_batch_4": MCTSConfig(algorithm="puct", num_simulations=16, leaf_batch=4),
-    "draw_value": MCTSConfig(algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4),
-                             draw_value=-0.1),
+    "draw_value": MCTSConfig(
+        algorithm="gumbel", num_simulations=16, gumbel=GumbelConfig(max_actions=4), draw_value=-0.1
+    ),
 }
 """Gumbel considers 4 root actions, so the move played has a subtree to keep (with 16 each gets one visit)."""
 SEARCH_RULES = RuleSet(no_capture_draw=16)
@@ -189,8 +203,9 @@ def test_match_of_two_networks() -> None:
 def test_match_against_alphabeta() -> None:
     digest = Digest()
     searcher = Searcher(Recorded(seeded_evaluator(1), digest), MCTSConfig(algorithm="gumbel"), 8)
-    result = play_vs_spec(searcher, "alphabeta:depth=1", games=4, rules=RuleSet(), seed=6, max_plies=80,
-                          opening_plies=2)
+    result = play_vs_spec(
+        searcher, "alphabeta:depth=1", games=4, rules=RuleSet(), seed=6, max_plies=80, opening_plies=2
+    )
     digest.add(dataclasses.asdict(result))
     assert digest.hex() == MATCH_GOLDEN["alphabeta"]
 
@@ -259,11 +274,21 @@ TOURNAMENT_GOLDEN = "c9fabfd886a623a6"
 
 def test_tournament() -> None:
     """A round robin of three players in this process: the records (no timings) and the Elo ratings."""
-    result = run_tournament(["random", "alphabeta:depth=1", "alphabeta:depth=2,noise=20"], games_per_pair=2,
-                            seed=3, workers=0, max_plies=100, progress=False)
+    result = run_tournament(
+        ["random", "alphabeta:depth=1", "alphabeta:depth=2,noise=20"],
+        games_per_pair=2,
+        seed=3,
+        workers=0,
+        max_plies=100,
+        progress=False,
+    )
     digest = Digest().add([record_fields(r) for r in result.games])
-    digest.add([(r.name, round(r.elo, 3), round(r.ci_low, 3), round(r.ci_high, 3), r.games, r.score)
-                for r in result.ratings.ratings])
+    digest.add(
+        [
+            (r.name, round(r.elo, 3), round(r.ci_low, 3), round(r.ci_high, 3), r.games, r.score)
+            for r in result.ratings.ratings
+        ]
+    )
     assert digest.hex() == TOURNAMENT_GOLDEN
 
 
@@ -276,9 +301,25 @@ TRAIN_GOLDEN = "9d88b3877e85287d"
 @pytest.mark.slow
 def test_tiny_training_run(tmp_path: Path) -> None:
     """train.py's smoke preset, two iterations in a subprocess: the games it wrote, its counters and weights."""
-    r = subprocess.run([sys.executable, "train.py", "preset=smoke", "train.iterations=2", "seed=1", "device=cpu",
-                        "precision=fp32", "amp=false", "threads=1", f"out_dir={tmp_path}", "name=fingerprint"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "preset=smoke",
+            "train.iterations=2",
+            "seed=1",
+            "device=cpu",
+            "precision=fp32",
+            "amp=false",
+            "threads=1",
+            f"out_dir={tmp_path}",
+            "name=fingerprint",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     run = tmp_path / "fingerprint"
     games = [json.loads(line) for line in (run / "games.jsonl").read_text().splitlines()]

@@ -97,8 +97,9 @@ def cycles(graph: dict[str, dict[str, int]]) -> set[frozenset[str]]:
 
 def describe(graph: dict[str, dict[str, int]], component: frozenset[str]) -> str:
     """The imports inside one strongly connected set, as `a -> b (line n)`."""
-    return "; ".join(f"{a} -> {b} (line {line})" for a in sorted(component)
-                     for b, line in sorted(graph[a].items()) if b in component)
+    return "; ".join(
+        f"{a} -> {b} (line {line})" for a in sorted(component) for b, line in sorted(graph[a].items()) if b in component
+    )
 
 
 def test_the_import_cycles_are_the_known_ones() -> None:
@@ -121,15 +122,18 @@ def test_the_walk_counts_deferred_type_checking_and_relative_imports(tmp_path: P
     """A made-up package: a cycle closed by an import inside a function, one closed by a TYPE_CHECKING
     import through relative ones; outside modules are left out, and the package's own import of a module
     in a cycle does not join it."""
-    write(tmp_path, {
-        "pkg/__init__.py": "from pkg.a import f\n",
-        "pkg/a.py": "import pkg.b\ndef f():\n    from pkg import c\n",
-        "pkg/b.py": "import os\nfrom pkg.a import f\n",
-        "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub.d import D\n",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/d.py": "from .. import c\nfrom . import e\n",
-        "pkg/sub/e.py": "from .d import x\nfrom ..c import y\n",
-    })
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from pkg.a import f\n",
+            "pkg/a.py": "import pkg.b\ndef f():\n    from pkg import c\n",
+            "pkg/b.py": "import os\nfrom pkg.a import f\n",
+            "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub.d import D\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/d.py": "from .. import c\nfrom . import e\n",
+            "pkg/sub/e.py": "from .d import x\nfrom ..c import y\n",
+        },
+    )
     graph = import_graph(tmp_path, ("pkg",))
     assert graph["pkg"] == {"pkg.a": 1}
     assert graph["pkg.a"] == {"pkg.b": 1, "pkg.c": 3}

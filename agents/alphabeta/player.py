@@ -25,13 +25,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from agents.alphabeta.search import MAX_PLY, AlphaBeta, SearchResult
 from envs import Board, Move
 from envs.config import check_range
+from envs.players import PlayerSpecError, register_player
 from envs.rules import RuleSet
 from envs.tablebase import Tablebase, default_tablebase
-
-from agents.alphabeta.search import MAX_PLY, AlphaBeta, SearchResult
-from envs.players import PlayerSpecError, register_player
 
 LEVELS: dict[str, dict[str, Any]] = {
     "beginner": {"depth": 1, "random": 0.2},
@@ -44,9 +43,20 @@ LEVELS: dict[str, dict[str, Any]] = {
 class AlphaBetaPlayer:
     """Plays the alpha-beta search's best move; `last_result` holds the last search (or None)."""
 
-    def __init__(self, *, depth: Optional[int] = None, nodes: Optional[int] = None, time: Optional[float] = None,
-                 noise: int = 0, random: float = 0.0, tt_bits: int = 20, rules: Optional[RuleSet] = None,
-                 seed: Optional[int] = None, name: str = "alphabeta", tablebase: Optional[Tablebase] = None) -> None:
+    def __init__(
+        self,
+        *,
+        depth: Optional[int] = None,
+        nodes: Optional[int] = None,
+        time: Optional[float] = None,
+        noise: int = 0,
+        random: float = 0.0,
+        tt_bits: int = 20,
+        rules: Optional[RuleSet] = None,
+        seed: Optional[int] = None,
+        name: str = "alphabeta",
+        tablebase: Optional[Tablebase] = None,
+    ) -> None:
         if depth is None and nodes is None and time is None:
             depth = LEVELS["normal"]["depth"]
         check_range({"random": random}, "alphabeta option ", PlayerSpecError, random=(0, 1))
@@ -80,12 +90,16 @@ def _number(spec_key: str, text: Any, kind: type, low: float, high: float) -> An
     try:
         value = kind(text)
     except (TypeError, ValueError):
-        raise PlayerSpecError(f"alphabeta option {spec_key}={text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        raise PlayerSpecError(
+            f"alphabeta option {spec_key}={text!r} is not a{'n integer' if kind is int else ' number'}"
+        ) from None
     check_range({spec_key: value}, "alphabeta option ", PlayerSpecError, **{spec_key: (low, high)})
     return value
 
 
-def make_alphabeta_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> AlphaBetaPlayer:
+def make_alphabeta_player(
+    rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any
+) -> AlphaBetaPlayer:
     """Factory for `make_player('alphabeta:...')`; PlayerSpecError names a bad option."""
     known = {"level", "depth", "nodes", "time", "noise", "random", "tt", "tablebase"}
     unknown = sorted(set(options) - known)

@@ -30,13 +30,12 @@ import time as _time
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
-import numpy as np
 import numba
+import numpy as np
 from numba import njit, objmode, types
 
 from envs import kernels as K
 from envs.board import Board
-from envs.notation import Move
 from envs.kernels import (
     DEN,
     ELEPHANT,
@@ -55,6 +54,7 @@ from envs.kernels import (
     unmake_move,
     won_by_last_move,
 )
+from envs.notation import Move
 from envs.rules import F_NO_CAPTURE_LIMIT, F_RANK, F_REPETITION_DRAW, RuleSet
 from envs.tablebase import DRAW, UNKNOWN, WIN, Tablebase, TablebaseArrays, TablebaseError, empty_arrays, probe_clock
 
@@ -165,8 +165,9 @@ NO_TABLES = empty_arrays()
 """The tables of a search without tablebase: none (read-only arrays, the type of loaded ones)."""
 _TB = numba.typeof(NO_TABLES)
 _QUIESCE_SIG = types.int64(_ST, _HIST, _HASHES, _FLAGS, _WS, _TB, types.int64, types.int64, types.int64)
-_NEGAMAX_SIG = types.int64(_ST, _HIST, _HASHES, _FLAGS, _WS, _TB, types.int64, types.int64, types.int64, types.int64,
-                           types.boolean)
+_NEGAMAX_SIG = types.int64(
+    _ST, _HIST, _HASHES, _FLAGS, _WS, _TB, types.int64, types.int64, types.int64, types.int64, types.boolean
+)
 NO_SCORE = INF + 1
 """`tablebase_score` of a position the tables do not decide."""
 
@@ -372,8 +373,17 @@ def _update_pv(ws: Workspace, ply: int, m: int) -> None:
 
 # --- search --------------------------------------------------------------------------------
 @njit(_QUIESCE_SIG, cache=True)
-def quiesce(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ws: Workspace,
-            tb: TablebaseArrays, ply: int, alpha: int, beta: int) -> int:
+def quiesce(
+    st: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    ws: Workspace,
+    tb: TablebaseArrays,
+    ply: int,
+    alpha: int,
+    beta: int,
+) -> int:
     """Capture search: stand pat on the evaluation or try captures and den entries.
 
     Value from the side to move, fail-soft within (alpha, beta)."""
@@ -430,8 +440,19 @@ def quiesce(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
 
 
 @njit(_NEGAMAX_SIG, cache=True)
-def negamax(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ws: Workspace,
-            tb: TablebaseArrays, depth: int, ply: int, alpha: int, beta: int, pv_node: bool) -> int:
+def negamax(
+    st: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    ws: Workspace,
+    tb: TablebaseArrays,
+    depth: int,
+    ply: int,
+    alpha: int,
+    beta: int,
+    pv_node: bool,
+) -> int:
     """Principal-variation search of `depth` plies; value from the side to move.
 
     Fail-soft: the value is exact inside (alpha, beta), a bound outside. The
@@ -509,8 +530,16 @@ def negamax(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndar
 
 
 @njit(cache=True)
-def iterative_deepening(st: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ws: Workspace,
-                        tb: TablebaseArrays, max_depth: int, out_pv: np.ndarray) -> tuple:
+def iterative_deepening(
+    st: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    flags: np.ndarray,
+    ws: Workspace,
+    tb: TablebaseArrays,
+    max_depth: int,
+    out_pv: np.ndarray,
+) -> tuple:
     """Search depths 1, 2, ... `max_depth` until a limit in `ws.ctl` stops it.
 
     Returns (move, score, depth, pv_length) of the deepest completed
@@ -585,8 +614,9 @@ class SearchResult:
 
     def __str__(self) -> str:
         pv = " ".join(str(m) for m in self.pv)
-        return (f"depth {self.depth} score {describe_score(self.score)} nodes {self.nodes} "
-                f"time {self.seconds:.3f}s pv {pv}")
+        return (
+            f"depth {self.depth} score {describe_score(self.score)} nodes {self.nodes} time {self.seconds:.3f}s pv {pv}"
+        )
 
 
 class SearchLimitError(ValueError):
@@ -604,9 +634,17 @@ class AlphaBeta:
     they hold below the root exactly (`tablebase_score`); they must serve
     the boards' rules."""
 
-    def __init__(self, rules: Optional[RuleSet] = None, *, tt_bits: int = 20, noise: int = 0,
-                 seed: Optional[int] = None, use_tt: bool = True, use_ordering: bool = True,
-                 tablebase: Optional[Tablebase] = None) -> None:
+    def __init__(
+        self,
+        rules: Optional[RuleSet] = None,
+        *,
+        tt_bits: int = 20,
+        noise: int = 0,
+        seed: Optional[int] = None,
+        use_tt: bool = True,
+        use_ordering: bool = True,
+        tablebase: Optional[Tablebase] = None,
+    ) -> None:
         if not 4 <= tt_bits <= 28:
             raise SearchLimitError(f"tt_bits={tt_bits} must be in 4..28")
         if noise < 0:
@@ -634,8 +672,9 @@ class AlphaBeta:
         self.ws.killers[:] = 0
         self.ws.history[:] = 0
 
-    def search(self, board: Board, depth: Optional[int] = None, nodes: Optional[int] = None,
-               time: Optional[float] = None) -> SearchResult:
+    def search(
+        self, board: Board, depth: Optional[int] = None, nodes: Optional[int] = None, time: Optional[float] = None
+    ) -> SearchResult:
         """Search `board` (left unchanged) within the given limits; at least one must be set.
 
         depth: plies of full-width search (quiescence beyond); nodes: stop
@@ -654,8 +693,9 @@ class AlphaBeta:
         self._used = True
         if board.rules != self.rules:
             if self.tablebase is not None and not self.tablebase.serves(board.rules):
-                raise TablebaseError(f"the tables at {self.tablebase.path} do not serve the board's rules "
-                                     f"{board.rules}")
+                raise TablebaseError(
+                    f"the tables at {self.tablebase.path} do not serve the board's rules {board.rules}"
+                )
             self.rules = board.rules
             self.flags = board.rules.flags()
             self.clear()
@@ -683,8 +723,14 @@ class AlphaBeta:
         pv = [Move.from_int(int(x)) for x in out_pv[:pv_n]]
         if move is not None and (not pv or pv[0] != move):
             pv = [move]
-        return SearchResult(move=move, score=int(score), depth=int(done), nodes=int(ctl[C_NODES]), pv=pv,
-                            seconds=_time.perf_counter() - t0)
+        return SearchResult(
+            move=move,
+            score=int(score),
+            depth=int(done),
+            nodes=int(ctl[C_NODES]),
+            pv=pv,
+            seconds=_time.perf_counter() - t0,
+        )
 
 
 def search_position(jfen: str, depth: int, rules: Optional[RuleSet] = None) -> SearchResult:

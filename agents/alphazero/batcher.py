@@ -35,15 +35,16 @@ class _Request:
         self.done = False
 
 
-def evaluate_together(evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
-                      ) -> list[tuple[np.ndarray, np.ndarray]]:
+def evaluate_together(
+    evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """One `evaluator` call for several (obs [n_i, 24, 9, 7], mask [n_i, 252]) requests; each request's
     (logits [n_i, 252], value [n_i]) in order."""
     if len(requests) == 1:
         return [evaluator(*requests[0])]
     logits, value = evaluator(np.concatenate([o for o, _ in requests]), np.concatenate([m for _, m in requests]))
     ends = np.cumsum([len(o) for o, _ in requests])
-    return [(logits[e - len(o):e], value[e - len(o):e]) for e, (o, _) in zip(ends, requests)]
+    return [(logits[e - len(o) : e], value[e - len(o) : e]) for e, (o, _) in zip(ends, requests)]
 
 
 class LeafBatcher:
@@ -88,7 +89,8 @@ class LeafBatcher:
                 return self._outcome(request)
         try:
             results: Optional[list[tuple[np.ndarray, np.ndarray]]] = evaluate_together(
-                self.evaluator, [(r.obs, r.mask) for r in batch])
+                self.evaluator, [(r.obs, r.mask) for r in batch]
+            )
             error: Optional[BaseException] = None
         except Exception as e:  # every request of the batch gets the error
             results, error = None, e

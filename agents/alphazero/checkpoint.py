@@ -39,9 +39,9 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import torch
 
-from agents.io import PathLike, atomic_write_bytes
 from agents.alphazero import shipped
 from agents.alphazero.network import JungleNet, NetworkConfig, build_network
+from agents.io import PathLike, atomic_write_bytes
 from envs.rules import RuleSet
 
 FORMAT = "jungle-zero/1"
@@ -65,8 +65,9 @@ def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
     path = Path(path)
     bad = nonfinite_entry(state)
     if bad is not None:
-        raise CheckpointError(f"not writing {str(path)!r}: its entry {bad} holds NaN or infinity (the training "
-                              "has diverged)")
+        raise CheckpointError(
+            f"not writing {str(path)!r}: its entry {bad} holds NaN or infinity (the training has diverged)"
+        )
     buf = io.BytesIO()
     torch.save(dict(state, format=FORMAT), buf)
     atomic_write_bytes(path, buf.getvalue())
@@ -92,8 +93,9 @@ def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> P
     for c in candidates:
         if c.is_file():
             return c
-    raise CheckpointError(f"no checkpoint at {str(spec)!r}: it does not exist "
-                          f"(looked for {', '.join(str(c) for c in candidates)})")
+    raise CheckpointError(
+        f"no checkpoint at {str(spec)!r}: it does not exist (looked for {', '.join(str(c) for c in candidates)})"
+    )
 
 
 def load_checkpoint(path: PathLike) -> dict[str, Any]:
@@ -110,15 +112,19 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
     except OSError as e:
         raise CheckpointError(f"checkpoint {str(path)!r} cannot be read: {e.strerror}") from None
     if magic != ZIP_MAGIC:  # torch.save writes a zip archive; anything else is no checkpoint of ours
-        raise CheckpointError(f"{str(path)!r} is not a Jungle Zero checkpoint: it is not a PyTorch file "
-                              f"(a checkpoint is the zip archive torch.save writes)")
+        raise CheckpointError(
+            f"{str(path)!r} is not a Jungle Zero checkpoint: it is not a PyTorch file "
+            f"(a checkpoint is the zip archive torch.save writes)"
+        )
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError... on bad bytes
         text = str(e).strip()
         if "weights_only" in text or "Weights only load failed" in text:  # never retried unsafely: say why
-            raise CheckpointError(f"{str(path)!r} cannot be read as a Jungle Zero checkpoint: it holds Python "
-                                  f"objects other than tensors and plain containers, which are never loaded") from None
+            raise CheckpointError(
+                f"{str(path)!r} cannot be read as a Jungle Zero checkpoint: it holds Python "
+                f"objects other than tensors and plain containers, which are never loaded"
+            ) from None
         first = text.splitlines()[0] if text else type(e).__name__
         raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or truncated and cannot be read: {first}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
@@ -129,8 +135,10 @@ def load_checkpoint(path: PathLike) -> dict[str, Any]:
             raise CheckpointError(f"checkpoint {str(path)!r} lacks its {key!r} entry")
     bad = nonfinite_entry(state)
     if bad is not None:
-        raise CheckpointError(f"checkpoint {str(path)!r} holds NaN or infinity in {bad}: it was written by a "
-                              "diverged training and cannot be played or trained on")
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} holds NaN or infinity in {bad}: it was written by a "
+            "diverged training and cannot be played or trained on"
+        )
     return state
 
 
@@ -162,7 +170,8 @@ def require_training_state(state: Mapping[str, Any], path: PathLike) -> None:
             f"{str(path)!r} holds network weights only (no optimizer, replay buffer or random generator states), "
             f"so no run can resume from it; "
             f"resume= takes a run name, a run directory or its {LATEST}. To start a new run from these weights: "
-            f"python train.py init={path}")
+            f"python train.py init={path}"
+        )
 
 
 def resume_dir(path: PathLike, new_run: Optional[PathLike] = None) -> Path:
@@ -179,20 +188,28 @@ def resume_dir(path: PathLike, new_run: Optional[PathLike] = None) -> Path:
             raise CheckpointError(
                 f"{str(path)!r} is not a run directory's {LATEST}: resuming it in place could rewind the run it was "
                 f"copied from. Continue it as a new run with resume={path} name=<new name>, or resume the run "
-                f"itself (resume=<run name or directory>)")
+                f"itself (resume=<run name or directory>)"
+            )
         return home
     target = Path(new_run)
     if home is not None and target.resolve() == home.resolve():
         return home
     held = sorted(p.name for p in target.glob("*.pt")) if target.is_dir() else []
     if held:
-        raise CheckpointError(f"the run directory {str(target)!r} already holds checkpoints ({', '.join(held)}); "
-                              f"a run resumed from {str(path)!r} needs a new name")
+        raise CheckpointError(
+            f"the run directory {str(target)!r} already holds checkpoints ({', '.join(held)}); "
+            f"a run resumed from {str(path)!r} needs a new name"
+        )
     return target
 
 
-def check_compatible(state: Mapping[str, Any], path: PathLike, *, network: Optional[NetworkConfig] = None,
-                     rules: Optional[RuleSet] = None) -> None:
+def check_compatible(
+    state: Mapping[str, Any],
+    path: PathLike,
+    *,
+    network: Optional[NetworkConfig] = None,
+    rules: Optional[RuleSet] = None,
+) -> None:
     """Raise CheckpointError when the checkpoint's network shape or rule set differ from the given ones."""
     if network is not None:
         try:  # through NetworkConfig: a key newer than the checkpoint counts at its default
@@ -210,12 +227,20 @@ def check_compatible(state: Mapping[str, Any], path: PathLike, *, network: Optio
 
 def _differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
     """`key: checkpoint X vs wanted Y` for every key whose values differ ('' when none do)."""
-    return ", ".join(f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
-                     for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
+    return ", ".join(
+        f"{k}: checkpoint {theirs.get(k)!r} vs wanted {ours.get(k)!r}"
+        for k in sorted(set(theirs) | set(ours))
+        if theirs.get(k) != ours.get(k)
+    )
 
 
-def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Optional[NetworkConfig] = None,
-               device: torch.device | str = "cpu") -> tuple[JungleNet, dict[str, Any]]:
+def load_model(
+    path: PathLike,
+    *,
+    rules: Optional[RuleSet] = None,
+    network: Optional[NetworkConfig] = None,
+    device: torch.device | str = "cpu",
+) -> tuple[JungleNet, dict[str, Any]]:
     """The network stored in a checkpoint (eval mode, on `device`) and the checkpoint dict.
 
     When `rules` / `network` are given they must match the checkpoint's.
@@ -228,7 +253,9 @@ def load_model(path: PathLike, *, rules: Optional[RuleSet] = None, network: Opti
         model = build_network(shape)
         model.load_state_dict(state["model"])
     except (ValueError, RuntimeError) as e:
-        raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stored shape: {e}") from None
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: the stored weights do not fit the stored shape: {e}"
+        ) from None
     model.to(device).eval()
     return model, state
 
@@ -239,8 +266,9 @@ def stored_config(config_yaml: Any, path: PathLike) -> Any:
     from omegaconf import DictConfig, OmegaConf
 
     if not isinstance(config_yaml, str):
-        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config is a {type(config_yaml).__name__}, "
-                              f"not YAML text")
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: its stored config is a {type(config_yaml).__name__}, not YAML text"
+        )
     try:
         node = OmegaConf.create(config_yaml)
     except Exception as e:  # yaml's parser and OmegaConf raise many kinds
@@ -268,11 +296,14 @@ def check_weights(state: Mapping[str, Any], path: PathLike) -> NetworkConfig:
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     wrong = [k for k in expected if k in stored and stored[k] != expected[k]]
     if missing or unexpected or wrong:
-        parts = ([f"missing {', '.join(missing[:3])}"] if missing else []) + (
-            [f"unexpected {', '.join(unexpected[:3])}"] if unexpected else []) + (
-            [f"{k} is {list(stored[k])}, not {list(expected[k])}" for k in wrong[:3]])
-        raise CheckpointError(f"checkpoint {str(path)!r}: the stored weights do not fit the stated shape "
-                              f"({shape}): {'; '.join(parts)}")
+        parts = (
+            ([f"missing {', '.join(missing[:3])}"] if missing else [])
+            + ([f"unexpected {', '.join(unexpected[:3])}"] if unexpected else [])
+            + ([f"{k} is {list(stored[k])}, not {list(expected[k])}" for k in wrong[:3]])
+        )
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: the stored weights do not fit the stated shape ({shape}): {'; '.join(parts)}"
+        )
     return shape
 
 
@@ -286,10 +317,11 @@ def rng_state() -> dict[str, Any]:
     np_state = np.random.get_state(legacy=False)
     assert isinstance(np_state, dict)
     np_plain = dict(np_state)
-    np_plain["state"] = {"key": torch.from_numpy(np_state["state"]["key"].astype(np.int64)),
-                         "pos": int(np_state["state"]["pos"])}
-    state: dict[str, Any] = {"python": _to_plain(random.getstate()), "numpy": np_plain,
-                             "torch": torch.get_rng_state()}
+    np_plain["state"] = {
+        "key": torch.from_numpy(np_state["state"]["key"].astype(np.int64)),
+        "pos": int(np_state["state"]["pos"]),
+    }
+    state: dict[str, Any] = {"python": _to_plain(random.getstate()), "numpy": np_plain, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -300,8 +332,10 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     np_state = dict(state["numpy"])
-    np_state["state"] = {"key": state["numpy"]["state"]["key"].numpy().astype(np.uint32),
-                         "pos": int(state["numpy"]["state"]["pos"])}
+    np_state["state"] = {
+        "key": state["numpy"]["state"]["key"].numpy().astype(np.uint32),
+        "pos": int(state["numpy"]["state"]["pos"]),
+    }
     np.random.set_state(np_state)
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():

@@ -51,8 +51,9 @@ class EvalConfig:
     simulations: int = 128
     """Search simulations per move of the network in evaluation games (no exploration noise); 1 to
     `MAX_SIMULATIONS` (100000)."""
-    opponents: list[str] = field(default_factory=lambda: ["alphabeta:depth=1", "alphabeta:depth=2",
-                                                          "alphabeta:depth=3"])
+    opponents: list[str] = field(
+        default_factory=lambda: ["alphabeta:depth=1", "alphabeta:depth=2", "alphabeta:depth=3"]
+    )
     """The ladder: player specs (see envs/players.py); each gets eval/score_<spec>. The default is the
     alpha-beta ladder of the strength goal (``random`` is beaten from the first evaluation on)."""
     vs_previous: bool = True
@@ -63,8 +64,15 @@ class EvalConfig:
     """An evaluation game longer than this is a draw; 1 to `COUNTER_LIMIT` (30000)."""
 
     def __post_init__(self) -> None:
-        check_range(self, "train.eval", every=(0, None), games=(1, 100_000), simulations=(1, MAX_SIMULATIONS),
-                    opening_plies=(0, COUNTER_LIMIT), max_plies=(1, COUNTER_LIMIT))
+        check_range(
+            self,
+            "train.eval",
+            every=(0, None),
+            games=(1, 100_000),
+            simulations=(1, MAX_SIMULATIONS),
+            opening_plies=(0, COUNTER_LIMIT),
+            max_plies=(1, COUNTER_LIMIT),
+        )
         if isinstance(self.opponents, str):
             raise ConfigError(f"train.eval.opponents={self.opponents!r} must be a list of player specs")
 
@@ -121,30 +129,53 @@ class TrainConfig:
     """Append the self-play games to games.jsonl in the run directory."""
 
     def __post_init__(self) -> None:
-        check_range(self, "train", iterations=(1, None), games_per_iteration=(1, 1_000_000), workers=(0, 1024),
-                    replay_capacity=(1, 100_000_000), min_replay=(0, None), batch_size=(1, 65536),
-                    train_ratio=(0, None), max_steps_per_iteration=(1, None), checkpoint_every=(1, None),
-                    replay_in_checkpoint_mb=(0, None))
+        check_range(
+            self,
+            "train",
+            iterations=(1, None),
+            games_per_iteration=(1, 1_000_000),
+            workers=(0, 1024),
+            replay_capacity=(1, 100_000_000),
+            min_replay=(0, None),
+            batch_size=(1, 65536),
+            train_ratio=(0, None),
+            max_steps_per_iteration=(1, None),
+            checkpoint_every=(1, None),
+            replay_in_checkpoint_mb=(0, None),
+        )
         if self.selfplay.player_name != SelfPlayConfig.player_name:
-            raise ConfigError(f"train.selfplay.player_name={self.selfplay.player_name!r}: the run's name is "
-                              "the network's name in its games (set name=... instead)")
+            raise ConfigError(
+                f"train.selfplay.player_name={self.selfplay.player_name!r}: the run's name is "
+                "the network's name in its games (set name=... instead)"
+            )
         if self.min_replay > self.replay_capacity:
-            raise ConfigError(f"train.min_replay={self.min_replay} exceeds train.replay_capacity="
-                              f"{self.replay_capacity}: learning would never start")
+            raise ConfigError(
+                f"train.min_replay={self.min_replay} exceeds train.replay_capacity="
+                f"{self.replay_capacity}: learning would never start"
+            )
         check_choice(self, "train", WorkerBackendError, worker_backend=BACKENDS)
         if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
-            raise ConfigError(f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
-                              f"the process or ray backend (got {self.workers} on {self.worker_backend!r})")
+            raise ConfigError(
+                f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
+                f"the process or ray backend (got {self.workers} on {self.worker_backend!r})"
+            )
 
 
 @dataclass
 class Config:
     """Top-level training configuration."""
 
-    defaults: list[Any] = field(default_factory=lambda: [
-        "_self_", {"model": "small"}, {"mcts": "gumbel"}, {"rules": "default"}, {"train": "default"},
-        {"preset": "cpu"}, {"override hydra/job_logging": "stdout"},
-    ])
+    defaults: list[Any] = field(
+        default_factory=lambda: [
+            "_self_",
+            {"model": "small"},
+            {"mcts": "gumbel"},
+            {"rules": "default"},
+            {"train": "default"},
+            {"preset": "cpu"},
+            {"override hydra/job_logging": "stdout"},
+        ]
+    )
     """Hydra's defaults list: one option per group; `preset` comes last and may change the others."""
     name: str = ""
     """Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>). One plain path
@@ -183,23 +214,32 @@ class Config:
     """Rule set (group `rules`; see envs/rules.py)."""
     train: TrainConfig = field(default_factory=TrainConfig)
     """The loop (group `train`)."""
-    hydra: Any = field(default_factory=lambda: {
-        "run": {"dir": "."}, "output_subdir": None, "job": {"chdir": False},
-    })
+    hydra: Any = field(
+        default_factory=lambda: {
+            "run": {"dir": "."},
+            "output_subdir": None,
+            "job": {"chdir": False},
+        }
+    )
     """Hydra's own settings: no output directory of its own, no change of working directory."""
 
     def __post_init__(self) -> None:
         check_range(self, "", seed=(0, 2**32 - 1), threads=(0, MAX_THREADS))
         if self.mcts.num_simulations < 1:
-            raise ConfigError(f"mcts.num_simulations={self.mcts.num_simulations!r}: self-play and evaluation "
-                              "need at least 1 simulation per move")
+            raise ConfigError(
+                f"mcts.num_simulations={self.mcts.num_simulations!r}: self-play and evaluation "
+                "need at least 1 simulation per move"
+            )
         if self.name:
             check_run_name(self.name)
         try:
             device = resolve_device(self.device)
         except ValueError as e:
-            hint = " (preset=gpu asks for device=cuda; the default preset=cpu runs on the CPU)" \
-                if self.device.startswith("cuda") else ""
+            hint = (
+                " (preset=gpu asks for device=cuda; the default preset=cpu runs on the CPU)"
+                if self.device.startswith("cuda")
+                else ""
+            )
             raise ConfigError(f"{e}{hint}") from None
         self._check_memory(device)
 
@@ -210,13 +250,18 @@ class Config:
         tc, sims = self.train, self.mcts.num_simulations
         needs = (
             (f"the replay buffer (train.replay_capacity={tc.replay_capacity})", tc.replay_capacity * POSITION_BYTES),
-            (f"the self-play trees (train.selfplay.parallel={tc.selfplay.parallel} games x mcts.num_simulations="
-             f"{sims})", tc.selfplay.parallel * default_nodes(sims) * NODE_BYTES),
+            (
+                f"the self-play trees (train.selfplay.parallel={tc.selfplay.parallel} games x mcts.num_simulations="
+                f"{sims})",
+                tc.selfplay.parallel * default_nodes(sims) * NODE_BYTES,
+            ),
         )
         for what, need in needs:
             if total is not None and need > total:
-                raise ConfigError(f"{what} would take {need / 2**30:.1f} GiB, more than this machine's "
-                                  f"{total / 2**30:.1f} GiB of memory")
+                raise ConfigError(
+                    f"{what} would take {need / 2**30:.1f} GiB, more than this machine's "
+                    f"{total / 2**30:.1f} GiB of memory"
+                )
 
 
 def machine_memory() -> Optional[int]:
@@ -263,16 +308,20 @@ def checked_config(cfg: DictConfig) -> Config:
         raise ConfigError(hydra_error_line(e, dotted_keys(Config))) from None
     assert isinstance(conf, Config)
     rules = conf.rules.rule_set()
-    for key, specs in (("train.selfplay.opponents", conf.train.selfplay.opponents),
-                       ("train.eval.opponents", conf.train.eval.opponents)):
+    for key, specs in (
+        ("train.selfplay.opponents", conf.train.selfplay.opponents),
+        ("train.eval.opponents", conf.train.eval.opponents),
+    ):
         for spec in specs:
             try:
                 make_player(spec, rules=rules, seed=0)
             except ValueError as e:  # PlayerSpecError, a missing checkpoint ...
                 raise ConfigError(f"{key}: {e}") from None
     if conf.train.selfplay.opponent_fraction > 0 and not conf.train.selfplay.opponents:
-        raise ConfigError(f"train.selfplay.opponent_fraction={conf.train.selfplay.opponent_fraction} needs "
-                          "train.selfplay.opponents (player specs)")
+        raise ConfigError(
+            f"train.selfplay.opponent_fraction={conf.train.selfplay.opponent_fraction} needs "
+            "train.selfplay.opponents (player specs)"
+        )
     return conf
 
 
@@ -293,8 +342,10 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
         if key == "resume":
             continue
         if key in GROUPS:
-            raise ConfigError(f"cannot change the config group {key!r} ({item}) of the run in {str(path)!r} "
-                              "when resuming; start a new run instead")
+            raise ConfigError(
+                f"cannot change the config group {key!r} ({item}) of the run in {str(path)!r} "
+                "when resuming; start a new run instead"
+            )
         if "=" not in item or item.startswith("~"):
             raise ConfigError(f"cannot apply {item!r} when resuming: only key=value overrides are")
         dotlist.append(item.lstrip("+"))
@@ -304,8 +355,10 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
             stored.mcts = migrate_flat_mcts(stored.mcts)
         stored = OmegaConf.merge(OmegaConf.structured(Config), stored)
     except OmegaConfBaseException as e:
-        raise CheckpointError(f"checkpoint {str(path)!r}: its stored config does not fit this version's schema: "
-                              f"{hydra_error_line(e, dotted_keys(Config))}") from None
+        raise CheckpointError(
+            f"checkpoint {str(path)!r}: its stored config does not fit this version's schema: "
+            f"{hydra_error_line(e, dotted_keys(Config))}"
+        ) from None
     try:
         cfg = OmegaConf.merge(stored, OmegaConf.from_dotlist(dotlist))
     except OmegaConfBaseException as e:

@@ -28,8 +28,10 @@ def resolve_device(device: str) -> torch.device:
             why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
             raise ValueError(f"device={device!r} is not available: {why}")
         if d.index is not None and d.index >= torch.cuda.device_count():
-            raise ValueError(f"device={device!r} is not available: this machine has "
-                             f"{torch.cuda.device_count()} CUDA device(s), cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+            raise ValueError(
+                f"device={device!r} is not available: this machine has "
+                f"{torch.cuda.device_count()} CUDA device(s), cuda:0 to cuda:{torch.cuda.device_count() - 1}"
+            )
     elif d.type == "mps":
         if not torch.backends.mps.is_available():
             raise ValueError(f"device={device!r} is not available: this machine has no MPS device")
@@ -103,4 +105,3 @@ def channels_last(device: torch.device, dtype: torch.dtype) -> bool:
     """Whether inference in `dtype` on `device` runs in channels-last layout: bf16 on a CPU, oneDNN's
     native layout for its bf16 convolutions; fp32 on a CPU was slower with it (docs/performance.md)."""
     return device.type == "cpu" and dtype == torch.bfloat16
-

@@ -24,11 +24,11 @@ from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.arena.tournament import random_openings
-from envs.players import Player, make_player
 from envs import RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.encoding import move_to_action
+from envs.players import Player, make_player
 from envs.seeding import derive_seed
 
 if TYPE_CHECKING:
@@ -71,8 +71,9 @@ def greedy(config: MCTSConfig) -> MCTSConfig:
     return dataclasses.replace(config, puct=dataclasses.replace(config.puct, temperature=0.0, temperature_plies=0))
 
 
-def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, max_plies: int = 400,
-               opening_plies: int = 0) -> MatchResult:
+def play_match(
+    a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, max_plies: int = 400, opening_plies: int = 0
+) -> MatchResult:
     """Play `games` games of `a` against `b` in lockstep; colours alternate (a is Red in even games).
 
     With `opening_plies` > 0 each pair of games (2k, 2k+1) starts from the same
@@ -87,8 +88,9 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     searches: dict[int, BatchedMCTS] = {}
     for k, s in enumerate((a, b)):
         if isinstance(s, Searcher):
-            searches[k] = BatchedMCTS(s.evaluator, make_policy(greedy(s.mcts)), batch.flags,
-                                       seed=derive_seed(seed, "search", k))
+            searches[k] = BatchedMCTS(
+                s.evaluator, make_policy(greedy(s.mcts)), batch.flags, seed=derive_seed(seed, "search", k)
+            )
         else:
             s.reset()
     while not batch.done.all():
@@ -123,12 +125,21 @@ def play_match(a: Side, b: Side, *, games: int, rules: RuleSet, seed: int = 0, m
     return result
 
 
-def play_vs_spec(searcher: Searcher, spec: str, *, games: int, rules: RuleSet, seed: int,
-                 max_plies: int = 400, opening_plies: int = 0) -> MatchResult:
+def play_vs_spec(
+    searcher: Searcher,
+    spec: str,
+    *,
+    games: int,
+    rules: RuleSet,
+    seed: int,
+    max_plies: int = 400,
+    opening_plies: int = 0,
+) -> MatchResult:
     """Net against the player built from `spec` (`random`, `alphabeta:depth=2`...), one seeded player per match."""
     opponent = make_player(spec, rules=rules, seed=seed)
-    return play_match(searcher, opponent, games=games, rules=rules, seed=seed, max_plies=max_plies,
-                      opening_plies=opening_plies)
+    return play_match(
+        searcher, opponent, games=games, rules=rules, seed=seed, max_plies=max_plies, opening_plies=opening_plies
+    )
 
 
 def spec_tag(spec: str) -> str:
@@ -137,21 +148,39 @@ def spec_tag(spec: str) -> str:
     return kind + ("_" + rest.replace("=", "").replace(",", "_") if rest else "")
 
 
-def evaluate_ladder(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, mcts: MCTSConfig, rules: RuleSet,
-             seed: int, it: int, device: torch.device, precision: str, elo: float,
-             progress: bool = False) -> dict[str, float]:
+def evaluate_ladder(
+    evaluator: Any,
+    previous: torch.nn.Module,
+    ec: EvalConfig,
+    mcts: MCTSConfig,
+    rules: RuleSet,
+    seed: int,
+    it: int,
+    device: torch.device,
+    precision: str,
+    elo: float,
+    progress: bool = False,
+) -> dict[str, float]:
     """Scores against the ladder and the previous network, and the running Elo (`elo` before this evaluation).
 
     Changes nothing outside: a stop may abandon it at any point."""
     me = Searcher(evaluator, mcts, ec.simulations)
     out: dict[str, float] = {}
     ladder = []
-    bar = tqdm(total=len(ec.opponents) + int(ec.vs_previous), desc="eval", unit="match", disable=not progress,
-               leave=False)
+    bar = tqdm(
+        total=len(ec.opponents) + int(ec.vs_previous), desc="eval", unit="match", disable=not progress, leave=False
+    )
     for spec in ec.opponents:
         bar.set_postfix_str(spec)
-        r = play_vs_spec(me, spec, games=ec.games, rules=rules, seed=derive_seed(seed, "eval", spec, it),
-                         max_plies=ec.max_plies, opening_plies=ec.opening_plies)
+        r = play_vs_spec(
+            me,
+            spec,
+            games=ec.games,
+            rules=rules,
+            seed=derive_seed(seed, "eval", spec, it),
+            max_plies=ec.max_plies,
+            opening_plies=ec.opening_plies,
+        )
         out[f"score_{spec_tag(spec)}"] = r.score
         # The 95% interval of the score (24 games: about +-0.2), logged beside it and drawn by plot_run.py.
         out[f"low_{spec_tag(spec)}"], out[f"high_{spec_tag(spec)}"] = score_interval(r.wins, r.draws, r.losses)
@@ -162,8 +191,15 @@ def evaluate_ladder(evaluator: Any, previous: torch.nn.Module, ec: EvalConfig, m
     if ec.vs_previous:
         bar.set_postfix_str("previous")
         prev = Searcher(make_evaluator(previous, device, precision), mcts, ec.simulations, name="previous")
-        r = play_match(me, prev, games=ec.games, rules=rules, seed=derive_seed(seed, "previous", it),
-                       max_plies=ec.max_plies, opening_plies=ec.opening_plies)
+        r = play_match(
+            me,
+            prev,
+            games=ec.games,
+            rules=rules,
+            seed=derive_seed(seed, "previous", it),
+            max_plies=ec.max_plies,
+            opening_plies=ec.opening_plies,
+        )
         out["score_previous"] = r.score
         out["elo"] = elo + elo_from_score(r.score, r.games)
         bar.update(1)

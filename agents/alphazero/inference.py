@@ -54,8 +54,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from envs.rules import RuleSet
-
 from agents.alphazero import workers as workers_module  # import_ray, looked up when a Ray actor starts
 from agents.alphazero.batcher import InferenceServer
 from agents.alphazero.device import resolve_device
@@ -73,6 +71,7 @@ from agents.alphazero.slots import (
 )
 from agents.alphazero.workers import SelfPlayPool, play_range, portable_state, split_games, start_ray
 from agents.child import Child, ChildDiedError, messages, receive, start_child
+from envs.rules import RuleSet
 
 
 class WorkerDiedError(ChildDiedError):
@@ -113,8 +112,9 @@ def _evaluate_slot(server: InferenceServer, k: int, slot: Slot, n: int) -> Any:
         return f"{type(e).__name__}: {e}"
 
 
-def _serve(settings: WorkerSettings, inference: InferenceSettings, control: Connection,
-           pipes: list[Connection]) -> None:
+def _serve(
+    settings: WorkerSettings, inference: InferenceSettings, control: Connection, pipes: list[Connection]
+) -> None:
     """The server process: answers its clients' pipes from threads. On `control` the pool sends (weights or
     None, the slots' name, their capacity, the clients about to play) before and after each call and gets
     the batch counts since the last message back; None ends it."""
@@ -136,8 +136,10 @@ def _serve(settings: WorkerSettings, inference: InferenceSettings, control: Conn
                     for s in old:
                         s.close()
             if not threads:
-                threads = [threading.Thread(target=_answer, args=(k, pipe, server, slots), name=f"client-{k}",
-                                            daemon=True) for k, pipe in enumerate(pipes)]
+                threads = [
+                    threading.Thread(target=_answer, args=(k, pipe, server, slots), name=f"client-{k}", daemon=True)
+                    for k, pipe in enumerate(pipes)
+                ]
                 for t in threads:
                     t.start()
             counts = server.take_counts()
@@ -193,8 +195,9 @@ class ServedPool(SelfPlayPool):
         self._commands: list[Connection] = []
         # Each end goes to its own process only (start_child closes it here), so that a death reads as
         # end-of-file on the other side.
-        self._server = start_child(_serve, (settings, inference, control, [s for _, s in pipes]),
-                                   name="inference-server")
+        self._server = start_child(
+            _serve, (settings, inference, control, [s for _, s in pipes]), name="inference-server"
+        )
         try:
             for k, (c, _) in enumerate(pipes):
                 here, there = Pipe()
@@ -220,8 +223,15 @@ class ServedPool(SelfPlayPool):
         who = "the inference server" if child is self._server else f"self-play worker {self._clients.index(child)}"
         return WorkerDiedError(f"{child.death(who)}; the self-play call is abandoned and every worker stopped")
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if self._broken or not self._clients:
             raise RuntimeError("this self-play pool is closed (or stopped by an error)")
         t0 = time.perf_counter()
@@ -241,11 +251,16 @@ class ServedPool(SelfPlayPool):
                 old.unlink()  # the server has let go of it; a client lets go at its next call
             seeds = list(opponent_seeds) if opponent_seeds is not None else None
             for k, (first, count) in enumerate(ranges):
-                self._commands[k].send((slots.name, slots.capacity, dict(
-                    seed=seed, first_game=first, num_games=count, opponent_seeds=seeds)))
+                self._commands[k].send(
+                    (
+                        slots.name,
+                        slots.capacity,
+                        dict(seed=seed, first_game=first, num_games=count, opponent_seeds=seeds),
+                    )
+                )
             parts: dict[int, SelfPlayData] = {}
             with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
-                for k, (status, *detail) in self._receive(self._commands[:len(ranges)]):
+                for k, (status, *detail) in self._receive(self._commands[: len(ranges)]):
                     if status == "error":
                         error, remote = detail
                         if isinstance(error, InferenceServiceError):  # name the cause, if it is the server's end
@@ -313,11 +328,20 @@ class ServedSelfPlayActor:
         self.rules, self.mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
         self.evaluator = RayServedEvaluator(workers_module.import_ray(), server, client)
 
-    def play(self, seed: int, first_game: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None) -> SelfPlayData:
+    def play(
+        self, seed: int, first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]] = None
+    ) -> SelfPlayData:
         try:
-            return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
-                              num_games=num_games, opponent_seeds=opponent_seeds)
+            return play_range(
+                self.evaluator,
+                self.settings,
+                self.mcts,
+                self.rules,
+                seed=seed,
+                first_game=first_game,
+                num_games=num_games,
+                opponent_seeds=opponent_seeds,
+            )
         finally:
             self.evaluator.idle()
 
@@ -327,8 +351,7 @@ class RayServedPool(SelfPlayPool):
 
     backend = "ray"
 
-    def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings,
-                 address: str = "") -> None:
+    def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings, address: str = "") -> None:
         if workers < 1:
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
         self._ray, self._owns_ray = start_ray(address, workers + 1)
@@ -342,8 +365,15 @@ class RayServedPool(SelfPlayPool):
         self._actors: list[Any] = [actor.remote(settings, self._server, k) for k in range(workers)]
         self.server_counts: dict[str, float] = {}
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if not self._actors:
             raise RuntimeError("this self-play pool is closed")
         ray = self._ray

@@ -83,9 +83,20 @@ class LearnerConfig:
         check_choice(self, "train.learner", LearnerConfigError, optimizer=OPTIMIZERS, schedule=SCHEDULES)
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
             raise LearnerConfigError(f"train.learner.lr={shown(self.lr)}: the learning rate must be > 0 and finite")
-        check_range(self, "train.learner", LearnerConfigError, momentum=(0, 1), weight_decay=(0, None),
-                    warmup_steps=(0, None), total_steps=(0, None), final_lr_fraction=(0, 1), value_weight=(0, None),
-                    survival_weight=(0, None), grad_clip=(0, None), max_nonfinite_steps=(1, 1_000_000))
+        check_range(
+            self,
+            "train.learner",
+            LearnerConfigError,
+            momentum=(0, 1),
+            weight_decay=(0, None),
+            warmup_steps=(0, None),
+            total_steps=(0, None),
+            final_lr_fraction=(0, 1),
+            value_weight=(0, None),
+            survival_weight=(0, None),
+            grad_clip=(0, None),
+            max_nonfinite_steps=(1, 1_000_000),
+        )
 
 
 @dataclass(frozen=True)
@@ -105,15 +116,23 @@ class LossParts:
     def of(cls, parts: dict[str, torch.Tensor]) -> LossParts:
         """From `alphazero_loss`'s parts."""
         survival = parts.get("survival")
-        return cls(policy=float(parts["policy"]), value=float(parts["value"]), total=float(parts["total"]),
-                   policy_entropy=float(parts["policy_entropy"]),
-                   survival=None if survival is None else float(survival))
+        return cls(
+            policy=float(parts["policy"]),
+            value=float(parts["value"]),
+            total=float(parts["total"]),
+            policy_entropy=float(parts["policy_entropy"]),
+            survival=None if survival is None else float(survival),
+        )
 
     def tags(self) -> dict[str, float]:
         """The parts by TensorBoard tag: ``loss/policy``, ``loss/value``, ``loss/total``, ``loss/policy_entropy``
         and, with the survival head, ``loss/survival``."""
-        out = {"loss/policy": self.policy, "loss/value": self.value, "loss/total": self.total,
-               "loss/policy_entropy": self.policy_entropy}
+        out = {
+            "loss/policy": self.policy,
+            "loss/value": self.value,
+            "loss/total": self.total,
+            "loss/policy_entropy": self.policy_entropy,
+        }
         if self.survival is not None:
             out["loss/survival"] = self.survival
         return out
@@ -174,16 +193,24 @@ class LearnMetrics:
             return float(np.mean(values)) if values else None
 
         parts = {f.name: mean(f.name) for f in fields(LossParts)}
-        return cls(steps=len(steps), nonfinite_steps=len(steps) - len(taken), grad_norm=mean("grad_norm"),
-                   lr=float(np.mean([m.lr for m in steps])) if steps else None, **parts)
+        return cls(
+            steps=len(steps),
+            nonfinite_steps=len(steps) - len(taken),
+            grad_norm=mean("grad_norm"),
+            lr=float(np.mean([m.lr for m in steps])) if steps else None,
+            **parts,
+        )
 
     def tags(self) -> dict[str, float]:
         """The TensorBoard scalars of a learning phase: the means by `StepMetrics.tags`'s names, the learning
         rate as ``loss/lr``, ``loss/nonfinite_steps`` as a count; nothing for a phase of no steps."""
         if not self.steps:
             return {}
-        out = {f"loss/{name}": value for name in ("policy", "value", "total", "policy_entropy", "grad_norm", "survival")
-               if (value := getattr(self, name)) is not None}
+        out = {
+            f"loss/{name}": value
+            for name in ("policy", "value", "total", "policy_entropy", "grad_norm", "survival")
+            if (value := getattr(self, name)) is not None
+        }
         out["loss/nonfinite_steps"] = float(self.nonfinite_steps)
         out["loss/lr"] = float(self.lr) if self.lr is not None else math.nan
         return out
@@ -191,8 +218,9 @@ class LearnMetrics:
 
 def _finite(tensors: list[torch.Tensor]) -> bool:
     """Whether every entry of every floating-point tensor is finite (one max-abs per tensor, then one check)."""
-    norms = [torch.linalg.vector_norm(t.detach(), ord=math.inf) for t in tensors
-             if t.is_floating_point() and t.numel() > 0]
+    norms = [
+        torch.linalg.vector_norm(t.detach(), ord=math.inf) for t in tensors if t.is_floating_point() and t.numel() > 0
+    ]
     return not norms or bool(torch.isfinite(torch.stack(norms)).all())
 
 
@@ -214,10 +242,17 @@ def outcome_class(z: torch.Tensor) -> torch.Tensor:
     return torch.where(z > 0.5, 0, torch.where(z < -0.5, 2, 1))
 
 
-def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, policy: torch.Tensor,
-                   value: torch.Tensor, full_search: torch.Tensor, value_weight: float = 1.0,
-                   survival: torch.Tensor | None = None, survival_weight: float = 1.0
-                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def alphazero_loss(
+    model: nn.Module,
+    obs: torch.Tensor,
+    mask: torch.Tensor,
+    policy: torch.Tensor,
+    value: torch.Tensor,
+    full_search: torch.Tensor,
+    value_weight: float = 1.0,
+    survival: torch.Tensor | None = None,
+    survival_weight: float = 1.0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Total loss and its parts (detached) for one batch; see the module doc.
 
     `survival` [B, 16] (0/1 floats) trains the survival head of a model that has one (part
@@ -245,8 +280,12 @@ def alphazero_loss(model: nn.Module, obs: torch.Tensor, mask: torch.Tensor, poli
     with torch.no_grad():
         p = logp.exp()
         entropy = -(p * logp).masked_fill(~mask, 0.0).sum(-1).mean()
-    parts = {"policy": policy_loss.detach(), "value": value_loss.detach(), "total": total.detach(),
-             "policy_entropy": entropy}
+    parts = {
+        "policy": policy_loss.detach(),
+        "value": value_loss.detach(),
+        "total": total.detach(),
+        "policy_entropy": entropy,
+    }
     if survival_loss is not None:
         parts["survival"] = survival_loss.detach()
     return total, parts
@@ -260,8 +299,7 @@ class Learner:
     bf16 autocast; otherwise float32. The weights and optimizer state stay float32.
     """
 
-    def __init__(self, model: nn.Module, config: LearnerConfig, *, device: torch.device,
-                 amp: bool = False) -> None:
+    def __init__(self, model: nn.Module, config: LearnerConfig, *, device: torch.device, amp: bool = False) -> None:
         self.model = model
         self.config = config
         self.device = device
@@ -270,8 +308,7 @@ class Learner:
         no_decay: list[nn.Parameter] = []
         for name, p in model.named_parameters():
             (no_decay if p.dim() <= 1 else decay).append(p)  # no decay on biases and norms
-        groups = [{"params": decay, "weight_decay": config.weight_decay},
-                  {"params": no_decay, "weight_decay": 0.0}]
+        groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
         self.optimizer: torch.optim.Optimizer
         if config.optimizer == "sgd":
             self.optimizer = torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum, nesterov=True)
@@ -286,9 +323,10 @@ class Learner:
 
     def _tensors(self, batch: Batch) -> tuple[torch.Tensor, ...]:
         d = self.device
-        return tuple(torch.from_numpy(np.ascontiguousarray(a)).to(d, non_blocking=True)
-                     for a in (batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32),
-                               batch.full_search))
+        return tuple(
+            torch.from_numpy(np.ascontiguousarray(a)).to(d, non_blocking=True)
+            for a in (batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32), batch.full_search)
+        )
 
     def _survival(self, batch: Batch) -> torch.Tensor | None:
         """The survival targets on the device, for a network with the survival head only (None otherwise:
@@ -314,8 +352,17 @@ class Learner:
         statistics = [b.detach().clone() for b in self._buffers]  # the forward pass updates batch-norm statistics
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
-            total, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
-                                          survival, self.config.survival_weight)
+            total, parts = alphazero_loss(
+                self.model,
+                obs,
+                mask,
+                policy,
+                value,
+                full,
+                self.config.value_weight,
+                survival,
+                self.config.survival_weight,
+            )
         self.optimizer.zero_grad(set_to_none=True)
         bad = "" if torch.isfinite(total.detach()) else "loss"
         grad_norm = torch.tensor(0.0)
@@ -337,14 +384,16 @@ class Learner:
                 raise LearnerDivergedError(
                     f"{self.nonfinite_in_a_row} learner steps in a row had a non-finite {bad} and were skipped "
                     f"(learning rate {lr:.3g}); the training has diverged: the learning rate "
-                    f"(train.learner.lr={self.config.lr:g}) is the likely cause")
+                    f"(train.learner.lr={self.config.lr:g}) is the likely cause"
+                )
             return StepMetrics.skipped(lr)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         if not _finite([*self._params, *self._buffers]):
             raise LearnerDivergedError(
                 f"a learner step at learning rate {lr:.3g} left weights or batch-norm statistics that are not finite; "
-                f"the training has diverged: the learning rate (train.learner.lr={self.config.lr:g}) is the likely cause")
+                f"the training has diverged: the learning rate (train.learner.lr={self.config.lr:g}) is the likely cause"
+            )
         self.nonfinite_in_a_row = 0
         self.step_count += 1
         return StepMetrics(**vars(LossParts.of(parts)), grad_norm=float(grad_norm), lr=lr)
@@ -352,8 +401,10 @@ class Learner:
     def learn(self, replay: ReplayBuffer, steps: int, batch_size: int, progress: bool = False) -> LearnMetrics:
         """`steps` steps on samples of `batch_size` positions of `replay`, summed up (a progress bar with
         `progress`)."""
-        metrics = [self.step(replay.sample(batch_size))
-                   for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False)]
+        metrics = [
+            self.step(replay.sample(batch_size))
+            for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False)
+        ]
         return LearnMetrics.of(metrics)
 
     @torch.no_grad()
@@ -362,13 +413,17 @@ class Learner:
         self.model.eval()
         obs, mask, policy, value, full = self._tensors(batch)
         survival = self._survival(batch)
-        _, parts = alphazero_loss(self.model, obs, mask, policy, value, full, self.config.value_weight,
-                                  survival, self.config.survival_weight)
+        _, parts = alphazero_loss(
+            self.model, obs, mask, policy, value, full, self.config.value_weight, survival, self.config.survival_weight
+        )
         return LossParts.of(parts)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
-                "step_count": self.step_count}
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "step_count": self.step_count,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict`; ValueError when the optimizer state does not fit the model's parameters (torch
@@ -377,8 +432,10 @@ class Learner:
         for param, entries in self.optimizer.state.items():
             for key, value in entries.items():
                 if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != param.shape:
-                    raise ValueError(f"optimizer state {key!r} of shape {list(value.shape)} does not fit a parameter "
-                                     f"of shape {list(param.shape)}")
+                    raise ValueError(
+                        f"optimizer state {key!r} of shape {list(value.shape)} does not fit a parameter "
+                        f"of shape {list(param.shape)}"
+                    )
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
         step_count = state["step_count"]

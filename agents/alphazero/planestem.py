@@ -123,13 +123,13 @@ def stem_relu_bf16(
                     f = s - FILES * r
                     for kr in range(3):
                         start = ((r + 2 - kr) * PAD_FILES + f) * c
-                        run = acc[start:start + span]  # a slice, so the loop below vectorizes
+                        run = acc[start : start + span]  # a slice, so the loop below vectorizes
                         taps = rows[p, kr]
                         for i in range(span):
                             run[i] += v * taps[i]
         for r in range(RANKS):
-            src = accu[((r + 1) * PAD_FILES + 1) * c:((r + 1) * PAD_FILES + 1 + FILES) * c]
-            dst = out[b, r * FILES * c:(r + 1) * FILES * c]
+            src = accu[((r + 1) * PAD_FILES + 1) * c : ((r + 1) * PAD_FILES + 1 + FILES) * c]
+            dst = out[b, r * FILES * c : (r + 1) * FILES * c]
             for i in range(FILES * c):
                 u = src[i]
                 q = _bf16_bits(u)
@@ -151,16 +151,17 @@ class PlaneStem:
         rows = np.zeros((N_PLANES, 3, 3 * c), np.float32)
         for kr in range(3):
             for j, kf in enumerate((2, 1, 0)):
-                rows[:, kr, j * c:(j + 1) * c] = weight[:, :, kr, kf].T.numpy()
+                rows[:, kr, j * c : (j + 1) * c] = weight[:, :, kr, kf].T.numpy()
         self.rows = rows
         bias = conv.bias.detach().float().cpu()[:, None, None].expand(c, RANKS, FILES)
         n_static = len(TERRAIN_PLANES)
         terrain = torch.zeros(1, N_PLANES, RANKS, FILES)
-        terrain[0, TERRAIN_FIRST_PLANE:TERRAIN_FIRST_PLANE + n_static] = torch.from_numpy(TERRAIN_PLANES)
+        terrain[0, TERRAIN_FIRST_PLANE : TERRAIN_FIRST_PLANE + n_static] = torch.from_numpy(TERRAIN_PLANES)
         with torch.no_grad():
             terrain_map = F.conv2d(terrain, weight, padding=1)[0]
-            ones = F.conv2d(torch.eye(N_PLANES)[:, :, None, None].expand(N_PLANES, N_PLANES, RANKS, FILES), weight,
-                            padding=1)
+            ones = F.conv2d(
+                torch.eye(N_PLANES)[:, :, None, None].expand(N_PLANES, N_PLANES, RANKS, FILES), weight, padding=1
+            )
         self.init_plain = self._bordered(bias)
         self.init_static = self._bordered(bias + terrain_map)
         self.ones = np.stack([self._bordered(m) for m in ones])
@@ -180,7 +181,15 @@ class PlaneStem:
             raise ValueError(f"observations of shape {obs.shape} are not [n, {', '.join(map(str, OBS_SHAPE))}]")
         n = len(obs)
         out = np.empty((n, SQUARES * self.channels), np.uint16)
-        stem_relu_bf16(obs.reshape(n, N_PLANES, SQUARES), self.rows, self.init_static, self.init_plain, self.ones,
-                       self.static_ref, TERRAIN_FIRST_PLANE, out)
+        stem_relu_bf16(
+            obs.reshape(n, N_PLANES, SQUARES),
+            self.rows,
+            self.init_static,
+            self.init_plain,
+            self.ones,
+            self.static_ref,
+            TERRAIN_FIRST_PLANE,
+            out,
+        )
         x = torch.from_numpy(out).view(torch.bfloat16)
         return x.view(n, RANKS, FILES, self.channels).permute(0, 3, 1, 2)

@@ -38,25 +38,38 @@ import torch
 from omegaconf import OmegaConf
 
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
-from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
-from envs.players import PlayerSpecError, register_player
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.config import check_choice, check_range
 from envs.encoding import N_ACTIONS, action_to_move
+from envs.players import PlayerSpecError, register_player
 
 
 class CheckpointPlayer:
     """Plays the move of a `BatchedMCTS` search (one game) guided by a checkpoint's network."""
 
-    def __init__(self, path: str, *, sims: int = 100, algorithm: Optional[str] = None, device: str = "auto",
-                 rules: Optional[RuleSet] = None, seed: Optional[int] = None, name: str = "",
-                 threads: int = 1, precision: str = "fp32", time: float = 0.0, leaf_batch: int = 1,
-                 max_actions: Optional[int] = None, c_scale: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        sims: int = 100,
+        algorithm: Optional[str] = None,
+        device: str = "auto",
+        rules: Optional[RuleSet] = None,
+        seed: Optional[int] = None,
+        name: str = "",
+        threads: int = 1,
+        precision: str = "fp32",
+        time: float = 0.0,
+        leaf_batch: int = 1,
+        max_actions: Optional[int] = None,
+        c_scale: Optional[float] = None,
+    ) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -69,17 +82,28 @@ class CheckpointPlayer:
             max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
             c_scale = TIMED_C_SCALE if c_scale is None else c_scale
         stored = _stored_mcts(state.get("config", ""), str(file))
-        gumbel: dict[str, Any] = {k: v for k, v in {"max_actions": max_actions, "c_scale": c_scale}.items()
-                                  if v is not None}
-        self.mcts = dataclasses.replace(stored, algorithm=stored.algorithm if algorithm is None else algorithm,
-                                        gumbel=dataclasses.replace(stored.gumbel, **gumbel),
-                                        num_simulations=int(sims), reuse_tree=False, leaf_batch=int(leaf_batch))
+        gumbel: dict[str, Any] = {
+            k: v for k, v in {"max_actions": max_actions, "c_scale": c_scale}.items() if v is not None
+        }
+        self.mcts = dataclasses.replace(
+            stored,
+            algorithm=stored.algorithm if algorithm is None else algorithm,
+            gumbel=dataclasses.replace(stored.gumbel, **gumbel),
+            num_simulations=int(sims),
+            reuse_tree=False,
+            leaf_batch=int(leaf_batch),
+        )
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
         self.evaluator = make_evaluator(self.model, device_t, precision)
-        self.search = BatchedMCTS(self.evaluator, make_policy(self.mcts), self.rules.flags(),
-                                  seed=0 if seed is None else seed, n_games=1,
-                                  max_nodes=TIMED_NODES if self.time > 0 else None)
+        self.search = BatchedMCTS(
+            self.evaluator,
+            make_policy(self.mcts),
+            self.rules.flags(),
+            seed=0 if seed is None else seed,
+            n_games=1,
+            max_nodes=TIMED_NODES if self.time > 0 else None,
+        )
         self.last_simulations = 0
         """Simulations of the last move's search."""
         self.last_value = 0.0
@@ -155,15 +179,30 @@ def _stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
         raise CheckpointError(f"checkpoint {path!r}: its stored search settings are not valid: {e}") from None
 
 
-def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any) -> CheckpointPlayer:
-    known = {"path", "sims", "algorithm", "device", "threads", "precision", "time", "leaf_batch", "max_actions",
-             "c_scale"}
+def make_checkpoint_player(
+    rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any
+) -> CheckpointPlayer:
+    known = {
+        "path",
+        "sims",
+        "algorithm",
+        "device",
+        "threads",
+        "precision",
+        "time",
+        "leaf_batch",
+        "max_actions",
+        "c_scale",
+    }
     unknown = sorted(set(options) - known)
     if unknown:
-        raise PlayerSpecError(f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise PlayerSpecError(
+            f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
     if "path" not in options:
-        raise PlayerSpecError("player 'checkpoint' needs path=<checkpoint file, run directory, run name or "
-                              "shipped:<name>>")
+        raise PlayerSpecError(
+            "player 'checkpoint' needs path=<checkpoint file, run directory, run name or shipped:<name>>"
+        )
     try:
         seconds = float(options.get("time", 0.0))
         sims = int(options.get("sims", 32 if seconds > 0 else 100))
@@ -172,12 +211,21 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         max_actions = int(options["max_actions"]) if "max_actions" in options else None
         c_scale = float(options["c_scale"]) if "c_scale" in options else None
     except ValueError:
-        raise PlayerSpecError(f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
-                              f"number of seconds and c_scale a number, got {options}") from None
+        raise PlayerSpecError(
+            f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
+            f"number of seconds and c_scale a number, got {options}"
+        ) from None
     where = "player 'checkpoint': "
     numbers = {"sims": sims, "threads": threads, "time": seconds, "leaf_batch": leaf_batch, "max_actions": max_actions}
-    check_range(numbers, where, PlayerSpecError, sims=(1, MAX_SIMULATIONS), threads=(0, MAX_THREADS), time=(0, 3600),
-                leaf_batch=(1, MAX_LEAF_BATCH))
+    check_range(
+        numbers,
+        where,
+        PlayerSpecError,
+        sims=(1, MAX_SIMULATIONS),
+        threads=(0, MAX_THREADS),
+        time=(0, 3600),
+        leaf_batch=(1, MAX_LEAF_BATCH),
+    )
     if max_actions is not None:
         check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
     if c_scale is not None and not 0 < c_scale <= 100:
@@ -191,9 +239,20 @@ def make_checkpoint_player(rules: Optional[RuleSet] = None, seed: Optional[int] 
         resolve_device(options.get("device", "auto"))
     except ValueError as e:
         raise PlayerSpecError(f"player 'checkpoint': {e}") from None
-    return CheckpointPlayer(options["path"], sims=sims, algorithm=algorithm, device=options.get("device", "auto"),
-                            rules=rules, seed=seed, threads=threads, precision=precision, time=seconds,
-                            leaf_batch=leaf_batch, max_actions=max_actions, c_scale=c_scale)
+    return CheckpointPlayer(
+        options["path"],
+        sims=sims,
+        algorithm=algorithm,
+        device=options.get("device", "auto"),
+        rules=rules,
+        seed=seed,
+        threads=threads,
+        precision=precision,
+        time=seconds,
+        leaf_batch=leaf_batch,
+        max_actions=max_actions,
+        c_scale=c_scale,
+    )
 
 
 register_player("checkpoint", make_checkpoint_player)

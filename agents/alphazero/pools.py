@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from typing import Optional
 
-from envs.config import check_choice, check_range
-
 from agents.alphazero.inference import RayServedPool, ServedPool
 from agents.alphazero.search import Evaluator
 from agents.alphazero.settings import BACKENDS, InferenceSettings, WorkerBackendError, WorkerSettings
 from agents.alphazero.workers import InProcessPool, ProcessPool, RayPool, SelfPlayPool
+from envs.config import check_choice, check_range
 
 
-def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
-                       evaluator: Optional[Evaluator] = None, address: str = "",
-                       inference: Optional[InferenceSettings] = None) -> SelfPlayPool:
+def make_selfplay_pool(
+    backend: str,
+    workers: int,
+    settings: WorkerSettings,
+    *,
+    evaluator: Optional[Evaluator] = None,
+    address: str = "",
+    inference: Optional[InferenceSettings] = None,
+) -> SelfPlayPool:
     """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
     plays in this process on `evaluator` (default: a CPU copy of the network).
 
@@ -30,8 +35,10 @@ def make_selfplay_pool(backend: str, workers: int, settings: WorkerSettings, *,
     settings.validate()
     if inference is not None:
         if backend == "inprocess" or workers == 0:
-            raise WorkerBackendError(f"an inference server serves self-play worker processes or actors: it needs "
-                                     f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})")
+            raise WorkerBackendError(
+                f"an inference server serves self-play worker processes or actors: it needs "
+                f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})"
+            )
         if backend == "process":
             return ServedPool(settings, workers, inference)
         return RayServedPool(settings, workers, inference, address)

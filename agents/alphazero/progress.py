@@ -85,8 +85,15 @@ def log_selfplay(writer: SummaryWriter, it: int, s: SelfPlayStats, seconds: floa
             writer.add_scalar("selfplay/opponent_score", s.opponent_score, it)
 
 
-def iteration_line(it: int, iterations: int, s: Optional[SelfPlayStats], seconds: float, steps: int,
-                   metrics: LearnMetrics, scores: dict[str, float]) -> str:
+def iteration_line(
+    it: int,
+    iterations: int,
+    s: Optional[SelfPlayStats],
+    seconds: float,
+    steps: int,
+    metrics: LearnMetrics,
+    scores: dict[str, float],
+) -> str:
     """The log line of an iteration: self-play, learning and evaluation figures (`s` None: an iteration
     whose self-play and learning ran before a stop)."""
     parts = [f"iter {it}/{iterations}"]
@@ -94,18 +101,22 @@ def iteration_line(it: int, iterations: int, s: Optional[SelfPlayStats], seconds
         parts.append(
             f"{s.games} games {s.positions} positions ({s.positions / max(seconds, 1e-9):.0f} pos/s, "
             f"{s.simulations / max(seconds, 1e-9):.0f} sims/s, len {s.mean_length:.0f}, red/blue/draw "
-            f"{s.red_wins}/{s.blue_wins}/{s.draws})")
-        parts.append(f"{steps} steps loss {or_nan(metrics.total):.3f} (policy "
-                     f"{or_nan(metrics.policy):.3f} value {or_nan(metrics.value):.3f})")
+            f"{s.red_wins}/{s.blue_wins}/{s.draws})"
+        )
+        parts.append(
+            f"{steps} steps loss {or_nan(metrics.total):.3f} (policy "
+            f"{or_nan(metrics.policy):.3f} value {or_nan(metrics.value):.3f})"
+        )
     else:
         parts.append("self-play and learning done before the stop")
     shown = []
     for key, score in scores.items():
         if key.startswith("score_"):
-            tag = key[len("score_"):]
+            tag = key[len("score_") :]
             low, high = scores.get(f"low_{tag}"), scores.get(f"high_{tag}")
-            shown.append(f"{tag} {score:.2f}" + (f" [{low:.2f}-{high:.2f}]" if low is not None and high is not None
-                                                 else ""))
+            shown.append(
+                f"{tag} {score:.2f}" + (f" [{low:.2f}-{high:.2f}]" if low is not None and high is not None else "")
+            )
     evaluation = " ".join(shown)
     if "elo" in scores:
         evaluation += f" elo {scores['elo']:.0f}"

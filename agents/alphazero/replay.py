@@ -77,7 +77,7 @@ def pieces_on_board(bits: np.ndarray) -> np.ndarray:
     """Packed observations [n, 166] (`pack_observations`) -> bool [n, 16]: whether the piece of each of
     observation planes 0-15 stands on the board."""
     count = _PIECE_PLANES * _SQUARES
-    planes = np.unpackbits(bits[:, :(count + 7) // 8], axis=1, count=count)
+    planes = np.unpackbits(bits[:, : (count + 7) // 8], axis=1, count=count)
     return planes.reshape(len(bits), _PIECE_PLANES, _SQUARES).max(axis=2) > 0
 
 
@@ -116,8 +116,15 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return min(self.add_count, self.capacity)
 
-    def add(self, obs: np.ndarray, mask: np.ndarray, policy: np.ndarray, value: np.ndarray,
-            full_search: np.ndarray | None = None, survival: np.ndarray | None = None) -> None:
+    def add(
+        self,
+        obs: np.ndarray,
+        mask: np.ndarray,
+        policy: np.ndarray,
+        value: np.ndarray,
+        full_search: np.ndarray | None = None,
+        survival: np.ndarray | None = None,
+    ) -> None:
         """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
         (default all True), survival [n,16] (nonzero: the piece survives the game; default the pieces on
         the board in `obs`). ReplayError, adding nothing, for a wrong shape or a non-finite entry."""
@@ -129,20 +136,27 @@ class ReplayBuffer:
         bits, scalars = pack_observations(obs)
         if survival is None:
             survival = pieces_on_board(bits)
-        for name, arr, shape in (("mask", mask, (n, N_ACTIONS)), ("policy", policy, (n, N_ACTIONS)),
-                                 ("value", value, (n,)), ("full_search", full_search, (n,)),
-                                 ("survival", survival, (n, _PIECE_PLANES))):
+        for name, arr, shape in (
+            ("mask", mask, (n, N_ACTIONS)),
+            ("policy", policy, (n, N_ACTIONS)),
+            ("value", value, (n,)),
+            ("full_search", full_search, (n,)),
+            ("survival", survival, (n, _PIECE_PLANES)),
+        ):
             if arr.shape != shape:
                 raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")
         for name, arr in (("observations", obs), ("policy targets", policy), ("value targets", value)):
             if not np.isfinite(arr).all():
-                raise ReplayError(f"replay {name} hold NaN or infinity ({int((~np.isfinite(arr)).sum())} entries): "
-                                  "the search that made them saw a diverged network; nothing was added")
+                raise ReplayError(
+                    f"replay {name} hold NaN or infinity ({int((~np.isfinite(arr)).sum())} entries): "
+                    "the search that made them saw a diverged network; nothing was added"
+                )
         if n == 0:
             return
         if n > self.capacity:  # only the newest fit
             bits, scalars, mask, policy, value, full_search, survival = (
-                a[-self.capacity:] for a in (bits, scalars, mask, policy, value, full_search, survival))
+                a[-self.capacity :] for a in (bits, scalars, mask, policy, value, full_search, survival)
+            )
             self.add_count += n - self.capacity
             n = self.capacity
         idx = (self.add_count + np.arange(n)) % self.capacity
@@ -164,8 +178,14 @@ class ReplayBuffer:
             obs[mirror] = obs[mirror][..., ::-1]
             mask[mirror] = mask[mirror][:, MIRROR_ACTION]
             policy[mirror] = policy[mirror][:, MIRROR_ACTION]
-        return Batch(obs, mask, policy, self.value[idx].copy(), self.full_search[idx].copy(),
-                     self.survival[idx].astype(np.float32))
+        return Batch(
+            obs,
+            mask,
+            policy,
+            self.value[idx].copy(),
+            self.full_search[idx].copy(),
+            self.survival[idx].astype(np.float32),
+        )
 
     def sample(self, batch_size: int) -> Batch:
         """A uniform random batch (with replacement), mirrored at random when enabled."""
@@ -206,14 +226,17 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["capacity"]) != self.capacity:
-            raise ReplayError(f"replay buffer capacity {self.capacity} differs from the checkpoint's {state['capacity']}")
+            raise ReplayError(
+                f"replay buffer capacity {self.capacity} differs from the checkpoint's {state['capacity']}"
+            )
         self.rng.bit_generator.state = state["rng"]
         if state.get("has_contents"):
             self.add_count = int(state["add_count"])
             n = len(state["value"])
             if n != len(self):
-                raise ReplayError(f"replay state holds {n} positions but counts {self.add_count} added "
-                                  f"(capacity {self.capacity})")
+                raise ReplayError(
+                    f"replay state holds {n} positions but counts {self.add_count} added (capacity {self.capacity})"
+                )
             for name in ("bits", "scalars", "mask", "policy", "value", "full_search"):
                 getattr(self, name)[:n] = state[name].numpy()
             if "survival" in state:

@@ -29,14 +29,13 @@ from agents.alphazero.checkpoint import (
     set_rng_state,
 )
 from agents.alphazero.config import Config, checked_config, resumed_config
-from agents.alphazero.settings import InferenceSettings
 from agents.alphazero.learner import Learner, LearnMetrics
 from agents.alphazero.network import count_parameters
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.progress import PhaseClock, log_selfplay
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay_data import SelfPlayData
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.settings import WorkerSettings
+from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.workers import SelfPlayPool
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
@@ -72,9 +71,17 @@ class TrainingRun:
     work), `restore` loads a resumed run's state, `claim` takes the directory, the save methods write the
     checkpoints, and `stopped` / `failed` end the run with one line."""
 
-    def __init__(self, conf: Config, config_yaml: str, run_dir: Path, resume_path: Path,
-                 resume_from: Optional[dict[str, Any]], loaded_as: tuple[int, int, int], init_path: Path,
-                 init_from: Optional[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        conf: Config,
+        config_yaml: str,
+        run_dir: Path,
+        resume_path: Path,
+        resume_from: Optional[dict[str, Any]],
+        loaded_as: tuple[int, int, int],
+        init_path: Path,
+        init_from: Optional[dict[str, Any]],
+    ) -> None:
         self.conf, self.config_yaml, self.run_dir = conf, config_yaml, run_dir
         self.rules = conf.rules.rule_set()
         self.resume_path, self.resume_from, self.loaded_as = resume_path, resume_from, loaded_as
@@ -122,8 +129,9 @@ class TrainingRun:
         init_path = Path()
         if resume_from is not None:
             if "init" in given:
-                raise CheckpointError("init= starts a new run from given weights and resume= continues a run: "
-                                      "give one of them")
+                raise CheckpointError(
+                    "init= starts a new run from given weights and resume= continues a run: give one of them"
+                )
             check_compatible(resume_from, resume_path, network=conf.model, rules=conf.rules.rule_set())
             # In the directory of its latest.pt, never in the run its config names (a copy would rewind it).
             run_dir = resume_dir(resume_path, Path(conf.out_dir) / conf.name if given & {"name", "out_dir"} else None)
@@ -138,11 +146,13 @@ class TrainingRun:
                 init_path = resolve_checkpoint_path(conf.init, conf.out_dir)
                 init_from = load_checkpoint(init_path)
                 check_compatible(init_from, init_path, network=conf.model, rules=conf.rules.rule_set())
-        return cls(conf, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path,
-                   init_from), conf
+        return cls(
+            conf, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path, init_from
+        ), conf
 
-    def restore(self, model: torch.nn.Module, learner: Learner, replay: ReplayBuffer,
-                previous: torch.nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+    def restore(
+        self, model: torch.nn.Module, learner: Learner, replay: ReplayBuffer, previous: torch.nn.Module
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Load the given weights (`init`) or every part of the resumed run into the built parts, each checked,
         before the run directory is claimed; the run's (counters, history). CheckpointError naming a damaged part."""
         counters, history = self.counters, self.history
@@ -172,7 +182,9 @@ class TrainingRun:
         run_dir, resume_from, resume_path = self.run_dir, self.resume_from, self.resume_path
         self.created = not run_dir.exists()
         stored_id = resume_from.get("run_id") if self.in_place and resume_from is not None else None
-        self.run_id = stored_id if isinstance(stored_id, str) and stored_id else new_run_id()  # os.urandom: seeds untouched
+        self.run_id = (
+            stored_id if isinstance(stored_id, str) and stored_id else new_run_id()
+        )  # os.urandom: seeds untouched
         leftovers: list[Path] = []
 
         def check_under_lock() -> None:  # again under the lock: another process may have written meanwhile
@@ -188,14 +200,20 @@ class TrainingRun:
             record = read_run_record(run_dir)
             logs = resume_from["extra"].get("logs")
             if logs is None:
-                log.warning("%s predates log rewinding: games.jsonl and the events may repeat the interrupted iteration",
-                            resume_path)
+                log.warning(
+                    "%s predates log rewinding: games.jsonl and the events may repeat the interrupted iteration",
+                    resume_path,
+                )
             else:
                 if record is None or record.run_id != stored_id:
-                    log.warning("%s does not name this directory's run (%s): only the logs it lists are cut back",
-                                resume_path, RUN_FILE)
-                for change in rewind_logs(run_dir, logs, LOGS,
-                                          owned=lambda name: owned_log(name, str(stored_id), record, LOGS)):
+                    log.warning(
+                        "%s does not name this directory's run (%s): only the logs it lists are cut back",
+                        resume_path,
+                        RUN_FILE,
+                    )
+                for change in rewind_logs(
+                    run_dir, logs, LOGS, owned=lambda name: owned_log(name, str(stored_id), record, LOGS)
+                ):
                     log.info("%s", change)
             # The run's games.jsonl (its checkpoint saw it), shorter than it was then and cut inside a line:
             torn = cut_torn_tail(run_dir / "games.jsonl") if "games.jsonl" in (logs or {}) else 0
@@ -206,8 +224,12 @@ class TrainingRun:
             log.info("removed %s (left by an attempt that wrote no checkpoint)", leftover.name)
         write_run_record(run_dir, RunRecord(self.run_id, checkpointed=self.in_place))
         if resume_from is not None:
-            log.info("resuming %s at iteration %d%s", resume_path, resume_from["counters"]["iteration"],
-                     "" if self.in_place else f" as the new run {run_dir}")
+            log.info(
+                "resuming %s at iteration %d%s",
+                resume_path,
+                resume_from["counters"]["iteration"],
+                "" if self.in_place else f" as the new run {run_dir}",
+            )
         elif self.init_from is not None:
             log.info("new run %s from the weights of %s", run_dir, self.init_path)
         atomic_write_text(run_dir / CONFIG_FILE, self.config_yaml)
@@ -215,8 +237,11 @@ class TrainingRun:
     def open_writer(self) -> SummaryWriter:
         """The run's TensorBoard writer: its own event files (agents.rundir.owned_log), a resumed run's cut
         back to its checkpoint."""
-        self.writer = SummaryWriter(str(self.run_dir), purge_step=self.counters["iteration"] + 1 if self.in_place
-                                    else None, filename_suffix=f".{self.run_id}")
+        self.writer = SummaryWriter(
+            str(self.run_dir),
+            purge_step=self.counters["iteration"] + 1 if self.in_place else None,
+            filename_suffix=f".{self.run_id}",
+        )
         if not self.in_place:
             self.writer.add_text("config", "```\n" + self.config_yaml + "\n```", 0)
         return self.writer
@@ -226,17 +251,32 @@ class TrainingRun:
         included) before any game; logs what the run is."""
         conf, tc = self.conf, self.conf.train
         assert self.parts is not None
-        settings = WorkerSettings(network=conf.model.to_dict(), mcts=asdict(conf.mcts), rules=self.rules.to_dict(),
-                                  selfplay=replace(tc.selfplay, player_name=conf.name), precision=conf.precision)
-        inference = (InferenceSettings(device=str(device), precision=conf.precision, threads=conf.threads)
-                     if tc.inference_server else None)
-        pool = make_selfplay_pool(tc.worker_backend, tc.workers, settings, evaluator=evaluator,
-                                  address=tc.ray_address, inference=inference)
-        log.info("run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
-                 conf.name, conf.model, count_parameters(self.parts[0]), device, conf.mcts.algorithm,
-                 conf.mcts.num_simulations,
-                 (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
-                 + (f" feeding an inference server on {device}" if tc.inference_server else ""))
+        settings = WorkerSettings(
+            network=conf.model.to_dict(),
+            mcts=asdict(conf.mcts),
+            rules=self.rules.to_dict(),
+            selfplay=replace(tc.selfplay, player_name=conf.name),
+            precision=conf.precision,
+        )
+        inference = (
+            InferenceSettings(device=str(device), precision=conf.precision, threads=conf.threads)
+            if tc.inference_server
+            else None
+        )
+        pool = make_selfplay_pool(
+            tc.worker_backend, tc.workers, settings, evaluator=evaluator, address=tc.ray_address, inference=inference
+        )
+        log.info(
+            "run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
+            conf.name,
+            conf.model,
+            count_parameters(self.parts[0]),
+            device,
+            conf.mcts.algorithm,
+            conf.mcts.num_simulations,
+            (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
+            + (f" feeding an inference server on {device}" if tc.inference_server else ""),
+        )
         return pool
 
     def played(self, it: int, data: SelfPlayData, started: float) -> float:
@@ -295,9 +335,14 @@ class TrainingRun:
         and the run's id."""
         assert self.parts is not None
         model, learner = self.parts[0], self.parts[1]
-        return {"model": model.state_dict(), "network": self.conf.model.to_dict(),
-                "rules": self.rules.to_dict(), "config": self.config_yaml,
-                "counters": dict(self.counters, learner_steps=learner.step_count), "run_id": self.run_id}
+        return {
+            "model": model.state_dict(),
+            "network": self.conf.model.to_dict(),
+            "rules": self.rules.to_dict(),
+            "config": self.config_yaml,
+            "counters": dict(self.counters, learner_steps=learner.step_count),
+            "run_id": self.run_id,
+        }
 
     def save_latest(self, pending: bool, rng: Optional[dict[str, Any]] = None) -> None:
         """latest.pt: the weights and all a resume needs, and the sizes of the logs it has seen."""
@@ -305,14 +350,21 @@ class TrainingRun:
         _, learner, replay, previous = self.parts
         self.writer.flush()
         keep_contents = replay.nbytes() <= self.conf.train.replay_in_checkpoint_mb * 2**20
-        save_checkpoint(self.run_dir / LATEST, dict(
-            self.weights_state(),
-            learner=learner.state_dict(), replay=replay.state_dict(contents=keep_contents),
-            rng=rng if rng is not None else rng_state(),
-            extra={"history": dict(self.history, phase_seconds=self.clock.state_dict()),
-                   "previous_model": previous.state_dict(), "logs": log_sizes(self.run_dir, LOGS),
-                   "pending_eval": pending},
-        ))
+        save_checkpoint(
+            self.run_dir / LATEST,
+            dict(
+                self.weights_state(),
+                learner=learner.state_dict(),
+                replay=replay.state_dict(contents=keep_contents),
+                rng=rng if rng is not None else rng_state(),
+                extra={
+                    "history": dict(self.history, phase_seconds=self.clock.state_dict()),
+                    "previous_model": previous.state_dict(),
+                    "logs": log_sizes(self.run_dir, LOGS),
+                    "pending_eval": pending,
+                },
+            ),
+        )
         self.saved = (self.counters["iteration"], pending)
         if not self.checkpointed:  # from now on a fresh start refuses this directory: it holds a run to resume
             write_run_record(self.run_dir, RunRecord(self.run_id, checkpointed=True))
@@ -343,15 +395,20 @@ class TrainingRun:
         else:
             failure = f"iteration {it}: {error}"
             if not isinstance(error, CheckpointError):
-                advice = (f"continue with a lower learning rate: {self.again} "
-                          f"train.learner.lr={self.conf.train.learner.lr / 10:g}")
+                advice = (
+                    f"continue with a lower learning rate: {self.again} "
+                    f"train.learner.lr={self.conf.train.learner.lr / 10:g}"
+                )
         try:
             if self.writer is not None:
                 self.writer.close()
         except OSError:
             pass
-        kept = (f"latest.pt holds iteration {self.saved[0]}; {advice}" if (self.run_dir / LATEST).is_file()
-                else "no checkpoint was written")
+        kept = (
+            f"latest.pt holds iteration {self.saved[0]}; {advice}"
+            if (self.run_dir / LATEST).is_file()
+            else "no checkpoint was written"
+        )
         print(f"train.py: error: {failure}; {kept}", file=sys.stderr)
         sys.exit(1)
 
@@ -416,8 +473,12 @@ def checked_extra(extra: Any) -> dict[str, Any]:
     if not isinstance(extra.get("previous_model"), dict):
         raise TypeError("previous_model is not a state dict")
     logs = extra.get("logs")
-    if logs is not None and not (isinstance(logs, dict) and all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in logs.items())):
+    if logs is not None and not (
+        isinstance(logs, dict)
+        and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in logs.items()
+        )
+    ):
         raise ValueError("logs is not a mapping of file names to sizes")
     if not isinstance(extra.get("pending_eval", False), bool):
         raise TypeError("pending_eval is not true or false")

@@ -83,14 +83,18 @@ class FusedCPUForward:
         self.conv_add = ops._convolution_pointwise.binary
         # Every tensor the pass reads, looked up once: module attribute lookups are a measurable share of a call.
         self.stem_conv = self._weights(net.stem[0])
-        self.blocks = [self._weights(block.conv1) + self._weights(block.conv2)
-                       for block in cast(list[ResidualBlock], list(net.tower))]
+        self.blocks = [
+            self._weights(block.conv1) + self._weights(block.conv2)
+            for block in cast(list[ResidualBlock], list(net.tower))
+        ]
         self.policy_conv = self._weights(net.policy_conv[0])
         self.value_conv = self._weights(net.value_conv[0])
         # The heads' first linear layers with their inputs in channels-last order, so a head's 1x1
         # convolution output (channels-last, as oneDNN writes it) feeds them without a copy.
-        self.policy_fc = (self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels),
-                          net.policy_fc.bias)
+        self.policy_fc = (
+            self._channels_last_inputs(net.policy_fc.weight, net.config.policy_channels),
+            net.policy_fc.bias,
+        )
         value_fc1, value_fc2 = cast(nn.Linear, net.value_fc[0]), cast(nn.Linear, net.value_fc[2])
         self.value_fc1 = (self._channels_last_inputs(value_fc1.weight, 2), value_fc1.bias)
         self.value_fc2 = (value_fc2.weight, value_fc2.bias)
@@ -212,7 +216,9 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     copies = _InferenceCopies(model, dev)
     chunk = CPU_CHUNK if dev.type == "cpu" else None
 
-    def run(net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def run(
+        net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
         if isinstance(net, FusedCPUForward):  # the stem from the planes' nonzero entries, no input copies
             logits, v = net.from_planes(obs)
@@ -227,7 +233,8 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
         if not (torch.isfinite(value).all() and torch.isfinite(logits).all()):  # clamp would hide a NaN value
             raise NonFiniteOutputError(
                 f"the network's outputs are not finite (NaN or infinity) for {len(obs)} positions: its weights "
-                "have diverged or are damaged")
+                "have diverged or are damaged"
+            )
         return logits.cpu().numpy(), value.clamp(-1.0, 1.0).cpu().numpy()
 
     def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -244,8 +251,9 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
             logits = np.empty((n, N_ACTIONS), np.float32)
             value = np.empty(n, np.float32)
             for start in range(0, n, size):
-                logits[start:start + size], value[start:start + size] = run(
-                    net, dtype, obs[start:start + size], mask[start:start + size])
+                logits[start : start + size], value[start : start + size] = run(
+                    net, dtype, obs[start : start + size], mask[start : start + size]
+                )
             return logits, value
 
     return evaluate

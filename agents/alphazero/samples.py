@@ -49,8 +49,15 @@ def new_samples(n_games: int, max_plies: int) -> Samples:
 
 
 @njit(cache=True)
-def record_samples(samples: Samples, idx: np.ndarray, state: np.ndarray, policy: np.ndarray,
-                   root_value: np.ndarray, full: np.ndarray, searched: np.ndarray) -> None:
+def record_samples(
+    samples: Samples,
+    idx: np.ndarray,
+    state: np.ndarray,
+    policy: np.ndarray,
+    root_value: np.ndarray,
+    full: np.ndarray,
+    searched: np.ndarray,
+) -> None:
     """Row ``state[b, S_PLY]`` of each game `b` of `idx`: its side to move, `full[b]`, and when
     `searched[b]` the search's `policy[b]` (float32 [B, 252]) and `root_value[b]`; otherwise (the
     opponent moves) no policy and a NaN root value."""
@@ -74,8 +81,16 @@ def record_samples(samples: Samples, idx: np.ndarray, state: np.ndarray, policy:
 
 
 @njit(cache=True)
-def _replay(samples: Samples, b: int, first: np.ndarray, moves: np.ndarray, flags: np.ndarray, obs: np.ndarray,
-            mask: np.ndarray, policy: np.ndarray) -> None:
+def _replay(
+    samples: Samples,
+    b: int,
+    first: np.ndarray,
+    moves: np.ndarray,
+    flags: np.ndarray,
+    obs: np.ndarray,
+    mask: np.ndarray,
+    policy: np.ndarray,
+) -> None:
     st = first.copy()
     plies = obs.shape[0]
     hist = np.zeros((plies + 1, K.HIST_WIDTH), dtype=np.int16)
@@ -92,8 +107,9 @@ def _replay(samples: Samples, b: int, first: np.ndarray, moves: np.ndarray, flag
         K.make_move(st, hist, hashes, (int(moves[p, 0]) << 6) | int(moves[p, 1]))
 
 
-def game_samples(samples: Samples, b: int, first: np.ndarray, hist: np.ndarray, plies: int,
-                 flags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def game_samples(
+    samples: Samples, b: int, first: np.ndarray, hist: np.ndarray, plies: int, flags: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(obs float32 [plies, 24, 9, 7], mask bool [plies, 252], policy float32 [plies, 252]) of the game in
     slot `b`, which started from the position `first` and whose moves are `hist[:plies]` (the kernels'
     history rows of the slot)."""

@@ -53,6 +53,11 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from agents.alphazero.samples import game_samples, new_samples, record_samples
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
+from agents.alphazero.search.config import MAX_SIMULATIONS
+from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
+from agents.arena.records import GameRecord
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.board import Termination
@@ -62,12 +67,6 @@ from envs.notation import START_JFEN, parse_jfen
 from envs.players import Player, make_player
 from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed
-
-from agents.alphazero.samples import game_samples, new_samples, record_samples
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
-from agents.alphazero.search.config import MAX_SIMULATIONS
-from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
-from agents.arena.records import GameRecord
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
 
@@ -127,17 +126,28 @@ class SelfPlayConfig:
     """The position every game starts from."""
 
     def __post_init__(self) -> None:
-        check_range(self, "train.selfplay", SelfPlayConfigError, parallel=(1, MAX_PARALLEL),
-                    max_plies=(1, COUNTER_LIMIT), cheap_simulations=(0, MAX_SIMULATIONS),
-                    bootstrap_plies=(1, COUNTER_LIMIT), playout_cap_fraction=(0, 1), opponent_fraction=(0, 1),
-                    value_q_weight=(0, 1), draw_contempt=(0, 1))
+        check_range(
+            self,
+            "train.selfplay",
+            SelfPlayConfigError,
+            parallel=(1, MAX_PARALLEL),
+            max_plies=(1, COUNTER_LIMIT),
+            cheap_simulations=(0, MAX_SIMULATIONS),
+            bootstrap_plies=(1, COUNTER_LIMIT),
+            playout_cap_fraction=(0, 1),
+            opponent_fraction=(0, 1),
+            value_q_weight=(0, 1),
+            draw_contempt=(0, 1),
+        )
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
         start = parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
         if max(int(start[K.S_CLOCK]), int(start[K.S_MOVENO]) // 2) + self.max_plies > COUNTER_LIMIT:
-            raise SelfPlayConfigError(f"train.selfplay.start_jfen's counters ({self.start_jfen.split()[2:]}) plus "
-                                      f"max_plies={self.max_plies} would pass {COUNTER_LIMIT}")
+            raise SelfPlayConfigError(
+                f"train.selfplay.start_jfen's counters ({self.start_jfen.split()[2:]}) plus "
+                f"max_plies={self.max_plies} would pass {COUNTER_LIMIT}"
+            )
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "SelfPlayConfig":
@@ -150,8 +160,9 @@ def opponent_seed(seed: int, k: int) -> int:
     return derive_seed(seed, "opponent", k)
 
 
-def build_opponents(settings: SelfPlayConfig, rules: RuleSet, seed: int,
-                    opponent_seeds: Optional[Sequence[int]] = None) -> list[Player]:
+def build_opponents(
+    settings: SelfPlayConfig, rules: RuleSet, seed: int, opponent_seeds: Optional[Sequence[int]] = None
+) -> list[Player]:
     """The players of `settings.opponents` (specs), opponent k seeded by `opponent_seeds[k]` (default
     `opponent_seed(seed, k)`); none when `opponent_fraction` is 0. ValueError for a bad spec or count."""
     if settings.opponent_fraction <= 0:
@@ -160,8 +171,11 @@ def build_opponents(settings: SelfPlayConfig, rules: RuleSet, seed: int,
         raise SelfPlayConfigError(f"opponent_fraction={settings.opponent_fraction} needs opponents (player specs)")
     if opponent_seeds is not None and len(opponent_seeds) != len(settings.opponents):
         raise ValueError(f"{len(opponent_seeds)} opponent seeds for {len(settings.opponents)} opponents")
-    seeds = list(opponent_seeds) if opponent_seeds is not None else [
-        opponent_seed(seed, k) for k in range(len(settings.opponents))]
+    seeds = (
+        list(opponent_seeds)
+        if opponent_seeds is not None
+        else [opponent_seed(seed, k) for k in range(len(settings.opponents))]
+    )
     return [make_player(spec, rules=rules, seed=s) for spec, s in zip(settings.opponents, seeds)]
 
 
@@ -217,8 +231,17 @@ def play_games(
     The opponent's moves come from the player object, shared by the games of
     this call: a player with its own random generator or memory (a noisy
     alpha-beta) makes its games depend on the others played with it."""
-    return SelfPlayLoop(evaluator, settings, mcts=mcts, rules=rules, num_games=num_games, seed=seed,
-                        first_game=first_game, opponents=opponents, progress=progress).run()
+    return SelfPlayLoop(
+        evaluator,
+        settings,
+        mcts=mcts,
+        rules=rules,
+        num_games=num_games,
+        seed=seed,
+        first_game=first_game,
+        opponents=opponents,
+        progress=progress,
+    ).run()
 
 
 class SelfPlayLoop:
@@ -231,9 +254,19 @@ class SelfPlayLoop:
     Python touches the batch a fixed number of times per step; it goes game by game only for opponents'
     moves and for games that end. `run` plays the games once."""
 
-    def __init__(self, evaluator: Evaluator, settings: SelfPlayConfig, *, mcts: MCTSConfig, rules: RuleSet,
-                 num_games: int, seed: int, first_game: int = 0, opponents: Optional[Sequence[Player]] = None,
-                 progress: bool = False) -> None:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        settings: SelfPlayConfig,
+        *,
+        mcts: MCTSConfig,
+        rules: RuleSet,
+        num_games: int,
+        seed: int,
+        first_game: int = 0,
+        opponents: Optional[Sequence[Player]] = None,
+        progress: bool = False,
+    ) -> None:
         if num_games < 1:
             raise ValueError(f"num_games ({num_games}) must be >= 1")
         if first_game < 0:
@@ -340,8 +373,9 @@ class SelfPlayLoop:
                 if self.opponent_side[s] != games.state[s, K.S_SIDE]:
                     return  # the network's move: the slot searches again
                 assert g.opponent is not None
-                record_samples(self.samples, np.array([s]), games.state, self.no_policy, self.no_value, self.neither,
-                               self.neither)
+                record_samples(
+                    self.samples, np.array([s]), games.state, self.no_policy, self.no_value, self.neither, self.neither
+                )
                 side = games.side_to_move(s)
                 action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
@@ -369,8 +403,9 @@ class SelfPlayLoop:
             mine = np.flatnonzero(sides != g.opponent_side)
             self.opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
         obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.flags)
-        self.finished[g.index] = _Finished(record, obs, mask, policy, values, samples.full[s, :plies].copy(),
-                                           survival_targets(games.state[s], sides))
+        self.finished[g.index] = _Finished(
+            record, obs, mask, policy, values, samples.full[s, :plies].copy(), survival_targets(games.state[s], sides)
+        )
         if record.result == "1-0":
             stats.red_wins += 1
         elif record.result == "0-1":
@@ -395,8 +430,9 @@ class SelfPlayLoop:
         return SelfPlayData.joined(done, [d.record for d in done], stats)
 
 
-def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, truncated: bool,
-                  settings: SelfPlayConfig) -> np.ndarray:
+def value_targets(
+    sides: np.ndarray, root_value: np.ndarray, winner: int, truncated: bool, settings: SelfPlayConfig
+) -> np.ndarray:
     """float32 [n] value targets of a finished game's positions, each from its side to move.
 
     `sides` [n] are the sides to move, `root_value` [n] the search's root values (NaN where an
@@ -406,7 +442,7 @@ def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, trunca
     `value_q_weight` then blends each position's own root value in."""
     red = sides == K.RED
     if truncated:
-        searched = np.flatnonzero(~np.isnan(root_value))[-settings.bootstrap_plies:]
+        searched = np.flatnonzero(~np.isnan(root_value))[-settings.bootstrap_plies :]
         if settings.truncated_value == "draw" or len(searched) == 0:
             red_result = 0.0
         else:  # root values seen from Red, averaged
@@ -423,15 +459,23 @@ def value_targets(sides: np.ndarray, root_value: np.ndarray, winner: int, trunca
 def survival_targets(final: np.ndarray, sides: np.ndarray) -> np.ndarray:
     """float32 [n, 16] survival targets of a game's positions: 1 for each piece on the board in the game's
     `final` position (a kernel state), the side to move's 8 animals first, for the sides to move `sides` [n]."""
-    alive = final[K.S_PIECES:K.S_PIECES + 16].reshape(2, 8) >= 0  # [colour, animal - 1]
+    alive = final[K.S_PIECES : K.S_PIECES + 16].reshape(2, 8) >= 0  # [colour, animal - 1]
     views = np.zeros((2, 16), dtype=np.float32)  # [side to move, piece in observation order]
     for side in (K.RED, K.BLUE):
         views[side] = np.concatenate([alive[side], alive[1 - side]])
     return views[sides]
 
 
-def _finish(games: GameBatch, s: int, g: _Game, sides: np.ndarray, root_value: np.ndarray, rules: RuleSet,
-            player_names: tuple[str, str], settings: SelfPlayConfig) -> tuple[np.ndarray, GameRecord]:
+def _finish(
+    games: GameBatch,
+    s: int,
+    g: _Game,
+    sides: np.ndarray,
+    root_value: np.ndarray,
+    rules: RuleSet,
+    player_names: tuple[str, str],
+    settings: SelfPlayConfig,
+) -> tuple[np.ndarray, GameRecord]:
     """Value targets (from each position's side to move) and the record of the game in slot `s`, whose
     positions had the sides to move `sides` and the root values `root_value` (NaN: an opponent's move)."""
     term, winner = games.outcome(s)
@@ -441,8 +485,14 @@ def _finish(games: GameBatch, s: int, g: _Game, sides: np.ndarray, root_value: n
     else:
         result, termination = RESULT_OF_WINNER[winner], Termination(term).name.lower()
     record = GameRecord(
-        start=games.start[s], moves=games.moves(s), result=result, termination=termination,
-        red=player_names[0], blue=player_names[1], rules=rules.to_dict(), seed=g.seed,
+        start=games.start[s],
+        moves=games.moves(s),
+        result=result,
+        termination=termination,
+        red=player_names[0],
+        blue=player_names[1],
+        rules=rules.to_dict(),
+        seed=g.seed,
         extra={"game_index": g.index, "plies": len(sides)},
     )
     return values, record

@@ -82,11 +82,15 @@ class SelfPlayStats:
         opponent_games = sum(p.opponent_games for p in parts)
         points = sum(p.opponent_score * p.opponent_games for p in parts if p.opponent_games > 0)
         return cls(
-            games=sum(p.games for p in parts), positions=sum(p.positions for p in parts),
+            games=sum(p.games for p in parts),
+            positions=sum(p.positions for p in parts),
             full_search_positions=sum(p.full_search_positions for p in parts),
-            simulations=sum(p.simulations for p in parts), seconds=total,
-            red_wins=sum(p.red_wins for p in parts), blue_wins=sum(p.blue_wins for p in parts),
-            draws=sum(p.draws for p in parts), truncated=sum(p.truncated for p in parts),
+            simulations=sum(p.simulations for p in parts),
+            seconds=total,
+            red_wins=sum(p.red_wins for p in parts),
+            blue_wins=sum(p.blue_wins for p in parts),
+            draws=sum(p.draws for p in parts),
+            truncated=sum(p.truncated for p in parts),
             opponent_games=opponent_games,
             opponent_score=points / opponent_games if opponent_games else math.nan,
             terminations=terminations,
@@ -154,5 +158,6 @@ def merge_selfplay(parts: Sequence[SelfPlayData], seconds: float | None = None) 
     `seconds` is the wall time of the whole, by default the parts' times added up)."""
     if not parts:
         raise ValueError("merge_selfplay needs at least one part")
-    return SelfPlayData.joined(parts, [r for p in parts for r in p.records],
-                               SelfPlayStats.merge([p.stats for p in parts], seconds))
+    return SelfPlayData.joined(
+        parts, [r for p in parts for r in p.records], SelfPlayStats.merge([p.stats for p in parts], seconds)
+    )

@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from envs.config import ConfigError, check_choice, check_range
-from envs.players import make_player
-from envs.rules import RuleSet
-
 from agents.alphazero.device import PRECISIONS, resolve_device
 from agents.alphazero.network import NetworkConfig
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, build_opponents
+from envs.config import ConfigError, check_choice, check_range
+from envs.players import make_player
+from envs.rules import RuleSet
 
 BACKENDS = ("inprocess", "process", "ray")
 """Where self-play runs: in the caller, in local processes, in Ray actors."""

@@ -66,18 +66,27 @@ def networks(manifest: Optional[Path] = None) -> list[ShippedNetwork]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ShippedError(f"no shipped networks here: {str(path)!r} does not exist (they come with a checkout "
-                           f"of the repository)") from None
+        raise ShippedError(
+            f"no shipped networks here: {str(path)!r} does not exist (they come with a checkout of the repository)"
+        ) from None
     except (OSError, ValueError) as e:
         raise ShippedError(f"{str(path)!r} cannot be read: {e}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("networks"), list):
-        raise ShippedError(f"{str(path)!r} is not a shipped-networks manifest (format {FORMAT!r} with a 'networks' list)")
+        raise ShippedError(
+            f"{str(path)!r} is not a shipped-networks manifest (format {FORMAT!r} with a 'networks' list)"
+        )
     out = []
     for k, item in enumerate(data["networks"]):
         try:
-            net = ShippedNetwork(name=str(item["name"]), file=str(item["file"]), sha256=str(item["sha256"]),
-                                 what=str(item["what"]), commands=tuple(str(c) for c in item["commands"]),
-                                 strength=tuple(dict(r) for r in item["strength"]), entry=dict(item))
+            net = ShippedNetwork(
+                name=str(item["name"]),
+                file=str(item["file"]),
+                sha256=str(item["sha256"]),
+                what=str(item["what"]),
+                commands=tuple(str(c) for c in item["commands"]),
+                strength=tuple(dict(r) for r in item["strength"]),
+                entry=dict(item),
+            )
         except (KeyError, TypeError, ValueError) as err:
             raise ShippedError(f"{str(path)!r}: network {k} is malformed ({err!r})") from None
         if Path(net.file).name != net.file or not net.file.endswith(".pt"):

@@ -15,10 +15,8 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from agents.alphazero.search import MCTSConfig, leaves_per_call
 from envs.encoding import N_ACTIONS, OBS_SHAPE
-
-from agents.alphazero.search import MCTSConfig
-from agents.alphazero.search import leaves_per_call
 
 IDLE = 0
 """What a client sends on its pipe instead of a batch size when its call is over (the server stops waiting
@@ -67,8 +65,10 @@ class LeafSlots:
         self.name = self.shm.name
         if self.shm.size < clients * self.slot_bytes:
             self.shm.close()
-            raise ValueError(f"shared memory {name!r} holds {self.shm.size} bytes, fewer than {clients} slots of "
-                             f"{capacity} positions need")
+            raise ValueError(
+                f"shared memory {name!r} holds {self.shm.size} bytes, fewer than {clients} slots of "
+                f"{capacity} positions need"
+            )
 
     def slot(self, k: int) -> Slot:
         c, buf, at = self.capacity, self.shm.buf, k * self.slot_bytes
@@ -109,8 +109,8 @@ class ServedEvaluator:
         logits, value = np.empty((n, N_ACTIONS), np.float32), np.empty(n, np.float32)
         for a in range(0, n, cap):
             k = min(n - a, cap)
-            self.slot.obs[:k] = obs[a:a + k]
-            self.slot.mask[:k] = mask[a:a + k]
+            self.slot.obs[:k] = obs[a : a + k]
+            self.slot.mask[:k] = mask[a : a + k]
             try:
                 self.pipe.send(k)
                 reply = self.pipe.recv()
@@ -118,8 +118,8 @@ class ServedEvaluator:
                 raise InferenceServiceError("the inference server went away (its pipe is closed)") from None
             if isinstance(reply, str):
                 raise InferenceServiceError(f"the inference server failed on a batch: {reply}")
-            logits[a:a + k] = self.slot.logits[:k]
-            value[a:a + k] = self.slot.value[:k]
+            logits[a : a + k] = self.slot.logits[:k]
+            value[a : a + k] = self.slot.value[:k]
         return logits, value
 
     def idle(self) -> None:

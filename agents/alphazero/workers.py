@@ -44,15 +44,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from envs.rules import RuleSet
-
-from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
-from agents.pool import WorkerPool
+from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.selfplay import build_opponents, play_games
 from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
+from agents.alphazero.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
+from agents.pool import WorkerPool
+from envs.rules import RuleSet
+
 
 def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
     """Contiguous ``(first_game, num_games)`` ranges covering ``0 .. num_games - 1``, at most one per worker,
@@ -71,24 +71,44 @@ def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
 def load_weights(model: torch.nn.Module, model_state: Mapping[str, Any]) -> None:
     """Load a state_dict of tensors (on any device) or numpy arrays (e.g. `portable_state`'s) into `model`."""
     # np.array copies: arrays from Ray's object store are read-only.
-    model.load_state_dict({k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v))
-                           for k, v in model_state.items()})
+    model.load_state_dict(
+        {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.array(v)) for k, v in model_state.items()}
+    )
 
 
 def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """A state_dict as CPU numpy arrays: pickles as plain bytes to any process or node (no shared memory)."""
-    return {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
-            for k, v in model_state.items()}
+    return {
+        k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)) for k, v in model_state.items()
+    }
 
 
-def play_range(evaluator: Evaluator, settings: WorkerSettings, mcts: MCTSConfig, rules: RuleSet, *, seed: int,
-               first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]] = None,
-               progress: bool = False) -> SelfPlayData:
+def play_range(
+    evaluator: Evaluator,
+    settings: WorkerSettings,
+    mcts: MCTSConfig,
+    rules: RuleSet,
+    *,
+    seed: int,
+    first_game: int,
+    num_games: int,
+    opponent_seeds: Optional[Sequence[int]] = None,
+    progress: bool = False,
+) -> SelfPlayData:
     """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed` on `evaluator`, opponents
     built from the specs of `settings` (what every worker plays)."""
     opponents = build_opponents(settings.selfplay, rules, seed, opponent_seeds)
-    return play_games(evaluator, settings.selfplay, mcts=mcts, rules=rules, num_games=num_games, seed=seed,
-                      first_game=first_game, opponents=opponents, progress=progress)
+    return play_games(
+        evaluator,
+        settings.selfplay,
+        mcts=mcts,
+        rules=rules,
+        num_games=num_games,
+        seed=seed,
+        first_game=first_game,
+        opponents=opponents,
+        progress=progress,
+    )
 
 
 class SelfPlayWorker:
@@ -110,14 +130,30 @@ class SelfPlayWorker:
         """Take the learner's weights (tensors on any device, or numpy arrays)."""
         load_weights(self.model, model_state)
 
-    def play(self, model_state: Optional[Mapping[str, Any]], seed: int, first_game: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Optional[Mapping[str, Any]],
+        seed: int,
+        first_game: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         """Load `model_state` (None: keep the current weights) and play games `first_game` ..
         `first_game + num_games - 1` of the call seeded `seed`."""
         if model_state is not None:
             self.load_weights(model_state)
-        return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=first_game,
-                          num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+        return play_range(
+            self.evaluator,
+            self.settings,
+            self.mcts,
+            self.rules,
+            seed=seed,
+            first_game=first_game,
+            num_games=num_games,
+            opponent_seeds=opponent_seeds,
+            progress=progress,
+        )
 
 
 class SelfPlayPool:
@@ -126,8 +162,15 @@ class SelfPlayPool:
     backend = "inprocess"
     workers = 0
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         """Games ``0 .. num_games - 1`` of the call seeded `seed`, with the weights `model_state` (a state_dict),
         in game-index order; stats ``seconds`` and the rates are the call's wall time."""
         raise NotImplementedError
@@ -152,13 +195,29 @@ class InProcessPool(SelfPlayPool):
         self.rules = RuleSet.from_dict(settings.rules)
         self.mcts = MCTSConfig.from_dict(settings.mcts)
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if self.worker is not None:
             return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
         assert self.evaluator is not None
-        return play_range(self.evaluator, self.settings, self.mcts, self.rules, seed=seed, first_game=0,
-                          num_games=num_games, opponent_seeds=opponent_seeds, progress=progress)
+        return play_range(
+            self.evaluator,
+            self.settings,
+            self.mcts,
+            self.rules,
+            seed=seed,
+            first_game=0,
+            num_games=num_games,
+            opponent_seeds=opponent_seeds,
+            progress=progress,
+        )
 
 
 class ProcessPool(SelfPlayPool):
@@ -175,8 +234,15 @@ class ProcessPool(SelfPlayPool):
         """The worker processes' pids, in order (none once closed)."""
         return self._pool.pids if self._pool is not None else []
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if self._pool is None:
             raise RuntimeError("this self-play pool is closed")
         t0 = time.perf_counter()
@@ -201,8 +267,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise WorkerBackendError(f"the self-play backend 'ray' needs Ray ({e}); install it with: "
-                                 f"{DISTRIBUTED_HINT}") from None
+        raise WorkerBackendError(
+            f"the self-play backend 'ray' needs Ray ({e}); install it with: {DISTRIBUTED_HINT}"
+        ) from None
     return ray
 
 
@@ -214,8 +281,11 @@ def start_ray(address: str, actors: int) -> tuple[Any, bool]:
         return ray, False
     # A local instance offers at least one CPU per actor: actors asking for more CPUs than exist would wait
     # forever. A cluster offers what it has.
-    ray.init(address=address or None, include_dashboard=False,
-             num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(actors, os.cpu_count() or 1))
+    ray.init(
+        address=address or None,
+        include_dashboard=False,
+        num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(actors, os.cpu_count() or 1),
+    )
     return ray, True
 
 
@@ -231,15 +301,24 @@ class RayPool(SelfPlayPool):
         self.workers = workers
         self._actors: list[Any] = [actor.remote(settings) for _ in range(workers)]
 
-    def play(self, model_state: Mapping[str, Any], *, seed: int, num_games: int,
-             opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False) -> SelfPlayData:
+    def play(
+        self,
+        model_state: Mapping[str, Any],
+        *,
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        progress: bool = False,
+    ) -> SelfPlayData:
         if not self._actors:
             raise RuntimeError("this self-play pool is closed")
         t0 = time.perf_counter()
         weights = self._ray.put(portable_state(model_state))
         seeds = list(opponent_seeds) if opponent_seeds is not None else None
-        refs = [actor.play.remote(weights, seed, first, count, seeds)
-                for actor, (first, count) in zip(self._actors, split_games(num_games, self.workers))]
+        refs = [
+            actor.play.remote(weights, seed, first, count, seeds)
+            for actor, (first, count) in zip(self._actors, split_games(num_games, self.workers))
+        ]
         parts: list[SelfPlayData] = self._ray.get(refs)
         return merge_selfplay(parts, seconds=time.perf_counter() - t0)
 

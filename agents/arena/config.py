@@ -36,9 +36,13 @@ class EvaluateConfig:
     """Settings of one tournament (the primary config `evaluate` of Hydra's ConfigStore; the rules come from
     the config group `rules`, configs/rules/, as in train.py)."""
 
-    defaults: list[Any] = field(default_factory=lambda: [
-        "_self_", {"rules": "default"}, {"override hydra/job_logging": "stdout"},
-    ])
+    defaults: list[Any] = field(
+        default_factory=lambda: [
+            "_self_",
+            {"rules": "default"},
+            {"override hydra/job_logging": "stdout"},
+        ]
+    )
     """Hydra's defaults list: the option of the `rules` group."""
     players: list[str] = field(default_factory=lambda: ["random", "alphabeta:level=beginner", "alphabeta:level=normal"])
     """Player specs: `random`, `alphabeta:depth=4`, `alphabeta:level=expert`, `alphabeta:time=0.5`,
@@ -78,17 +82,29 @@ class EvaluateConfig:
     """Also write crosstable.png (needs Pillow; skipped without it)."""
     start_method: str = "spawn"
     """multiprocessing start method for the workers: `spawn`, `forkserver` or `fork`."""
-    hydra: Any = field(default_factory=lambda: {
-        "run": {"dir": "."}, "output_subdir": None, "job": {"chdir": False},
-    })
+    hydra: Any = field(
+        default_factory=lambda: {
+            "run": {"dir": "."},
+            "output_subdir": None,
+            "job": {"chdir": False},
+        }
+    )
     """Hydra's own settings: it writes nothing of its own (`out_dir` is made at the first game) and keeps the
     working directory."""
 
     def __post_init__(self) -> None:
         from agents.arena.tournament import MODES
 
-        check_range(self, "", games_per_pair=(1, 100_000), seed=(0, 2**63 - 1), workers=(0, 1024),
-                    opening_plies=(0, COUNTER_LIMIT), max_plies=(1, COUNTER_LIMIT), prior_games=(0, 1000))
+        check_range(
+            self,
+            "",
+            games_per_pair=(1, 100_000),
+            seed=(0, 2**63 - 1),
+            workers=(0, 1024),
+            opening_plies=(0, COUNTER_LIMIT),
+            max_plies=(1, COUNTER_LIMIT),
+            prior_games=(0, 1000),
+        )
         check_choice(self, "", mode=MODES, start_method=START_METHODS)
 
 
@@ -128,14 +144,25 @@ def refuse_a_tournament_in(out_dir: Path) -> None:
 
     for name in (SETTINGS_FILE, GAMES_FILE):
         if (out_dir / name).exists() or (out_dir / name).is_symlink():
-            raise TournamentError(f"{str(out_dir)!r} already holds a tournament ({name}); continue it with "
-                                  f"resume={out_dir}, or choose another out_dir")
+            raise TournamentError(
+                f"{str(out_dir)!r} already holds a tournament ({name}); continue it with "
+                f"resume={out_dir}, or choose another out_dir"
+            )
 
 
 SETTINGS_TYPES: dict[str, tuple[type, ...]] = {
-    "players": (list,), "mode": (str,), "games_per_pair": (int,), "seed": (int,), "opening_plies": (int,),
-    "openings": (list, type(None)), "openings_file": (str, type(None)), "max_plies": (int,), "rules": (dict,),
-    "anchor": (str, type(None)), "prior_games": (int, float)}
+    "players": (list,),
+    "mode": (str,),
+    "games_per_pair": (int,),
+    "seed": (int,),
+    "opening_plies": (int,),
+    "openings": (list, type(None)),
+    "openings_file": (str, type(None)),
+    "max_plies": (int,),
+    "rules": (dict,),
+    "anchor": (str, type(None)),
+    "prior_games": (int, float),
+}
 """What each entry of tournament.json must be (`new_settings` writes them)."""
 
 
@@ -147,10 +174,19 @@ def new_settings(cfg: EvaluateConfig) -> dict[str, Any]:
     openings = None
     if cfg.openings:
         openings = [f"{o.start} | {' '.join(o.moves)}" for o in read_openings(cfg.openings, rules)]
-    return {"players": [str(p) for p in cfg.players], "mode": cfg.mode, "games_per_pair": cfg.games_per_pair,
-            "seed": cfg.seed, "opening_plies": cfg.opening_plies, "openings": openings, "openings_file": cfg.openings,
-            "max_plies": cfg.max_plies, "rules": rules.to_dict(), "anchor": cfg.anchor,
-            "prior_games": cfg.prior_games}
+    return {
+        "players": [str(p) for p in cfg.players],
+        "mode": cfg.mode,
+        "games_per_pair": cfg.games_per_pair,
+        "seed": cfg.seed,
+        "opening_plies": cfg.opening_plies,
+        "openings": openings,
+        "openings_file": cfg.openings,
+        "max_plies": cfg.max_plies,
+        "rules": rules.to_dict(),
+        "anchor": cfg.anchor,
+        "prior_games": cfg.prior_games,
+    }
 
 
 def stored_settings(out_dir: Path, overrides: Sequence[str]) -> dict[str, Any]:
@@ -172,15 +208,19 @@ def stored_settings(out_dir: Path, overrides: Sequence[str]) -> dict[str, Any]:
     for key, types in SETTINGS_TYPES.items():
         value = settings.get(key)
         if key not in settings or isinstance(value, bool) or not isinstance(value, types):
-            raise error(f"{path}: {key}={shown(value)} is not what a tournament's settings hold "
-                        f"({' or '.join(t.__name__ if t is not type(None) else 'null' for t in types)})")
+            raise error(
+                f"{path}: {key}={shown(value)} is not what a tournament's settings hold "
+                f"({' or '.join(t.__name__ if t is not type(None) else 'null' for t in types)})"
+            )
     for key in ("players", "openings"):
         if settings[key] is not None and not all(isinstance(x, str) for x in settings[key]):
             raise error(f"{path}: {key} must be a list of strings")
     changed = sorted({override_key(o) for o in overrides} - set(CHANGEABLE_ON_RESUME))
     if changed:
-        raise error(f"resume={out_dir} continues that tournament as it was set up; {', '.join(changed)} cannot "
-                    f"change (only {', '.join(CHANGEABLE_ON_RESUME[1:])} can); start a new tournament instead")
+        raise error(
+            f"resume={out_dir} continues that tournament as it was set up; {', '.join(changed)} cannot "
+            f"change (only {', '.join(CHANGEABLE_ON_RESUME[1:])} can); start a new tournament instead"
+        )
     return dict(settings)
 
 

@@ -187,8 +187,15 @@ def _check_connected(games: np.ndarray, players: Sequence[str], anchor: int) -> 
         raise RatingError(f"no chain of games links {', '.join(missing)} to the anchor {players[anchor]!r}")
 
 
-def fit_ratings(results: Iterable[GameResult], players: Optional[Sequence[str]] = None, *, anchor: Optional[str] = None,
-                anchor_elo: float = 0.0, prior_games: float = 1.0, iterations: int = 100) -> RatingTable:
+def fit_ratings(
+    results: Iterable[GameResult],
+    players: Optional[Sequence[str]] = None,
+    *,
+    anchor: Optional[str] = None,
+    anchor_elo: float = 0.0,
+    prior_games: float = 1.0,
+    iterations: int = 100,
+) -> RatingTable:
     """Maximum-likelihood Bradley–Terry ratings (Elo scale) of all `results` together.
 
     players: the names to rate (default: in order of first appearance);
@@ -250,19 +257,32 @@ def fit_ratings(results: Iterable[GameResult], players: Optional[Sequence[str]] 
     cov = np.zeros((n, n))
     if free:
         cov[np.ix_(free, free)] = np.linalg.inv(hess[np.ix_(free, free)]) * dispersion
-    cov *= ELO_SCALE ** 2
+    cov *= ELO_SCALE**2
     elo = r * ELO_SCALE + anchor_elo - r[a] * ELO_SCALE
     total_games = games.sum(axis=1)
     total_points = points.sum(axis=1)
     ratings = []
     for k in range(n):
         half = Z95 * math.sqrt(max(cov[k, k], 0.0))
-        ratings.append(Rating(name=players[k], elo=float(elo[k]), ci_low=float(elo[k] - half),
-                              ci_high=float(elo[k] + half), games=int(total_games[k]),
-                              score=float(total_points[k] / total_games[k]) if total_games[k] else 0.0))
+        ratings.append(
+            Rating(
+                name=players[k],
+                elo=float(elo[k]),
+                ci_low=float(elo[k] - half),
+                ci_high=float(elo[k] + half),
+                games=int(total_games[k]),
+                score=float(total_points[k] / total_games[k]) if total_games[k] else 0.0,
+            )
+        )
     order = sorted(range(n), key=lambda k: -ratings[k].elo)
-    return RatingTable(ratings=[ratings[k] for k in order], anchor=anchor, players=players, covariance=cov,
-                       dispersion=dispersion, prior_games=prior_games)
+    return RatingTable(
+        ratings=[ratings[k] for k in order],
+        anchor=anchor,
+        players=players,
+        covariance=cov,
+        dispersion=dispersion,
+        prior_games=prior_games,
+    )
 
 
 # --- head to head ------------------------------------------------------------------------------
@@ -284,8 +304,9 @@ def likelihood_of_superiority(wins: int, losses: int) -> float:
     return 0.5 * (1.0 + math.erf((wins - losses) / math.sqrt(2.0 * (wins + losses))))
 
 
-def sprt(wins: int, draws: int, losses: int, elo0: float = 0.0, elo1: float = 30.0, alpha: float = 0.05,
-         beta: float = 0.05) -> tuple[float, str]:
+def sprt(
+    wins: int, draws: int, losses: int, elo0: float = 0.0, elo1: float = 30.0, alpha: float = 0.05, beta: float = 0.05
+) -> tuple[float, str]:
     """Generalised SPRT on trinomial scores: (LLR, 'H1' | 'H0' | 'continue').
 
     H0: a is elo0 stronger than b; H1: a is elo1 stronger. Uses the normal
@@ -295,7 +316,7 @@ def sprt(wins: int, draws: int, losses: int, elo0: float = 0.0, elo1: float = 30
     if n == 0:
         return 0.0, "continue"
     s = (wins + 0.5 * draws) / n
-    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s ** 2) / n
+    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s**2) / n
     if var <= 0:
         var = 1e-3
     s0, s1 = expected_score(elo0), expected_score(elo1)
@@ -313,27 +334,39 @@ def score_interval(wins: int, draws: int, losses: int) -> tuple[float, float]:
     if n == 0:
         return 0.0, 1.0
     s = (wins + 0.5 * draws) / n
-    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s ** 2) / n
+    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s**2) / n
     # Wilson uses the Bernoulli variance s(1-s); scale it by the observed draw dispersion.
     # (floored: a run of draws alone is weak evidence that every game is a draw).
     phi = max(var / (s * (1 - s)), 0.1) if 0 < s < 1 else 1.0
-    z2 = Z95 ** 2 * phi
+    z2 = Z95**2 * phi
     centre = (s + z2 / (2 * n)) / (1 + z2 / n)
     half = math.sqrt(z2) / (1 + z2 / n) * math.sqrt(s * (1 - s) / n + z2 / (4 * n * n))
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def pair_stats(a: str, b: str, wins: int, draws: int, losses: int, *, elo0: float = 0.0,
-               elo1: float = 30.0) -> PairStats:
+def pair_stats(
+    a: str, b: str, wins: int, draws: int, losses: int, *, elo0: float = 0.0, elo1: float = 30.0
+) -> PairStats:
     """W/D/L of `a` against `b` turned into score, Elo difference with a 95% interval and tests."""
     n = wins + draws + losses
     s = (wins + 0.5 * draws) / n if n else 0.5
     low, high = score_interval(wins, draws, losses)
     llr, verdict = sprt(wins, draws, losses, elo0, elo1)
-    return PairStats(a=a, b=b, wins=wins, draws=draws, losses=losses, score=s, elo_diff=elo_from_score(s),
-                     elo_low=elo_from_score(low), elo_high=elo_from_score(high),
-                     los=likelihood_of_superiority(wins, losses), p_value=sign_test_p_value(wins, losses),
-                     sprt_llr=llr, sprt=verdict)
+    return PairStats(
+        a=a,
+        b=b,
+        wins=wins,
+        draws=draws,
+        losses=losses,
+        score=s,
+        elo_diff=elo_from_score(s),
+        elo_low=elo_from_score(low),
+        elo_high=elo_from_score(high),
+        los=likelihood_of_superiority(wins, losses),
+        p_value=sign_test_p_value(wins, losses),
+        sprt_llr=llr,
+        sprt=verdict,
+    )
 
 
 def head_to_head(results: Iterable[GameResult], *, elo0: float = 0.0, elo1: float = 30.0) -> list[PairStats]:

@@ -22,10 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
+from agents.io import PathLike, atomic_write_text
 from envs import Board, RuleSet
 from envs.notation import START_JFEN
-
-from agents.io import PathLike, atomic_write_text
 
 RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
 TERMINATIONS = ("den", "all_captured", "no_moves", "repetition", "no_capture_limit", "ply_cap", "resign", None)
@@ -48,16 +47,35 @@ class GameRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_board(cls, board: Board, start: str, *, red: str = "", blue: str = "", seed: Optional[int] = None,
-                   termination: Optional[str] = None, result: Optional[str] = None, **extra: Any) -> "GameRecord":
+    def from_board(
+        cls,
+        board: Board,
+        start: str,
+        *,
+        red: str = "",
+        blue: str = "",
+        seed: Optional[int] = None,
+        termination: Optional[str] = None,
+        result: Optional[str] = None,
+        **extra: Any,
+    ) -> "GameRecord":
         """Record a game played on `board` from `start` (the board's move stack is the game)."""
         out = board.outcome()
         if result is None:
             result = out.result() if out is not None else "*"
         if termination is None and out is not None:
             termination = out.termination.name.lower()
-        return cls(start=start, moves=[str(m) for m in board.move_stack], result=result, termination=termination,
-                   red=red, blue=blue, rules=board.rules.to_dict(), seed=seed, extra=dict(extra))
+        return cls(
+            start=start,
+            moves=[str(m) for m in board.move_stack],
+            result=result,
+            termination=termination,
+            red=red,
+            blue=blue,
+            rules=board.rules.to_dict(),
+            seed=seed,
+            extra=dict(extra),
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

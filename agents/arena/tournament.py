@@ -46,16 +46,15 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from envs import Board, Move, RuleSet
-from envs.notation import START_JFEN, Side
-from envs.config import check_choice, check_range
-from envs.seeding import derive_seed
-
-from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
-from envs.players import Player, PlayerSpecError, make_player, parse_spec
 from agents.arena.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
 from agents.arena.records import GameRecord, write_jsonl
+from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.pool import WorkerPool
+from envs import Board, Move, RuleSet
+from envs.config import check_choice, check_range
+from envs.notation import START_JFEN, Side
+from envs.players import Player, PlayerSpecError, make_player, parse_spec
+from envs.seeding import derive_seed
 
 MODES = ("round_robin", "gauntlet", "ladder")
 TABLE_WIDTH = 100
@@ -168,8 +167,9 @@ class GameTask:
     blue_seed: int
 
 
-def schedule(n_players: int, games_per_pair: int, openings: Sequence[Opening], seed: int,
-             mode: str = "round_robin") -> list[GameTask]:
+def schedule(
+    n_players: int, games_per_pair: int, openings: Sequence[Opening], seed: int, mode: str = "round_robin"
+) -> list[GameTask]:
     """All games of the tournament in a fixed order (colour-swapped pairs, opening k for pair k)."""
     check_choice({"mode": mode}, "", TournamentError, mode=MODES)
     if mode == "round_robin":
@@ -183,15 +183,34 @@ def schedule(n_players: int, games_per_pair: int, openings: Sequence[Opening], s
         for g in range(games_per_pair):
             red, blue = (i, j) if g % 2 == 0 else (j, i)
             k = (g // 2) % len(openings)
-            tasks.append(GameTask(index=len(tasks), pairing=p, red=red, blue=blue, opening=openings[k],
-                                  opening_index=k, seed=derive_seed(seed, "game", p, g),
-                                  red_seed=derive_seed(seed, "red", p, g), blue_seed=derive_seed(seed, "blue", p, g)))
+            tasks.append(
+                GameTask(
+                    index=len(tasks),
+                    pairing=p,
+                    red=red,
+                    blue=blue,
+                    opening=openings[k],
+                    opening_index=k,
+                    seed=derive_seed(seed, "game", p, g),
+                    red_seed=derive_seed(seed, "red", p, g),
+                    blue_seed=derive_seed(seed, "blue", p, g),
+                )
+            )
     return tasks
 
 
-def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules: Optional[RuleSet] = None,
-              max_plies: int = 600, seed: Optional[int] = None, red_name: Optional[str] = None,
-              blue_name: Optional[str] = None, **extra: Any) -> GameRecord:
+def play_game(
+    red: Player,
+    blue: Player,
+    opening: Opening = Opening(),
+    *,
+    rules: Optional[RuleSet] = None,
+    max_plies: int = 600,
+    seed: Optional[int] = None,
+    red_name: Optional[str] = None,
+    blue_name: Optional[str] = None,
+    **extra: Any,
+) -> GameRecord:
     """Play one game from `opening` and return its record.
 
     `max_plies` counts the players' moves (the opening excluded); a game
@@ -218,9 +237,18 @@ def play_game(red: Player, blue: Player, opening: Opening = Opening(), *, rules:
             raise TournamentError(f"player {names[side]!r} chose illegal move {move} in {board.jfen()!r}")
         board.push(move)
         plies += 1
-    return GameRecord.from_board(board, opening.start, red=names[Side.RED], blue=names[Side.BLUE], seed=seed,
-                                 termination=termination, result=result, opening_plies=len(opening.moves),
-                                 seconds=round(time.perf_counter() - t0, 4), **extra)
+    return GameRecord.from_board(
+        board,
+        opening.start,
+        red=names[Side.RED],
+        blue=names[Side.BLUE],
+        seed=seed,
+        termination=termination,
+        result=result,
+        opening_plies=len(opening.moves),
+        seconds=round(time.perf_counter() - t0, 4),
+        **extra,
+    )
 
 
 # --- worker side --------------------------------------------------------------------------------
@@ -237,9 +265,21 @@ class GameWorker:
         specs, rules = self.specs, self.rules
         red = make_player(specs[task.red], rules=rules, seed=task.red_seed)
         blue = make_player(specs[task.blue], rules=rules, seed=task.blue_seed)
-        rec = play_game(red, blue, task.opening, rules=rules, max_plies=self.max_plies, seed=task.seed,
-                        red_name=specs[task.red], blue_name=specs[task.blue], game=task.index, pairing=task.pairing,
-                        opening_index=task.opening_index, red_seed=task.red_seed, blue_seed=task.blue_seed)
+        rec = play_game(
+            red,
+            blue,
+            task.opening,
+            rules=rules,
+            max_plies=self.max_plies,
+            seed=task.seed,
+            red_name=specs[task.red],
+            blue_name=specs[task.blue],
+            game=task.index,
+            pairing=task.pairing,
+            opening_index=task.opening_index,
+            red_seed=task.red_seed,
+            blue_seed=task.blue_seed,
+        )
         return rec.to_json()
 
 
@@ -284,7 +324,9 @@ class TournamentResult:
         try:
             return self.players.index(name)
         except ValueError:
-            raise TournamentError(f"no player {name!r} in this tournament; players: {', '.join(self.players)}") from None
+            raise TournamentError(
+                f"no player {name!r} in this tournament; players: {', '.join(self.players)}"
+            ) from None
 
     def wdl(self, name: str) -> tuple[int, int, int]:
         """Wins, draws, losses of one player over all its games."""
@@ -334,44 +376,67 @@ class TournamentResult:
             for k, r in enumerate(rt.ratings, 1):
                 w, d, l_ = self.wdl(r.name)
                 ci = f"[{r.ci_low:+.0f}, {r.ci_high:+.0f}]"
-                rows.append(f"  {k:>2}  {cell[r.name]:<{pw}}  {r.elo:>+6.0f}  {ci:>15}  {r.games:>5}  "
-                            f"{f'{w}-{d}-{l_}':>11}  {r.score:.3f}")
+                rows.append(
+                    f"  {k:>2}  {cell[r.name]:<{pw}}  {r.elo:>+6.0f}  {ci:>15}  {r.games:>5}  "
+                    f"{f'{w}-{d}-{l_}':>11}  {r.score:.3f}"
+                )
             return rows
 
         rows = rating_rows(names=True)
         if max(len(row) for row in rows) > TABLE_WIDTH:
             rows = rating_rows(names=False)
-        out.write(f"\nRatings (Bradley-Terry, Elo scale, anchor {label[rt.anchor]} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n")
+        out.write(
+            f"\nRatings (Bradley-Terry, Elo scale, anchor {label[rt.anchor]} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n"
+        )
         out.write("\n".join(rows) + "\n")
-        out.write("\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; "
-                  "SPRT(0,30) verdict)\n")
+        out.write(
+            "\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; SPRT(0,30) verdict)\n"
+        )
         for p in self.pairings:
             pair = f"{label[p.a]:<{lw}} vs {label[p.b]:<{lw}}"
-            out.write(f"  {pair}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
-                      f"Elo {p.elo_diff:+.0f} [{p.elo_low:+.0f}, {p.elo_high:+.0f}]  LOS {p.los:.3f}  "
-                      f"p {p.p_value:.2g}  {p.sprt}\n")
+            out.write(
+                f"  {pair}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
+                f"Elo {p.elo_diff:+.0f} [{p.elo_low:+.0f}, {p.elo_high:+.0f}]  LOS {p.los:.3f}  "
+                f"p {p.p_value:.2g}  {p.sprt}\n"
+            )
         out.write("\nCrosstable (row's points / games against column)\n")
         n = len(self.players)
-        cells = [["-" if i == j or not self.counts[i, j] else f"{_pts(self.points[i, j])}/{int(self.counts[i, j])}"
-                  for j in range(n)] for i in range(n)]
+        cells = [
+            [
+                "-" if i == j or not self.counts[i, j] else f"{_pts(self.points[i, j])}/{int(self.counts[i, j])}"
+                for j in range(n)
+            ]
+            for i in range(n)
+        ]
         cw = 2 + max(len(c) for c in [*label.values(), *(c for row in cells for c in row)])
         per = max(1, (TABLE_WIDTH - lw - 2) // cw)  # columns side by side; more players take several blocks
         for first in range(0, n, per):
             cols = range(first, min(n, first + per))
-            out.write(("\n" if first else "") + " " * (lw + 2) + "".join(f"{self.labels()[j]:>{cw}}" for j in cols) + "\n")
+            out.write(
+                ("\n" if first else "") + " " * (lw + 2) + "".join(f"{self.labels()[j]:>{cw}}" for j in cols) + "\n"
+            )
             for i, name in enumerate(self.players):
                 out.write(f"  {label[name]:<{lw}}" + "".join(f"{cells[i][j]:>{cw}}" for j in cols) + "\n")
         terms = ", ".join(f"{k} {v}" for k, v in _terminations(self.games).items())
-        out.write("\n" + textwrap.fill(f"{len(self.games)} games in {self.seconds:.1f}s; endings: {terms}",
-                                       TABLE_WIDTH, subsequent_indent="  ") + "\n")
+        out.write(
+            "\n"
+            + textwrap.fill(
+                f"{len(self.games)} games in {self.seconds:.1f}s; endings: {terms}", TABLE_WIDTH, subsequent_indent="  "
+            )
+            + "\n"
+        )
         return out.getvalue()
 
     def write(self, out_dir: PathLike, *, image: bool = True) -> dict[str, Path]:
         """Write results.json, ratings.csv, pairings.csv, games.jsonl (and crosstable.png) atomically."""
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
-        paths = {"json": d / "results.json", "ratings_csv": d / "ratings.csv", "pairings_csv": d / "pairings.csv",
-                 "games": d / "games.jsonl"}
+        paths = {
+            "json": d / "results.json",
+            "ratings_csv": d / "ratings.csv",
+            "pairings_csv": d / "pairings.csv",
+            "games": d / "games.jsonl",
+        }
         atomic_write_json(paths["json"], self.to_dict())
         atomic_write_text(paths["ratings_csv"], self._ratings_csv())
         atomic_write_text(paths["pairings_csv"], self._pairings_csv())
@@ -388,8 +453,18 @@ class TournamentResult:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["rank", "player", "elo", "ci_low", "ci_high", "games", "wins", "draws", "losses", "score"])
         for k, r in enumerate(self.ratings.ratings, 1):
-            w.writerow([k, r.name, f"{r.elo:.1f}", f"{r.ci_low:.1f}", f"{r.ci_high:.1f}", r.games, *self.wdl(r.name),
-                        f"{r.score:.4f}"])
+            w.writerow(
+                [
+                    k,
+                    r.name,
+                    f"{r.elo:.1f}",
+                    f"{r.ci_low:.1f}",
+                    f"{r.ci_high:.1f}",
+                    r.games,
+                    *self.wdl(r.name),
+                    f"{r.score:.4f}",
+                ]
+            )
         return buf.getvalue()
 
     def _pairings_csv(self) -> str:
@@ -431,9 +506,22 @@ def _flip(p: PairStats) -> PairStats:
 
 
 def _pair_dict(p: PairStats) -> dict[str, Any]:
-    return {"a": p.a, "b": p.b, "games": p.games, "wins": p.wins, "draws": p.draws, "losses": p.losses,
-            "score": p.score, "elo_diff": p.elo_diff, "elo_low": p.elo_low, "elo_high": p.elo_high, "los": p.los,
-            "p_value": p.p_value, "sprt_llr": p.sprt_llr, "sprt": p.sprt}
+    return {
+        "a": p.a,
+        "b": p.b,
+        "games": p.games,
+        "wins": p.wins,
+        "draws": p.draws,
+        "losses": p.losses,
+        "score": p.score,
+        "elo_diff": p.elo_diff,
+        "elo_low": p.elo_low,
+        "elo_high": p.elo_high,
+        "los": p.los,
+        "p_value": p.p_value,
+        "sprt_llr": p.sprt_llr,
+        "sprt": p.sprt,
+    }
 
 
 def _terminations(games: Sequence[GameRecord]) -> dict[str, int]:
@@ -491,14 +579,25 @@ def check_spec(spec: str, rules: RuleSet) -> Player:
         raise PlayerSpecError(f"player spec {spec!r}: {e}") from None
 
 
-def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, seed: int = 0, workers: int = 0,
-                   mode: str = "round_robin", rules: Optional[RuleSet] = None, opening_plies: int = 4,
-                   openings: Optional[Union[PathLike, Sequence[Opening]]] = None, max_plies: int = 600,
-                   anchor: Optional[str] = None, prior_games: float = 1.0, progress: bool = True,
-                   start_method: str = "spawn",
-                   on_game: Optional[Callable[[GameRecord], None]] = None,
-                   played: Sequence[GameRecord] = (),
-                   on_start: Optional[Callable[[], None]] = None) -> TournamentResult:
+def run_tournament(
+    players: Sequence[PlayerLike],
+    *,
+    games_per_pair: int = 20,
+    seed: int = 0,
+    workers: int = 0,
+    mode: str = "round_robin",
+    rules: Optional[RuleSet] = None,
+    opening_plies: int = 4,
+    openings: Optional[Union[PathLike, Sequence[Opening]]] = None,
+    max_plies: int = 600,
+    anchor: Optional[str] = None,
+    prior_games: float = 1.0,
+    progress: bool = True,
+    start_method: str = "spawn",
+    on_game: Optional[Callable[[GameRecord], None]] = None,
+    played: Sequence[GameRecord] = (),
+    on_start: Optional[Callable[[], None]] = None,
+) -> TournamentResult:
     """Play a round robin (every pair), a gauntlet (players[0] against each other) or a ladder
     (each player against the next) and rate all games together.
 
@@ -524,10 +623,22 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
     rules = rules if rules is not None else RuleSet()
     if len(players) < 2:
         raise TournamentError(f"a tournament needs at least two players, got {len(players)}")
-    arguments = {"games_per_pair": games_per_pair, "max_plies": max_plies, "opening_plies": opening_plies,
-                 "mode": mode, "workers": workers}
-    check_range(arguments, "", TournamentError, games_per_pair=(1, None), max_plies=(1, None), opening_plies=(0, None),
-                workers=(0, None))
+    arguments = {
+        "games_per_pair": games_per_pair,
+        "max_plies": max_plies,
+        "opening_plies": opening_plies,
+        "mode": mode,
+        "workers": workers,
+    }
+    check_range(
+        arguments,
+        "",
+        TournamentError,
+        games_per_pair=(1, None),
+        max_plies=(1, None),
+        opening_plies=(0, None),
+        workers=(0, None),
+    )
     check_choice(arguments, "", TournamentError, mode=MODES)
     objects: list[Optional[Player]] = []
     names: list[str] = []
@@ -587,10 +698,21 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
             for task in todo:
                 red = _player(objects[task.red], names[task.red], rules, task.red_seed)
                 blue = _player(objects[task.blue], names[task.blue], rules, task.blue_seed)
-                rec = play_game(red, blue, task.opening, rules=rules, max_plies=max_plies, seed=task.seed,
-                                red_name=names[task.red], blue_name=names[task.blue], game=task.index,
-                                pairing=task.pairing, opening_index=task.opening_index, red_seed=task.red_seed,
-                                blue_seed=task.blue_seed)
+                rec = play_game(
+                    red,
+                    blue,
+                    task.opening,
+                    rules=rules,
+                    max_plies=max_plies,
+                    seed=task.seed,
+                    red_name=names[task.red],
+                    blue_name=names[task.blue],
+                    game=task.index,
+                    pairing=task.pairing,
+                    opening_index=task.opening_index,
+                    red_seed=task.red_seed,
+                    blue_seed=task.blue_seed,
+                )
                 finish(task.index, rec)
         else:
             with WorkerPool(workers, GameWorker, names, rules.to_dict(), max_plies, start_method=start_method) as pool:
@@ -600,14 +722,28 @@ def run_tournament(players: Sequence[PlayerLike], *, games_per_pair: int = 20, s
         if bar is not None:
             bar.close()
     games = [r for r in records if r is not None]
-    return summarize(games, names, anchor=anchor, prior_games=prior_games, seconds=time.perf_counter() - t0,
-                     settings={"mode": mode, "games_per_pair": games_per_pair, "seed": seed, "workers": workers,
-                               "opening_plies": opening_plies, "openings": str(openings) if isinstance(openings, (str, Path)) else None,
-                               "max_plies": max_plies, "rules": rules.to_dict()})
+    return summarize(
+        games,
+        names,
+        anchor=anchor,
+        prior_games=prior_games,
+        seconds=time.perf_counter() - t0,
+        settings={
+            "mode": mode,
+            "games_per_pair": games_per_pair,
+            "seed": seed,
+            "workers": workers,
+            "opening_plies": opening_plies,
+            "openings": str(openings) if isinstance(openings, (str, Path)) else None,
+            "max_plies": max_plies,
+            "rules": rules.to_dict(),
+        },
+    )
 
 
-def _place_played(played: Sequence[GameRecord], tasks: Sequence[GameTask],
-                  names: Sequence[str]) -> list[Optional[GameRecord]]:
+def _place_played(
+    played: Sequence[GameRecord], tasks: Sequence[GameTask], names: Sequence[str]
+) -> list[Optional[GameRecord]]:
     """Records by schedule index: the `played` games where they belong, None where a game is still to play.
 
     Raises TournamentError for a record that is not the game its index schedules (other players or seed,
@@ -616,13 +752,17 @@ def _place_played(played: Sequence[GameRecord], tasks: Sequence[GameTask],
     for rec in played:
         index = rec.extra.get("game")
         if not isinstance(index, int) or not 0 <= index < len(tasks):
-            raise TournamentError(f"a game already played has no game index of this tournament "
-                                  f"(extra.game={index!r}; {len(tasks)} games scheduled)")
+            raise TournamentError(
+                f"a game already played has no game index of this tournament "
+                f"(extra.game={index!r}; {len(tasks)} games scheduled)"
+            )
         task = tasks[index]
         want = (names[task.red], names[task.blue], task.seed)
         if (rec.red, rec.blue, rec.seed) != want:
-            raise TournamentError(f"game {index} already played ({rec.red} vs {rec.blue}, seed {rec.seed}) is not "
-                                  f"game {index} of this tournament ({want[0]} vs {want[1]}, seed {want[2]})")
+            raise TournamentError(
+                f"game {index} already played ({rec.red} vs {rec.blue}, seed {rec.seed}) is not "
+                f"game {index} of this tournament ({want[0]} vs {want[1]}, seed {want[2]})"
+            )
         if records[index] is not None:
             raise TournamentError(f"game {index} is given twice among the games already played")
         records[index] = rec
@@ -633,8 +773,15 @@ def _player(obj: Optional[Player], spec: str, rules: RuleSet, seed: int) -> Play
     return obj if obj is not None else make_player(spec, rules=rules, seed=seed)
 
 
-def summarize(games: Sequence[GameRecord], players: Sequence[str], *, anchor: Optional[str] = None,
-              prior_games: float = 1.0, seconds: float = 0.0, settings: Optional[dict[str, Any]] = None) -> TournamentResult:
+def summarize(
+    games: Sequence[GameRecord],
+    players: Sequence[str],
+    *,
+    anchor: Optional[str] = None,
+    prior_games: float = 1.0,
+    seconds: float = 0.0,
+    settings: Optional[dict[str, Any]] = None,
+) -> TournamentResult:
     """Rate a list of game records (from `run_tournament` or read back from a games.jsonl)."""
     players = list(players)
     index = {p: k for k, p in enumerate(players)}
@@ -655,8 +802,16 @@ def summarize(games: Sequence[GameRecord], players: Sequence[str], *, anchor: Op
         results.append(r if i < j else GameResult(r.b, r.a, 1.0 - r.score))
     ratings = fit_ratings(results, players, anchor=anchor, prior_games=prior_games)
     pairings = sorted(head_to_head(results), key=lambda p: (index[p.a], index[p.b]))
-    return TournamentResult(players=players, games=list(games), pairings=pairings, ratings=ratings, points=points,
-                            counts=counts, settings=dict(settings or {}), seconds=seconds)
+    return TournamentResult(
+        players=players,
+        games=list(games),
+        pairings=pairings,
+        ratings=ratings,
+        points=points,
+        counts=counts,
+        settings=dict(settings or {}),
+        seconds=seconds,
+    )
 
 
 def _progress(total: int, enabled: bool) -> Any:

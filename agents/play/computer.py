@@ -34,11 +34,10 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from agents.child import start_child
 from envs.board import Board
 from envs.players import Player, PlayerSpecError, make_player
 from envs.rules import RuleSet
-
-from agents.child import start_child
 
 BUILD_SECONDS = 120.0
 """How long a worker may take to start and build a player (a cold numba cache compiles for about a minute)."""
@@ -199,9 +198,15 @@ class ComputerPool:
     plays the `warm_up` jobs before its first job (see the module docstring);
     `preparing` says whether that is what the computer is waiting for now."""
 
-    def __init__(self, workers: int = 2, *, init: Optional[Callable[[], None]] = None,
-                 build_seconds: float = BUILD_SECONDS, warm_up: Sequence[ThinkJob] = (),
-                 warm_up_seconds: float = WARM_UP_SECONDS) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        *,
+        init: Optional[Callable[[], None]] = None,
+        build_seconds: float = BUILD_SECONDS,
+        warm_up: Sequence[ThinkJob] = (),
+        warm_up_seconds: float = WARM_UP_SECONDS,
+    ) -> None:
         if workers < 1:
             raise ValueError(f"a computer pool needs at least one worker, got {workers}")
         self._init = init
@@ -296,8 +301,9 @@ class ComputerPool:
                 raise Cancelled()
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ComputerError(f"the computer took more than {self.warm_up_seconds:g} s to warm up "
-                                    "and was stopped")
+                raise ComputerError(
+                    f"the computer took more than {self.warm_up_seconds:g} s to warm up and was stopped"
+                )
             if not worker.conn.poll(min(left, 0.05)):
                 continue
             try:
@@ -324,7 +330,7 @@ class ComputerPool:
                 if worker is None:
                     raise ComputerError("; ".join(problems) or "the computer's worker process could not start")
             tag, text = self._exchange(worker, kind, job, time_limit, cancel)
-            worker.keys = [k for k in worker.keys if k != job.key][-PLAYERS_PER_WORKER + 1:] + [job.key]
+            worker.keys = [k for k in worker.keys if k != job.key][-PLAYERS_PER_WORKER + 1 :] + [job.key]
         except BaseException:
             if worker is not None:
                 worker.kill()  # mid-search: a killed worker is the only way to stop it
@@ -336,8 +342,9 @@ class ComputerPool:
             raise ComputerError(text)
         return text
 
-    def _exchange(self, worker: _Worker, kind: str, job: ThinkJob, time_limit: float,
-                  cancel: Optional[threading.Event]) -> tuple[str, str]:
+    def _exchange(
+        self, worker: _Worker, kind: str, job: ThinkJob, time_limit: float, cancel: Optional[threading.Event]
+    ) -> tuple[str, str]:
         """Send the job and wait for its answer: ("move" | "built" | "error", text)."""
         try:
             worker.conn.send((kind, job))

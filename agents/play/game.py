@@ -30,16 +30,16 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import numpy as np
+
+from agents.alphazero import shipped
+from agents.arena.records import GameRecord, RecordError
+from agents.play.computer import ThinkJob
 from envs import kernels as K
 from envs.board import Board, IllegalMoveError
 from envs.notation import FILE_NAMES, SQUARE_NAMES, START_JFEN, InvalidMoveError, Move, Side
 from envs.players import PlayerSpecError, known_kinds, parse_spec
 from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed
-
-from agents.alphazero import shipped
-from agents.arena.records import GameRecord, RecordError
-from agents.play.computer import ThinkJob
 
 MODES = ("computer", "two_players")
 PACES: dict[str, tuple[float, float]] = {"instant": (0.0, 0.0), "quick": (1.0, 2.0), "natural": (2.0, 5.0)}
@@ -85,8 +85,7 @@ class Level:
             return False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "spec": self.spec, "about": self.about,
-                "seconds": self.seconds}
+        return {"name": self.name, "label": self.label, "spec": self.spec, "about": self.about, "seconds": self.seconds}
 
 
 LEVELS: tuple[Level, ...] = (
@@ -94,8 +93,13 @@ LEVELS: tuple[Level, ...] = (
     Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
     # The strongest entry of checkpoints/shipped/manifest.json, 1 s a move: between the 3-ply level and the
     # 6-ply one (its strength: docs/results.md).
-    Level("network", "Network", "checkpoint:path=shipped:default-180,time=1,leaf_batch=8",
-          "the strongest shipped AlphaZero network, 1 s a move", seconds=5.0),
+    Level(
+        "network",
+        "Network",
+        "checkpoint:path=shipped:default-180,time=1,leaf_batch=8",
+        "the strongest shipped AlphaZero network, 1 s a move",
+        seconds=5.0,
+    ),
     Level("expert", "Expert", "alphabeta:level=expert", "alpha-beta, 6 plies"),
 )
 """The page's named opponents, weakest first."""
@@ -170,14 +174,18 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
     for level in LEVELS:
         if t == level.name:
             return level.spec
-    if ":" not in t and (t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)):
+    if ":" not in t and (
+        t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)
+    ):
         t = f"checkpoint:path={t}"
     elif ":" not in t and t not in known_kinds():
         levels = [level.name for level in LEVELS]
         close = difflib.get_close_matches(t, levels + known_kinds(), n=1)
-        raise PlayError(f"opponent {t[:80]!r} is not a level ({', '.join(levels)}), a player kind "
-                        f"({', '.join(known_kinds())}), a checkpoint file or a run under checkpoints/"
-                        + (f"; did you mean {close[0]!r}?" if close else ""))
+        raise PlayError(
+            f"opponent {t[:80]!r} is not a level ({', '.join(levels)}), a player kind "
+            f"({', '.join(known_kinds())}), a checkpoint file or a run under checkpoints/"
+            + (f"; did you mean {close[0]!r}?" if close else "")
+        )
     try:
         kind, options = parse_spec(t)
     except PlayerSpecError as e:
@@ -211,8 +219,10 @@ def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
         if any(resolved == d or d in resolved.parents for d in dirs):
             return
     where = ", ".join(str(d) for d in dirs)
-    raise PlayError(f"the page plays checkpoints from {where} only; {path!r} is not there "
-                    "(start play.py with --checkpoint-dir to add a directory)")
+    raise PlayError(
+        f"the page plays checkpoints from {where} only; {path!r} is not there "
+        "(start play.py with --checkpoint-dir to add a directory)"
+    )
 
 
 def bounded_spec(spec: str, seconds: float) -> str:
@@ -242,8 +252,9 @@ def bounded_spec(spec: str, seconds: float) -> str:
             except ValueError:
                 raise PlayError(f"alphabeta option time={options['time']!r} is not a number") from None
             if not 0 < t <= seconds:
-                raise PlayError(f"alphabeta option time={options['time']} is outside the page's limit "
-                                f"of {seconds:g} s a move")
+                raise PlayError(
+                    f"alphabeta option time={options['time']} is outside the page's limit of {seconds:g} s a move"
+                )
         else:
             options["time"] = f"{seconds:g}"
     return kind + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
@@ -269,8 +280,10 @@ def warm_up_jobs(rules: RuleSet, opponents: Iterable[str] = (), seconds: float =
             specs.append(bounded_spec(spec, level_seconds(spec, seconds)))
         except PlayError:
             continue
-    return tuple(ThinkJob(key=f"warm-up:{i}", spec=spec, rules=_rules_key(rules), seed=0, start=START_JFEN)
-                 for i, spec in enumerate(dict.fromkeys(specs)))
+    return tuple(
+        ThinkJob(key=f"warm-up:{i}", spec=spec, rules=_rules_key(rules), seed=0, start=START_JFEN)
+        for i, spec in enumerate(dict.fromkeys(specs))
+    )
 
 
 # --- what a ply did -----------------------------------------------------------------------------
@@ -289,8 +302,15 @@ class PlyInfo:
         return f"{self.piece.upper()} {self.move[:2]}{'x' if self.captured else ''}{self.move[2:]}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"move": self.move, "from": self.move[:2], "to": self.move[2:], "piece": self.piece,
-                "captured": self.captured, "jump": self.jump, "notation": self.notation}
+        return {
+            "move": self.move,
+            "from": self.move[:2],
+            "to": self.move[2:],
+            "piece": self.piece,
+            "captured": self.captured,
+            "jump": self.jump,
+            "notation": self.notation,
+        }
 
 
 def ply_info(board: Board, move: Move) -> PlyInfo:
@@ -299,8 +319,9 @@ def ply_info(board: Board, move: Move) -> PlyInfo:
     target = board.piece_at(move.to_square)
     r0, f0 = divmod(move.from_square, K.N_FILES)
     r1, f1 = divmod(move.to_square, K.N_FILES)
-    return PlyInfo(str(move), piece.letter if piece else "", target.letter if target else None,
-                   abs(f0 - f1) + abs(r0 - r1) > 1)
+    return PlyInfo(
+        str(move), piece.letter if piece else "", target.letter if target else None, abs(f0 - f1) + abs(r0 - r1) > 1
+    )
 
 
 def trapped_squares(board: Board) -> list[int]:
@@ -316,19 +337,27 @@ def board_letters(board: Board) -> list[str]:
 
 def terrain() -> dict[str, Any]:
     """The board the page draws: size, square names, water, traps and dens with their owners."""
-    return {"files": FILE_NAMES, "n_files": K.N_FILES, "n_ranks": K.N_RANKS, "squares": list(SQUARE_NAMES),
-            "water": [SQUARE_NAMES[s] for s in range(K.N_SQUARES) if K.WATER[s]],
-            "traps": {SQUARE_NAMES[s]: side_name(Side(int(K.TRAP_OWNER[s])))
-                      for s in range(K.N_SQUARES) if K.TRAP_OWNER[s] >= 0},
-            "dens": {SQUARE_NAMES[int(K.DEN[side])]: side_name(side) for side in Side}}
+    return {
+        "files": FILE_NAMES,
+        "n_files": K.N_FILES,
+        "n_ranks": K.N_RANKS,
+        "squares": list(SQUARE_NAMES),
+        "water": [SQUARE_NAMES[s] for s in range(K.N_SQUARES) if K.WATER[s]],
+        "traps": {
+            SQUARE_NAMES[s]: side_name(Side(int(K.TRAP_OWNER[s]))) for s in range(K.N_SQUARES) if K.TRAP_OWNER[s] >= 0
+        },
+        "dens": {SQUARE_NAMES[int(K.DEN[side])]: side_name(side) for side in Side},
+    }
 
 
 def termination_text(termination: str, winner: Optional[Side], loser: Optional[Side], rules: RuleSet) -> str:
     """`'den'` -> 'Red entered Blue's den' and so on; draws name their rule."""
     text = _TERMINATION_TEXT.get(termination, termination.replace("_", " "))
-    return text.format(winner=side_name(winner).title() if winner is not None else "",
-                       loser=side_name(loser).title() if loser is not None else "",
-                       limit=rules.no_capture_draw)
+    return text.format(
+        winner=side_name(winner).title() if winner is not None else "",
+        loser=side_name(loser).title() if loser is not None else "",
+        limit=rules.no_capture_draw,
+    )
 
 
 def _end_reason(board: Board, termination: Optional[str], winner: Optional[Side]) -> Optional[str]:
@@ -361,8 +390,20 @@ class PlayGame:
     version (the person undid meanwhile) is thrown away.
     """
 
-    def __init__(self, *, game_id: str, mode: str, human: Optional[Side], opponent: Optional[str], pace: str,
-                 rules: RuleSet, rules_name: str, start: str, seed: int, seconds: float = MOVE_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        game_id: str,
+        mode: str,
+        human: Optional[Side],
+        opponent: Optional[str],
+        pace: str,
+        rules: RuleSet,
+        rules_name: str,
+        start: str,
+        seed: int,
+        seconds: float = MOVE_SECONDS,
+    ) -> None:
         self.id = game_id
         self.mode = mode
         self.human = human
@@ -390,10 +431,21 @@ class PlayGame:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def new(cls, *, mode: Any = "computer", human: Any = "red", opponent: Any = "beginner", pace: Any = "instant",
-            rules: Optional[RuleSet] = None, rules_name: str = "default", start: Any = None,
-            seed: Any = None, game_id: Optional[str] = None,
-            checkpoint_dirs: Optional[Iterable[Path]] = None, seconds: float = MOVE_SECONDS) -> "PlayGame":
+    def new(
+        cls,
+        *,
+        mode: Any = "computer",
+        human: Any = "red",
+        opponent: Any = "beginner",
+        pace: Any = "instant",
+        rules: Optional[RuleSet] = None,
+        rules_name: str = "default",
+        start: Any = None,
+        seed: Any = None,
+        game_id: Optional[str] = None,
+        checkpoint_dirs: Optional[Iterable[Path]] = None,
+        seconds: float = MOVE_SECONDS,
+    ) -> "PlayGame":
         """Validate a new-game request; PlayError names the offending field.
 
         The opponent is only described here (its spec checked and bounded);
@@ -417,9 +469,18 @@ class PlayGame:
         if mode == "computer":
             seat = parse_side(human)
             spec = opponent_spec(opponent, checkpoint_dirs)
-        return cls(game_id=game_id or secrets.token_hex(6), mode=mode, human=seat, opponent=spec, pace=pace,
-                   rules=rules, rules_name=rules_name, start=start_jfen,
-                   seed=secrets.randbits(31) if seed is None else seed, seconds=level_seconds(spec, seconds))
+        return cls(
+            game_id=game_id or secrets.token_hex(6),
+            mode=mode,
+            human=seat,
+            opponent=spec,
+            pace=pace,
+            rules=rules,
+            rules_name=rules_name,
+            start=start_jfen,
+            seed=secrets.randbits(31) if seed is None else seed,
+            seconds=level_seconds(spec, seconds),
+        )
 
     # -- reading ----------------------------------------------------------------------------
     @property
@@ -556,8 +617,14 @@ class PlayGame:
             spec, seed = bounded_spec(HINT_SPEC, MOVE_SECONDS), derive_seed(self.seed, "hint")
         else:
             raise ValueError(f"unknown job role {role!r}")
-        return ThinkJob(key=f"{self.id}:{role}", spec=spec, rules=_rules_key(self.rules), seed=seed,
-                        start=self.start, moves=tuple(str(m) for m in self.board.move_stack))
+        return ThinkJob(
+            key=f"{self.id}:{role}",
+            spec=spec,
+            rules=_rules_key(self.rules),
+            seed=seed,
+            start=self.start,
+            moves=tuple(str(m) for m in self.board.move_stack),
+        )
 
     def apply_computer_move(self, move: str, version: int) -> bool:
         """Play `move` if the game is still at `version` (else it is stale: False)."""
@@ -577,17 +644,36 @@ class PlayGame:
     def record(self) -> GameRecord:
         result, termination, _ = self.result()
         red, blue = self.players()
-        return GameRecord(start=self.start, moves=[str(m) for m in self.board.move_stack], result=result,
-                          termination=termination, red=red, blue=blue, rules=self.rules.to_dict(), seed=self.seed,
-                          extra={"source": "play", "rules_name": self.rules_name, "mode": self.mode})
+        return GameRecord(
+            start=self.start,
+            moves=[str(m) for m in self.board.move_stack],
+            result=result,
+            termination=termination,
+            red=red,
+            blue=blue,
+            rules=self.rules.to_dict(),
+            seed=self.seed,
+            extra={"source": "play", "rules_name": self.rules_name, "mode": self.mode},
+        )
 
     def to_saved(self) -> dict[str, Any]:
         """Everything needed to resume the game (the saved-game file's content)."""
-        return {"format": "jungle-zero-play-game", "version": 1, "id": self.id, "mode": self.mode,
-                "human": side_name(self.human) if self.human is not None else None, "opponent": self.opponent,
-                "pace": self.pace, "rules": self.rules.to_dict(), "rules_name": self.rules_name, "start": self.start,
-                "seed": self.seed, "moves": [str(m) for m in self.board.move_stack], "hints_left": self.hints_left,
-                "resigned": side_name(self.resigned) if self.resigned is not None else None}
+        return {
+            "format": "jungle-zero-play-game",
+            "version": 1,
+            "id": self.id,
+            "mode": self.mode,
+            "human": side_name(self.human) if self.human is not None else None,
+            "opponent": self.opponent,
+            "pace": self.pace,
+            "rules": self.rules.to_dict(),
+            "rules_name": self.rules_name,
+            "start": self.start,
+            "seed": self.seed,
+            "moves": [str(m) for m in self.board.move_stack],
+            "hints_left": self.hints_left,
+            "resigned": side_name(self.resigned) if self.resigned is not None else None,
+        }
 
     @classmethod
     def from_saved(cls, d: Any, seconds: float = MOVE_SECONDS) -> "PlayGame":
@@ -598,9 +684,18 @@ class PlayGame:
             raise PlayError("saved game is malformed: 'rules' must be an object and 'moves' a list of moves")
         try:
             rules = RuleSet.from_dict(d["rules"])
-            game = cls.new(mode=d["mode"], human=d["human"] or "red", opponent=d["opponent"] or "random",
-                           pace=d["pace"], rules=rules, rules_name=str(d.get("rules_name", "default")),
-                           start=d["start"], seed=int(d["seed"]), game_id=str(d["id"]), seconds=seconds)
+            game = cls.new(
+                mode=d["mode"],
+                human=d["human"] or "red",
+                opponent=d["opponent"] or "random",
+                pace=d["pace"],
+                rules=rules,
+                rules_name=str(d.get("rules_name", "default")),
+                start=d["start"],
+                seed=int(d["seed"]),
+                game_id=str(d["id"]),
+                seconds=seconds,
+            )
             for mv in d["moves"]:
                 game._push(game.board.parse_move(mv))
             game.hints_left = max(0, min(HINTS_PER_GAME, int(d["hints_left"])))
@@ -683,8 +778,10 @@ def replay_frames(record: GameRecord) -> dict[str, Any]:
     for i, mv in enumerate(record.moves):
         over = board.outcome()
         if over is not None:
-            raise RecordError(f"move {i + 1} ({str(mv)[:12]!r}) comes after the end of the game "
-                              f"({over.termination.name.lower()} at ply {i})")
+            raise RecordError(
+                f"move {i + 1} ({str(mv)[:12]!r}) comes after the end of the game "
+                f"({over.termination.name.lower()} at ply {i})"
+            )
         try:
             m = board.parse_move(mv)
         except ValueError as e:
@@ -696,12 +793,18 @@ def replay_frames(record: GameRecord) -> dict[str, Any]:
     out = board.outcome()
     end = None
     if out is not None:
-        end = {"result": out.result(), "termination": out.termination.name.lower(),
-               "winner": side_name(out.winner) if out.winner is not None else None}
+        end = {
+            "result": out.result(),
+            "termination": out.termination.name.lower(),
+            "winner": side_name(out.winner) if out.winner is not None else None,
+        }
     elif record.result != "*":
         winner = {"1-0": Side.RED, "0-1": Side.BLUE}.get(record.result)
-        end = {"result": record.result, "termination": record.termination,
-               "winner": side_name(winner) if winner is not None else None}
+        end = {
+            "result": record.result,
+            "termination": record.termination,
+            "winner": side_name(winner) if winner is not None else None,
+        }
     if end is not None:
         winner = Side.RED if end["winner"] == "red" else Side.BLUE if end["winner"] == "blue" else None
         end["reason"] = _end_reason(board, end["termination"], winner) or "the record gives no reason"

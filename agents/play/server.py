@@ -74,14 +74,26 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 from urllib.parse import urlsplit
 
-from envs.rules import RuleSet, RuleSetError
-
 from agents.arena.records import RecordError, parse_jsonl
 from agents.io import atomic_write_json, remove_stale_temp_files
 from agents.play.computer import Cancelled, ComputerError, ComputerPool
-from agents.play.game import (CHECKPOINT_DIRS, GRACE_SECONDS, HINTS_PER_GAME, MAX_REPLAY_PLIES, MODES,
-                              MOVE_SECONDS, PACES, PlayError, PlayGame, UnknownGameError, available_levels,
-                              replay_frames, terrain, warm_up_jobs)
+from agents.play.game import (
+    CHECKPOINT_DIRS,
+    GRACE_SECONDS,
+    HINTS_PER_GAME,
+    MAX_REPLAY_PLIES,
+    MODES,
+    MOVE_SECONDS,
+    PACES,
+    PlayError,
+    PlayGame,
+    UnknownGameError,
+    available_levels,
+    replay_frames,
+    terrain,
+    warm_up_jobs,
+)
+from envs.rules import RuleSet, RuleSetError
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8765
@@ -105,9 +117,11 @@ TOKEN_HEADER = "X-Jungle-Token"
 TOKEN_PLACEHOLDER = b"__JUNGLE_TOKEN__"
 SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
-    "Content-Security-Policy": ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-                                "frame-ancestors 'none'"),
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Resource-Policy": "same-origin",
@@ -127,10 +141,18 @@ class RequestRefused(PlayError):
 class GameStore:
     """The server's games (a bounded few), the saved last game, and the computer's moves in progress."""
 
-    def __init__(self, *, rules: RuleSet, rules_name: str = "default", state_dir: Optional[Path] = None,
-                 default_opponent: str = "beginner", default_pace: str = "quick",
-                 pool: Optional[ComputerPool] = None, checkpoint_dirs: Iterable[Path] = CHECKPOINT_DIRS,
-                 move_seconds: float = MOVE_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        rules: RuleSet,
+        rules_name: str = "default",
+        state_dir: Optional[Path] = None,
+        default_opponent: str = "beginner",
+        default_pace: str = "quick",
+        pool: Optional[ComputerPool] = None,
+        checkpoint_dirs: Iterable[Path] = CHECKPOINT_DIRS,
+        move_seconds: float = MOVE_SECONDS,
+    ) -> None:
         self.rules = rules
         self.move_seconds = move_seconds
         """The time per move of an opponent that is not a level (a level has its own)."""
@@ -140,8 +162,11 @@ class GameStore:
         self.default_pace = default_pace
         self.checkpoint_dirs = tuple(Path(d) for d in checkpoint_dirs)
         self._own_pool = pool is None
-        self.pool = pool if pool is not None else ComputerPool(
-            warm_up=warm_up_jobs(rules, [default_opponent], seconds=move_seconds))
+        self.pool = (
+            pool
+            if pool is not None
+            else ComputerPool(warm_up=warm_up_jobs(rules, [default_opponent], seconds=move_seconds))
+        )
         self.lock = threading.RLock()
         self.games: OrderedDict[str, PlayGame] = OrderedDict()  # least recently used first
         self.last_id: Optional[str] = None
@@ -188,8 +213,10 @@ class GameStore:
         try:
             atomic_write_json(path, game.to_saved())
         except OSError as e:  # the directory gone or not a directory, the disk full, no permission...
-            self.save_error = (f"this game could not be saved to {path} ({e.strerror or e}); it goes on here, "
-                               "but a restart of the server would lose it")
+            self.save_error = (
+                f"this game could not be saved to {path} ({e.strerror or e}); it goes on here, "
+                "but a restart of the server would lose it"
+            )
         else:
             self.save_error = None
 
@@ -208,8 +235,10 @@ class GameStore:
         with self.lock:
             game = self.games.get(game_id)
             if game is None:
-                raise UnknownGameError(f"no game with id {game_id[:40]!r} (the server keeps its {MAX_LIVE_GAMES} "
-                                       "most recent games and may have been restarted; use 'continue last game')")
+                raise UnknownGameError(
+                    f"no game with id {game_id[:40]!r} (the server keeps its {MAX_LIVE_GAMES} "
+                    "most recent games and may have been restarted; use 'continue last game')"
+                )
             self.games.move_to_end(game_id)
             return game
 
@@ -227,10 +256,18 @@ class GameStore:
         opponent = body.get("opponent", self.default_opponent)
         # The command line's opponent is trusted; one typed on the page must be a checkpoint of ours.
         dirs = None if opponent == self.default_opponent else self.checkpoint_dirs
-        game = PlayGame.new(mode=body.get("mode", "computer"), human=body.get("human", "red"), opponent=opponent,
-                            pace=body.get("pace", self.default_pace), rules=self.rules, rules_name=self.rules_name,
-                            start=body.get("start"), seed=body.get("seed"), checkpoint_dirs=dirs,
-                            seconds=self.move_seconds)
+        game = PlayGame.new(
+            mode=body.get("mode", "computer"),
+            human=body.get("human", "red"),
+            opponent=opponent,
+            pace=body.get("pace", self.default_pace),
+            rules=self.rules,
+            rules_name=self.rules_name,
+            start=body.get("start"),
+            seed=body.get("seed"),
+            checkpoint_dirs=dirs,
+            seconds=self.move_seconds,
+        )
         if game.engine is not None:
             # Build the player now (in a worker) so that a bad spec or checkpoint is refused here.
             try:
@@ -320,8 +357,12 @@ class GameStore:
         self._cancel(game.id)
         cancel = threading.Event()
         self._thinking[game.id] = (game.version, cancel)
-        threading.Thread(target=self._think, args=(game, game.version, game.job("computer"), cancel), daemon=True,
-                         name=f"computer-{game.id}").start()
+        threading.Thread(
+            target=self._think,
+            args=(game, game.version, game.job("computer"), cancel),
+            daemon=True,
+            name=f"computer-{game.id}",
+        ).start()
 
     def _cancel(self, game_id: str) -> None:
         """Stop the computer's move in progress for this game, if any (its worker is killed)."""
@@ -342,8 +383,10 @@ class GameStore:
         except ComputerError as e:
             error = f"the computer ({game.opponent}) could not move: {e}. Undo, resign or start a new game."
         except Exception as e:  # noqa: BLE001 - whatever went wrong, the page must stop showing "thinking"
-            error = (f"the computer ({game.opponent}) could not move: {type(e).__name__}: {e}. "
-                     "Undo, resign or start a new game.")
+            error = (
+                f"the computer ({game.opponent}) could not move: {type(e).__name__}: {e}. "
+                "Undo, resign or start a new game."
+            )
         # The pace is the whole time from the person's move to the reply; stop early if undone.
         while not (self._stop.is_set() or cancel.is_set()) and time.monotonic() - began < pause:
             cancel.wait(min(0.05, pause))
@@ -382,16 +425,37 @@ class GameStore:
             last_summary = None
             if last is not None:
                 result, termination, _ = last.result()
-                last_summary = {"id": last.id, "mode": last.mode, "result": result, "termination": termination,
-                                "moves": len(last.board.move_stack), "opponent": last.opponent,
-                                "human": last.view()["human"]}
-            return {"rules_name": self.rules_name, "rules": self.rules.to_dict(), "ranks": list(self.rules.ranks()),
-                    "terrain": terrain(), "levels": [level.to_dict() for level in available_levels()],
-                    "modes": list(MODES), "paces": list(PACES), "hints_per_game": HINTS_PER_GAME,
-                    "default_opponent": self.default_opponent, "default_pace": self.default_pace,
-                    "last_game": last_summary, "load_error": self.load_error, "preparing": self.pool.preparing,
-                    "limits": {"body_bytes": MAX_BODY, "records": MAX_RECORDS, "replay_plies": MAX_REPLAY_PLIES,
-                               "live_games": MAX_LIVE_GAMES, "move_seconds": self.move_seconds}}
+                last_summary = {
+                    "id": last.id,
+                    "mode": last.mode,
+                    "result": result,
+                    "termination": termination,
+                    "moves": len(last.board.move_stack),
+                    "opponent": last.opponent,
+                    "human": last.view()["human"],
+                }
+            return {
+                "rules_name": self.rules_name,
+                "rules": self.rules.to_dict(),
+                "ranks": list(self.rules.ranks()),
+                "terrain": terrain(),
+                "levels": [level.to_dict() for level in available_levels()],
+                "modes": list(MODES),
+                "paces": list(PACES),
+                "hints_per_game": HINTS_PER_GAME,
+                "default_opponent": self.default_opponent,
+                "default_pace": self.default_pace,
+                "last_game": last_summary,
+                "load_error": self.load_error,
+                "preparing": self.pool.preparing,
+                "limits": {
+                    "body_bytes": MAX_BODY,
+                    "records": MAX_RECORDS,
+                    "replay_plies": MAX_REPLAY_PLIES,
+                    "live_games": MAX_LIVE_GAMES,
+                    "move_seconds": self.move_seconds,
+                },
+            }
 
 
 def replay(body: dict[str, Any]) -> dict[str, Any]:
@@ -419,18 +483,36 @@ def replay(body: dict[str, Any]) -> dict[str, Any]:
         ranks = list(RuleSet.from_dict(rec.rules).ranks())
     except (RecordError, RuleSetError) as e:
         raise PlayError(f"game {index + 1}: {e}") from None
-    games = [{"index": i, "red": str(r.red)[:80], "blue": str(r.blue)[:80], "result": r.result,
-              "termination": r.termination, "moves": len(r.moves)} for i, r in enumerate(records)]
-    record = {"start": rec.start, "moves": rec.moves, "result": rec.result, "termination": rec.termination,
-              "red": str(rec.red)[:200], "blue": str(rec.blue)[:200], "rules": rec.rules}
+    games = [
+        {
+            "index": i,
+            "red": str(r.red)[:80],
+            "blue": str(r.blue)[:80],
+            "result": r.result,
+            "termination": r.termination,
+            "moves": len(r.moves),
+        }
+        for i, r in enumerate(records)
+    ]
+    record = {
+        "start": rec.start,
+        "moves": rec.moves,
+        "result": rec.result,
+        "termination": rec.termination,
+        "red": str(rec.red)[:200],
+        "blue": str(rec.blue)[:200],
+        "rules": rec.rules,
+    }
     return {"count": len(records), "games": games, "index": index, "record": record, "ranks": ranks, **shown}
 
 
 def _only(body: dict[str, Any], allowed: set[str], what: str) -> None:
     unknown = sorted(set(body) - allowed)
     if unknown:
-        raise PlayError(f"unknown field(s) {', '.join(k[:40] for k in unknown[:5])} in {what} request"
-                        + (f"; allowed: {', '.join(sorted(allowed))}" if allowed else ""))
+        raise PlayError(
+            f"unknown field(s) {', '.join(k[:40] for k in unknown[:5])} in {what} request"
+            + (f"; allowed: {', '.join(sorted(allowed))}" if allowed else "")
+        )
 
 
 class PlayHandler(BaseHTTPRequestHandler):
@@ -463,8 +545,10 @@ class PlayHandler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, message: str, headers: Optional[dict[str, str]] = None) -> None:
         headers = dict(headers or {})
-        if not self._consumed and ((self.headers.get("Content-Length") or "0").strip() not in ("", "0")
-                                   or self.headers.get("Transfer-Encoding")):
+        if not self._consumed and (
+            (self.headers.get("Content-Length") or "0").strip() not in ("", "0")
+            or self.headers.get("Transfer-Encoding")
+        ):
             # The body was never read: it would be taken for the next request on this connection.
             self.close_connection = True
             headers["Connection"] = "close"
@@ -493,30 +577,42 @@ class PlayHandler(BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
         if host not in ("127.0.0.1", "localhost", "::1", ""):
             # A page on another site reaching us through its own DNS name (DNS rebinding).
-            raise RequestRefused(HTTPStatus.BAD_REQUEST,
-                                 f"requests must be addressed to 127.0.0.1 or localhost, not {host[:80]!r}")
+            raise RequestRefused(
+                HTTPStatus.BAD_REQUEST, f"requests must be addressed to 127.0.0.1 or localhost, not {host[:80]!r}"
+            )
 
     def _check_from_page(self) -> None:
         """A state-changing request must come from the page itself (see the module docstring)."""
         origin = self.headers.get("Origin")
         if origin is not None and origin not in self.server.origins:
-            raise RequestRefused(HTTPStatus.FORBIDDEN, f"requests from other sites are refused (Origin {origin[:80]!r})")
+            raise RequestRefused(
+                HTTPStatus.FORBIDDEN, f"requests from other sites are refused (Origin {origin[:80]!r})"
+            )
         site = (self.headers.get("Sec-Fetch-Site") or "").lower()
         if site not in ("", "same-origin", "none"):
-            raise RequestRefused(HTTPStatus.FORBIDDEN, f"requests from other sites are refused (Sec-Fetch-Site {site[:20]!r})")
+            raise RequestRefused(
+                HTTPStatus.FORBIDDEN, f"requests from other sites are refused (Sec-Fetch-Site {site[:20]!r})"
+            )
         token = self.headers.get(TOKEN_HEADER) or ""
         if not hmac.compare_digest(token.encode("utf-8", "replace"), self.server.token.encode("ascii")):
-            raise RequestRefused(HTTPStatus.FORBIDDEN, f"missing or wrong {TOKEN_HEADER}: the page's requests carry "
-                                 "it; reload the page (the server may have been restarted)")
+            raise RequestRefused(
+                HTTPStatus.FORBIDDEN,
+                f"missing or wrong {TOKEN_HEADER}: the page's requests carry "
+                "it; reload the page (the server may have been restarted)",
+            )
 
     def _body(self) -> dict[str, Any]:
         if self.headers.get("Transfer-Encoding"):
-            raise RequestRefused(HTTPStatus.LENGTH_REQUIRED, "chunked request bodies are not accepted; send a Content-Length")
+            raise RequestRefused(
+                HTTPStatus.LENGTH_REQUIRED, "chunked request bodies are not accepted; send a Content-Length"
+            )
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
             # Only a JSON body makes a browser ask (CORS preflight) before another site may send it.
-            raise RequestRefused(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                                 f"request body must be sent as application/json, not {ctype[:60] or 'no content type'!r}")
+            raise RequestRefused(
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                f"request body must be sent as application/json, not {ctype[:60] or 'no content type'!r}",
+            )
         lengths = self.headers.get_all("Content-Length") or ["0"]
         if len(set(lengths)) != 1:
             raise RequestRefused(HTTPStatus.BAD_REQUEST, "conflicting Content-Length headers")
@@ -525,8 +621,9 @@ class PlayHandler(BaseHTTPRequestHandler):
             raise RequestRefused(HTTPStatus.BAD_REQUEST, f"bad Content-Length {text[:20]!r}")
         length = int(text)
         if length > MAX_BODY:
-            raise RequestRefused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                                 f"request body of {length} bytes is too large (at most {MAX_BODY})")
+            raise RequestRefused(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"request body of {length} bytes is too large (at most {MAX_BODY})"
+            )
         raw = self.rfile.read(length) if length else b""
         self._consumed = True
         if len(raw) != length:
@@ -560,13 +657,14 @@ class PlayHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         self._consumed = False
         path = urlsplit(self.path).path
-        if method != "POST" and ((self.headers.get("Content-Length") or "0").strip() != "0"
-                                 or self.headers.get("Transfer-Encoding")):
+        if method != "POST" and (
+            (self.headers.get("Content-Length") or "0").strip() != "0" or self.headers.get("Transfer-Encoding")
+        ):
             self.close_connection = True  # a body nobody reads must not be taken for the next request
         try:
             self._check_host()
             if path.startswith("/api/"):
-                self._api(method, [p for p in path[len("/api/"):].split("/") if p])
+                self._api(method, [p for p in path[len("/api/") :].split("/") if p])
             elif method in ("GET", "HEAD"):
                 self._static(path)
             else:
@@ -598,8 +696,9 @@ class PlayHandler(BaseHTTPRequestHandler):
         try:
             data = target.read_bytes()
         except OSError as e:  # out of file descriptors, say: the page is there, it cannot be read now
-            raise RequestRefused(HTTPStatus.SERVICE_UNAVAILABLE,
-                                 f"the page file {target.name} cannot be read now: {e.strerror or e}") from None
+            raise RequestRefused(
+                HTTPStatus.SERVICE_UNAVAILABLE, f"the page file {target.name} cannot be read now: {e.strerror or e}"
+            ) from None
         if target.name == "index.html":
             data = data.replace(TOKEN_PLACEHOLDER, self.server.token.encode("ascii"))
         self._send(HTTPStatus.OK, data, ctype)
@@ -627,10 +726,18 @@ class PlayHandler(BaseHTTPRequestHandler):
             game = store.get(parts[1])
             with store.lock:
                 text = game.record().to_json() + "\n"
-            self._send(HTTPStatus.OK, text.encode("utf-8"), "application/x-ndjson; charset=utf-8",
-                       {"Content-Disposition": f'attachment; filename="jungle-{game.id}.jsonl"'})
-        elif len(parts) == 3 and parts[0] == "games" and method == "POST" and \
-                parts[2] in ("move", "undo", "hint", "resign", "settings"):
+            self._send(
+                HTTPStatus.OK,
+                text.encode("utf-8"),
+                "application/x-ndjson; charset=utf-8",
+                {"Content-Disposition": f'attachment; filename="jungle-{game.id}.jsonl"'},
+            )
+        elif (
+            len(parts) == 3
+            and parts[0] == "games"
+            and method == "POST"
+            and parts[2] in ("move", "undo", "hint", "resign", "settings")
+        ):
             self._json(store.act(parts[1], parts[2], body))
         else:
             raise RequestRefused(HTTPStatus.NOT_FOUND, f"no API endpoint {method} /api/{route[:80]}")
@@ -744,10 +851,19 @@ def _open_spare() -> Optional[int]:
         return None
 
 
-def make_server(*, port: int = DEFAULT_PORT, state_dir: Optional[str | Path] = DEFAULT_STATE_DIR,
-                rules: Optional[RuleSet] = None, rules_name: str = "default", default_opponent: str = "beginner",
-                default_pace: str = "quick", verbose: bool = False, pool: Optional[ComputerPool] = None,
-                checkpoint_dirs: Iterable[str | Path] = CHECKPOINT_DIRS, move_seconds: float = MOVE_SECONDS) -> PlayServer:
+def make_server(
+    *,
+    port: int = DEFAULT_PORT,
+    state_dir: Optional[str | Path] = DEFAULT_STATE_DIR,
+    rules: Optional[RuleSet] = None,
+    rules_name: str = "default",
+    default_opponent: str = "beginner",
+    default_pace: str = "quick",
+    verbose: bool = False,
+    pool: Optional[ComputerPool] = None,
+    checkpoint_dirs: Iterable[str | Path] = CHECKPOINT_DIRS,
+    move_seconds: float = MOVE_SECONDS,
+) -> PlayServer:
     """A ready server (not yet serving); `port=0` picks a free port (see `.url`). `state_dir=None`: no saving.
 
     `pool` shares the computer's worker processes between servers (they are
@@ -755,9 +871,16 @@ def make_server(*, port: int = DEFAULT_PORT, state_dir: Optional[str | Path] = D
     `checkpoint_dirs` are where the page may load checkpoints from;
     `move_seconds` is the time per move of an opponent that is not a level."""
     sd = None if state_dir is None else Path(state_dir).expanduser()
-    store = GameStore(rules=rules if rules is not None else RuleSet(), rules_name=rules_name, state_dir=sd,
-                      default_opponent=default_opponent, default_pace=default_pace, pool=pool,
-                      checkpoint_dirs=[Path(d) for d in checkpoint_dirs], move_seconds=move_seconds)
+    store = GameStore(
+        rules=rules if rules is not None else RuleSet(),
+        rules_name=rules_name,
+        state_dir=sd,
+        default_opponent=default_opponent,
+        default_pace=default_pace,
+        pool=pool,
+        checkpoint_dirs=[Path(d) for d in checkpoint_dirs],
+        move_seconds=move_seconds,
+    )
     try:
         return PlayServer(store, port=port, verbose=verbose)
     except BaseException:

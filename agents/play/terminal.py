@@ -13,11 +13,10 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from envs.notation import FILE_NAMES, Side
-from envs.render import render_ansi
-
 from agents.play.computer import ComputerError, PlayerCache, choose_move
 from agents.play.game import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
+from envs.notation import FILE_NAMES, Side
+from envs.render import render_ansi
 
 HELP = f"""Commands:
   a3a4     move the piece on a3 to a4 (a jump is written the same way: a4d4)
@@ -117,9 +116,15 @@ class TerminalGame:
                 g.resign()
                 self.status()
             elif low == "new":
-                self.game = PlayGame.new(mode=g.mode, human=side_name(g.human) if g.human is not None else "red",
-                                         opponent=g.opponent or "random", pace=g.pace, rules=g.rules,
-                                         rules_name=g.rules_name, start=g.start)
+                self.game = PlayGame.new(
+                    mode=g.mode,
+                    human=side_name(g.human) if g.human is not None else "red",
+                    opponent=g.opponent or "random",
+                    pace=g.pace,
+                    rules=g.rules,
+                    rules_name=g.rules_name,
+                    start=g.start,
+                )
                 self.say("New game.")
                 self.computer_moves()
             else:
@@ -140,8 +145,9 @@ def _looks_like_move(text: str) -> bool:
     return len(text) == 4 and text[0] in FILE_NAMES and text[2] in FILE_NAMES
 
 
-def run_terminal(game: PlayGame, inp: Optional[TextIO] = None, out: Optional[TextIO] = None,
-                 pace_sleep: bool = True) -> int:
+def run_terminal(
+    game: PlayGame, inp: Optional[TextIO] = None, out: Optional[TextIO] = None, pace_sleep: bool = True
+) -> int:
     """Play `game` reading commands from `inp` (stdin) and writing to `out` (stdout).
 
     Returns the exit code: 0, or 2 when the opponent cannot be built (the reason on stderr)."""
@@ -154,8 +160,11 @@ def run_terminal(game: PlayGame, inp: Optional[TextIO] = None, out: Optional[Tex
         except ComputerError as e:
             print(f"play.py: {e}", file=sys.stderr)
             return 2
-    who = "two players" if game.mode == "two_players" else \
-        f"you play {side_name(game.human).title() if game.human is not None else ''} against {game.opponent}"
+    who = (
+        "two players"
+        if game.mode == "two_players"
+        else f"you play {side_name(game.human).title() if game.human is not None else ''} against {game.opponent}"
+    )
     term.say(f"Jungle ({who}; rules: {game.rules_name}). Type 'help' for commands.")
     term.computer_moves()
     prompt = inp.isatty() and out.isatty()

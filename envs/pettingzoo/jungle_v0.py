@@ -47,8 +47,11 @@ try:
 except ModuleNotFoundError as e:  # the optional extra is not installed: say which one to install
     if (e.name or "").partition(".")[0] != "pettingzoo":
         raise
-    raise ModuleNotFoundError(f"envs.pettingzoo needs PettingZoo, which is not installed ({e}); install the "
-                              f"project's extra: pip install -e '.[pettingzoo]'", name="pettingzoo") from None
+    raise ModuleNotFoundError(
+        f"envs.pettingzoo needs PettingZoo, which is not installed ({e}); install the "
+        f"project's extra: pip install -e '.[pettingzoo]'",
+        name="pettingzoo",
+    ) from None
 
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation

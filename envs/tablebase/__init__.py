@@ -9,8 +9,18 @@ state array (`probe_state`, `probe_states` with `Tablebase.arrays`). See
 
 from envs.tablebase.errors import TablebaseError, TablebaseFileError, TablebaseMissingError, TablebaseRulesError
 from envs.tablebase.index import MAX_PIECES, Material, materials
-from envs.tablebase.probe import (DRAW, LOSS, UNKNOWN, WIN, TablebaseArrays, clock_wdl, empty_arrays, probe_clock,
-                                  probe_state, probe_states)
+from envs.tablebase.probe import (
+    DRAW,
+    LOSS,
+    UNKNOWN,
+    WIN,
+    TablebaseArrays,
+    clock_wdl,
+    empty_arrays,
+    probe_clock,
+    probe_state,
+    probe_states,
+)
 from envs.tablebase.store import ROOT_ENV, rules_key, table_path, tablebase_root
 from envs.tablebase.table import MoveValue, Tablebase, TablebaseProbe, default_tablebase
 

@@ -82,15 +82,21 @@ def _build(rules: RuleSet, pieces: int, out: Optional[str]) -> int:
         last[0] = now
         spent = now - t0
         eta = spent * (total - done) / max(done, 1)
-        print(f"tablebase: {100 * done / total:5.1f}% ({done:,} of {total:,} positions) in {spent:.1f} s, "
-              f"ETA {eta:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"tablebase: {100 * done / total:5.1f}% ({done:,} of {total:,} positions) in {spent:.1f} s, "
+            f"ETA {eta:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     tb = Tablebase.build(rules, pieces, progress=progress)
     path, digest = tb.save(Path(out) if out is not None else None)
     spent = time.perf_counter() - t0
     size = path.stat().st_size
-    print(f"wrote {path}: {len(tb.materials)} tables, {int(sum(m.size() for m in tb.materials)):,} positions, "
-          f"{size / 1e6:.1f} MB in {spent:.1f} s")
+    print(
+        f"wrote {path}: {len(tb.materials)} tables, {int(sum(m.size() for m in tb.materials)):,} positions, "
+        f"{size / 1e6:.1f} MB in {spent:.1f} s"
+    )
     print(f"sha256 {digest}")
     return 0
 

@@ -31,8 +31,8 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
-from envs.kernels import lean
 from envs.encoding import canonical_square
+from envs.kernels import lean
 
 MAX_PIECES = 3
 """The most pieces (both sides together) a table is built for."""
@@ -66,8 +66,9 @@ def _square_slots() -> tuple[np.ndarray, ...]:
 FULL_SLOT, HALF_SLOT, FULL_SQUARE, HALF_SQUARE, N_FULL, N_HALF = _square_slots()
 """FULL_SLOT[kind, sq], HALF_SLOT[kind, sq]: the slot of a square (-1 barred); FULL_SQUARE /
 HALF_SQUARE[kind, slot] the way back; N_FULL / N_HALF[kind] the slot counts (kind 0 the Rat)."""
-MIRROR_SQUARE = np.array([(sq // K.N_FILES) * K.N_FILES + K.N_FILES - 1 - sq % K.N_FILES for sq in range(K.N_SQUARES)],
-                         dtype=np.int64)
+MIRROR_SQUARE = np.array(
+    [(sq // K.N_FILES) * K.N_FILES + K.N_FILES - 1 - sq % K.N_FILES for sq in range(K.N_SQUARES)], dtype=np.int64
+)
 """The left-right mirror of each square (file a <-> g)."""
 
 

@@ -74,8 +74,9 @@ def readonly(tb: TablebaseArrays) -> TablebaseArrays:
     return TablebaseArrays(*views)
 
 
-def assemble(pieces_list: list[np.ndarray], sizes: list[int], exact_from: list[int], dtm: np.ndarray,
-             dtz: np.ndarray) -> TablebaseArrays:
+def assemble(
+    pieces_list: list[np.ndarray], sizes: list[int], exact_from: list[int], dtm: np.ndarray, dtz: np.ndarray
+) -> TablebaseArrays:
     """The tables of per-table lists (pieces as `Material.pieces`, index sizes, `clock_exact_from`)
     whose coded bytes lie one after the other in `dtm` and `dtz`; read-only."""
     t = len(pieces_list)

@@ -36,8 +36,18 @@ from envs import kernels as K
 from envs.rules import RuleSet
 from envs.tablebase.errors import TablebaseRulesError
 from envs.tablebase.index import MAX_PIECES, Material, clear_position, materials, position_index, set_position
-from envs.tablebase.probe import (DRAW_CODE, LOSS, MAX_DISTANCE, NOT_A_POSITION, UNKNOWN, WIN, TablebaseArrays,
-                                  assemble, empty_arrays, probe_state)
+from envs.tablebase.probe import (
+    DRAW_CODE,
+    LOSS,
+    MAX_DISTANCE,
+    NOT_A_POSITION,
+    UNKNOWN,
+    WIN,
+    TablebaseArrays,
+    assemble,
+    empty_arrays,
+    probe_state,
+)
 
 MAX_GROUP_MOVES = 8
 """The most legal moves of a mover with at most two pieces (four directions each)."""
@@ -47,9 +57,20 @@ ERR_INDEX = -3
 
 
 @njit(cache=True)
-def expand(flags: np.ndarray, sub: TablebaseArrays, pieces_a: np.ndarray, size_a: int, pieces_b: np.ndarray,
-           size_b: int, n_moves: np.ndarray, child: np.ndarray, n_quiet: np.ndarray, exit_win: np.ndarray,
-           exit_loss: np.ndarray, exit_draw: np.ndarray) -> int:
+def expand(
+    flags: np.ndarray,
+    sub: TablebaseArrays,
+    pieces_a: np.ndarray,
+    size_a: int,
+    pieces_b: np.ndarray,
+    size_b: int,
+    n_moves: np.ndarray,
+    child: np.ndarray,
+    n_quiet: np.ndarray,
+    exit_win: np.ndarray,
+    exit_loss: np.ndarray,
+    exit_draw: np.ndarray,
+) -> int:
     """Step 1 for the group of tables A (`pieces_a`, positions 0..size_a-1) and B (positions after
     them; `size_b` 0 when B is A itself, a material facing its own copy).
 
@@ -132,8 +153,17 @@ def predecessors(child: np.ndarray, n_quiet: np.ndarray) -> tuple:
 
 
 @njit(cache=True)
-def resolve(n_moves: np.ndarray, n_quiet: np.ndarray, start: np.ndarray, preds: np.ndarray, exit_win: np.ndarray,
-            exit_loss: np.ndarray, exit_draw: np.ndarray, dist: np.ndarray, won: np.ndarray) -> int:
+def resolve(
+    n_moves: np.ndarray,
+    n_quiet: np.ndarray,
+    start: np.ndarray,
+    preds: np.ndarray,
+    exit_win: np.ndarray,
+    exit_loss: np.ndarray,
+    exit_draw: np.ndarray,
+    dist: np.ndarray,
+    won: np.ndarray,
+) -> int:
     """Step 3 with exits at the given distances: `dist[p]` the distance of each position (-1 a draw or
     not a position), `won[p]` whether the mover wins. Returns the longest distance, or ERR_TOO_LONG past
     MAX_DISTANCE."""
@@ -251,8 +281,20 @@ def solve_group(rules: RuleSet, sub: TablebaseArrays, material: Material) -> dic
     exit_loss = np.zeros((total, 2), dtype=np.int64)
     exit_draw = np.zeros(total, dtype=np.bool_)
     pieces = [m.pieces() for m in mats]
-    longest_exit = expand(flags, sub, pieces[0], sizes[0], pieces[-1], sizes[1] if len(mats) > 1 else 0, n_moves,
-                          child, n_quiet, exit_win, exit_loss, exit_draw)
+    longest_exit = expand(
+        flags,
+        sub,
+        pieces[0],
+        sizes[0],
+        pieces[-1],
+        sizes[1] if len(mats) > 1 else 0,
+        n_moves,
+        child,
+        n_quiet,
+        exit_win,
+        exit_loss,
+        exit_draw,
+    )
     if longest_exit == ERR_SUBTABLE:
         raise SolverError(f"material {material}: a capture leads to a table that is not built")
     if longest_exit == ERR_INDEX:
@@ -263,8 +305,17 @@ def solve_group(rules: RuleSet, sub: TablebaseArrays, material: Material) -> dic
     won = np.empty(total, dtype=np.bool_)
     results = []
     for metric in (0, 1):
-        longest = resolve(n_moves, n_quiet, start, preds, exit_win[:, metric].copy(), exit_loss[:, metric].copy(),
-                          exit_draw, dist, won)
+        longest = resolve(
+            n_moves,
+            n_quiet,
+            start,
+            preds,
+            exit_win[:, metric].copy(),
+            exit_loss[:, metric].copy(),
+            exit_draw,
+            dist,
+            won,
+        )
         if longest == ERR_TOO_LONG:
             raise SolverError(f"material {material}: a distance beyond {MAX_DISTANCE} plies does not fit the format")
         out = np.empty(total, dtype=np.uint8)
@@ -289,16 +340,19 @@ def check_rules(rules: RuleSet) -> None:
     (rule 12) only add draws that depend on the history: the tables ignore the first and answer for the
     second through `dtz` (`probe.clock_wdl`), so they are built once for every setting of both."""
     if rules.anti_chase != "off":
-        raise TablebaseRulesError(f"no tablebase for anti_chase={rules.anti_chase!r}: the anti-chase rules make "
-                                  "the legal moves depend on the game's history")
+        raise TablebaseRulesError(
+            f"no tablebase for anti_chase={rules.anti_chase!r}: the anti-chase rules make "
+            "the legal moves depend on the game's history"
+        )
 
 
 Progress = Callable[[int, int], None]
 """Called as progress(positions_done, positions_total) while a build runs."""
 
 
-def build_arrays(rules: RuleSet, pieces: int, only: Optional[list[Material]] = None,
-                 progress: Optional[Progress] = None) -> tuple[list[Material], TablebaseArrays]:
+def build_arrays(
+    rules: RuleSet, pieces: int, only: Optional[list[Material]] = None, progress: Optional[Progress] = None
+) -> tuple[list[Material], TablebaseArrays]:
     """Solve every material of 2..`pieces` pieces (of `pieces` pieces: only the groups of `only`, when
     given); returns the materials in table order and their tables.
 
@@ -336,6 +390,10 @@ def build_arrays(rules: RuleSet, pieces: int, only: Optional[list[Material]] = N
 
 
 def _arrays(order: list[Material], tables: dict[Material, Solved]) -> TablebaseArrays:
-    return assemble([m.pieces() for m in order], [m.size() for m in order],
-                    [tables[m].clock_exact_from for m in order],
-                    np.concatenate([tables[m].dtm for m in order]), np.concatenate([tables[m].dtz for m in order]))
+    return assemble(
+        [m.pieces() for m in order],
+        [m.size() for m in order],
+        [tables[m].clock_exact_from for m in order],
+        np.concatenate([tables[m].dtm for m in order]),
+        np.concatenate([tables[m].dtz for m in order]),
+    )

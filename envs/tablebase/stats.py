@@ -53,19 +53,30 @@ def material_stats(tb: Tablebase, material: Material) -> MaterialStats:
         st[K.S_MOVENO] = 1
         set_position(st, pieces, len(pieces), idx)
         jfen = state_to_jfen(st)
-    return MaterialStats(material, int(weight[real].sum()), int(weight[win].sum()), int(weight[draw].sum()),
-                         int(weight[loss].sum()), longest, jfen)
+    return MaterialStats(
+        material,
+        int(weight[real].sum()),
+        int(weight[win].sum()),
+        int(weight[draw].sum()),
+        int(weight[loss].sum()),
+        longest,
+        jfen,
+    )
 
 
 def stats_markdown(rows: list[MaterialStats]) -> str:
     """A markdown table of `rows`: material, positions, win / draw / loss shares for the side to move,
     longest win in plies and a position that reaches it."""
-    lines = ["| material | positions | win | draw | loss | longest win | position |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        "| material | positions | win | draw | loss | longest win | position |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in rows:
         n = max(r.positions, 1)
         longest = "-" if r.longest_win is None else str(r.longest_win)
         jfen = "" if r.longest_win_jfen is None else f"`{r.longest_win_jfen}`"
-        lines.append(f"| {r.material} | {r.positions} | {100 * r.wins / n:.1f}% | {100 * r.draws / n:.1f}% | "
-                     f"{100 * r.losses / n:.1f}% | {longest} | {jfen} |")
+        lines.append(
+            f"| {r.material} | {r.positions} | {100 * r.wins / n:.1f}% | {100 * r.draws / n:.1f}% | "
+            f"{100 * r.losses / n:.1f}% | {longest} | {jfen} |"
+        )
     return "\n".join(lines) + "\n"

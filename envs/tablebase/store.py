@@ -79,8 +79,14 @@ def write_tables(path: Path, rules: RuleSet, pieces: int, order: list[Material],
     digest.update(dtm.data)
     digest.update(dtz.data)
     tables = [[str(m), int(tb.offset[i]), sizes[i], int(tb.clock_exact_from[i])] for i, m in enumerate(order)]
-    header = {"format": FORMAT_VERSION, "pieces": pieces, "rules": table_rules(rules), "positions": total,
-              "tables": tables, "sha256": digest.hexdigest()}
+    header = {
+        "format": FORMAT_VERSION,
+        "pieces": pieces,
+        "rules": table_rules(rules),
+        "positions": total,
+        "tables": tables,
+        "sha256": digest.hexdigest(),
+    }
     head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     start = -(-(16 + len(head)) // ALIGN) * ALIGN
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -115,27 +121,30 @@ def read_header(path: Path) -> tuple[dict[str, Any], int]:
         raise TablebaseFileError(f"tablebase file {str(path)!r} cannot be read: {e}") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_VERSION:
         found = header.get("format") if isinstance(header, dict) else None
-        raise TablebaseFileError(f"tablebase file {str(path)!r} has format {found!r}; this version reads "
-                                 f"format {FORMAT_VERSION} (build the tables again)")
+        raise TablebaseFileError(
+            f"tablebase file {str(path)!r} has format {found!r}; this version reads "
+            f"format {FORMAT_VERSION} (build the tables again)"
+        )
     return header, -(-(16 + length) // ALIGN) * ALIGN
 
 
-def read_tables(path: Path, rules: Optional[RuleSet] = None,
-                verify: bool = False) -> tuple[dict[str, Any], list[Material], TablebaseArrays]:
+def read_tables(
+    path: Path, rules: Optional[RuleSet] = None, verify: bool = False
+) -> tuple[dict[str, Any], list[Material], TablebaseArrays]:
     """(header, materials, tables) of a file, the tables memory-mapped read-only.
 
     `rules`: refuse a file built for other position-only rules. `verify`: check the data's sha256
     (reads the whole file). TablebaseFileError names the file and what is wrong."""
     header, start = read_header(path)
     if rules is not None and header.get("rules") != table_rules(rules):
-        raise TablebaseFileError(f"tablebase file {str(path)!r} holds rules {header.get('rules')}, not "
-                                 f"{table_rules(rules)}")
+        raise TablebaseFileError(
+            f"tablebase file {str(path)!r} holds rules {header.get('rules')}, not {table_rules(rules)}"
+        )
     try:
         order = [Material.parse(t[0]) for t in header["tables"]]
         total = int(header["positions"])
         if path.stat().st_size != start + 2 * total:
-            raise TablebaseFileError(f"tablebase file {str(path)!r} is truncated or too long for its "
-                                     f"{total} positions")
+            raise TablebaseFileError(f"tablebase file {str(path)!r} is truncated or too long for its {total} positions")
         data = np.asarray(np.memmap(path, dtype=np.uint8, mode="r", offset=start, shape=(2 * total,)))
     except (KeyError, TypeError, IndexError) as e:
         raise TablebaseFileError(f"tablebase file {str(path)!r} has a damaged header: {e!r}") from None

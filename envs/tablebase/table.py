@@ -106,8 +106,14 @@ def _move_key(v: MoveValue, by_dtz: bool) -> tuple[int, int, int]:
 class Tablebase:
     """The endgame tables of one rule set's position-only rules (`store.TABLE_RULES`), up to `max_pieces`."""
 
-    def __init__(self, rules: RuleSet, materials: list[Material], arrays: TablebaseArrays, max_pieces: int,
-                 path: Optional[Path] = None) -> None:
+    def __init__(
+        self,
+        rules: RuleSet,
+        materials: list[Material],
+        arrays: TablebaseArrays,
+        max_pieces: int,
+        path: Optional[Path] = None,
+    ) -> None:
         check_rules(rules)
         self.rules = rules
         self.materials = materials
@@ -118,8 +124,13 @@ class Tablebase:
 
     # -- making -------------------------------------------------------------------------
     @classmethod
-    def build(cls, rules: Optional[RuleSet] = None, pieces: int = MAX_PIECES, only: Optional[list[Material]] = None,
-              progress: Optional[Progress] = None) -> "Tablebase":
+    def build(
+        cls,
+        rules: Optional[RuleSet] = None,
+        pieces: int = MAX_PIECES,
+        only: Optional[list[Material]] = None,
+        progress: Optional[Progress] = None,
+    ) -> "Tablebase":
         """Solve the tables in memory (`solver.build_arrays`); `save` writes them."""
         rules = rules if rules is not None else RuleSet()
         order, arrays = build_arrays(rules, pieces, only, progress)
@@ -133,8 +144,13 @@ class Tablebase:
         return path, digest
 
     @classmethod
-    def open(cls, rules: Optional[RuleSet] = None, root: Union[str, Path, None] = None,
-             pieces: Optional[int] = None, verify: bool = False) -> "Tablebase":
+    def open(
+        cls,
+        rules: Optional[RuleSet] = None,
+        root: Union[str, Path, None] = None,
+        pieces: Optional[int] = None,
+        verify: bool = False,
+    ) -> "Tablebase":
         """The tables of `rules` under `root`: those with the most pieces, or with `pieces`.
 
         TablebaseMissingError says how to build them when none are there; `verify` checks the checksum."""
@@ -149,7 +165,8 @@ class Tablebase:
         raise TablebaseMissingError(
             f"no tablebase for rules {_rules_text(rules)} in {str(table_path(rules, counts[0], root).parent)!r}; "
             f"build it with: python -m envs tablebase build --pieces {counts[0]}{_rules_flags(rules)}"
-            + (f" --out {root}" if root is not None else ""))
+            + (f" --out {root}" if root is not None else "")
+        )
 
     # -- probing ------------------------------------------------------------------------
     def serves(self, rules: RuleSet) -> bool:
@@ -180,36 +197,48 @@ class Tablebase:
                 if c_wdl == DRAW:
                     value = MoveValue(DRAW, None, None, -c_clock)
                 else:
-                    value = MoveValue(-c_wdl, c_dtm + 1, 1 if cap else c_dtz + 1,
-                                      UNKNOWN if c_clock == UNKNOWN else -c_clock)
+                    value = MoveValue(
+                        -c_wdl, c_dtm + 1, 1 if cap else c_dtz + 1, UNKNOWN if c_clock == UNKNOWN else -c_clock
+                    )
             K.unmake_move(child, hist)
             moves[Move.from_int(int(m))] = value
         return TablebaseProbe(
-            wdl=int(wdl), dtm=None if wdl == DRAW else int(dtm), dtz=None if wdl == DRAW else int(dtz),
-            clock_wdl=int(clock), plies_left=limit - int(st[K.S_CLOCK]) if limit > 0 else None, moves=moves)
+            wdl=int(wdl),
+            dtm=None if wdl == DRAW else int(dtm),
+            dtz=None if wdl == DRAW else int(dtz),
+            clock_wdl=int(clock),
+            plies_left=limit - int(st[K.S_CLOCK]) if limit > 0 else None,
+            moves=moves,
+        )
 
     def _check(self, board: ProbedBoard) -> None:
         if not self.serves(board.rules):
             check_rules(board.rules)
             mine, theirs = table_rules(self.rules), table_rules(board.rules)
             differ = [k for k in mine if mine[k] != theirs[k]]
-            raise TablebaseError(f"these tables are for {', '.join(f'{k}={mine[k]}' for k in differ)}; the board "
-                                 f"plays {', '.join(f'{k}={theirs[k]}' for k in differ)}")
+            raise TablebaseError(
+                f"these tables are for {', '.join(f'{k}={mine[k]}' for k in differ)}; the board "
+                f"plays {', '.join(f'{k}={theirs[k]}' for k in differ)}"
+            )
         n = int(board.state[K.S_COUNT] + board.state[K.S_COUNT + 1])
         if n > self.max_pieces:
             text = f"{board.jfen()!r} has {n} pieces; these tables hold at most {self.max_pieces}"
             if n <= MAX_PIECES:
-                raise TablebaseMissingError(f"{text}; build the {n}-piece tables with: python -m envs tablebase "
-                                            f"build --pieces {n}{_rules_flags(self.rules)}")
+                raise TablebaseMissingError(
+                    f"{text}; build the {n}-piece tables with: python -m envs tablebase "
+                    f"build --pieces {n}{_rules_flags(self.rules)}"
+                )
             raise TablebaseError(text)
         if K.game_won(board.state):
             raise TablebaseError(f"the game in {board.jfen()!r} is already won (rule 8 or 9): nothing to probe")
         if table_entry(board.state, self.arrays)[0] < 0:
             material = material_of_state(board.state)
             where = f" ({self.path})" if self.path is not None else ""
-            raise TablebaseMissingError(f"material {material} is not in these tables{where}; build them with: "
-                                        f"python -m envs tablebase build --pieces {material.n_pieces}"
-                                        f"{_rules_flags(self.rules)}")
+            raise TablebaseMissingError(
+                f"material {material} is not in these tables{where}; build them with: "
+                f"python -m envs tablebase build --pieces {material.n_pieces}"
+                f"{_rules_flags(self.rules)}"
+            )
 
 
 def _rules_text(rules: RuleSet) -> str:

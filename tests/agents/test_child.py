@@ -97,8 +97,11 @@ def test_every_child_process_is_started_in_agents_child() -> None:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}(...)")
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                found += [f"{path.relative_to(ROOT)}:{node.lineno} import {m}" for m in modules
-                          if m in ("subprocess", "concurrent.futures", "concurrent.futures.process")]
+                found += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} import {m}"
+                    for m in modules
+                    if m in ("subprocess", "concurrent.futures", "concurrent.futures.process")
+                ]
     assert not found, "start child processes with agents.child.start_child:\n" + "\n".join(found)
 
 
@@ -149,8 +152,9 @@ def test_every_kind_of_child_exits_when_its_parent_is_killed(tmp_path: Path) -> 
     script = tmp_path / "parent.py"
     script.write_text(ORPHANS)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path / "searching")], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "searching")], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         line = parent.stdout.readline()  # type: ignore[union-attr]
         assert line.strip() == "searching", line

@@ -19,9 +19,31 @@ def test_the_bench_times_games_that_refill_their_slots(tmp_path: Path) -> None:
     # kernels it calls), so the bench compiles the refill path before it wraps them.
     model = "tiny"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    out = subprocess.run([sys.executable, "bench/bench_selfplay.py", "--model", model, "--games", "5", "--parallel",
-                          "2", "--max-plies", "20", "--sims", "4", "--before", "none", "--rounds", "1"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "bench/bench_selfplay.py",
+            "--model",
+            model,
+            "--games",
+            "5",
+            "--parallel",
+            "2",
+            "--max-plies",
+            "20",
+            "--sims",
+            "4",
+            "--before",
+            "none",
+            "--rounds",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     row = next(line for line in out.stdout.splitlines() if line.startswith("| this tree"))
     cells = [c.strip() for c in row.strip("|").split("|")]

@@ -25,8 +25,9 @@ def gpu_check() -> ModuleType:
 
 @pytest.mark.slow
 def test_the_cpu_check_prints_one_table_with_every_row(gpu_check: ModuleType) -> None:
-    run = subprocess.run([sys.executable, "bench/gpu_check.py", "--cpu"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=900)
+    run = subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--cpu"], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
     assert lines[0].startswith("gpu_check --cpu:")
@@ -48,8 +49,12 @@ def test_the_cpu_check_prints_one_table_with_every_row(gpu_check: ModuleType) ->
 
 
 def test_the_table_is_one_markdown_table(gpu_check: ModuleType) -> None:
-    text = gpu_check.table([("inference tiny", "batch 1", "fp32 1 · bf16 2 · compile 3 positions/s"),
-                            ("training", "5 s", "skipped (time budget)")])
+    text = gpu_check.table(
+        [
+            ("inference tiny", "batch 1", "fp32 1 · bf16 2 · compile 3 positions/s"),
+            ("training", "5 s", "skipped (time budget)"),
+        ]
+    )
     lines = text.splitlines()
     assert len(lines) == 4 and len({len(line) for line in lines}) == 1
     assert lines[0].split("|")[1:4] == [" check          ", " setting ", " result                                  "]

@@ -40,13 +40,16 @@ def colour_count(img: Image.Image, colour: tuple[int, int, int]) -> int:
 def test_draws_each_score_curve(plot_run: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "my-run"
     steps = [2, 4, 6, 8]
-    write_run(run, {
-        "eval/score_alphabeta_depth1": [(s, 0.1 * s) for s in steps],
-        "eval/score_random": [(s, 1.0) for s in steps],
-        "eval/score_previous": [(s, 0.5) for s in steps],
-        "perf/seconds_selfplay": [(s, 30.0) for s in range(1, 9)],
-        "loss/total": [(s, 2.0) for s in range(1, 9)],
-    })
+    write_run(
+        run,
+        {
+            "eval/score_alphabeta_depth1": [(s, 0.1 * s) for s in steps],
+            "eval/score_random": [(s, 1.0) for s in steps],
+            "eval/score_previous": [(s, 0.5) for s in steps],
+            "perf/seconds_selfplay": [(s, 30.0) for s in range(1, 9)],
+            "loss/total": [(s, 2.0) for s in range(1, 9)],
+        },
+    )
     assert plot_run.main([str(run)]) == 0
     out = run / "curve.png"
     assert f"wrote {out}" in capsys.readouterr().out
@@ -79,8 +82,9 @@ def test_legend_names(plot_run: ModuleType) -> None:
     assert plot_run.readable_name("eval/score_random") == "random"
 
 
-def test_run_without_eval_scalars_is_a_clear_error(plot_run: ModuleType, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_without_eval_scalars_is_a_clear_error(
+    plot_run: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_run(tmp_path, {"loss/total": [(1, 2.0), (2, 1.5)]})
     assert plot_run.main([str(tmp_path)]) == 2
     assert "no eval/score_* scalars" in capsys.readouterr().err
@@ -96,8 +100,14 @@ def test_logged_intervals_are_drawn_as_bars(plot_run: ModuleType, tmp_path: Path
     steps = [10, 20, 30]
     scalars = {"eval/score_alphabeta_depth2": [(s, 0.5) for s in steps]}
     write_run(tmp_path / "plain", scalars)
-    write_run(tmp_path / "bars", {**scalars, "eval/low_alphabeta_depth2": [(s, 0.1) for s in steps],
-                                  "eval/high_alphabeta_depth2": [(s, 0.9) for s in steps]})
+    write_run(
+        tmp_path / "bars",
+        {
+            **scalars,
+            "eval/low_alphabeta_depth2": [(s, 0.1) for s in steps],
+            "eval/high_alphabeta_depth2": [(s, 0.9) for s in steps],
+        },
+    )
     counts = []
     for name in ("plain", "bars"):
         assert plot_run.main([str(tmp_path / name)]) == 0

@@ -19,9 +19,26 @@ from tests.support import ROOT
 @pytest.mark.slow
 def test_ppo_baseline_smoke_run(tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "bench/ppo_baseline.py", "--steps", "256", "--envs", "2", "--n-steps", "64",
-         "--eval-games", "2", "--max-plies", "60", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "bench/ppo_baseline.py",
+            "--steps",
+            "256",
+            "--envs",
+            "2",
+            "--n-steps",
+            "64",
+            "--eval-games",
+            "2",
+            "--max-plies",
+            "60",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads((tmp_path / "results.json").read_text())

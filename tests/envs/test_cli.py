@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,7 @@ from tests.support import ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "envs", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([sys.executable, "-m", "envs", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.slow
@@ -58,21 +55,33 @@ def test_rules_overrides_and_rule_set() -> None:
     assert "d5d6" not in both.stdout.split()
 
 
-@pytest.mark.parametrize("command", [["perft", START_JFEN, "1"], ["moves", START_JFEN], ["tablebase", "build"],
-                                     ["tablebase", "probe", START_JFEN], ["tablebase", "stats"]])
-def test_every_command_takes_a_rule_set_and_single_rules_as_play_does(command: list[str], tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["perft", START_JFEN, "1"],
+        ["moves", START_JFEN],
+        ["tablebase", "build"],
+        ["tablebase", "probe", START_JFEN],
+        ["tablebase", "stats"],
+    ],
+)
+def test_every_command_takes_a_rule_set_and_single_rules_as_play_does(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`--rules NAME` (a set of configs/rules, or a yaml file) and `--rule KEY=VALUE` on top, the words of
     play.py (envs.rules.add_rule_arguments); the old `--rule-set` is refused, and a rule given to `--rules`
     names `--rule`."""
+
     def rules(*words: str) -> RuleSet:
         return rules_from_arguments(_parser().parse_args([*command, *words]))
 
     assert rules() == RuleSet()
-    assert rules("--rules", "dog_over_wolf", "--rule", "no_capture_draw=200") == RuleSet(rank_order="dog_over_wolf",
-                                                                                       no_capture_draw=200)
+    assert rules("--rules", "dog_over_wolf", "--rule", "no_capture_draw=200") == RuleSet(
+        rank_order="dog_over_wolf", no_capture_draw=200
+    )
     assert rules("--rule", "repetition=off", "--rule", "jump_blocking=enemy_rat") == RuleSet(
-        repetition="off", jump_blocking="enemy_rat")
+        repetition="off", jump_blocking="enemy_rat"
+    )
     mine = tmp_path / "mine.yaml"
     mine.write_text("trapped_attacker: keeps_rank\n")
     assert rules("--rules", str(mine)) == RuleSet(trapped_attacker="keeps_rank")

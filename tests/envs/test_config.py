@@ -8,8 +8,8 @@ import pytest
 
 from agents.alphazero.learner import LearnerConfig, LearnerConfigError
 from agents.alphazero.network import NetworkConfig, NetworkShapeError
-from agents.alphazero.search import MCTSConfig, MCTSConfigError
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.search import MCTSConfig, MCTSConfigError
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError
 from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
 from envs.config import ConfigError, check_choice, check_range
@@ -17,8 +17,16 @@ from envs.players import PlayerSpecError, make_player
 from envs.rules import RuleSet, RuleSetError
 from envs.vector import JungleVectorEnv
 
-CLASSES = [RuleSetError, PlayerSpecError, NetworkShapeError, MCTSConfigError, LearnerConfigError,
-           SelfPlayConfigError, WorkerBackendError, InferenceSettingsError]
+CLASSES = [
+    RuleSetError,
+    PlayerSpecError,
+    NetworkShapeError,
+    MCTSConfigError,
+    LearnerConfigError,
+    SelfPlayConfigError,
+    WorkerBackendError,
+    InferenceSettingsError,
+]
 
 
 def _pool(backend: str, workers: int) -> Any:
@@ -34,38 +42,69 @@ def test_every_config_error_class_is_a_config_error(error: type[Exception]) -> N
 BAD: list[tuple[type[Exception], Callable[[], Any], str]] = [
     (ConfigError, lambda: JungleVectorEnv(num_envs=0), "num_envs=0 must be >= 1"),
     (ConfigError, lambda: JungleVectorEnv(num_envs=2, max_plies=0), "max_plies=0 must be >= 1"),
-    (RuleSetError, lambda: RuleSet(rank_order="wolf_first"),
-     "rule rank_order='wolf_first' is not one of standard, dog_over_wolf"),
+    (
+        RuleSetError,
+        lambda: RuleSet(rank_order="wolf_first"),
+        "rule rank_order='wolf_first' is not one of standard, dog_over_wolf",
+    ),
     (RuleSetError, lambda: RuleSet(no_capture_draw=-1), "rule no_capture_draw=-1 must lie in [0, 30000]"),
     (PlayerSpecError, lambda: make_player("alphabeta:depth=0"), "alphabeta option depth=0 must lie in [1, 48]"),
     (PlayerSpecError, lambda: make_player("alphabeta:random=2"), "alphabeta option random=2.0 must lie in [0, 1]"),
-    (PlayerSpecError, lambda: make_player("checkpoint:path=none.pt,sims=0"),
-     "player 'checkpoint': sims=0 must lie in [1, 100000]"),
-    (PlayerSpecError, lambda: make_player("checkpoint:path=none.pt,algorithm=mcts"),
-     "player 'checkpoint': algorithm='mcts' is not one of puct, gumbel"),
+    (
+        PlayerSpecError,
+        lambda: make_player("checkpoint:path=none.pt,sims=0"),
+        "player 'checkpoint': sims=0 must lie in [1, 100000]",
+    ),
+    (
+        PlayerSpecError,
+        lambda: make_player("checkpoint:path=none.pt,algorithm=mcts"),
+        "player 'checkpoint': algorithm='mcts' is not one of puct, gumbel",
+    ),
     (NetworkShapeError, lambda: NetworkConfig(channels=0), "model.channels=0 must lie in [1, 512]"),
     (NetworkShapeError, lambda: NetworkConfig(value_head="mlp"), "model.value_head='mlp' is not one of scalar, wdl"),
-    (MCTSConfigError, lambda: MCTSConfig(algorithm="alphabeta"),
-     "mcts.algorithm='alphabeta' is not one of puct, gumbel"),
-    (LearnerConfigError, lambda: LearnerConfig(optimizer="adam"),
-     "train.learner.optimizer='adam' is not one of sgd, adamw"),
-    (LearnerConfigError, lambda: LearnerConfig(schedule="linear"),
-     "train.learner.schedule='linear' is not one of constant, cosine, step"),
-    (SelfPlayConfigError, lambda: SelfPlayConfig(truncated_value="loss"),
-     "train.selfplay.truncated_value='loss' is not one of search, draw"),
-    (WorkerBackendError, lambda: _pool("threads", 2),
-     "self-play backend='threads' is not one of inprocess, process, ray"),
+    (
+        MCTSConfigError,
+        lambda: MCTSConfig(algorithm="alphabeta"),
+        "mcts.algorithm='alphabeta' is not one of puct, gumbel",
+    ),
+    (
+        LearnerConfigError,
+        lambda: LearnerConfig(optimizer="adam"),
+        "train.learner.optimizer='adam' is not one of sgd, adamw",
+    ),
+    (
+        LearnerConfigError,
+        lambda: LearnerConfig(schedule="linear"),
+        "train.learner.schedule='linear' is not one of constant, cosine, step",
+    ),
+    (
+        SelfPlayConfigError,
+        lambda: SelfPlayConfig(truncated_value="loss"),
+        "train.selfplay.truncated_value='loss' is not one of search, draw",
+    ),
+    (
+        WorkerBackendError,
+        lambda: _pool("threads", 2),
+        "self-play backend='threads' is not one of inprocess, process, ray",
+    ),
     (WorkerBackendError, lambda: _pool("process", -1), "self-play workers=-1 must be >= 0"),
     (InferenceSettingsError, lambda: InferenceSettings(max_wait=-1), "inference.max_wait=-1 must lie in [0, 10]"),
-    (InferenceSettingsError, lambda: InferenceSettings(precision="fp8"),
-     "inference.precision='fp8' is not one of fp32, bf16, auto"),
+    (
+        InferenceSettingsError,
+        lambda: InferenceSettings(precision="fp8"),
+        "inference.precision='fp8' is not one of fp32, bf16, auto",
+    ),
 ]
 
 
-@pytest.mark.parametrize("error, make, message", BAD,
-                         ids=[f"{error.__name__}-{message.split('=')[0].split()[-1]}" for error, _, message in BAD])
-def test_each_config_error_names_its_key_in_one_line(error: type[Exception], make: Callable[[], Any],
-                                                     message: str) -> None:
+@pytest.mark.parametrize(
+    "error, make, message",
+    BAD,
+    ids=[f"{error.__name__}-{message.split('=')[0].split()[-1]}" for error, _, message in BAD],
+)
+def test_each_config_error_names_its_key_in_one_line(
+    error: type[Exception], make: Callable[[], Any], message: str
+) -> None:
     with pytest.raises(ConfigError) as e:
         make()
     assert type(e.value) is error and str(e.value) == message

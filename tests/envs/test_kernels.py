@@ -69,7 +69,9 @@ def test_random_games_match_the_plain_loop(name: str) -> None:
 def test_random_games_are_reproducible() -> None:
     board = Board()
     a, b = np.zeros(50, dtype=np.int64), np.zeros(50, dtype=np.int64)
-    assert K.random_games(board.state, board.flags, 50, 300, 3, a) == K.random_games(board.state, board.flags, 50, 300, 3, b)
+    assert K.random_games(board.state, board.flags, 50, 300, 3, a) == K.random_games(
+        board.state, board.flags, 50, 300, 3, b
+    )
     assert np.array_equal(a, b)
 
 
@@ -116,12 +118,27 @@ def perft_by_make_move(board: Board, depth: int) -> int:
 
 def perft_positions() -> list[tuple[str, list[str]]]:
     """(JFEN, moves played first): the start, test_perft's hand-made positions and its anti-chase lines."""
-    return ([(START_JFEN, [])] + [(jfen, []) for jfen in POSITIONS.values()]
-            + [(CHASE_JFEN, moves) for moves, _, _ in CHASE_LINES.values()])
+    return (
+        [(START_JFEN, [])]
+        + [(jfen, []) for jfen in POSITIONS.values()]
+        + [(CHASE_JFEN, moves) for moves, _, _ in CHASE_LINES.values()]
+    )
 
 
-@pytest.mark.parametrize("variant", ["default", "dog_over_wolf", "rats_ignore_water", "enemy_rat", "keeps_rank",
-                                     "anti_chase", "no_repetition", "hundred_rounds", "all_switched"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "default",
+        "dog_over_wolf",
+        "rats_ignore_water",
+        "enemy_rat",
+        "keeps_rank",
+        "anti_chase",
+        "no_repetition",
+        "hundred_rounds",
+        "all_switched",
+    ],
+)
 def test_perft_fast_path_matches_make_move(variant: str) -> None:
     """perft's own make/unmake (bulk and every node made) counts what make_move/unmake_move count, and leaves the position as it was."""
     rules = RuleSet(**VARIANTS[variant])
@@ -136,6 +153,8 @@ def test_perft_fast_path_matches_make_move(variant: str) -> None:
             want = perft_by_make_move(board, depth)
             bulk = K.perft(board.state, board.hist, board.hashes, board.flags, depth)
             made = K.perft_full(board.state, board.hist, board.hashes, board.flags, depth)
-            assert bulk == made == want, f"{jfen} after {moves} ({variant}), depth {depth}: bulk {bulk}, made {made}, make_move {want}"
+            assert bulk == made == want, (
+                f"{jfen} after {moves} ({variant}), depth {depth}: bulk {bulk}, made {made}, make_move {want}"
+            )
             assert np.array_equal(board.state, state)
             assert np.array_equal(board.hist[:ply], hist) and np.array_equal(board.hashes[: ply + 1], hashes)

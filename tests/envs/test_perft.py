@@ -76,6 +76,7 @@ GOLDEN: dict[str, dict[str, list[int]]] = {
     },
 }
 
+
 def divide_report(board: Board, pos: ref.Pos, rules: ref.Rules, depth: int) -> str:
     """Per-move counts of the kernels and of the reference, mismatches marked."""
     ours = perft_divide(board, depth)

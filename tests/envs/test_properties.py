@@ -114,16 +114,27 @@ def test_mirror_symmetry(rules: RuleSet, seed: int) -> None:
 # --------------------------------------------------------------------------------------------
 # Game counters: every state a push reaches writes a JFEN that parses back, and observes inside the space
 # --------------------------------------------------------------------------------------------
-PLACEMENTS = ["l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L", "l6/7/7/7/7/7/7/7/L6", "2c4/7/7/1R5/7/7/7/7/4C2",
-              "7/e6/7/7/7/7/7/6E/7"]
+PLACEMENTS = [
+    "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L",
+    "l6/7/7/7/7/7/7/7/L6",
+    "2c4/7/7/1R5/7/7/7/7/4C2",
+    "7/e6/7/7/7/7/7/6E/7",
+]
 NEAR_LIMIT = hs.one_of(hs.integers(0, 200), hs.integers(K.COUNTER_LIMIT - 60, K.COUNTER_LIMIT))
 
 
 @settings(max_examples=60, deadline=None)
-@given(placement=hs.sampled_from(PLACEMENTS), side=hs.sampled_from("rb"), clock=NEAR_LIMIT,
-       moveno=NEAR_LIMIT.map(lambda n: max(n, 1)), draws=hs.booleans(), seed=seeds)
+@given(
+    placement=hs.sampled_from(PLACEMENTS),
+    side=hs.sampled_from("rb"),
+    clock=NEAR_LIMIT,
+    moveno=NEAR_LIMIT.map(lambda n: max(n, 1)),
+    draws=hs.booleans(),
+    seed=seeds,
+)
 def test_every_pushed_state_round_trips_through_jfen_and_observes_inside_the_space(
-        placement: str, side: str, clock: int, moveno: int, draws: bool, seed: int) -> None:
+    placement: str, side: str, clock: int, moveno: int, draws: bool, seed: int
+) -> None:
     """From positions whose counters are near their limit (30000, JFEN's and the int16 state's), with or without
     the draw rules: a push is refused exactly when a counter is at the limit, and every position reached
     writes a JFEN that parses back to it and gives an observation inside the env's observation space."""

@@ -380,8 +380,16 @@ def test_every_named_rule_set_loads() -> None:
     from envs.rules import load_rules, rule_set_names
 
     names = rule_set_names()
-    assert {"default", "dog_over_wolf", "rats_ignore_water", "enemy_rat", "keeps_rank",
-            "no_repetition", "hundred_rounds", "anti_chase"} <= set(names)
+    assert {
+        "default",
+        "dog_over_wolf",
+        "rats_ignore_water",
+        "enemy_rat",
+        "keeps_rank",
+        "no_repetition",
+        "hundred_rounds",
+        "anti_chase",
+    } <= set(names)
     assert load_rules("default") == RuleSet()
     assert load_rules("dog_over_wolf") == RuleSet(rank_order="dog_over_wolf")
     assert load_rules("hundred_rounds") == RuleSet(no_capture_draw=200)
@@ -431,23 +439,29 @@ def test_rule_files_may_start_from_the_schema_like_the_group(tmp_path: object) -
         load_rules(listed)
 
 
-NESTED_ALIASES = ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")) + "rank_order: *i\n")
+NESTED_ALIASES = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    + "rank_order: *i\n"
+)
 """A few hundred bytes that expand to 9**9 strings (a YAML "billion laughs")."""
 
 
-@pytest.mark.parametrize("text, words", [
-    (NESTED_ALIASES, "anchors (&a) are not allowed"),
-    ("rank_order: standard\nrepetition: *r\n", "aliases (*r) are not allowed"),
-    ("rank_order: ${oc.env:HOME}\n", "rank_order='${oc.env:HOME}' is not one of"),
-    ("no_capture_draw: .inf\n", "no_capture_draw=inf must be an integer"),
-    ("no_capture_draw: 1e400\n", "no_capture_draw=inf must be an integer"),
-    ("no_capture_draw: .nan\n", "no_capture_draw=nan must be an integer"),
-    ("no_capture_draw: 2.5\n", "no_capture_draw=2.5 must be an integer"),
-    ("repetition: off\nrepetition: draw\n", "key 'repetition' is given twice"),
-    ("rank_order: !!python/object/apply:os.system ['true']\n", "could not determine a constructor"),
-    ("x: " + "a" * 70_000 + "\n", "larger than 65536 bytes"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (NESTED_ALIASES, "anchors (&a) are not allowed"),
+        ("rank_order: standard\nrepetition: *r\n", "aliases (*r) are not allowed"),
+        ("rank_order: ${oc.env:HOME}\n", "rank_order='${oc.env:HOME}' is not one of"),
+        ("no_capture_draw: .inf\n", "no_capture_draw=inf must be an integer"),
+        ("no_capture_draw: 1e400\n", "no_capture_draw=inf must be an integer"),
+        ("no_capture_draw: .nan\n", "no_capture_draw=nan must be an integer"),
+        ("no_capture_draw: 2.5\n", "no_capture_draw=2.5 must be an integer"),
+        ("repetition: off\nrepetition: draw\n", "key 'repetition' is given twice"),
+        ("rank_order: !!python/object/apply:os.system ['true']\n", "could not determine a constructor"),
+        ("x: " + "a" * 70_000 + "\n", "larger than 65536 bytes"),
+    ],
+)
 def test_rule_files_are_data_read_safely(text: str, words: str, tmp_path: object) -> None:
     """Rule files go through a safe YAML loader: no aliases (a few hundred bytes once kept the reader busy for
     over a minute), no tags, nothing interpolated (``${oc.env:HOME}`` is shown as written, never resolved),

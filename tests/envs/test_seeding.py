@@ -13,8 +13,14 @@ def test_the_same_keys_give_the_same_seed_and_other_keys_another() -> None:
     a = derive_seed(7, "selfplay", 3)
     assert a == derive_seed(7, "selfplay", 3)
     assert 0 <= a < 2**63
-    others = {derive_seed(7, "selfplay", 4), derive_seed(8, "selfplay", 3), derive_seed(7, "eval", 3),
-              derive_seed(7, 3, "selfplay"), derive_seed(7, "selfplay"), derive_seed(7, "selfplay", 3, 0)}
+    others = {
+        derive_seed(7, "selfplay", 4),
+        derive_seed(8, "selfplay", 3),
+        derive_seed(7, "eval", 3),
+        derive_seed(7, 3, "selfplay"),
+        derive_seed(7, "selfplay"),
+        derive_seed(7, "selfplay", 3, 0),
+    }
     assert a not in others and len(others) == 6
     assert derive_seed(7, 5) != derive_seed(7, "5")  # a string never meets a small int key
 
@@ -22,8 +28,9 @@ def test_the_same_keys_give_the_same_seed_and_other_keys_another() -> None:
 def test_seeds_do_not_depend_on_the_process() -> None:
     """The streams replay on another machine, in a worker process, after a resume: no per-process hashing."""
     code = "from envs.seeding import derive_seed; print(derive_seed(123, 'game', 4, 'red'))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "1"}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "1"}
+    ).stdout
     assert int(out) == derive_seed(123, "game", 4, "red")
 
 

@@ -11,10 +11,10 @@ from gymnasium.vector import AutoresetMode
 
 import envs  # noqa: F401  (registers Jungle-v0 and its vector entry point)
 from envs import Move, RuleSet, Side, Termination
+from envs.batch_kernels import TERM_PLY_CAP
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.env import IllegalActionError, JungleEnv
 from envs.vector import TERMINATIONS, JungleVectorEnv
-from envs.batch_kernels import TERM_PLY_CAP
 
 DEN_IN_ONE = "r6/3L3/7/7/7/7/7/7/7 r 0 1"  # Red Lion d8 enters Blue's den d9
 
@@ -279,8 +279,9 @@ def test_a_game_is_truncated_at_the_counters_limit_without_a_ply_cap() -> None:
     from envs.rules import COUNTER_LIMIT
 
     cycle = [Move.from_str(m).to_int() for m in ("a1a2", "a9a8", "a2a1", "a8a9")]
-    env = JungleVectorEnv(1, rules=RuleSet(repetition="off", no_capture_draw=0), max_plies=None,
-                          start_jfen="l6/7/7/7/7/7/7/7/L6 r 0 1")
+    env = JungleVectorEnv(
+        1, rules=RuleSet(repetition="off", no_capture_draw=0), max_plies=None, start_jfen="l6/7/7/7/7/7/7/7/L6 r 0 1"
+    )
     env.reset(seed=0)
     for k in range(COUNTER_LIMIT):
         _, _, terminated, truncated, infos = env.step(np.array([move_to_action(cycle[k % 4], k % 2)]))

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from envs.config import ConfigError
-from envs.players import PlayerSpecError, RandomPlayer
 from agents.arena.config import checked_config, compose_config, stored_settings
 from agents.arena.records import read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+from envs.config import ConfigError
+from envs.players import PlayerSpecError, RandomPlayer
 from envs.rules import RuleSet
 from tests.support import ROOT
 
@@ -23,10 +23,18 @@ PLAYERS = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
 
 def run_evaluate(tmp_path: Path, *overrides: str, code: str = "") -> subprocess.CompletedProcess:
     """evaluate.py in a subprocess, in `tmp_path`; with `code`, that Python first (then the script as __main__)."""
-    script = [str(ROOT / "evaluate.py")] if not code else [
-        "-c", f"{code}\nimport runpy\nrunpy.run_path({str(ROOT / 'evaluate.py')!r}, run_name='__main__')"]
-    return subprocess.run([sys.executable, *script, *overrides, "progress=false"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    script = (
+        [str(ROOT / "evaluate.py")]
+        if not code
+        else ["-c", f"{code}\nimport runpy\nrunpy.run_path({str(ROOT / 'evaluate.py')!r}, run_name='__main__')"]
+    )
+    return subprocess.run(
+        [sys.executable, *script, *overrides, "progress=false"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def evaluate_tournament(tmp_path: Path, *args: str, code: str = "") -> tuple[int, str]:
@@ -39,8 +47,9 @@ def evaluate_tournament(tmp_path: Path, *args: str, code: str = "") -> tuple[int
 def finished_tournament(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The out_dir of a finished 2-game tournament (each test copies it)."""
     out = tmp_path_factory.mktemp("tournament") / "out"
-    code, err = evaluate_tournament(out.parent, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
-                                    f"out_dir={out}")
+    code, err = evaluate_tournament(
+        out.parent, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2", f"out_dir={out}"
+    )
     assert code == 0, err
     return out
 
@@ -48,8 +57,15 @@ def finished_tournament(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_evaluate_end_to_end_writes_files_and_replays_in_process(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = run_evaluate(tmp_path, 'players=[random,"alphabeta:depth=1","alphabeta:depth=2"]', "games_per_pair=4",
-                        "workers=2", "seed=5", "opening_plies=3", f"out_dir={out}")
+    proc = run_evaluate(
+        tmp_path,
+        'players=[random,"alphabeta:depth=1","alphabeta:depth=2"]',
+        "games_per_pair=4",
+        "workers=2",
+        "seed=5",
+        "opening_plies=3",
+        f"out_dir={out}",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Ratings" in proc.stdout and "Crosstable" in proc.stdout
     for name in ("results.json", "ratings.csv", "pairings.csv", "games.jsonl"):
@@ -94,13 +110,18 @@ def test_bad_input_fails_before_any_game(tmp_path: Path) -> None:
     with pytest.raises(PlayerSpecError, match="nosuch"):
         run_tournament(["random", "nosuch:x=1"], games_per_pair=2, on_game=played.append, progress=False)
     with pytest.raises(PlayerSpecError, match="does not exist"):
-        run_tournament(["random", f"checkpoint:path={tmp_path / 'missing.pt'}"], games_per_pair=2,
-                       on_game=played.append, progress=False)
+        run_tournament(
+            ["random", f"checkpoint:path={tmp_path / 'missing.pt'}"],
+            games_per_pair=2,
+            on_game=played.append,
+            progress=False,
+        )
     bad = tmp_path / "openings.txt"
     bad.write_text("# two openings\na3a4 g7g6\na3a4 a3a5\n")
     with pytest.raises(OpeningsError, match=r"openings.txt:3"):
-        run_tournament(["random", "alphabeta:depth=1"], games_per_pair=2, openings=bad, on_game=played.append,
-                       progress=False)
+        run_tournament(
+            ["random", "alphabeta:depth=1"], games_per_pair=2, openings=bad, on_game=played.append, progress=False
+        )
     with pytest.raises(TournamentError, match="workers"):
         run_tournament([RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")], workers=2, progress=False)
     assert played == []
@@ -127,8 +148,11 @@ def test_schedules_pair_the_right_players() -> None:
     from agents.arena.tournament import Opening, schedule
 
     openings = [Opening(), Opening(moves=("a3a4",))]
-    for mode, pairs in (("round_robin", {(0, 1), (0, 2), (1, 2)}), ("gauntlet", {(0, 1), (0, 2)}),
-                        ("ladder", {(0, 1), (1, 2)})):
+    for mode, pairs in (
+        ("round_robin", {(0, 1), (0, 2), (1, 2)}),
+        ("gauntlet", {(0, 1), (0, 2)}),
+        ("ladder", {(0, 1), (1, 2)}),
+    ):
         tasks = schedule(3, 4, openings, seed=0, mode=mode)
         assert {(min(t.red, t.blue), max(t.red, t.blue)) for t in tasks} == pairs
         assert len(tasks) == 4 * len(pairs)
@@ -149,13 +173,21 @@ def test_the_printed_tables_fit_100_columns_and_the_files_keep_the_full_specs(tm
     from agents.arena.tournament import TABLE_WIDTH, summarize
 
     long_path = "checkpoints/" + "a-very-long-run-name-" * 8 + "/iter_000060.pt"
-    players = ([f"checkpoint:path={long_path},sims={s},algorithm=puct,device=cpu,leaf_batch=8" for s in (64, 128)]
-               + [f"alphabeta:depth={d},noise=25,tt=20,nodes=1000000000,random=0.05" for d in range(1, 10)]
-               + ["random"])
+    players = (
+        [f"checkpoint:path={long_path},sims={s},algorithm=puct,device=cpu,leaf_batch=8" for s in (64, 128)]
+        + [f"alphabeta:depth={d},noise=25,tt=20,nodes=1000000000,random=0.05" for d in range(1, 10)]
+        + ["random"]
+    )
     rng = np.random.default_rng(0)
-    games = [GameRecord(red=players[i], blue=players[j], result=str(rng.choice(["1-0", "0-1", "1/2-1/2"])),
-                        termination="den")
-             for i in range(len(players)) for j in range(len(players)) if i != j for _ in range(50)]
+    games = [
+        GameRecord(
+            red=players[i], blue=players[j], result=str(rng.choice(["1-0", "0-1", "1/2-1/2"])), termination="den"
+        )
+        for i in range(len(players))
+        for j in range(len(players))
+        if i != j
+        for _ in range(50)
+    ]
     result = summarize(games, players)
     text = result.table()
     lines = text.splitlines()
@@ -199,7 +231,8 @@ def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
     tournament) are both refused, naming the key meant; values out of range name their bounds."""
     assert evaluate_refused("gamesperpair=4") == "unknown config key 'gamesperpair' (did you mean games_per_pair?)"
     assert evaluate_refused("+gamesperpair=4").startswith(
-        "unknown evaluate.py config key(s) gamesperpair (did you mean games_per_pair?)")
+        "unknown evaluate.py config key(s) gamesperpair (did you mean games_per_pair?)"
+    )
     assert evaluate_refused("games_per_pair=0") == "games_per_pair=0 must lie in [1, 100000]"
     assert evaluate_refused("seed=-1") == "seed=-1 must lie in [0, 2**63 - 1]"
     assert evaluate_refused("prior_games=nan") == "prior_games=nan must lie in [0, 1000]"
@@ -212,15 +245,22 @@ def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
     assert evaluate_refused("rules.no_capture_draw=-1") == "rule no_capture_draw=-1 must lie in [0, 30000]"
     assert evaluate_refused("rules=keeps_ranks").startswith("could not find 'rules/keeps_ranks'; the options are ")
     assert evaluate_refused("rules=my/rules.yaml").endswith(
-        "(a file of one's own, DIR/rules/NAME.yaml: hydra.searchpath=[file://DIR] rules=NAME)")
+        "(a file of one's own, DIR/rules/NAME.yaml: hydra.searchpath=[file://DIR] rules=NAME)"
+    )
 
 
 def test_a_rules_group_and_a_rule_override_decide_the_games(tmp_path: Path) -> None:
     """`rules=NAME rules.KEY=VALUE`, as train.py takes them: tournament.json stores that rule set and every
     game is played under it."""
     out = tmp_path / "out"
-    code, err = evaluate_tournament(tmp_path, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
-                                    "rules=dog_over_wolf", "rules.no_capture_draw=200", f"out_dir={out}")
+    code, err = evaluate_tournament(
+        tmp_path,
+        'players=[random,"alphabeta:depth=1"]',
+        "games_per_pair=2",
+        "rules=dog_over_wolf",
+        "rules.no_capture_draw=200",
+        f"out_dir={out}",
+    )
     assert code == 0, err
     wanted = RuleSet(rank_order="dog_over_wolf", no_capture_draw=200).to_dict()
     assert json.loads((out / "tournament.json").read_text())["rules"] == wanted
@@ -235,9 +275,15 @@ def test_a_rule_file_of_ones_own_is_found_on_hydras_searchpath(tmp_path: Path) -
     (tmp_path / "mine" / "rules").mkdir(parents=True)
     (tmp_path / "mine" / "rules" / "house.yaml").write_text("rank_order: dog_over_wolf\nno_capture_draw: 80\n")
     out = tmp_path / "out"
-    code, err = evaluate_tournament(tmp_path, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
-                                    "hydra.searchpath=[file://mine]", "rules=house", "rules.repetition=off",
-                                    f"out_dir={out}")
+    code, err = evaluate_tournament(
+        tmp_path,
+        'players=[random,"alphabeta:depth=1"]',
+        "games_per_pair=2",
+        "hydra.searchpath=[file://mine]",
+        "rules=house",
+        "rules.repetition=off",
+        f"out_dir={out}",
+    )
     assert code == 0, err
     wanted = RuleSet(rank_order="dog_over_wolf", no_capture_draw=80, repetition="off").to_dict()
     assert json.loads((out / "tournament.json").read_text())["rules"] == wanted
@@ -255,8 +301,9 @@ def test_a_resumed_tournament_keeps_its_rules(finished_tournament: Path) -> None
             stored_settings(finished_tournament, [again, override])
         key = override.lstrip("+").split("=")[0]
         assert f"{key} cannot change (only workers, progress, image, start_method can)" in str(e.value)
-    settings = stored_settings(finished_tournament, [again, "workers=3", "progress=false", "image=false",
-                                                     "start_method=fork"])
+    settings = stored_settings(
+        finished_tournament, [again, "workers=3", "progress=false", "image=false", "start_method=fork"]
+    )
     assert settings["rules"] == RuleSet().to_dict() and settings["games_per_pair"] == 2
 
 
@@ -271,10 +318,13 @@ def test_the_command_line_refuses_an_unknown_key_in_one_line(override: str, tmp_
     assert not (tmp_path / "out").exists() and proc.stdout == ""
 
 
-@pytest.mark.parametrize("out_dir, words", [("/dev/null", "out_dir='/dev/null' is not a directory"),
-                                            ("/proc/x", "out_dir='/proc/x' cannot be written")])
+@pytest.mark.parametrize(
+    "out_dir, words",
+    [("/dev/null", "out_dir='/dev/null' is not a directory"), ("/proc/x", "out_dir='/proc/x' cannot be written")],
+)
 def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
-        out_dir: str, words: str, tmp_path: Path) -> None:
+    out_dir: str, words: str, tmp_path: Path
+) -> None:
     proc = run_evaluate(tmp_path, f"out_dir={out_dir}", "workers=0")
     err = proc.stderr
     assert proc.returncode == 2 and err.startswith(f"evaluate.py: error: {words}")
@@ -300,24 +350,35 @@ def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(tmp_path
     """Another evaluate.py begins in the same out_dir after this one's first check: the check made again under
     the lock refuses it, and it changes nothing of the other's."""
     out = tmp_path / "out"
-    code, err = evaluate_tournament(tmp_path, 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2",
-                                    f"out_dir={out}", code=ANOTHER_BEGINS_MEANWHILE)
-    assert code == 2 and err.startswith("evaluate.py: error: ") and "already holds a tournament (tournament.json)" in err
+    code, err = evaluate_tournament(
+        tmp_path,
+        'players=[random,"alphabeta:depth=1"]',
+        "games_per_pair=2",
+        f"out_dir={out}",
+        code=ANOTHER_BEGINS_MEANWHILE,
+    )
+    assert (
+        code == 2 and err.startswith("evaluate.py: error: ") and "already holds a tournament (tournament.json)" in err
+    )
     assert err.count("\n") == 1
     assert sorted(p.name for p in out.iterdir()) == [".lock", "tournament.json"]
     assert (out / "tournament.json").read_text() == '{"the": "other tournament"}\n'
 
 
-@pytest.mark.parametrize("damage, words", [
-    ({"players": "random"}, "players='random' is not what a tournament's settings hold (list)"),
-    ({"games_per_pair": "4"}, "games_per_pair='4'"),
-    ({"seed": True}, "seed=True"),
-    ({"rules": None}, "rules=None"),
-    ({"players": [1, 2]}, "players must be a list of strings"),
-    ("games.jsonl is a directory", "games.jsonl' is not a file"),
-])
-def test_resume_of_a_damaged_tournament_is_one_line(damage: object, words: str, tmp_path: Path,
-                                                    finished_tournament: Path) -> None:
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        ({"players": "random"}, "players='random' is not what a tournament's settings hold (list)"),
+        ({"games_per_pair": "4"}, "games_per_pair='4'"),
+        ({"seed": True}, "seed=True"),
+        ({"rules": None}, "rules=None"),
+        ({"players": [1, 2]}, "players must be a list of strings"),
+        ("games.jsonl is a directory", "games.jsonl' is not a file"),
+    ],
+)
+def test_resume_of_a_damaged_tournament_is_one_line(
+    damage: object, words: str, tmp_path: Path, finished_tournament: Path
+) -> None:
     out = tmp_path / "out"
     shutil.copytree(finished_tournament, out)
     if isinstance(damage, dict):
@@ -348,10 +409,22 @@ def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path)
 @pytest.mark.slow
 def test_two_tournaments_started_at_once_into_one_out_dir_leave_one_whole_tournament(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = [sys.executable, str(ROOT / "evaluate.py"), 'players=[random,"alphabeta:depth=1"]', "games_per_pair=4",
-            "workers=0", "progress=false", "image=false", f"out_dir={out}"]
-    procs = [subprocess.Popen([*args, f"seed={seed}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for seed in (1, 2)]
+    args = [
+        sys.executable,
+        str(ROOT / "evaluate.py"),
+        'players=[random,"alphabeta:depth=1"]',
+        "games_per_pair=4",
+        "workers=0",
+        "progress=false",
+        "image=false",
+        f"out_dir={out}",
+    ]
+    procs = [
+        subprocess.Popen(
+            [*args, f"seed={seed}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for seed in (1, 2)
+    ]
     done = [(p.wait(300), p.communicate()[1]) for p in procs]
     assert sorted(code for code, _ in done) == [0, 2], done
     refused = next(err for code, err in done if code == 2)

@@ -22,7 +22,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,6 +30,7 @@ import torch
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 from tensorboard.util import tensor_util
 
+from agents.alphazero import config as train_config
 from agents.alphazero.checkpoint import (
     CheckpointError,
     load_checkpoint,
@@ -56,18 +57,33 @@ from agents.rundir import (
 )
 from agents.stopping import GracefulStop
 from envs import RuleSet
-from agents.alphazero import config as train_config
 from jungle_zero import train as train_script
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
 from tests.support.processes import alive, children
 
-TINY = ["train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3", "train.iterations=3",
-        'train.eval.opponents=["alphabeta:depth=2"]', "train.eval.games=8", "train.eval.simulations=8",
-        "train.eval.max_plies=100"]
+TINY = [
+    "train=tiny",
+    "model=tiny",
+    "mcts.num_simulations=4",
+    "seed=3",
+    "train.iterations=3",
+    'train.eval.opponents=["alphabeta:depth=2"]',
+    "train.eval.games=8",
+    "train.eval.simulations=8",
+    "train.eval.max_plies=100",
+]
 """Three iterations of a few seconds; an evaluation (about a second) after each."""
-REPRODUCIBLE = ("loss/", "eval/", "selfplay/game_length", "selfplay/red_wins", "selfplay/blue_wins",
-                "selfplay/draws", "perf/learner_steps", "perf/replay_positions")
+REPRODUCIBLE = (
+    "loss/",
+    "eval/",
+    "selfplay/game_length",
+    "selfplay/red_wins",
+    "selfplay/blue_wins",
+    "selfplay/draws",
+    "perf/learner_steps",
+    "perf/replay_positions",
+)
 """TensorBoard tags whose values a seed decides (not timings)."""
 RESUME_LINE = "continue with: python train.py resume="
 
@@ -79,8 +95,13 @@ class Job:
     """A train.py / evaluate.py process whose output (stdout and stderr together) is read as it comes."""
 
     def __init__(self, script: str, *args: str, cwd: Path = ROOT) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / script), *args], cwd=cwd, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / script), *args],
+            cwd=cwd,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -131,8 +152,9 @@ def refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 def tiny_weights(path: Path) -> Path:
     """A weights-only checkpoint of the tiny network (as best.pt, iter_*.pt and shipped networks are)."""
     net = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
-    save_checkpoint(path, {"model": build_network(net).state_dict(), "network": net.to_dict(),
-                           "rules": RuleSet().to_dict()})
+    save_checkpoint(
+        path, {"model": build_network(net).state_dict(), "network": net.to_dict(), "rules": RuleSet().to_dict()}
+    )
     return path
 
 
@@ -148,8 +170,10 @@ def event_records(run_dir: Path) -> dict[tuple[str, int], list[float]]:
 
 
 def games(run_dir: Path) -> list[tuple[Any, ...]]:
-    return [(g.extra.get("iteration"), g.extra.get("game_index"), g.seed, tuple(g.moves), g.result)
-            for g in read_jsonl(run_dir / "games.jsonl")]
+    return [
+        (g.extra.get("iteration"), g.extra.get("game_index"), g.seed, tuple(g.moves), g.result)
+        for g in read_jsonl(run_dir / "games.jsonl")
+    ]
 
 
 def assert_same_run(reference: Path, run_dir: Path) -> None:
@@ -189,8 +213,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 # train.py: kills, signals, second writers
 # --------------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_kill_9_at_random_moments_then_resume_gives_the_run_never_stopped(reference: dict[str, Any],
-                                                                          tmp_path: Path) -> None:
+def test_kill_9_at_random_moments_then_resume_gives_the_run_never_stopped(
+    reference: dict[str, Any], tmp_path: Path
+) -> None:
     rng = random.Random(2024)
     run_dir = tmp_path / "killed"
     fresh = [*TINY, f"out_dir={tmp_path}", "name=killed"]
@@ -210,8 +235,9 @@ def test_kill_9_at_random_moments_then_resume_gives_the_run_never_stopped(refere
 
 
 @pytest.mark.slow
-def test_a_latest_pt_stored_in_the_flat_search_layout_resumes_to_the_run_never_stopped(reference: dict[str, Any],
-                                                                                       tmp_path: Path) -> None:
+def test_a_latest_pt_stored_in_the_flat_search_layout_resumes_to_the_run_never_stopped(
+    reference: dict[str, Any], tmp_path: Path
+) -> None:
     """A latest.pt written before the search settings were split by algorithm (its stored search node flat:
     ``mcts.gumbel_max_actions``) resumes, and plays the iterations left as the run never stopped did; the
     resumed run stores the nested layout."""
@@ -231,7 +257,8 @@ def test_a_latest_pt_stored_in_the_flat_search_layout_resumes_to_the_run_never_s
 
 @pytest.mark.slow
 def test_sigterm_and_ctrl_c_stop_cleanly_and_the_resumed_run_is_the_run_never_stopped(
-        reference: dict[str, Any], tmp_path: Path) -> None:
+    reference: dict[str, Any], tmp_path: Path
+) -> None:
     run_dir = tmp_path / "stopped"
     # SIGTERM after the first iteration: one line says where it stopped and how to continue.
     job = Job("train.py", *TINY, f"out_dir={tmp_path}", "name=stopped")
@@ -263,8 +290,9 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_the_resumed_run_is_the_run_never_st
 
 
 @pytest.mark.slow
-def test_a_second_writer_is_refused_naming_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_writer_is_refused_naming_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = tmp_path / "busy"
     first = Job("train.py", *TINY, "train.iterations=200", f"out_dir={tmp_path}", "name=busy")
     try:
@@ -280,9 +308,9 @@ def test_a_second_writer_is_refused_naming_the_first(tmp_path: Path, capsys: pyt
 
 
 @pytest.mark.slow
-def test_resume_traps_are_refused_and_change_nothing(reference: dict[str, Any], tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_traps_are_refused_and_change_nothing(
+    reference: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(reference["dir"], run_dir)
     before = snapshot(run_dir)
@@ -312,11 +340,12 @@ def test_resume_traps_are_refused_and_change_nothing(reference: dict[str, Any], 
     assert load_checkpoint(tmp_path / "from-best" / "latest.pt")["counters"]["iteration"] == 1
 
 
-@pytest.mark.parametrize("case", ["missing init", "init of another shape", "init of other rules",
-                                  "weights-only resume", "resume and init"])
-def test_bad_starts_are_refused_before_the_run_directory_exists(case: str, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "case", ["missing init", "init of another shape", "init of other rules", "weights-only resume", "resume and init"]
+)
+def test_bad_starts_are_refused_before_the_run_directory_exists(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     weights = tiny_weights(tmp_path / "keep" / "tiny.pt")
     new_run = [*TINY, f"out_dir={tmp_path / 'runs'}", "name=new"]
     args, words = {
@@ -331,11 +360,22 @@ def test_bad_starts_are_refused_before_the_run_directory_exists(case: str, tmp_p
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["tiny.pt"]
 
 
-@pytest.mark.parametrize("case", ["name with ..", "nested name", "absolute name", "empty name", "out_dir /proc",
-                                  "out_dir /dev/null", "out_dir a file", "out_dir below a file"])
-def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(case: str, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "case",
+    [
+        "name with ..",
+        "nested name",
+        "absolute name",
+        "empty name",
+        "out_dir /proc",
+        "out_dir /dev/null",
+        "out_dir a file",
+        "out_dir below a file",
+    ],
+)
+def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A name is one plain path component (no run escapes or nests into out_dir), and an out_dir that is not a
     writable directory is refused in one line before any work."""
     runs = tmp_path / "runs" / "here"
@@ -356,11 +396,20 @@ def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(case: str, tmp_
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "here", "runs"]  # nothing was written
 
 
-@pytest.mark.parametrize("case", ["a tournament", "an old run's events", "a TensorBoard directory", "a config file",
-                                  "a finished run's record without checkpoints", "a foreign file beside leftovers"])
-def test_a_fresh_run_refuses_a_directory_holding_what_it_did_not_write(case: str, tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str],
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a tournament",
+        "an old run's events",
+        "a TensorBoard directory",
+        "a config file",
+        "a finished run's record without checkpoints",
+        "a foreign file beside leftovers",
+    ],
+)
+def test_a_fresh_run_refuses_a_directory_holding_what_it_did_not_write(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fresh run deletes nothing it did not write: a directory holding anything but the leftovers of an attempt
     that never checkpointed is refused, naming what is there, and left exactly as it was."""
     run_dir = tmp_path / "runs" / "new"
@@ -370,10 +419,15 @@ def test_a_fresh_run_refuses_a_directory_holding_what_it_did_not_write(case: str
         "an old run's events": {"events.out.tfevents.1.host.1.0": "x", "config.yaml": "seed: 0\n"},
         "a TensorBoard directory": {"tb/events.out.tfevents.1.host.1.0": "x"},
         "a config file": {"config.yaml": "mine: 1\n"},
-        "a finished run's record without checkpoints": {"run.json": '{"run_id": "ab", "checkpointed": true}',
-                                                        "events.out.tfevents.1.host.1.0.ab": "x"},
-        "a foreign file beside leftovers": {"run.json": '{"run_id": "ab", "checkpointed": false}',
-                                            "events.out.tfevents.1.host.1.0.ab": "x", "notes.txt": "mine\n"},
+        "a finished run's record without checkpoints": {
+            "run.json": '{"run_id": "ab", "checkpointed": true}',
+            "events.out.tfevents.1.host.1.0.ab": "x",
+        },
+        "a foreign file beside leftovers": {
+            "run.json": '{"run_id": "ab", "checkpointed": false}',
+            "events.out.tfevents.1.host.1.0.ab": "x",
+            "notes.txt": "mine\n",
+        },
     }[case]
     for name, text in files.items():
         (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
@@ -381,13 +435,17 @@ def test_a_fresh_run_refuses_a_directory_holding_what_it_did_not_write(case: str
     before = {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     err = refused(capsys, monkeypatch, *TINY, f"out_dir={run_dir.parent}", "name=new")
     assert "holds files this run did not write" in err and err.count("\n") == 1
-    assert ("notes.txt" in err) if case == "a foreign file beside leftovers" else all(
-        name.split("/")[0] in err for name in files)
+    assert (
+        ("notes.txt" in err)
+        if case == "a foreign file beside leftovers"
+        else all(name.split("/")[0] in err for name in files)
+    )
     assert {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
 
 
 def test_the_leftovers_of_an_attempt_that_never_checkpointed_are_the_only_files_a_fresh_run_clears(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     patterns = ("games.jsonl", "events.out.tfevents.*")
     assert fresh_run_leftovers(tmp_path / "missing", patterns) == []
     (tmp_path / ".lock").write_text("1\n")
@@ -396,7 +454,11 @@ def test_the_leftovers_of_an_attempt_that_never_checkpointed_are_the_only_files_
     for name in ("games.jsonl", "events.out.tfevents.1.h.2.0.ab12", "config.yaml"):
         (tmp_path / name).write_text("x")
     assert [p.name for p in fresh_run_leftovers(tmp_path, patterns, kept=("config.yaml",))] == [
-        "config.yaml", "events.out.tfevents.1.h.2.0.ab12", "games.jsonl", "run.json"]
+        "config.yaml",
+        "events.out.tfevents.1.h.2.0.ab12",
+        "games.jsonl",
+        "run.json",
+    ]
     (tmp_path / "events.out.tfevents.1.h.2.0.cd34").write_text("another run's")
     with pytest.raises(RunDirError, match=r"did not write \(events.out.tfevents.1.h.2.0.cd34\)"):
         fresh_run_leftovers(tmp_path, patterns, kept=("config.yaml",))
@@ -483,7 +545,8 @@ def test_ctrl_c_while_the_script_starts_prints_one_line(script: str, tmp_path: P
 
 @pytest.mark.slow
 def test_a_run_whose_learning_rate_explodes_stops_with_one_line_and_checkpoints_nothing_non_finite(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """NaN injection: a run continued with train.learner.lr=1e12 diverges in its next iteration. It stops
     with one line naming the iteration and the likely cause, before anything of that iteration is written;
     every .pt in the directory loads (load_checkpoint refuses non-finite weights) and latest.pt still holds
@@ -491,8 +554,10 @@ def test_a_run_whose_learning_rate_explodes_stops_with_one_line_and_checkpoints_
     run_dir = tmp_path / "nan"
     first = train(*TINY, "train.iterations=1", f"out_dir={tmp_path}", "name=nan")
     assert first.returncode == 0, first.stderr[-3000:]
-    assert all(v == 0.0 for _, v in
-               [(k, vals[0]) for k, vals in event_records(run_dir).items() if k[0] == "loss/nonfinite_steps"])
+    assert all(
+        v == 0.0
+        for _, v in [(k, vals[0]) for k, vals in event_records(run_dir).items() if k[0] == "loss/nonfinite_steps"]
+    )
     r = train(f"resume={run_dir}", "train.iterations=3", "train.learner.lr=1e12")
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     errors = [line for line in r.stderr.splitlines() if "error" in line]
@@ -500,8 +565,10 @@ def test_a_run_whose_learning_rate_explodes_stops_with_one_line_and_checkpoints_
     line = errors[0]
     assert line.startswith("train.py: error: iteration 2: ") and "has diverged" in line, line
     assert "the learning rate (train.learner.lr=1e+12) is the likely cause" in line
-    assert line.endswith(f"latest.pt holds iteration 1; continue with a lower learning rate: python train.py "
-                         f"resume={run_dir} train.learner.lr=1e+11")
+    assert line.endswith(
+        f"latest.pt holds iteration 1; continue with a lower learning rate: python train.py "
+        f"resume={run_dir} train.learner.lr=1e+11"
+    )
     pts = sorted(run_dir.glob("*.pt"))
     assert [p.name for p in pts] == ["best.pt", "iter_000001.pt", "latest.pt"]
     for pt in pts:
@@ -510,8 +577,9 @@ def test_a_run_whose_learning_rate_explodes_stops_with_one_line_and_checkpoints_
     assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
 
 
-def test_a_failed_atomic_write_names_its_file_and_leaves_the_old_one(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_atomic_write_names_its_file_and_leaves_the_old_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "latest.pt"
     target.write_bytes(b"the previous checkpoint")
 
@@ -527,7 +595,8 @@ def test_a_failed_atomic_write_names_its_file_and_leaves_the_old_one(tmp_path: P
 
 @pytest.mark.slow
 def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_survives(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import agents.alphazero.checkpoint as checkpoint_module
 
     run_dir = tmp_path / "full"
@@ -549,8 +618,10 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_sur
     err = capsys.readouterr().err
     assert stop.value.code == 1
     lines = [line for line in err.splitlines() if line.strip()]
-    assert lines == [f"train.py: error: iteration 2: cannot write {run_dir / 'latest.pt'}: No space left on device; "
-                     f"latest.pt holds iteration 1; continue with: python train.py resume={run_dir}"]
+    assert lines == [
+        f"train.py: error: iteration 2: cannot write {run_dir / 'latest.pt'}: No space left on device; "
+        f"latest.pt holds iteration 1; continue with: python train.py resume={run_dir}"
+    ]
     assert load_checkpoint(run_dir / "latest.pt")["counters"]["iteration"] == 1
     assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
 
@@ -561,21 +632,29 @@ def tiny_latest(run_dir: Path, **damage: Any) -> Path:
     from omegaconf import OmegaConf
 
     from agents.alphazero.checkpoint import rng_state
-    from agents.alphazero.learner import Learner, LearnerConfig
+    from agents.alphazero.learner import Learner
     from agents.alphazero.replay import ReplayBuffer
 
     cfg = train_config.compose_config([*TINY, f"out_dir={run_dir.parent}", f"name={run_dir.name}"])
     conf = train_config.checked_config(cfg)
     model = build_network(conf.model)
-    state = {"model": model.state_dict(), "network": conf.model.to_dict(), "rules": RuleSet().to_dict(),
-             "config": OmegaConf.to_yaml(cfg), "run_id": "00112233aabbccdd",
-             "counters": {"iteration": 1, "positions": 0, "games": 0, "simulations": 0, "seconds": 1.0,
-                          "learner_steps": 0},
-             "learner": Learner(model, conf.train.learner, device=torch.device("cpu")).state_dict(),
-             "replay": ReplayBuffer(conf.train.replay_capacity, seed=0).state_dict(),
-             "rng": rng_state(),
-             "extra": {"history": {"elo": 0.0, "best_score": -1.0}, "previous_model": model.state_dict(),
-                       "logs": {}, "pending_eval": False}}
+    state = {
+        "model": model.state_dict(),
+        "network": conf.model.to_dict(),
+        "rules": RuleSet().to_dict(),
+        "config": OmegaConf.to_yaml(cfg),
+        "run_id": "00112233aabbccdd",
+        "counters": {"iteration": 1, "positions": 0, "games": 0, "simulations": 0, "seconds": 1.0, "learner_steps": 0},
+        "learner": Learner(model, conf.train.learner, device=torch.device("cpu")).state_dict(),
+        "replay": ReplayBuffer(conf.train.replay_capacity, seed=0).state_dict(),
+        "rng": rng_state(),
+        "extra": {
+            "history": {"elo": 0.0, "best_score": -1.0},
+            "previous_model": model.state_dict(),
+            "logs": {},
+            "pending_eval": False,
+        },
+    }
     state.update(damage)
     write_run_record(run_dir, RunRecord("00112233aabbccdd", checkpointed=True))
     (run_dir / "config.yaml").write_text(state["config"] if isinstance(state["config"], str) else "")
@@ -584,7 +663,8 @@ def tiny_latest(run_dir: Path, **damage: Any) -> Path:
 
 @pytest.mark.parametrize("part", ["config", "learner", "replay", "rng", "counters", "extra", "model"])
 def test_a_latest_pt_with_a_damaged_part_is_refused_before_the_run_directory_is_touched(
-        part: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    part: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     good = torch.load(tiny_latest(run_dir), weights_only=True)
@@ -601,13 +681,17 @@ def test_a_latest_pt_with_a_damaged_part_is_refused_before_the_run_directory_is_
     before = snapshot(run_dir)
     err = refused(capsys, monkeypatch, f"resume={run_dir}")
     assert err.count("\n") == 1 and str(run_dir / "latest.pt") in err, err
-    assert (f"its {part} entry is damaged" in err if part not in ("config",)
-            else "its stored config is not valid YAML" in err), err
+    assert (
+        f"its {part} entry is damaged" in err
+        if part not in ("config",)
+        else "its stored config is not valid YAML" in err
+    ), err
     assert snapshot(run_dir) == before and not (run_dir / ".lock").exists()
 
 
-def test_a_sound_tiny_latest_pt_resumes_past_the_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sound_tiny_latest_pt_resumes_past_the_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The checkpoint the damage test starts from is sound: its resume passes every check (and, asked for no
     further iteration, ends at once)."""
     run_dir = tmp_path / "run"
@@ -621,8 +705,15 @@ def test_a_sound_tiny_latest_pt_resumes_past_the_checks(tmp_path: Path, capsys: 
 @pytest.mark.slow
 def test_kill_9_leaves_no_worker_processes(tmp_path: Path) -> None:
     run_dir = tmp_path / "workers"
-    job = Job("train.py", *TINY, "train.iterations=200", "train.workers=2", "train.worker_backend=process",
-              f"out_dir={tmp_path}", "name=workers")
+    job = Job(
+        "train.py",
+        *TINY,
+        "train.iterations=200",
+        "train.workers=2",
+        "train.worker_backend=process",
+        f"out_dir={tmp_path}",
+        "name=workers",
+    )
     assert job.wait_for("iter 1/"), job.output[-3000:]  # the workers are up and playing
     kids = children(job.proc.pid)
     assert len(kids) >= 2
@@ -640,8 +731,13 @@ def test_kill_9_leaves_no_worker_processes(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_stopped_tournament_keeps_its_games_and_resumes_to_the_same_tables(tmp_path: Path) -> None:
-    common = ['players=[random,"alphabeta:depth=1","alphabeta:depth=2"]', "games_per_pair=8", "seed=2",
-              "workers=2", "progress=false"]
+    common = [
+        'players=[random,"alphabeta:depth=1","alphabeta:depth=2"]',
+        "games_per_pair=8",
+        "seed=2",
+        "workers=2",
+        "progress=false",
+    ]
     ref = Job("evaluate.py", *common, f"out_dir={tmp_path / 'ref'}")
     assert ref.finish() == 0, ref.output[-3000:]
     cut = tmp_path / "cut"
@@ -665,7 +761,9 @@ def test_a_stopped_tournament_keeps_its_games_and_resumes_to_the_same_tables(tmp
     want, got = (json.loads((d / "results.json").read_text()) for d in (tmp_path / "ref", cut))
     for key in ("players", "ratings", "pairings", "crosstable", "terminations"):
         assert got[key] == want[key], key
-    assert [g.moves for g in read_jsonl(cut / "games.jsonl")] == [g.moves for g in read_jsonl(tmp_path / "ref" / "games.jsonl")]
+    assert [g.moves for g in read_jsonl(cut / "games.jsonl")] == [
+        g.moves for g in read_jsonl(tmp_path / "ref" / "games.jsonl")
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -698,13 +796,22 @@ def test_the_run_directory_lock_names_its_holder_and_dies_with_it(tmp_path: Path
             claim_run_dir(d)
     claim_run_dir(d).release()  # released: free again
     # A holder killed with -9 leaves the lock file, never the lock.
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import time
         from agents.rundir import claim_run_dir
         lock = claim_run_dir({str(d)!r})
         print("held", flush=True)
         time.sleep(60)
-        """)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(RunDirBusyError, match=rf"process {holder.pid}\b"):
@@ -727,6 +834,7 @@ def test_logs_are_cut_back_to_the_sizes_a_checkpoint_saw(tmp_path: Path) -> None
     (tmp_path / "events.out.tfevents.1.host.1.0").write_bytes(b"1234567")
     (tmp_path / "events.out.tfevents.2.host.2.0").write_bytes(b"later sitting")
     (tmp_path / "events.out.tfevents.3.host.3.0").write_bytes(b"another run's")
+
     def owned(name: str) -> bool:
         return name != "events.out.tfevents.3.host.3.0"
 
@@ -738,7 +846,8 @@ def test_logs_are_cut_back_to_the_sizes_a_checkpoint_saw(tmp_path: Path) -> None
     assert (tmp_path / "events.out.tfevents.3.host.3.0").read_bytes() == b"another run's"  # not the run's own
     assert (tmp_path / "config.yaml").read_text() == "seed: 0\n"  # not a log
     assert rewind_logs(tmp_path, sizes, patterns, owned=owned) == [
-        "left events.out.tfevents.3.host.3.0 as it is: another run wrote it"]
+        "left events.out.tfevents.3.host.3.0 as it is: another run wrote it"
+    ]
 
 
 def test_a_stop_abandons_an_abandonable_phase_at_once_and_is_remembered() -> None:
@@ -771,8 +880,9 @@ def test_the_first_ctrl_c_lets_a_phase_finish_and_the_second_stops_at_once() -> 
                 time.sleep(0.01)
         print("the phase ended", flush=True)
         """)
-    job = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert job.stdout is not None and job.stdout.readline().strip() == "ready"
     job.send_signal(signal.SIGINT)
     time.sleep(0.5)
@@ -836,8 +946,9 @@ def test_a_tournament_continues_from_its_games_already_played() -> None:
     players = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
     whole = run_tournament(players, games_per_pair=4, seed=1, progress=False)
     seen: list[Any] = []
-    rest = run_tournament(players, games_per_pair=4, seed=1, progress=False, played=whole.games[::3],
-                          on_game=seen.append)
+    rest = run_tournament(
+        players, games_per_pair=4, seed=1, progress=False, played=whole.games[::3], on_game=seen.append
+    )
     assert len(seen) == len(whole.games) - len(whole.games[::3])  # only the missing games are played
     assert [g.moves for g in rest.games] == [g.moves for g in whole.games]
     assert rest.table().splitlines()[:-1] == whole.table().splitlines()[:-1]  # all but the timing line
@@ -847,11 +958,14 @@ def test_a_tournament_continues_from_its_games_already_played() -> None:
         run_tournament(players, games_per_pair=4, seed=1, progress=False, played=whole.games[:1] * 2)
 
 
-def test_checkpoint_specs_take_run_names_and_openings_files_must_be_utf8(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_checkpoint_specs_take_run_names_and_openings_files_must_be_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     net = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
-    save_checkpoint(tmp_path / "checkpoints" / "myrun" / "latest.pt",
-                    {"model": build_network(net).state_dict(), "network": net.to_dict(), "rules": RuleSet().to_dict()})
+    save_checkpoint(
+        tmp_path / "checkpoints" / "myrun" / "latest.pt",
+        {"model": build_network(net).state_dict(), "network": net.to_dict(), "rules": RuleSet().to_dict()},
+    )
     monkeypatch.chdir(tmp_path)
     assert check_spec("checkpoint:path=myrun,sims=2", RuleSet()) is not None  # a run name, as the README says
     bad = tmp_path / "openings.txt"
@@ -867,24 +981,33 @@ def test_chromium_setup_waits_for_the_apt_lock_then_gives_up(tmp_path: Path) -> 
     for tool in ("env", "grep", "sleep"):
         (fake / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
     (fake / "id").write_text("#!/bin/bash\necho 0\n")
-    (fake / "apt-get").write_text(textwrap.dedent("""\
+    (fake / "apt-get").write_text(
+        textwrap.dedent("""\
         #!/bin/bash
         n=0; [ -f "$CALLS" ] && read -r n < "$CALLS"; n=$((n + 1)); echo $n > "$CALLS"
         if [ "$n" -le "$LOCKED_CALLS" ]; then
           echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2; exit 100
         fi
         echo "$*" >> "$RAN"
-        """))
+        """)
+    )
     for f in ("id", "apt-get"):
         (fake / f).chmod(0o755)
 
     def setup(locked_calls: int, wait: int) -> subprocess.CompletedProcess:
         for f in ("calls", "ran"):
             (tmp_path / f).unlink(missing_ok=True)
-        env = {"PATH": str(fake), "CALLS": str(tmp_path / "calls"), "RAN": str(tmp_path / "ran"),
-               "LOCKED_CALLS": str(locked_calls), "APT_LOCK_WAIT": str(wait), "APT_LOCK_POLL": "0.05"}
-        return subprocess.run(["/bin/bash", str(ROOT / ".ci" / "chromium")], env=env, capture_output=True,
-                              text=True, timeout=60)
+        env = {
+            "PATH": str(fake),
+            "CALLS": str(tmp_path / "calls"),
+            "RAN": str(tmp_path / "ran"),
+            "LOCKED_CALLS": str(locked_calls),
+            "APT_LOCK_WAIT": str(wait),
+            "APT_LOCK_POLL": "0.05",
+        }
+        return subprocess.run(
+            ["/bin/bash", str(ROOT / ".ci" / "chromium")], env=env, capture_output=True, text=True, timeout=60
+        )
 
     r = setup(locked_calls=3, wait=30)
     assert r.returncode == 0, r.stderr
@@ -909,8 +1032,9 @@ def test_the_play_server_clears_the_temp_files_of_saves_a_kill_cut_short(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name]
 
 
-def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A games.jsonl shorter than latest.pt saw and cut inside a line (its end was lost) is cut back to its
     last whole line with a warning, so the next record is not glued onto the torn one."""
     run_dir = tmp_path / "run"
@@ -928,18 +1052,22 @@ def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(tmp_path: Path, capsy
 
 
 @pytest.mark.parametrize("how", ["resume", "init"])
-def test_a_checkpoint_with_nan_weights_cannot_start_or_continue_a_run(how: str, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str],
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_checkpoint_with_nan_weights_cannot_start_or_continue_a_run(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     state = torch.load(tiny_latest(run_dir), weights_only=True)
-    state["model"] = {k: (torch.full_like(v, float("nan")) if v.is_floating_point() else v)
-                      for k, v in state["model"].items()}
+    state["model"] = {
+        k: (torch.full_like(v, float("nan")) if v.is_floating_point() else v) for k, v in state["model"].items()
+    }
     torch.save(state, run_dir / "latest.pt")  # written some other way than save_checkpoint, which refuses it
     before = snapshot(run_dir)
-    args = [f"resume={run_dir}"] if how == "resume" else [*TINY, f"init={run_dir / 'latest.pt'}",
-                                                           f"out_dir={tmp_path}", "name=new"]
+    args = (
+        [f"resume={run_dir}"]
+        if how == "resume"
+        else [*TINY, f"init={run_dir / 'latest.pt'}", f"out_dir={tmp_path}", "name=new"]
+    )
     err = refused(capsys, monkeypatch, *args)
     assert "holds NaN or infinity in model." in err and err.count("\n") == 1
     assert snapshot(run_dir) == before and not (tmp_path / "new").exists()

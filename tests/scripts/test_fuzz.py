@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
+from agents.alphazero import config as train_config
 from agents.alphazero.device import resolve_device
+from agents.arena import config as evaluate_config
 from envs import START_JFEN, Board, Move
 from envs.config import dotted_keys
-from agents.arena import config as evaluate_config
-from agents.alphazero import config as train_config
 
 JFEN_ALPHABET = "rcdwpteRCDWPTLEl0123456789/ bx-+"
 
@@ -94,23 +94,79 @@ def test_move_parser(text: str) -> None:
 # --------------------------------------------------------------------------------------------
 # train.py's and evaluate.py's config checks: random overrides through Hydra's compose API
 # --------------------------------------------------------------------------------------------
-WORDS = hs.sampled_from(["", " ", ".", "..", "../../etc", "/", "/etc", "a/b", "a\\b", "~", "${oc.env:HOME}",
-                         "${now:%H}", "'x y'", "random", "alphabeta:depth=2", "checkpoint:path=nowhere.pt", "cuda",
-                         "cuda:7", "cpu", "auto", "gumbel", "puct", "true", "null", "[]", "[1,2]", "{a:1}",
-                         "[random,'alphabeta:depth=-1']", "x" * 300])
-NUMBERS = hs.sampled_from(["nan", "inf", "-inf", "1e400", "-1e400", "1e9", "1e11", "0", "-1", "1", "0.5", "2.5",
-                           str(2**32), str(2**63), str(10**30), "-0", "1_000"])
-VALUES = hs.one_of(WORDS, NUMBERS, hs.integers(-(2**70), 2**70).map(str),
-                   hs.floats(allow_nan=True, allow_infinity=True).map(repr),
-                   hs.text(alphabet="abc/._-~:$={}[],'0123456789 ", max_size=12))
+WORDS = hs.sampled_from(
+    [
+        "",
+        " ",
+        ".",
+        "..",
+        "../../etc",
+        "/",
+        "/etc",
+        "a/b",
+        "a\\b",
+        "~",
+        "${oc.env:HOME}",
+        "${now:%H}",
+        "'x y'",
+        "random",
+        "alphabeta:depth=2",
+        "checkpoint:path=nowhere.pt",
+        "cuda",
+        "cuda:7",
+        "cpu",
+        "auto",
+        "gumbel",
+        "puct",
+        "true",
+        "null",
+        "[]",
+        "[1,2]",
+        "{a:1}",
+        "[random,'alphabeta:depth=-1']",
+        "x" * 300,
+    ]
+)
+NUMBERS = hs.sampled_from(
+    [
+        "nan",
+        "inf",
+        "-inf",
+        "1e400",
+        "-1e400",
+        "1e9",
+        "1e11",
+        "0",
+        "-1",
+        "1",
+        "0.5",
+        "2.5",
+        str(2**32),
+        str(2**63),
+        str(10**30),
+        "-0",
+        "1_000",
+    ]
+)
+VALUES = hs.one_of(
+    WORDS,
+    NUMBERS,
+    hs.integers(-(2**70), 2**70).map(str),
+    hs.floats(allow_nan=True, allow_infinity=True).map(repr),
+    hs.text(alphabet="abc/._-~:$={}[],'0123456789 ", max_size=12),
+)
 
 
 def overrides(known: list[str]) -> hs.SearchStrategy[list[str]]:
-    keys = hs.one_of(hs.sampled_from(known), hs.sampled_from(known).map(lambda k: k[:-1] or "x"),
-                     hs.sampled_from(["trian.iterations", "bogus", "train.bogus", "gamesperpair", "hydra.foo"]),
-                     hs.text(alphabet="abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=12))
+    keys = hs.one_of(
+        hs.sampled_from(known),
+        hs.sampled_from(known).map(lambda k: k[:-1] or "x"),
+        hs.sampled_from(["trian.iterations", "bogus", "train.bogus", "gamesperpair", "hydra.foo"]),
+        hs.text(alphabet="abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=12),
+    )
     item = hs.tuples(hs.sampled_from(["", "", "", "+", "++", "~"]), keys, VALUES).map(
-        lambda t: f"{t[0]}{t[1]}" if t[0] == "~" else f"{t[0]}{t[1]}={t[2]}")
+        lambda t: f"{t[0]}{t[1]}" if t[0] == "~" else f"{t[0]}{t[1]}={t[2]}"
+    )
     return hs.lists(item, min_size=1, max_size=4)
 
 

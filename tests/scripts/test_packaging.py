@@ -6,10 +6,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from envs import Board, perft
 from envs.config import CONFIG_PACKAGE, config_dir, group_options
@@ -24,13 +24,19 @@ def test_every_package_of_the_tree_is_listed_in_pyproject() -> None:
     """pyproject.toml lists its packages (the repository root ships as `jungle_zero`): a new folder
     with an __init__.py must be added there or a wheel install would lack it."""
     listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
-    tree = {".".join(p.parent.relative_to(ROOT).parts) for top in ("envs", "agents") for p in (ROOT / top).rglob("__init__.py")
-            if "__pycache__" not in p.parts}
+    tree = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for top in ("envs", "agents")
+        for p in (ROOT / top).rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
     missing, stale = sorted(tree - listed), sorted(listed - tree - {"jungle_zero", CONFIG_PACKAGE})
     assert not missing and not stale, f"pyproject.toml [tool.setuptools] packages: add {missing}, remove {stale}"
     assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {"jungle_zero": "."}
     for package in ("envs", "agents"):
-        assert (ROOT / package / "py.typed").is_file() and "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"][package]
+        assert (ROOT / package / "py.typed").is_file() and "py.typed" in PYPROJECT["tool"]["setuptools"][
+            "package-data"
+        ][package]
 
 
 def test_the_config_groups_are_found_as_package_data() -> None:
@@ -57,21 +63,39 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
         shutil.copy(ROOT / name, src / name)
     for folder in ("envs", "agents", "configs"):
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-        "-w", tmp_path / "dist", src, cwd=tmp_path)
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-w",
+        tmp_path / "dist",
+        src,
+        cwd=tmp_path,
+    )
     (wheel,) = (tmp_path / "dist").glob("jungle_zero-*.whl")
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
     python, bin_dir = venv / "bin" / "python", venv / "bin"
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path).strip())
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # after its own
-    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel,
-        cwd=tmp_path)
+    run(
+        sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp_path
+    )
 
     away = tmp_path / "elsewhere"
     away.mkdir()
-    where = run(python, "-c", "import envs, jungle_zero.train as t; from envs.rules import load_rules; "
-                "print(envs.__file__, t.__file__, load_rules('enemy_rat').jump_blocking)", cwd=away)
+    where = run(
+        python,
+        "-c",
+        "import envs, jungle_zero.train as t; from envs.rules import load_rules; "
+        "print(envs.__file__, t.__file__, load_rules('enemy_rat').jump_blocking)",
+        cwd=away,
+    )
     assert where.count(str(site)) == 2 and where.split()[-1] == "enemy_rat"
     out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rules", "dog_over_wolf", cwd=away)
     assert out.split() == [str(perft(Board(START, rules=load_rules("dog_over_wolf")), 2))]
@@ -79,14 +103,31 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
     assert "jump_blocking: enemy_rat" in out and "blocks: 1" in out and "num_simulations: 4" in out
     out = run(bin_dir / "jungle-train", "train.iterations=0", cwd=away, code=2)
     assert "train.iterations=0 must be >= 1" in out and not (away / "checkpoints").exists()
-    out = run(bin_dir / "jungle-evaluate", 'players=[random,"alphabeta:depth=1"]', "games_per_pair=2", "workers=0",
-              "max_plies=30", "rules=keeps_rank", "rules.no_capture_draw=200", "progress=false", "image=false",
-              "out_dir=tour", cwd=away)
+    out = run(
+        bin_dir / "jungle-evaluate",
+        'players=[random,"alphabeta:depth=1"]',
+        "games_per_pair=2",
+        "workers=0",
+        "max_plies=30",
+        "rules=keeps_rank",
+        "rules.no_capture_draw=200",
+        "progress=false",
+        "image=false",
+        "out_dir=tour",
+        cwd=away,
+    )
     assert (away / "tour" / "results.json").is_file() and "alphabeta:depth=1" in out
     stored = json.loads((away / "tour" / "tournament.json").read_text())["rules"]
     assert stored == load_rules("keeps_rank").with_overrides(["no_capture_draw=200"]).to_dict()
-    out = run(bin_dir / "jungle-play", "--terminal", "--two-players", "--rules", "hundred_rounds", cwd=away,
-              stdin="a3a4\nquit\n")
+    out = run(
+        bin_dir / "jungle-play",
+        "--terminal",
+        "--two-players",
+        "--rules",
+        "hundred_rounds",
+        cwd=away,
+        stdin="a3a4\nquit\n",
+    )
     assert "a3a4" in out
     run(bin_dir / "jungle-play", "--terminal", "--rules", "no_such_rules", cwd=away, code=2)
 

@@ -3,9 +3,8 @@ and checked in-process with Hydra's compose API (groups, presets, bad values ref
 
 import subprocess
 import sys
-from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 import pytest
 import torch
@@ -13,12 +12,12 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from agents.alphazero import config as train_config
 from agents.alphazero.checkpoint import load_checkpoint
 from agents.alphazero.learner import LearnMetrics
+from agents.alphazero.run import TrainingRun
 from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
-from agents.alphazero import config as train_config
-from agents.alphazero.run import TrainingRun
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
 
@@ -38,8 +37,13 @@ def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
-    r = run_train(*TINY, f"out_dir={out}", "name=smoke", "train.selfplay.opponents=[random]",
-                  "train.selfplay.opponent_fraction=0.5")
+    r = run_train(
+        *TINY,
+        f"out_dir={out}",
+        "name=smoke",
+        "train.selfplay.opponents=[random]",
+        "train.selfplay.opponent_fraction=0.5",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out / "smoke"
 
@@ -49,13 +53,25 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
     for name in ("latest.pt", "best.pt", "iter_000001.pt", "iter_000002.pt", "config.yaml", "games.jsonl"):
         assert (run_dir / name).is_file(), name
     tags = scalars(run_dir)
-    for tag in ("loss/total", "loss/policy", "loss/value", "loss/policy_entropy", "loss/lr",
-                "selfplay/positions_per_s", "selfplay/game_length", "selfplay/draws", "selfplay/opponent_games",
-                "eval/score_random", "eval/elo", "perf/seconds_selfplay"):
+    for tag in (
+        "loss/total",
+        "loss/policy",
+        "loss/value",
+        "loss/policy_entropy",
+        "loss/lr",
+        "selfplay/positions_per_s",
+        "selfplay/game_length",
+        "selfplay/draws",
+        "selfplay/opponent_games",
+        "eval/score_random",
+        "eval/elo",
+        "perf/seconds_selfplay",
+    ):
         assert [s for s, _ in tags[tag]] == [1, 2], tag
     # Each score comes with its 95% interval.
-    for (_, low), (_, score), (_, high) in zip(tags["eval/low_random"], tags["eval/score_random"],
-                                               tags["eval/high_random"]):
+    for (_, low), (_, score), (_, high) in zip(
+        tags["eval/low_random"], tags["eval/score_random"], tags["eval/high_random"]
+    ):
         assert 0.0 <= low <= score <= high <= 1.0 and high - low > 0.1
     state = load_checkpoint(run_dir / "latest.pt")
     assert state["counters"]["iteration"] == 2
@@ -81,8 +97,15 @@ def test_resume_continues_the_step_counter(run_dir: Path) -> None:
 def test_self_play_workers_play_the_games_of_the_in_process_loop(run_dir: Path) -> None:
     """train.workers=2: the same run as the fixture's (in-process), its self-play in two worker processes."""
     out = run_dir.parent
-    r = run_train(*TINY, f"out_dir={out}", "name=smoke-workers", "train.selfplay.opponents=[random]",
-                  "train.selfplay.opponent_fraction=0.5", "train.workers=2", "train.worker_backend=process")
+    r = run_train(
+        *TINY,
+        f"out_dir={out}",
+        "name=smoke-workers",
+        "train.selfplay.opponents=[random]",
+        "train.selfplay.opponent_fraction=0.5",
+        "train.workers=2",
+        "train.worker_backend=process",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "self-play on 2 process workers" in r.stdout + r.stderr
     here = list(read_jsonl(run_dir / "games.jsonl"))[:4]  # iteration 1: the same initial network
@@ -131,62 +154,72 @@ def test_every_train_group_composes(group: str) -> None:
     train_config.checked_config(cfg)
 
 
-@pytest.mark.parametrize("override, words", [
-    ("train.checkpoint_every=0", "train.checkpoint_every=0 must be >= 1"),
-    ("train.batch_size=0", "train.batch_size=0 must lie in [1, 65536]"),
-    ("train.iterations=0", "train.iterations=0 must be >= 1"),
-    ("mcts.num_simulations=0", "mcts.num_simulations=0"),
-    ("+train.bogus=1", "unknown train key(s) bogus"),
-    ("+bogus=1", "unknown top-level config key(s) bogus"),
-    ("+train.eval.bogus=1", "unknown train.eval key(s) bogus"),
-    ("train.selfplay.parallel=0", "parallel=0"),
-    ("train.games_per_iteration=0", "train.games_per_iteration=0"),
-    ("train.selfplay.max_plies=0", "max_plies=0"),
-    ("train.selfplay.opponent_fraction=1.5", "opponent_fraction=1.5 must lie in [0, 1]"),
-    ("train.selfplay.opponent_fraction=0.5", "needs train.selfplay.opponents"),
-    ("train.selfplay.player_name=me", "set name=... instead"),
-    ("train.min_replay=70000", "learning would never start"),
-    ("train.eval.games=0", "train.eval.games=0"),
-    ("train.eval.simulations=0", "train.eval.simulations=0"),
-    ("train.eval.every=-1", "train.eval.every=-1"),
-    ("threads=-1", "threads=-1"),
-    ("train.eval.opponents=[nobody]", "train.eval.opponents: unknown player kind 'nobody'"),
-    ("rules.repetition=maybe", "repetition='maybe'"),
-    ("model.blocks=-1", "blocks=-1"),
-    ("train.learner.lr=0", "learning rate must be > 0"),
-    ("mcts.algorithm=alphabeta", "'alphabeta' is not one of"),
-    ("device=gpu9", "unknown device 'gpu9'"),
-    # values impossible on any machine: refused by the bounds the schema's docstrings state
-    ("seed=4294967296", "seed=4294967296 must lie in [0, 2**32 - 1]"),
-    ("seed=-1", "seed=-1 must lie in [0, 2**32 - 1]"),
-    ("threads=100000", "threads=100000 must lie in [0, 1024]"),
-    ("mcts.num_simulations=1000000000", "mcts.num_simulations=1000000000 must lie in [0, 100000]"),
-    ("train.eval.simulations=1000000000", "train.eval.simulations=1000000000 must lie in [1, 100000]"),
-    ("train.replay_capacity=100000000000", "train.replay_capacity=100000000000 must lie in [1, 100000000]"),
-    ("train.batch_size=100000000000", "train.batch_size=100000000000 must lie in [1, 65536]"),
-    ("train.selfplay.max_plies=100000000", "train.selfplay.max_plies=100000000 must lie in [1, 30000]"),
-    ("train.selfplay.parallel=100000000", "train.selfplay.parallel=100000000 must lie in [1, 65536]"),
-    ("train.workers=100000", "train.workers=100000 must lie in [0, 1024]"),
-    ("model.channels=4000", "model.channels=4000 must lie in [1, 512]"),
-    ("mcts.gumbel.max_actions=100000", "mcts.gumbel.max_actions=100000 must lie in [1, 252]"),
-    ("train.learner.lr=inf", "train.learner.lr=inf: the learning rate must be > 0 and finite"),
-    ("train.learner.lr=nan", "train.learner.lr=nan"),
-    ("train.train_ratio=inf", "train.train_ratio=inf must be >= 0 and finite"),
-    ("mcts.puct.c_puct=nan", "mcts.puct.c_puct=nan must be >= 0"),
-    ("train.selfplay.value_q_weight=nan", "train.selfplay.value_q_weight=nan must lie in [0, 1]"),
-    ("name=../../etc", "name='../../etc' must be one plain directory name"),
-    ("name=a/b", "name='a/b' must be one plain directory name"),
-    ("name=/etc", "name='/etc' must be one plain directory name"),
-    ("name=..", "name='..' is not a directory name of its own"),
-    ("device=cuda:7", "device='cuda:7' is not available"),
-])
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("train.checkpoint_every=0", "train.checkpoint_every=0 must be >= 1"),
+        ("train.batch_size=0", "train.batch_size=0 must lie in [1, 65536]"),
+        ("train.iterations=0", "train.iterations=0 must be >= 1"),
+        ("mcts.num_simulations=0", "mcts.num_simulations=0"),
+        ("+train.bogus=1", "unknown train key(s) bogus"),
+        ("+bogus=1", "unknown top-level config key(s) bogus"),
+        ("+train.eval.bogus=1", "unknown train.eval key(s) bogus"),
+        ("train.selfplay.parallel=0", "parallel=0"),
+        ("train.games_per_iteration=0", "train.games_per_iteration=0"),
+        ("train.selfplay.max_plies=0", "max_plies=0"),
+        ("train.selfplay.opponent_fraction=1.5", "opponent_fraction=1.5 must lie in [0, 1]"),
+        ("train.selfplay.opponent_fraction=0.5", "needs train.selfplay.opponents"),
+        ("train.selfplay.player_name=me", "set name=... instead"),
+        ("train.min_replay=70000", "learning would never start"),
+        ("train.eval.games=0", "train.eval.games=0"),
+        ("train.eval.simulations=0", "train.eval.simulations=0"),
+        ("train.eval.every=-1", "train.eval.every=-1"),
+        ("threads=-1", "threads=-1"),
+        ("train.eval.opponents=[nobody]", "train.eval.opponents: unknown player kind 'nobody'"),
+        ("rules.repetition=maybe", "repetition='maybe'"),
+        ("model.blocks=-1", "blocks=-1"),
+        ("train.learner.lr=0", "learning rate must be > 0"),
+        ("mcts.algorithm=alphabeta", "'alphabeta' is not one of"),
+        ("device=gpu9", "unknown device 'gpu9'"),
+        # values impossible on any machine: refused by the bounds the schema's docstrings state
+        ("seed=4294967296", "seed=4294967296 must lie in [0, 2**32 - 1]"),
+        ("seed=-1", "seed=-1 must lie in [0, 2**32 - 1]"),
+        ("threads=100000", "threads=100000 must lie in [0, 1024]"),
+        ("mcts.num_simulations=1000000000", "mcts.num_simulations=1000000000 must lie in [0, 100000]"),
+        ("train.eval.simulations=1000000000", "train.eval.simulations=1000000000 must lie in [1, 100000]"),
+        ("train.replay_capacity=100000000000", "train.replay_capacity=100000000000 must lie in [1, 100000000]"),
+        ("train.batch_size=100000000000", "train.batch_size=100000000000 must lie in [1, 65536]"),
+        ("train.selfplay.max_plies=100000000", "train.selfplay.max_plies=100000000 must lie in [1, 30000]"),
+        ("train.selfplay.parallel=100000000", "train.selfplay.parallel=100000000 must lie in [1, 65536]"),
+        ("train.workers=100000", "train.workers=100000 must lie in [0, 1024]"),
+        ("model.channels=4000", "model.channels=4000 must lie in [1, 512]"),
+        ("mcts.gumbel.max_actions=100000", "mcts.gumbel.max_actions=100000 must lie in [1, 252]"),
+        ("train.learner.lr=inf", "train.learner.lr=inf: the learning rate must be > 0 and finite"),
+        ("train.learner.lr=nan", "train.learner.lr=nan"),
+        ("train.train_ratio=inf", "train.train_ratio=inf must be >= 0 and finite"),
+        ("mcts.puct.c_puct=nan", "mcts.puct.c_puct=nan must be >= 0"),
+        ("train.selfplay.value_q_weight=nan", "train.selfplay.value_q_weight=nan must lie in [0, 1]"),
+        ("name=../../etc", "name='../../etc' must be one plain directory name"),
+        ("name=a/b", "name='a/b' must be one plain directory name"),
+        ("name=/etc", "name='/etc' must be one plain directory name"),
+        ("name=..", "name='..' is not a directory name of its own"),
+        ("device=cuda:7", "device='cuda:7' is not available"),
+    ],
+)
 def test_bad_values_are_refused(override: str, words: str) -> None:
     """Each bad value is an error that names it, found by composing and checking the config alone."""
     assert words in refused(override)
 
 
-@pytest.mark.parametrize("override", ["train.checkpoint_every=0", "+train.bogus=1", "mcts.num_simulations=0",
-                                      'train.selfplay.opponents=["alphabeta:depth=-1"]'])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "train.checkpoint_every=0",
+        "+train.bogus=1",
+        "mcts.num_simulations=0",
+        'train.selfplay.opponents=["alphabeta:depth=-1"]',
+    ],
+)
 def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, tmp_path: Path) -> None:
     overrides = [override, f"out_dir={tmp_path}", "name=failed"]
     with pytest.raises(ValueError, match=override.split("=")[0].lstrip("+").split(".")[-1]):
@@ -200,8 +233,9 @@ def test_a_typo_is_one_line_naming_the_closest_key() -> None:
     assert refused("trian.iterations=3") == "unknown config key 'trian.iterations' (did you mean train.iterations?)"
     assert refused("train.selfplay.paralel=3").endswith("(did you mean train.selfplay.parallel?)")
     assert "unknown top-level config key(s) trian (did you mean train?)" in refused("+trian=3")
-    assert refused("train.iterations=abc") == ("train.iterations=abc: Value 'abc' of type 'str' could not be "
-                                               "converted to Integer")
+    assert refused("train.iterations=abc") == (
+        "train.iterations=abc: Value 'abc' of type 'str' could not be converted to Integer"
+    )
     assert refused("model=huge") == "could not find 'model/huge'; the options are large, medium, small, tiny"
     for override in ("trian.iterations=3", "train.iterations=abc", "model=huge", "name=a(b", "~bogus", "seed=1e400"):
         assert "\n" not in refused(override), override
@@ -209,8 +243,13 @@ def test_a_typo_is_one_line_naming_the_closest_key() -> None:
 
 @pytest.mark.slow
 def test_the_command_line_prints_one_line_for_a_typo(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "train.py"), "trian.iterations=3", f"out_dir={tmp_path}"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "trian.iterations=3", f"out_dir={tmp_path}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2
     assert r.stderr.strip() == "train.py: error: unknown config key 'trian.iterations' (did you mean train.iterations?)"
     assert list(tmp_path.iterdir()) == []
@@ -235,10 +274,13 @@ def test_buffers_larger_than_the_machine_are_refused_before_any_work(monkeypatch
     memory is refused by the config check (here: a machine of 1 GiB)."""
     monkeypatch.setattr(train_config, "machine_memory", lambda: 2**30)
     train_config.checked_config(train_config.compose_config([]))  # the default run fits
-    assert "the replay buffer (train.replay_capacity=2000000) would take 1.8 GiB, more than this machine's 1.0 GiB" \
+    assert (
+        "the replay buffer (train.replay_capacity=2000000) would take 1.8 GiB, more than this machine's 1.0 GiB"
         in refused("train.replay_capacity=2000000")
+    )
     assert "the self-play trees (train.selfplay.parallel=1024 games x mcts.num_simulations=20000)" in refused(
-        "train.selfplay.parallel=1024", "mcts.num_simulations=20000")
+        "train.selfplay.parallel=1024", "mcts.num_simulations=20000"
+    )
 
 
 def defaults_of(schema: type) -> dict[str, Any]:
@@ -276,29 +318,41 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel.max_actions == 4
-    gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))  # preset=gpu asks for cuda
+    gpu = train_config.checked_config(
+        train_config.compose_config(["preset=gpu", "device=cpu"])
+    )  # preset=gpu asks for cuda
     assert (gpu.model.blocks, gpu.model.value_head, gpu.mcts.num_simulations, gpu.threads) == (10, "wdl", 64, 4)
     assert gpu.train.selfplay.parallel == 1024 and gpu.train.eval.opponents[-1] == "alphabeta:depth=4"
-    mine = train_config.checked_config(train_config.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8",
-                                                      "device=cpu"]))
+    mine = train_config.checked_config(
+        train_config.compose_config(["preset=gpu", "model=medium", "mcts.num_simulations=8", "device=cpu"])
+    )
     assert (mine.model.blocks, mine.mcts.num_simulations, mine.train.selfplay.parallel) == (6, 8, 1024)
     smoke = train_config.checked_config(train_config.compose_config(["preset=smoke"]))
     assert (smoke.model.blocks, smoke.mcts.num_simulations, smoke.train.iterations) == (1, 4, 2)
-    assert train_config.checked_config(train_config.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order == "dog_over_wolf"
+    assert (
+        train_config.checked_config(train_config.compose_config(["rules=dog_over_wolf"])).rules.rule_set().rank_order
+        == "dog_over_wolf"
+    )
 
 
 def test_train_and_evaluate_compose_one_rules_group(tmp_path: Path) -> None:
     """`rules` is one config group of train.py and evaluate.py: the same overrides give the same RulesConfig,
     and a rule set of one's own (DIR/rules/NAME.yaml) is found by both with `hydra.searchpath=[file://DIR]`."""
     from agents.arena import config as evaluate_config
-    from envs.rules import RuleSet, RulesConfig
+    from envs.rules import RulesConfig, RuleSet
 
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "house.yaml").write_text("defaults:\n  - schema\n  - _self_\ntrapped_attacker: keeps_rank\n")
     for overrides, wanted in (
-            (["rules=keeps_rank", "rules.no_capture_draw=200"], RuleSet(trapped_attacker="keeps_rank", no_capture_draw=200)),
-            ([f"hydra.searchpath=[file://{tmp_path}]", "rules=house", "rules.rank_order=dog_over_wolf"],
-             RuleSet(trapped_attacker="keeps_rank", rank_order="dog_over_wolf"))):
+        (
+            ["rules=keeps_rank", "rules.no_capture_draw=200"],
+            RuleSet(trapped_attacker="keeps_rank", no_capture_draw=200),
+        ),
+        (
+            [f"hydra.searchpath=[file://{tmp_path}]", "rules=house", "rules.rank_order=dog_over_wolf"],
+            RuleSet(trapped_attacker="keeps_rank", rank_order="dog_over_wolf"),
+        ),
+    ):
         trained = train_config.checked_config(train_config.compose_config(overrides)).rules
         evaluated = evaluate_config.checked_config(evaluate_config.compose_config(overrides)).rules
         assert type(trained) is RulesConfig and type(evaluated) is RulesConfig
@@ -307,16 +361,27 @@ def test_train_and_evaluate_compose_one_rules_group(tmp_path: Path) -> None:
 
 def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path) -> None:
     stored = OmegaConf.to_yaml(train_config.compose_config(["train=tiny", "name=run", "seed=5"]))
-    cfg = train_config.resumed_config(stored, tmp_path, ["resume=run", "train.iterations=9",
-                                                  "train.selfplay.opponents=[random]",
-                                                  "+train.selfplay.opponent_fraction=0.25"])
+    cfg = train_config.resumed_config(
+        stored,
+        tmp_path,
+        [
+            "resume=run",
+            "train.iterations=9",
+            "train.selfplay.opponents=[random]",
+            "+train.selfplay.opponent_fraction=0.25",
+        ],
+    )
     conf = train_config.checked_config(cfg)
     assert (conf.seed, conf.name, conf.train.iterations, conf.train.batch_size) == (5, "run", 9, 16)
     assert conf.train.selfplay.opponents == ["random"] and conf.train.selfplay.opponent_fraction == 0.25
     assert "defaults" not in cfg and "hydra" not in cfg
-    for bad, words in (("model=large", "config group 'model'"), ("preset=gpu", "config group 'preset'"),
-                       ("train.bogus=1", "bogus"), ("train.iterations=many", "iterations"),
-                       ("~train.eval", "only key=value")):
+    for bad, words in (
+        ("model=large", "config group 'model'"),
+        ("preset=gpu", "config group 'preset'"),
+        ("train.bogus=1", "bogus"),
+        ("train.iterations=many", "iterations"),
+        ("~train.eval", "only key=value"),
+    ):
         with pytest.raises(train_config.ConfigError, match=words):
             train_config.resumed_config(stored, tmp_path, [bad])
 
@@ -332,15 +397,20 @@ def test_a_stored_config_in_the_flat_search_layout_resumes_as_it_meant(tmp_path:
     assert conf.mcts == train_config.checked_config(composed).mcts
     assert (conf.mcts.puct.c_puct, conf.mcts.gumbel.max_actions) == (2.5, 4)  # 4: preset=cpu's
     again = train_config.checked_config(
-        train_config.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"]))
+        train_config.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"])
+    )
     assert again.mcts.gumbel.max_actions == 8
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
     from agents.alphazero.progress import iteration_line
 
-    scores = {"score_alphabeta_depth2": 0.25, "low_alphabeta_depth2": 0.11, "high_alphabeta_depth2": 0.45,
-              "score_random": 1.0}
+    scores = {
+        "score_alphabeta_depth2": 0.25,
+        "low_alphabeta_depth2": 0.11,
+        "high_alphabeta_depth2": 0.45,
+        "score_random": 1.0,
+    }
     line = iteration_line(30, 60, None, 1.0, 0, LearnMetrics(), scores)
     assert "eval: alphabeta_depth2 0.25 [0.11-0.45] random 1.00" in line
 
@@ -350,8 +420,7 @@ def test_evaluation_does_not_change_the_training(tmp_path: Path) -> None:
     # Evaluations draw from their own seeds: a run evaluated every iteration learns the same weights as
     # one never evaluated (so a run's training can be compared whatever its evaluation schedule).
     for every in (1, 0):
-        r = run_train(*TINY, "train.iterations=2", f"train.eval.every={every}", f"out_dir={tmp_path}",
-                      f"name=e{every}")
+        r = run_train(*TINY, "train.iterations=2", f"train.eval.every={every}", f"out_dir={tmp_path}", f"name=e{every}")
         assert r.returncode == 0, r.stderr[-3000:]
     a, b = (load_checkpoint(tmp_path / name / "latest.pt")["model"] for name in ("e1", "e0"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -24,11 +24,10 @@ from typing import Any, Optional
 
 import pytest
 
-from envs import Board, Move
-from envs.players import RandomPlayer, register_player
-
 from agents.play.computer import ComputerPool
 from agents.play.server import TOKEN_HEADER, PlayServer, make_server
+from envs import Board, Move
+from envs.players import RandomPlayer, register_player
 
 
 class GatedPlayer:
@@ -119,8 +118,9 @@ class Client:
         self.server = server
         self.base = server.url.rstrip("/")
 
-    def raw(self, method: str, path: str, data: Optional[bytes] = None,
-            headers: Optional[dict[str, str]] = None) -> tuple[int, bytes, Any]:
+    def raw(
+        self, method: str, path: str, data: Optional[bytes] = None, headers: Optional[dict[str, str]] = None
+    ) -> tuple[int, bytes, Any]:
         req = urllib.request.Request(self.base + path, data=data, method=method)
         if method == "POST":
             req.add_header("Content-Type", "application/json")
@@ -161,13 +161,24 @@ def snapshot(view: dict[str, Any]) -> tuple[Any, ...]:
     return view["version"], view["jfen"], tuple(view["moves"]), view["hints_left"], view["result"]
 
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium_path() -> str:
     path = os.environ.get("JUNGLE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(path).is_file():
-        pytest.fail("the browser tests need Debian's chromium: run `apt-get install -y chromium` "
-                    "(as .ci/run does), or set JUNGLE_CHROMIUM to a Chromium binary", pytrace=False)
+        pytest.fail(
+            "the browser tests need Debian's chromium: run `apt-get install -y chromium` "
+            "(as .ci/run does), or set JUNGLE_CHROMIUM to a Chromium binary",
+            pytrace=False,
+        )
     return path

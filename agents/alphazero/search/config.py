@@ -56,9 +56,17 @@ class PuctConfig:
     0 to `envs.rules.COUNTER_LIMIT`."""
 
     def __post_init__(self) -> None:
-        check_range(self, "mcts.puct", MCTSConfigError, temperature_plies=(0, COUNTER_LIMIT), c_puct=(0, None),
-                    dirichlet_alpha=(0, None), temperature=(0, None), dirichlet_fraction=(0, 1),
-                    fpu_reduction=(None, None))
+        check_range(
+            self,
+            "mcts.puct",
+            MCTSConfigError,
+            temperature_plies=(0, COUNTER_LIMIT),
+            c_puct=(0, None),
+            dirichlet_alpha=(0, None),
+            temperature=(0, None),
+            dirichlet_fraction=(0, 1),
+            fpu_reduction=(None, None),
+        )
 
 
 @dataclass
@@ -73,16 +81,26 @@ class GumbelConfig:
     """c_scale of sigma(q); >= 0."""
 
     def __post_init__(self) -> None:
-        check_range(self, "mcts.gumbel", MCTSConfigError, max_actions=(1, N_ACTIONS), c_visit=(0, None),
-                    c_scale=(0, None))
+        check_range(
+            self, "mcts.gumbel", MCTSConfigError, max_actions=(1, N_ACTIONS), c_visit=(0, None), c_scale=(0, None)
+        )
 
 
 NODES: dict[str, type] = {"puct": PuctConfig, "gumbel": GumbelConfig}
 """The node of each algorithm's own settings in `MCTSConfig`, by field name."""
 
 FLAT_KEYS: dict[str, tuple[str, str]] = {
-    **{key: ("puct", key) for key in ("c_puct", "dirichlet_alpha", "dirichlet_fraction", "fpu_reduction",
-                                      "temperature", "temperature_plies")},
+    **{
+        key: ("puct", key)
+        for key in (
+            "c_puct",
+            "dirichlet_alpha",
+            "dirichlet_fraction",
+            "fpu_reduction",
+            "temperature",
+            "temperature_plies",
+        )
+    },
     **{f"gumbel_{key}": ("gumbel", key) for key in ("max_actions", "c_visit", "c_scale")},
 }
 """Keys of the earlier flat layout of the search settings (``mcts.c_puct``, ``mcts.gumbel_max_actions``) and
@@ -145,8 +163,15 @@ class MCTSConfig:
 
     def __post_init__(self) -> None:
         check_choice(self, "mcts", MCTSConfigError, algorithm=ALGORITHMS)
-        check_range(self, "mcts", MCTSConfigError, num_simulations=(0, MAX_SIMULATIONS),
-                    max_depth=(1, COUNTER_LIMIT), leaf_batch=(1, MAX_LEAF_BATCH), draw_value=(-1, 1))
+        check_range(
+            self,
+            "mcts",
+            MCTSConfigError,
+            num_simulations=(0, MAX_SIMULATIONS),
+            max_depth=(1, COUNTER_LIMIT),
+            leaf_batch=(1, MAX_LEAF_BATCH),
+            draw_value=(-1, 1),
+        )
         for name, node in NODES.items():
             if not isinstance(getattr(self, name), node):
                 raise MCTSConfigError(f"mcts.{name} must be a {node.__name__}, got {shown(getattr(self, name))}")
@@ -164,7 +189,12 @@ class MCTSConfig:
     def params(self) -> SearchParams:
         """The constants the kernels read."""
         return SearchParams(
-            c_puct=float(self.puct.c_puct), fpu_reduction=float(self.puct.fpu_reduction),
-            c_visit=float(self.gumbel.c_visit), c_scale=float(self.gumbel.c_scale), max_depth=int(self.max_depth),
-            decisive=bool(self.decisive_moves), solver=bool(self.solver), draw_value=float(self.draw_value),
+            c_puct=float(self.puct.c_puct),
+            fpu_reduction=float(self.puct.fpu_reduction),
+            c_visit=float(self.gumbel.c_visit),
+            c_scale=float(self.gumbel.c_scale),
+            max_depth=int(self.max_depth),
+            decisive=bool(self.decisive_moves),
+            solver=bool(self.solver),
+            draw_value=float(self.draw_value),
         )

@@ -13,10 +13,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from envs import kernels as K
-from envs.encoding import N_ACTIONS, OBS_SHAPE
-from envs.seeding import derive_seed
-
 from agents.alphazero.search.base import Evaluator, SearchOutput
 from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.search import (
@@ -32,12 +28,14 @@ from agents.alphazero.search.tree import (
     Lanes,
     Leaves,
     Roots,
-    Tree,
     Work,
     advance_trees,
     default_nodes,
     new_tree,
 )
+from envs import kernels as K
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.seeding import derive_seed
 
 NOISE_PLIES = 32
 """Searches' worth of exploration noise a game slot draws ahead from its generator at a time."""
@@ -67,14 +65,26 @@ class BatchedMCTS:
     grows when a search asks for more simulations than the config's.
     """
 
-    def __init__(self, evaluator: Evaluator, policy: RootPolicy, flags: np.ndarray, *, seed: int,
-                 n_games: Optional[int] = None, max_nodes: Optional[int] = None, rounds: bool = True) -> None:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        policy: RootPolicy,
+        flags: np.ndarray,
+        *,
+        seed: int,
+        n_games: Optional[int] = None,
+        max_nodes: Optional[int] = None,
+        rounds: bool = True,
+    ) -> None:
         if not isinstance(policy, RootPolicy):
-            raise TypeError(f"BatchedMCTS takes a root policy (search.make_policy(config)), "
-                            f"not a {type(policy).__name__}")
+            raise TypeError(
+                f"BatchedMCTS takes a root policy (search.make_policy(config)), not a {type(policy).__name__}"
+            )
         if policy.taken:
-            raise ValueError("this root policy already serves another BatchedMCTS: give each search its own "
-                             "(search.make_policy(config))")
+            raise ValueError(
+                "this root policy already serves another BatchedMCTS: give each search its own "
+                "(search.make_policy(config))"
+            )
         policy.taken = True
         self.evaluator = evaluator
         self._in_kernels = bool(getattr(evaluator, "runs_in_kernels", False))
@@ -105,10 +115,16 @@ class BatchedMCTS:
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
         rows = n * self.policy.leaves_per_call(self.rounds)
-        self._leaves = Leaves(obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
-                              mask=np.zeros((rows, N_ACTIONS), dtype=np.bool_), game=np.zeros(rows, dtype=np.int64))
-        self._lanes = Lanes(path=np.zeros((rows, self.config.max_depth + 1), dtype=np.int32),
-                            depth=np.zeros(rows, dtype=np.int32), status=np.zeros(rows, dtype=np.int8))
+        self._leaves = Leaves(
+            obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
+            mask=np.zeros((rows, N_ACTIONS), dtype=np.bool_),
+            game=np.zeros(rows, dtype=np.int64),
+        )
+        self._lanes = Lanes(
+            path=np.zeros((rows, self.config.max_depth + 1), dtype=np.int32),
+            depth=np.zeros(rows, dtype=np.int32),
+            status=np.zeros(rows, dtype=np.int8),
+        )
         self._gumbel = np.zeros((n, K.MAX_MOVES), dtype=np.float64)
         self._base = np.zeros((n, K.MAX_MOVES), dtype=np.int32)
         self._sims_done = np.zeros(n, dtype=np.int32)
@@ -134,8 +150,14 @@ class BatchedMCTS:
     def _new_roots(self, width: int) -> Roots:
         n = self._n
         assert n is not None
-        return Roots(gumbel=self._gumbel, base_visits=self._base, schedule=np.zeros((n, width), np.int32),
-                     sims_done=self._sims_done, sims_target=self._sims_target, sigma=self._sigma)
+        return Roots(
+            gumbel=self._gumbel,
+            base_visits=self._base,
+            schedule=np.zeros((n, width), np.int32),
+            sims_done=self._sims_done,
+            sims_target=self._sims_target,
+            sigma=self._sigma,
+        )
 
     def _widen_schedule(self, sims: int) -> None:
         """Room in the roots' schedule rows for searches of `sims` simulations (the rows kept)."""
@@ -209,8 +231,9 @@ class BatchedMCTS:
         return self._noise_rows
 
     # -- searching ---------------------------------------------------------------------
-    def search(self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: Any = True,
-               num_simulations: Any = None) -> SearchOutput:
+    def search(
+        self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: Any = True, num_simulations: Any = None
+    ) -> SearchOutput:
         """Search the active, unfinished games of `games` (default: all unfinished) in lockstep.
 
         `add_noise` (a bool, or bool [B] per game) switches on self-play
@@ -224,8 +247,10 @@ class BatchedMCTS:
         The same as `begin` for those games, `step` until none is searching, then `results`; so it
         refuses to run while searches started by `begin` are still going."""
         if self._n is not None and self._searching.any():
-            raise RuntimeError(f"games {np.flatnonzero(self._searching).tolist()} are still searching (begin/step); "
-                               "finish them with step before a lockstep search")
+            raise RuntimeError(
+                f"games {np.flatnonzero(self._searching).tolist()} are still searching (begin/step); "
+                "finish them with step before a lockstep search"
+            )
         act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
         idx = np.flatnonzero(act).astype(np.int64)
         self.begin(games, idx, add_noise=add_noise, num_simulations=num_simulations)  # makes the slots
@@ -260,16 +285,26 @@ class BatchedMCTS:
             raise ValueError(f"games {idx[games.done[idx]].tolist()} are over: there is nothing to search")
         if self._searching[idx].any():
             raise ValueError(f"games {idx[self._searching[idx]].tolist()} are already searching")
-        sims = np.broadcast_to(np.asarray(cfg.num_simulations if num_simulations is None else num_simulations,
-                                          dtype=np.int64), (n,))
+        sims = np.broadcast_to(
+            np.asarray(cfg.num_simulations if num_simulations is None else num_simulations, dtype=np.int64), (n,)
+        )
         if sims[idx].min() < 0:
             raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
         noise = np.broadcast_to(np.asarray(add_noise, dtype=np.bool_), (n,))
         max_sims = int(sims[idx].max())
         self._grow(max_sims)
         self._widen_schedule(max_sims)
-        prepare_roots(self.tree, self.work, games.state, games.hist, games.hashes, idx, self._root_ply,
-                      self._root_hash, (max_sims + 1) * K.MAX_MOVES)
+        prepare_roots(
+            self.tree,
+            self.work,
+            games.state,
+            games.hist,
+            games.hashes,
+            idx,
+            self._root_ply,
+            self._root_hash,
+            (max_sims + 1) * K.MAX_MOVES,
+        )
         self._sims_target[idx] = sims[idx]
         noisy = idx[noise[idx]]
         self.policy.draw_noise(games, idx, noisy, self._next_noise(noisy), self._roots)
@@ -297,14 +332,17 @@ class BatchedMCTS:
             self._starting[new] = False
         lanes = 0  # leaves queued with their paths in `_lanes` (several a game)
         if uniform:
-            policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx,
-                            int(self._sims_target[idx].max()), True)
+            policy.simulate(
+                tree, work, roots, self._leaves, self.flags, self.params, idx, int(self._sims_target[idx].max()), True
+            )
         elif self.rounds:
-            lanes = policy.simulate_rounds(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
-                                           idx, self._picks)
+            lanes = policy.simulate_rounds(
+                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx, self._picks
+            )
         elif cfg.leaf_batch > 1:
-            lanes = policy.simulate_lanes(tree, work, roots, self._leaves, self._lanes, self.flags, self.params,
-                                          idx, cfg.leaf_batch)
+            lanes = policy.simulate_lanes(
+                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx, cfg.leaf_batch
+            )
         else:
             self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1, False))
         if lanes:
@@ -348,8 +386,10 @@ class BatchedMCTS:
         logits = np.ascontiguousarray(logits, dtype=np.float32)
         values = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
         if logits.shape != (k, N_ACTIONS) or values.shape != (k,):
-            raise ValueError(f"evaluator returned logits {logits.shape} and values {values.shape} for {k} positions; "
-                             f"expected ({k}, {N_ACTIONS}) and ({k},)")
+            raise ValueError(
+                f"evaluator returned logits {logits.shape} and values {values.shape} for {k} positions; "
+                f"expected ({k}, {N_ACTIONS}) and ({k},)"
+            )
         return logits, values
 
     def advance(self, game_index: int, action: int) -> None:
@@ -372,8 +412,17 @@ class BatchedMCTS:
         if self._searching[idx].any():
             raise ValueError(f"games {idx[self._searching[idx]].tolist()} are searching: finish the search first")
         keep = bool(self.config.reuse_tree) and self.params.draw_value == 0.0
-        advance_trees(self.tree, self.work, self._root_ply, self._root_hash, idx,
-                      np.asarray(actions, dtype=np.int64), keep, self._order, self._new_index)
+        advance_trees(
+            self.tree,
+            self.work,
+            self._root_ply,
+            self._root_hash,
+            idx,
+            np.asarray(actions, dtype=np.int64),
+            keep,
+            self._order,
+            self._new_index,
+        )
 
     def root_visits(self, game_index: int) -> int:
         """Visits of game `game_index`'s root (including those of a kept subtree)."""

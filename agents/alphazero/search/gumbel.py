@@ -17,8 +17,6 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from envs import kernels as K
-
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.search import simulate, simulate_lanes, simulate_rounds
@@ -30,38 +28,88 @@ from agents.alphazero.search.selection import (
     select_gumbel_root,
 )
 from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, root_visits
+from envs import kernels as K
 
 
 @njit(cache=True)
-def simulate_gumbel(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
-                    idx: np.ndarray, steps: int, uniform: bool) -> int:
+def simulate_gumbel(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    steps: int,
+    uniform: bool,
+) -> int:
     """`search.simulate` with sequential halving at the root and Gumbel selection below (the cached entry point)."""
-    return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_gumbel_root,
-                    select_gumbel_interior)
+    return simulate(
+        tree, work, roots, leaves, flags, params, idx, steps, uniform, select_gumbel_root, select_gumbel_interior
+    )
 
 
 @njit(cache=True)
-def simulate_gumbel_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                          params: SearchParams, idx: np.ndarray, width: int) -> int:
+def simulate_gumbel_lanes(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    lanes: Lanes,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    width: int,
+) -> int:
     """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
     algorithm's selection functions (the cached entry point)."""
-    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_gumbel_root,
-                          select_gumbel_interior)
+    return simulate_lanes(
+        tree, work, roots, leaves, lanes, flags, params, idx, width, select_gumbel_root, select_gumbel_interior
+    )
 
 
 @njit(cache=True)
-def simulate_gumbel_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                           params: SearchParams, idx: np.ndarray, picks: np.ndarray) -> int:
+def simulate_gumbel_rounds(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    lanes: Lanes,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    picks: np.ndarray,
+) -> int:
     """`search.simulate_rounds` with sequential halving's order-free runs (`selection.gumbel_root_round`):
     the simulations of a run that visits every child it could, or the Gumbel-top-k's first visits, share
     one network call (the cached entry point)."""
-    return simulate_rounds(tree, work, roots, leaves, lanes, flags, params, idx, picks, gumbel_root_round,
-                           select_gumbel_root, select_gumbel_interior)
+    return simulate_rounds(
+        tree,
+        work,
+        roots,
+        leaves,
+        lanes,
+        flags,
+        params,
+        idx,
+        picks,
+        gumbel_root_round,
+        select_gumbel_root,
+        select_gumbel_interior,
+    )
 
 
 @njit(cache=True)
-def gumbel_outputs(tree: Tree, roots: Roots, params: SearchParams, idx: np.ndarray, policy: np.ndarray,
-                   action: np.ndarray, value: np.ndarray, visits: np.ndarray) -> None:
+def gumbel_outputs(
+    tree: Tree,
+    roots: Roots,
+    params: SearchParams,
+    idx: np.ndarray,
+    policy: np.ndarray,
+    action: np.ndarray,
+    value: np.ndarray,
+    visits: np.ndarray,
+) -> None:
     """Per searched game `b`: `policy[b]` = pi' at the root; `action[b]` the child with the largest
     g + log prior + sigma among those most visited in this search; `value[b]` = sum pi' * completed Q
     (side to move); `visits[b]` the root children's visits."""

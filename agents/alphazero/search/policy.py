@@ -57,13 +57,33 @@ class RootPolicy:
         operations, no loop over the games."""
         raise NotImplementedError
 
-    def simulate(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray,
-                 params: SearchParams, idx: np.ndarray, steps: int, uniform: bool) -> int:
+    def simulate(
+        self,
+        tree: Tree,
+        work: Work,
+        roots: Roots,
+        leaves: Leaves,
+        flags: np.ndarray,
+        params: SearchParams,
+        idx: np.ndarray,
+        steps: int,
+        uniform: bool,
+    ) -> int:
         """`steps` simulation steps (`search.simulate` with this algorithm's selection functions)."""
         raise NotImplementedError
 
-    def simulate_lanes(self, tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes,
-                       flags: np.ndarray, params: SearchParams, idx: np.ndarray, width: int) -> int:
+    def simulate_lanes(
+        self,
+        tree: Tree,
+        work: Work,
+        roots: Roots,
+        leaves: Leaves,
+        lanes: Lanes,
+        flags: np.ndarray,
+        params: SearchParams,
+        idx: np.ndarray,
+        width: int,
+    ) -> int:
         """Up to `width` leaves per game for one evaluator call, apart by virtual loss
         (`search.simulate_lanes` with this algorithm's selection functions)."""
         raise NotImplementedError

@@ -15,25 +15,42 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from envs import kernels as K
-
 from agents.alphazero.search.config import SearchParams
 from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.search import simulate, simulate_lanes
 from agents.alphazero.search.selection import select_puct
 from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, child_q, root_visits
+from envs import kernels as K
 
 
 @njit(cache=True)
-def simulate_puct(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
-                  idx: np.ndarray, steps: int, uniform: bool) -> int:
+def simulate_puct(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    steps: int,
+    uniform: bool,
+) -> int:
     """`search.simulate` with PUCT selection at the root and below it (the cached entry point)."""
     return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_puct, select_puct)
 
 
 @njit(cache=True)
-def simulate_puct_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                        params: SearchParams, idx: np.ndarray, width: int) -> int:
+def simulate_puct_lanes(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    lanes: Lanes,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    width: int,
+) -> int:
     """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
     algorithm's selection functions (the cached entry point)."""
     return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_puct, select_puct)
@@ -71,8 +88,16 @@ def restore_root_priors(tree: Tree, idx: np.ndarray, saved: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def puct_outputs(tree: Tree, idx: np.ndarray, temperature: np.ndarray, u: np.ndarray, policy: np.ndarray,
-                 action: np.ndarray, value: np.ndarray, visits: np.ndarray) -> None:
+def puct_outputs(
+    tree: Tree,
+    idx: np.ndarray,
+    temperature: np.ndarray,
+    u: np.ndarray,
+    policy: np.ndarray,
+    action: np.ndarray,
+    value: np.ndarray,
+    visits: np.ndarray,
+) -> None:
     """Per searched game `b`: `policy[b]` the root visit distribution (the priors before any visit),
     `action[b]` drawn from N^(1/T) with the uniform draw `u[b]` when `temperature[b] > 0`, else the
     most visited (ties: higher Q, then the first generated); `value[b]` the root's mean value (side to

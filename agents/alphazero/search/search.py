@@ -44,12 +44,11 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from envs import kernels as K
-from envs.kernels import lean
-from envs.encoding import encode_observation, legal_action_mask, move_to_action
-
 from agents.alphazero.search.config import SearchParams
 from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, reset_tree
+from envs import kernels as K
+from envs.encoding import encode_observation, legal_action_mask, move_to_action
+from envs.kernels import lean
 
 # What `expand` found at a leaf.
 LEAF_TERMINAL = 0  # the game is over there: exact value, no network
@@ -58,8 +57,16 @@ LEAF_EVALUATE = 2  # no room or too deep to expand: the network gives a value on
 
 
 @njit(inline="always")
-def select_leaf(tree: Tree, work: Work, roots: Roots, b: int, params: SearchParams, select_root: Any,
-                select_interior: Any, first: int) -> int:
+def select_leaf(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    b: int,
+    params: SearchParams,
+    select_root: Any,
+    select_interior: Any,
+    first: int,
+) -> int:
     """Walk from the root to a leaf (unvisited, terminal or at the depth limit), choosing children with
     `select_root` at the root (or going to its child `first`, when that is not -1) and `select_interior`
     below it and playing the path's moves on `work.leaf_state`; the path goes to `work.path[b]`.
@@ -97,8 +104,16 @@ def has_decisive_move(st: np.ndarray, moves: np.ndarray, n: int) -> bool:
 
 
 @lean()
-def expand(tree: Tree, work: Work, b: int, node: int, flags: np.ndarray, buf: np.ndarray,
-           decisive: bool = False, draw_value: float = 0.0) -> int:
+def expand(
+    tree: Tree,
+    work: Work,
+    b: int,
+    node: int,
+    flags: np.ndarray,
+    buf: np.ndarray,
+    decisive: bool = False,
+    draw_value: float = 0.0,
+) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
 
     Judges the end of the game first (`kernels.outcome_and_moves`); a
@@ -245,8 +260,11 @@ def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.nd
                     chosen_lost = True
             else:
                 all_proven = False
-                if best_open < 0 or tree.visits[b, c] > tree.visits[b, best_open] or (
-                        tree.visits[b, c] == tree.visits[b, best_open] and tree.prior[b, c] > tree.prior[b, best_open]):
+                if (
+                    best_open < 0
+                    or tree.visits[b, c] > tree.visits[b, best_open]
+                    or (tree.visits[b, c] == tree.visits[b, best_open] and tree.prior[b, c] > tree.prior[b, best_open])
+                ):
                     best_open = c
         if best_proven >= 0 and (best_q == 1.0 or all_proven):
             action[b] = tree.action[b, best_proven]
@@ -256,8 +274,9 @@ def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.nd
 
 
 @njit(inline="always")
-def expand_leaf(tree: Tree, work: Work, b: int, leaf: int, flags: np.ndarray, params: SearchParams,
-                buf: np.ndarray) -> int:
+def expand_leaf(
+    tree: Tree, work: Work, b: int, leaf: int, flags: np.ndarray, params: SearchParams, buf: np.ndarray
+) -> int:
     """`expand` game `b`'s leaf (the end of its current path); a terminal one is backed up at once (and
     proven with the solver). Returns the LEAF_* code."""
     status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
@@ -269,8 +288,18 @@ def expand_leaf(tree: Tree, work: Work, b: int, leaf: int, flags: np.ndarray, pa
 
 
 @njit(inline="always")
-def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags: np.ndarray,
-               params: SearchParams, buf: np.ndarray, uniform: bool, k: int) -> int:
+def queue_leaf(
+    tree: Tree,
+    work: Work,
+    leaves: Leaves,
+    b: int,
+    leaf: int,
+    flags: np.ndarray,
+    params: SearchParams,
+    buf: np.ndarray,
+    uniform: bool,
+    k: int,
+) -> int:
     """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
     every leaf when `uniform`: value 0, priors uniform), else write its observation and mask to row `k`
     of `leaves`. Returns the number of rows queued so far."""
@@ -286,8 +315,9 @@ def queue_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, flags:
 
 
 @njit(cache=True)
-def write_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, status: int, flags: np.ndarray,
-               k: int) -> None:
+def write_leaf(
+    tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, status: int, flags: np.ndarray, k: int
+) -> None:
     """Row `k` of `leaves`: the observation and legal mask of game `b`'s leaf (position `work.leaf_state[b]`)."""
     encode_observation(work.leaf_state[b], work.hashes[b], flags, leaves.obs[k])
     if status == LEAF_EXPANDED:
@@ -301,8 +331,19 @@ def write_leaf(tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, status
 
 
 @njit(inline="always")
-def simulate(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.ndarray, params: SearchParams,
-             idx: np.ndarray, steps: int, uniform: bool, select_root: Any, select_interior: Any) -> int:
+def simulate(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    steps: int,
+    uniform: bool,
+    select_root: Any,
+    select_interior: Any,
+) -> int:
     """`steps` simulation steps for the games `idx`: each game that has not run its
     ``roots.sims_target`` simulations selects a leaf and expands it (`queue_leaf`).
 
@@ -325,8 +366,19 @@ def simulate(tree: Tree, work: Work, roots: Roots, leaves: Leaves, flags: np.nda
 
 
 @njit(inline="always")
-def simulate_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                   params: SearchParams, idx: np.ndarray, width: int, select_root: Any, select_interior: Any) -> int:
+def simulate_lanes(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    lanes: Lanes,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    width: int,
+    select_root: Any,
+    select_interior: Any,
+) -> int:
     """One evaluator call's worth of leaves: up to `width` simulations per game of `idx`, their paths
     kept apart by virtual loss (`add_virtual_loss`), leaves queued in `leaves`/`lanes` rows 0..k-1.
 
@@ -353,8 +405,18 @@ def simulate_lanes(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: 
 
 
 @njit(inline="always")
-def queue_lane(tree: Tree, work: Work, leaves: Leaves, lanes: Lanes, b: int, leaf: int, flags: np.ndarray,
-               params: SearchParams, buf: np.ndarray, k: int) -> int:
+def queue_lane(
+    tree: Tree,
+    work: Work,
+    leaves: Leaves,
+    lanes: Lanes,
+    b: int,
+    leaf: int,
+    flags: np.ndarray,
+    params: SearchParams,
+    buf: np.ndarray,
+    k: int,
+) -> int:
     """Expand game `b`'s leaf (the end of its current path): a terminal one is backed up at once (and
     proven with the solver), any other is queued in row `k` of `leaves` with its path in `lanes`.
     Returns the rows queued so far."""
@@ -370,9 +432,20 @@ def queue_lane(tree: Tree, work: Work, leaves: Leaves, lanes: Lanes, b: int, lea
 
 
 @njit(inline="always")
-def simulate_rounds(tree: Tree, work: Work, roots: Roots, leaves: Leaves, lanes: Lanes, flags: np.ndarray,
-                    params: SearchParams, idx: np.ndarray, picks: np.ndarray, root_round: Any, select_root: Any,
-                    select_interior: Any) -> int:
+def simulate_rounds(
+    tree: Tree,
+    work: Work,
+    roots: Roots,
+    leaves: Leaves,
+    lanes: Lanes,
+    flags: np.ndarray,
+    params: SearchParams,
+    idx: np.ndarray,
+    picks: np.ndarray,
+    root_round: Any,
+    select_root: Any,
+    select_interior: Any,
+) -> int:
     """One evaluator call's worth of leaves, with the same results as one simulation per game and call.
 
     For each game of `idx` that has simulations left, `root_round` names the root's children that its
@@ -427,8 +500,9 @@ def set_priors(tree: Tree, b: int, leaf: int, logits: np.ndarray, r: int) -> Non
 
 
 @njit(cache=True)
-def apply_lane_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.ndarray, values: np.ndarray,
-                           k: int, virtual_loss: bool = True) -> None:
+def apply_lane_evaluations(
+    tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.ndarray, values: np.ndarray, k: int, virtual_loss: bool = True
+) -> None:
     """Priors and values of the `k` leaves queued by `simulate_lanes` or `simulate_rounds`, each backed up
     along its path (with `virtual_loss`, as `simulate_lanes` queues them, the path's virtual loss is
     taken back first)."""
@@ -446,8 +520,9 @@ def apply_lane_evaluations(tree: Tree, leaves: Leaves, lanes: Lanes, logits: np.
 
 
 @njit(cache=True)
-def evaluate_roots(tree: Tree, work: Work, leaves: Leaves, flags: np.ndarray, params: SearchParams,
-                   idx: np.ndarray, uniform: bool) -> int:
+def evaluate_roots(
+    tree: Tree, work: Work, leaves: Leaves, flags: np.ndarray, params: SearchParams, idx: np.ndarray, uniform: bool
+) -> int:
     """The root's own evaluation, for the games of `idx` whose root is unvisited (not kept from the
     previous search): expanded and queued like any leaf. Returns the rows queued in `leaves`."""
     buf = np.empty(K.MAX_MOVES, dtype=np.int64)
@@ -479,8 +554,15 @@ def apply_evaluations(tree: Tree, work: Work, leaves: Leaves, logits: np.ndarray
 
 @njit(cache=True)
 def prepare_roots(
-    tree: Tree, work: Work, state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, idx: np.ndarray,
-    root_ply: np.ndarray, root_hash: np.ndarray, nodes_needed: int,
+    tree: Tree,
+    work: Work,
+    state: np.ndarray,
+    hist: np.ndarray,
+    hashes: np.ndarray,
+    idx: np.ndarray,
+    root_ply: np.ndarray,
+    root_hash: np.ndarray,
+    nodes_needed: int,
 ) -> None:
     """Copy each game's position and history into the search; keep its tree only if it was
     built for this very position (ply and hash) and has room for this search."""
@@ -490,8 +572,11 @@ def prepare_roots(
         work.root_state[b, :] = state[b]
         work.hist[b, :ply] = hist[b, :ply]
         work.hashes[b, : ply + 1] = hashes[b, : ply + 1]
-        if (root_ply[b] != ply or root_hash[b] != hashes[b, ply]
-                or tree.num_nodes[b] + nodes_needed > tree.visits.shape[1]):
+        if (
+            root_ply[b] != ply
+            or root_hash[b] != hashes[b, ply]
+            or tree.num_nodes[b] + nodes_needed > tree.visits.shape[1]
+        ):
             reset_tree(tree, b)
             root_ply[b] = ply
             root_hash[b] = hashes[b, ply]

@@ -23,10 +23,9 @@ import math
 
 import numpy as np
 
-from envs.kernels import lean
-
 from agents.alphazero.search.config import SearchParams
 from agents.alphazero.search.tree import ROOT, Roots, Tree, child_q
+from envs.kernels import lean
 
 
 @lean()
@@ -115,8 +114,9 @@ def completed_sigma(tree: Tree, b: int, node: int, params: SearchParams, out: np
 
 
 @lean()
-def improved_policy(tree: Tree, b: int, node: int, params: SearchParams, qhat: np.ndarray, logits: np.ndarray,
-                    probs: np.ndarray) -> None:
+def improved_policy(
+    tree: Tree, b: int, node: int, params: SearchParams, qhat: np.ndarray, logits: np.ndarray, probs: np.ndarray
+) -> None:
     """For the j-th child of `node`: `qhat[j]` its completed Q, `logits[j]` = log prior + sigma(completed Q),
     `probs[j]` = pi'(j), the softmax of the logits (Gumbel AlphaZero's improved policy)."""
     n = tree.num_children[b, node]

@@ -205,8 +205,17 @@ def _permute(a: np.ndarray, order: np.ndarray, count: int) -> None:
 
 
 @njit(cache=True)
-def advance_trees(tree: Tree, work: Work, root_ply: np.ndarray, root_hash: np.ndarray, idx: np.ndarray,
-                  actions: np.ndarray, keep: bool, order: np.ndarray, new_index: np.ndarray) -> None:
+def advance_trees(
+    tree: Tree,
+    work: Work,
+    root_ply: np.ndarray,
+    root_hash: np.ndarray,
+    idx: np.ndarray,
+    actions: np.ndarray,
+    keep: bool,
+    order: np.ndarray,
+    new_index: np.ndarray,
+) -> None:
     """Move the root of each game `b` of `idx` to its child of `actions[b]` (the move just played).
 
     With `keep` and a tree built for the position before the move (``root_ply[b] >= 0``), the

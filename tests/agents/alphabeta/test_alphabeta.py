@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agents.alphabeta.search import MATE, MATE_BOUND, AlphaBeta, SearchLimitError, describe_score, plies_to_result
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.notation import state_to_jfen
+from envs.players import PlayerSpecError, make_player
 from envs.tablebase import DRAW, ROOT_ENV, WIN, Material, Tablebase, TablebaseError, TablebaseMissingError
 from envs.tablebase.index import set_position
-from agents.alphabeta.search import MATE, MATE_BOUND, AlphaBeta, SearchLimitError, describe_score, plies_to_result
-from envs.players import PlayerSpecError, make_player
 
 
 def best(jfen: str, depth: int) -> tuple[str, int]:
@@ -139,13 +139,18 @@ def test_noise_is_seeded_and_rules_follow_the_board() -> None:
 
 def test_player_specs() -> None:
     board = Board()
-    for spec in ["alphabeta", "alphabeta:level=beginner", "alphabeta:depth=2,noise=10", "alphabeta:nodes=500",
-                 "alphabeta:time=0.01,tt=12"]:
+    for spec in [
+        "alphabeta",
+        "alphabeta:level=beginner",
+        "alphabeta:depth=2,noise=10",
+        "alphabeta:nodes=500",
+        "alphabeta:time=0.01,tt=12",
+    ]:
         p = make_player(spec, seed=1)
         assert p.select_move(board) in board.legal_moves
         p.reset()
     expert = make_player("alphabeta:level=expert")
-    assert getattr(expert, "depth") == 6
+    assert expert.depth == 6
     for bad in ["alphabeta:depth=x", "alphabeta:level=master", "alphabeta:colour=red", "alphabeta:depth=0"]:
         with pytest.raises(PlayerSpecError):
             make_player(bad)
@@ -166,7 +171,7 @@ def _games_digest() -> tuple[str, str]:
                 break
             p = red if ply % 2 == 0 else blue
             m = p.select_move(board)
-            r = getattr(p, "last_result")
+            r = p.last_result
             h.update(f"{m} {r.score} {r.nodes} {r.depth};".encode())
             board.push(m)
         h.update(board.jfen().encode())
@@ -234,8 +239,8 @@ def test_tablebase_spec_option(tables: Tablebase, tmp_path: Path, monkeypatch: p
         make_player("alphabeta:depth=2,tablebase=yes")
     tables.save()
     player = make_player("alphabeta:depth=2,tablebase=true", seed=1)
-    assert getattr(player, "engine").tablebase is not None
-    assert getattr(make_player("alphabeta:depth=2,tablebase=false"), "engine").tablebase is None
+    assert player.engine.tablebase is not None
+    assert make_player("alphabeta:depth=2,tablebase=false").engine.tablebase is None
     board = Board("6e/7/7/7/7/7/7/7/R5L r 0 1")
     move = player.select_move(board)
     assert move in tables.probe(board).best_moves

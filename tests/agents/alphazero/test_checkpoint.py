@@ -29,12 +29,23 @@ def _state(model: torch.nn.Module, rules: RuleSet = RuleSet()) -> dict:
     learner = Learner(model, LearnerConfig(), device=torch.device("cpu"))
     buf = ReplayBuffer(4, seed=0)
     rng = np.random.default_rng(0)
-    buf.add(rng.integers(0, 2, (3,) + OBS_SHAPE).astype(np.float32), np.ones((3, N_ACTIONS), bool),
-            np.full((3, N_ACTIONS), 1 / N_ACTIONS, np.float32), np.array([1.0, 0.0, -1.0], np.float32))
-    return {"model": model.state_dict(), "network": TINY.to_dict(), "rules": rules.to_dict(),
-            "config": "seed: 1\n", "counters": {"iteration": 3, "learner_steps": 7},
-            "learner": learner.state_dict(), "replay": buf.state_dict(), "rng": rng_state(),
-            "extra": {"elo": [0.0, 12.5]}}
+    buf.add(
+        rng.integers(0, 2, (3,) + OBS_SHAPE).astype(np.float32),
+        np.ones((3, N_ACTIONS), bool),
+        np.full((3, N_ACTIONS), 1 / N_ACTIONS, np.float32),
+        np.array([1.0, 0.0, -1.0], np.float32),
+    )
+    return {
+        "model": model.state_dict(),
+        "network": TINY.to_dict(),
+        "rules": rules.to_dict(),
+        "config": "seed: 1\n",
+        "counters": {"iteration": 3, "learner_steps": 7},
+        "learner": learner.state_dict(),
+        "replay": buf.state_dict(),
+        "rng": rng_state(),
+        "extra": {"elo": [0.0, 12.5]},
+    }
 
 
 def test_round_trip_with_weights_only(tmp_path: Path) -> None:
@@ -55,10 +66,14 @@ def test_round_trip_with_weights_only(tmp_path: Path) -> None:
 
 
 def test_rng_states_restore(tmp_path: Path) -> None:
-    random.seed(1); np.random.seed(2); torch.manual_seed(3)
+    random.seed(1)
+    np.random.seed(2)
+    torch.manual_seed(3)
     save_checkpoint(tmp_path / "c.pt", {"model": {}, "network": {}, "rules": {}, "rng": rng_state()})
     want = (random.random(), np.random.rand(), torch.rand(1).item())
-    random.seed(9); np.random.seed(9); torch.manual_seed(9)
+    random.seed(9)
+    np.random.seed(9)
+    torch.manual_seed(9)
     set_rng_state(load_checkpoint(tmp_path / "c.pt")["rng"])
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == want
 
@@ -97,8 +112,8 @@ def test_other_shape_or_rules_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_checkpoint_player_plays_legal_moves_and_fails_early(tmp_path: Path) -> None:
-    from envs.players import PlayerSpecError, make_player
     from envs import Board
+    from envs.players import PlayerSpecError, make_player
 
     save_checkpoint(tmp_path / "run" / "latest.pt", _state(build_network(TINY)))
     player = make_player(f"checkpoint:path={tmp_path / 'run'},sims=4", seed=0)
@@ -174,7 +189,8 @@ def _built_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.mark.parametrize("claim", [dict(channels=4000), dict(blocks=64, channels=512), dict(value_hidden=4096)])
 def test_a_checkpoint_claiming_a_large_shape_is_refused_before_anything_is_built(
-        claim: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claim: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stated shape is checked against the bounds and against the stored tensors before any network is
     built for real (the expected shapes come from the meta device): a small file cannot make the loader
     allocate gigabytes."""

@@ -37,7 +37,10 @@ def test_time_budget_is_kept(budget: float) -> None:
 
 def test_leaf_batching_player_stops_a_den_entry() -> None:
     board = Board.from_jfen(STOP_DEN_ENTRY)
-    for spec in (f"checkpoint:path={SHIPPED},sims=128,leaf_batch=16", f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8"):
+    for spec in (
+        f"checkpoint:path={SHIPPED},sims=128,leaf_batch=16",
+        f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8",
+    ):
         move = make_player(spec, seed=0).select_move(board)
         assert str(move) == "d3d2", spec
 
@@ -53,7 +56,7 @@ def test_max_actions_overrides_the_runs_own_search() -> None:
         player.select_move(Board())
         tree = player.search.tree
         first, count = int(tree.first_child[0, ROOT]), int(tree.num_children[0, ROOT])
-        assert int((tree.visits[0, first:first + count] > 0).sum()) == considered
+        assert int((tree.visits[0, first : first + count] > 0).sum()) == considered
     move = narrow.select_move(Board.from_jfen(STOP_DEN_ENTRY))
     assert str(move) == "d3d2"
 
@@ -65,7 +68,7 @@ def _grandchildren_visited(player: CheckpointPlayer) -> int:
     for child in range(first, first + count):
         if tree.visits[0, child] > 0 and tree.first_child[0, child] >= 0:
             below, n = int(tree.first_child[0, child]), int(tree.num_children[0, child])
-            seen += int((tree.visits[0, below:below + n] > 0).sum())
+            seen += int((tree.visits[0, below : below + n] > 0).sum())
     return seen
 
 
@@ -95,11 +98,25 @@ def test_a_shipped_networks_flat_search_settings_are_read_into_their_nodes(net: 
     assert isinstance(stored, dict) and "gumbel_max_actions" in stored and "gumbel" not in stored
     player = make_player(f"checkpoint:path=shipped:{net.name},sims=8,device=cpu", seed=0)
     mcts = player.mcts
-    read = {**{key: getattr(mcts.puct, key) for key in ("c_puct", "dirichlet_alpha", "dirichlet_fraction",
-                                                        "fpu_reduction", "temperature", "temperature_plies")},
-            **{f"gumbel_{key}": getattr(mcts.gumbel, key) for key in ("max_actions", "c_visit", "c_scale")},
-            "algorithm": mcts.algorithm, "max_depth": mcts.max_depth, "decisive_moves": mcts.decisive_moves,
-            "solver": mcts.solver, "draw_value": mcts.draw_value}
+    read = {
+        **{
+            key: getattr(mcts.puct, key)
+            for key in (
+                "c_puct",
+                "dirichlet_alpha",
+                "dirichlet_fraction",
+                "fpu_reduction",
+                "temperature",
+                "temperature_plies",
+            )
+        },
+        **{f"gumbel_{key}": getattr(mcts.gumbel, key) for key in ("max_actions", "c_visit", "c_scale")},
+        "algorithm": mcts.algorithm,
+        "max_depth": mcts.max_depth,
+        "decisive_moves": mcts.decisive_moves,
+        "solver": mcts.solver,
+        "draw_value": mcts.draw_value,
+    }
     chosen = {"num_simulations", "reuse_tree", "leaf_batch"}  # the player's own (sims=8, no reuse, leaf_batch=1)
     assert set(stored) - chosen <= set(read)
     assert {key: read[key] for key in set(stored) - chosen} == {key: stored[key] for key in set(stored) - chosen}
@@ -107,20 +124,32 @@ def test_a_shipped_networks_flat_search_settings_are_read_into_their_nodes(net: 
 
 
 def test_bad_time_and_leaf_batch_are_refused() -> None:
-    for bad in ("time=-1", "time=soon", "leaf_batch=0", "leaf_batch=1000", "max_actions=0", "max_actions=all",
-                "c_scale=0", "c_scale=-1", "c_scale=big"):
+    for bad in (
+        "time=-1",
+        "time=soon",
+        "leaf_batch=0",
+        "leaf_batch=1000",
+        "max_actions=0",
+        "max_actions=all",
+        "c_scale=0",
+        "c_scale=-1",
+        "c_scale=big",
+    ):
         with pytest.raises(PlayerSpecError, match=bad.split("=")[0]):
             make_player(f"checkpoint:path={SHIPPED},{bad}")
 
 
-@pytest.mark.parametrize("bad, words", [
-    ("max_actions=100000", "max_actions=100000 must lie in [1, 252]"),
-    ("sims=100000000", "sims=100000000 must lie in [1, 100000]"),
-    ("threads=100000", "threads=100000 must lie in [0, 1024]"),
-    ("time=nan", "time=nan"),
-    ("device=gpu9", "unknown device 'gpu9'"),
-    ("device=cuda:99", "device='cuda:99' is not available"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ("max_actions=100000", "max_actions=100000 must lie in [1, 252]"),
+        ("sims=100000000", "sims=100000000 must lie in [1, 100000]"),
+        ("threads=100000", "threads=100000 must lie in [0, 1024]"),
+        ("time=nan", "time=nan"),
+        ("device=gpu9", "unknown device 'gpu9'"),
+        ("device=cuda:99", "device='cuda:99' is not available"),
+    ],
+)
 def test_spec_values_out_of_range_are_refused_before_loading(bad: str, words: str) -> None:
     """Values that would abort the process (threads), allocate without bound (sims, max_actions) or fail at the
     first network call (a device this machine lacks) are refused with one line naming them."""

@@ -5,11 +5,11 @@ import math
 import pytest
 
 from agents.alphazero.evaluation import MatchResult, Searcher, play_match, spec_tag
+from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.arena.ratings import elo_from_score
 from agents.arena.tournament import random_openings
-from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from envs.players import RandomPlayer
 from envs import Board, RuleSet
+from envs.players import RandomPlayer
 
 
 def test_search_side_beats_random_more_often_than_not_and_counts_add_up() -> None:

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs import RuleSet
-from envs.encoding import N_ACTIONS, OBS_SHAPE
+from agents.alphazero import config as train_config
 from agents.alphazero.batcher import LeafBatcher
 from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
@@ -25,10 +24,11 @@ from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import TIMING_STATS, SelfPlayData
+from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
 from agents.alphazero.slots import InferenceServiceError, LeafSlots, ServedEvaluator, leaves_per_game
-from agents.alphazero import config as train_config
+from envs import RuleSet
+from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
 from tests.support.processes import alive, survivors
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
@@ -58,19 +58,31 @@ def assert_same_games(a: SelfPlayData, b: SelfPlayData) -> None:
 
 def settings(**selfplay: Any) -> WorkerSettings:
     """Tiny network, 4-simulation Gumbel search, playout caps, and a deterministic opponent in some games."""
-    sp = dict(parallel=4, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2,
-              opponents=["alphabeta:depth=1"], opponent_fraction=0.3)
+    sp = dict(
+        parallel=4,
+        max_plies=24,
+        playout_cap_fraction=0.25,
+        cheap_simulations=2,
+        opponents=["alphabeta:depth=1"],
+        opponent_fraction=0.3,
+    )
     sp.update(selfplay)
-    return WorkerSettings(network=TINY.to_dict(), mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
-                          rules=RULES.to_dict(), selfplay=SelfPlayConfig(**sp))
+    return WorkerSettings(
+        network=TINY.to_dict(),
+        mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
+        rules=RULES.to_dict(),
+        selfplay=SelfPlayConfig(**sp),
+    )
 
 
 def rows_evaluator(calls: list[int]) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """An evaluator whose outputs name their input row (value = obs[:, 0, 0, 0]) and that logs its batch sizes."""
+
     def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         calls.append(len(obs))
         logits = np.repeat(obs[:, 0, 0, :1], N_ACTIONS, axis=1).astype(np.float32)
         return logits, obs[:, 0, 0, 0].astype(np.float32)
+
     return evaluate
 
 
@@ -197,7 +209,9 @@ def test_train_config_switches_the_server_on_for_workers_only() -> None:
     assert conf.train.inference_server and conf.train.workers == 2
     gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))
     assert gpu.train.inference_server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
-    assert not train_config.checked_config(train_config.compose_config([])).train.inference_server  # the CPU default is as before
+    assert not train_config.checked_config(
+        train_config.compose_config([])
+    ).train.inference_server  # the CPU default is as before
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,6 +221,7 @@ def counted(evaluator: Callable, positions: list[int]) -> Callable:
     def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         positions.append(len(obs))
         return evaluator(obs, mask)
+
     return evaluate
 
 
@@ -221,8 +236,16 @@ def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
     here, positions = [], []
     for net, seed, games in calls:
         leaves_seen: list[int] = []
-        here.append(play_games(counted(make_evaluator(net, "cpu", "fp32"), leaves_seen), s.selfplay,
-                               mcts=MCTSConfig.from_dict(s.mcts), rules=RULES, num_games=games, seed=seed))
+        here.append(
+            play_games(
+                counted(make_evaluator(net, "cpu", "fp32"), leaves_seen),
+                s.selfplay,
+                mcts=MCTSConfig.from_dict(s.mcts),
+                rules=RULES,
+                num_games=games,
+                seed=seed,
+            )
+        )
         positions.append(sum(leaves_seen))
     with make_selfplay_pool("process", 2, s, inference=FP32) as pool:
         assert (pool.backend, pool.workers) == ("process", 2)
@@ -237,8 +260,13 @@ def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("victim, workers, name", [("selfplay-1", 2, r"self-play worker 1 \(pid \d+\)"),
-                                                   ("inference-server", 1, r"the inference server \(pid \d+\)")])
+@pytest.mark.parametrize(
+    "victim, workers, name",
+    [
+        ("selfplay-1", 2, r"self-play worker 1 \(pid \d+\)"),
+        ("inference-server", 1, r"the inference server \(pid \d+\)"),
+    ],
+)
 def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, workers: int, name: str) -> None:
     s = settings(max_plies=200, opponent_fraction=0.0)
     weights = build_network(TINY).state_dict()
@@ -342,6 +370,7 @@ class ThreadedRay:
                     def remote(*args: Any) -> Future:
                         args = tuple(a.result() if isinstance(a, Future) else a for a in args)
                         return fake._threads.submit(fn, *args)
+
                 return Method
 
         def wrap(cls: type) -> Any:
@@ -349,7 +378,9 @@ class ThreadedRay:
                 @staticmethod
                 def remote(*args: Any) -> Handle:
                     return Handle(cls(*args))
+
             return ActorClass
+
         return wrap
 
 
@@ -361,8 +392,14 @@ def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPa
     s = replace(settings(), threads=0)  # the actors share this process's torch threads
     torch.manual_seed(6)
     net = build_network(TINY)
-    here = play_games(make_evaluator(net, "cpu", "fp32"), s.selfplay, mcts=MCTSConfig.from_dict(s.mcts), rules=RULES,
-                      num_games=5, seed=3)
+    here = play_games(
+        make_evaluator(net, "cpu", "fp32"),
+        s.selfplay,
+        mcts=MCTSConfig.from_dict(s.mcts),
+        rules=RULES,
+        num_games=5,
+        seed=3,
+    )
     with make_selfplay_pool("ray", 2, s, inference=FP32) as pool:
         assert (pool.backend, pool.workers) == ("ray", 2)
         there = pool.play(net.state_dict(), seed=3, num_games=5)

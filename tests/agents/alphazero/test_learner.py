@@ -4,12 +4,27 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.learner import (Learner, LearnerConfig, LearnerConfigError, LearnerDivergedError, LearnMetrics,
-                                      StepMetrics, lr_at)
+from agents.alphazero.learner import (
+    Learner,
+    LearnerConfig,
+    LearnerConfigError,
+    LearnerDivergedError,
+    LearnMetrics,
+    StepMetrics,
+    lr_at,
+)
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.replay import Batch, ReplayBuffer, ReplayError, pack_observations, unpack_observations
 from envs import Board, Move
-from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask, move_to_action
+from envs.encoding import (
+    MIRROR_ACTION,
+    N_ACTIONS,
+    OBS_SHAPE,
+    action_to_move,
+    encode_observation,
+    legal_action_mask,
+    move_to_action,
+)
 
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 
@@ -86,8 +101,10 @@ def test_unmirrored_get_round_trips_and_sampling_mirrors_about_half() -> None:
     s = buf.sample(400)
     assert len(s) == 400
     mirrored_masks = plain.mask[:, MIRROR_ACTION]
-    flipped = sum(any(np.array_equal(m, x) for x in mirrored_masks) and not any(np.array_equal(m, x) for x in plain.mask)
-                  for m in s.mask)
+    flipped = sum(
+        any(np.array_equal(m, x) for x in mirrored_masks) and not any(np.array_equal(m, x) for x in plain.mask)
+        for m in s.mask
+    )
     assert 100 < flipped < 300  # mirrored at random, about half the time (asymmetric positions only count)
     # every sampled target is legal under its own (possibly mirrored) mask
     assert np.all(s.policy[~s.mask] == 0)
@@ -122,8 +139,12 @@ def test_one_learner_step_lowers_the_loss_on_a_fixed_batch(head: str, amp: bool)
     buf.full_search[::4] = False  # playout-cap positions: value target only
     batch = buf.get(np.arange(64))
     model = build_network(NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, value_head=head))
-    learner = Learner(model, LearnerConfig(optimizer="sgd", lr=0.05, warmup_steps=0, schedule="constant"),
-                      device=torch.device("cpu"), amp=amp)
+    learner = Learner(
+        model,
+        LearnerConfig(optimizer="sgd", lr=0.05, warmup_steps=0, schedule="constant"),
+        device=torch.device("cpu"),
+        amp=amp,
+    )
     before = learner.evaluate_loss(batch)
     metrics = learner.step(batch)
     after = learner.evaluate_loss(batch)
@@ -174,8 +195,9 @@ def test_a_step_with_a_non_finite_loss_is_skipped_and_counted_then_the_run_stops
     learner = Learner(model, LearnerConfig(max_nonfinite_steps=3), device=torch.device("cpu"))
     learner.step(batch)
     before, optimizer = _snapshot(model), repr(learner.optimizer.state_dict()["state"])
-    poisoned = Batch(batch.obs, batch.mask, np.full_like(batch.policy, np.nan), batch.value, batch.full_search,
-                     batch.survival)
+    poisoned = Batch(
+        batch.obs, batch.mask, np.full_like(batch.policy, np.nan), batch.value, batch.full_search, batch.survival
+    )
     for k in (1, 2):
         assert learner.step(poisoned).tags() == {"loss/nonfinite_steps": 1.0, "lr": lr_at(1, learner.config)}
         assert learner.nonfinite_in_a_row == k and learner.step_count == 1
@@ -185,19 +207,31 @@ def test_a_step_with_a_non_finite_loss_is_skipped_and_counted_then_the_run_stops
     assert learner.step(batch).tags()["loss/nonfinite_steps"] == 0.0 and learner.nonfinite_in_a_row == 0
     learner.step(poisoned)
     learner.step(poisoned)
-    with pytest.raises(LearnerDivergedError, match=r"3 learner steps in a row had a non-finite loss .*"
-                                                   r"the learning rate \(train.learner.lr=0.002\) is the likely cause"):
+    with pytest.raises(
+        LearnerDivergedError,
+        match=r"3 learner steps in a row had a non-finite loss .*"
+        r"the learning rate \(train.learner.lr=0.002\) is the likely cause",
+    ):
         learner.step(poisoned)
 
 
 def test_a_learning_phase_sums_up_its_steps_as_the_tensorboard_scalars() -> None:
     """Means over the steps taken (a skipped step has no loss), the learning rate over all steps as loss/lr,
     the skipped steps counted; a phase of no steps writes nothing."""
-    taken = [StepMetrics(policy=p, value=0.5, total=p + 0.5, policy_entropy=1.0, grad_norm=2.0 * p, lr=0.1)
-             for p in (1.0, 3.0)]
+    taken = [
+        StepMetrics(policy=p, value=0.5, total=p + 0.5, policy_entropy=1.0, grad_norm=2.0 * p, lr=0.1)
+        for p in (1.0, 3.0)
+    ]
     summary = LearnMetrics.of([taken[0], StepMetrics.skipped(0.4), taken[1]])
-    assert summary.tags() == {"loss/policy": 2.0, "loss/value": 0.5, "loss/total": 2.5, "loss/policy_entropy": 1.0,
-                              "loss/grad_norm": 4.0, "loss/nonfinite_steps": 1.0, "loss/lr": pytest.approx(0.2)}
+    assert summary.tags() == {
+        "loss/policy": 2.0,
+        "loss/value": 0.5,
+        "loss/total": 2.5,
+        "loss/policy_entropy": 1.0,
+        "loss/grad_norm": 4.0,
+        "loss/nonfinite_steps": 1.0,
+        "loss/lr": pytest.approx(0.2),
+    }
     assert (summary.steps, summary.nonfinite_steps, summary.survival) == (3, 1, None)
     assert LearnMetrics.of([StepMetrics.skipped(0.4)]).tags() == {"loss/nonfinite_steps": 1.0, "loss/lr": 0.4}
     assert LearnMetrics.of([]).tags() == {} and LearnMetrics.of([]).total is None
@@ -206,8 +240,15 @@ def test_a_learning_phase_sums_up_its_steps_as_the_tensorboard_scalars() -> None
     learner = Learner(build_network(TINY), LearnerConfig(), device=torch.device("cpu"))
     phase = learner.learn(buf, 3, 8)
     assert learner.step_count == phase.steps == 3 and phase.nonfinite_steps == 0
-    assert set(phase.tags()) == {"loss/policy", "loss/value", "loss/total", "loss/policy_entropy", "loss/grad_norm",
-                                 "loss/nonfinite_steps", "loss/lr"}
+    assert set(phase.tags()) == {
+        "loss/policy",
+        "loss/value",
+        "loss/total",
+        "loss/policy_entropy",
+        "loss/grad_norm",
+        "loss/nonfinite_steps",
+        "loss/lr",
+    }
 
 
 def test_an_exploding_learning_rate_stops_before_a_weight_turns_non_finite() -> None:
@@ -223,8 +264,10 @@ def test_an_exploding_learning_rate_stops_before_a_weight_turns_non_finite() -> 
 def test_the_replay_buffer_refuses_non_finite_targets() -> None:
     buf, batch = _fixed_batch()
     before = buf.add_count
-    for policy, value in ((np.full_like(batch.policy, np.nan), batch.value),
-                          (batch.policy, np.full_like(batch.value, np.inf))):
+    for policy, value in (
+        (np.full_like(batch.policy, np.nan), batch.value),
+        (batch.policy, np.full_like(batch.value, np.inf)),
+    ):
         with pytest.raises(ReplayError, match="NaN or infinity"):
             buf.add(batch.obs, batch.mask, policy, value)
     assert buf.add_count == before

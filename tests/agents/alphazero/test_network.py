@@ -1,6 +1,5 @@
 """Network shapes, safe masking (dtype minimum, all-masked rows) and the evaluator."""
 
-
 import numpy as np
 import pytest
 import torch
@@ -98,7 +97,7 @@ def _selfplay_positions(model: torch.nn.Module, n: int, games: int = 20) -> tupl
         for i in range(k):
             encode_observation(boards[i].state, boards[i].hashes, boards[i].flags, obs[filled + i])
             legal_action_mask(boards[i].state, boards[i].hist, boards[i].flags, mask[filled + i])
-        logits, _ = ev(obs[filled:filled + k], mask[filled:filled + k])
+        logits, _ = ev(obs[filled : filled + k], mask[filled : filled + k])
         for i in range(k):
             p = torch.softmax(torch.from_numpy(logits[i]), 0).numpy().astype(np.float64)
             action = int(rng.choice(N_ACTIONS, p=p / p.sum()))

@@ -7,8 +7,8 @@ import torch.nn.functional as F
 
 import agents.alphazero.runtime as runtime
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import FusedCPUForward, make_evaluator
 from agents.alphazero.planestem import PlaneStem
+from agents.alphazero.runtime import FusedCPUForward, make_evaluator
 from envs.encoding import OBS_SHAPE, TERRAIN_FIRST_PLANE, TERRAIN_PLANES
 from tests.support.positions import position_batch
 
@@ -34,7 +34,7 @@ def _odd_positions(n: int, seed: int) -> np.ndarray:
     constant planes of several values, terrain planes with one square changed."""
     rng = np.random.default_rng(seed)
     obs = rng.normal(size=(n,) + OBS_SHAPE).astype(np.float32) * (rng.random((n,) + OBS_SHAPE) < 0.3)
-    obs[:, TERRAIN_FIRST_PLANE:TERRAIN_FIRST_PLANE + len(TERRAIN_PLANES)] = TERRAIN_PLANES
+    obs[:, TERRAIN_FIRST_PLANE : TERRAIN_FIRST_PLANE + len(TERRAIN_PLANES)] = TERRAIN_PLANES
     obs[::2, TERRAIN_FIRST_PLANE, 4, 3] = 0.5  # not the terrain: summed entry by entry
     obs[:, 21] = rng.normal(size=(n, 1, 1))  # constant planes, whatever the value
     obs[:, 22] = 0.0
@@ -56,7 +56,7 @@ def test_the_stem_from_planes_is_the_dense_bf16_convolution(channels: int) -> No
         assert got.is_contiguous(memory_format=torch.channels_last)
         want = _dense(conv, obs)
         got = got.float()
-        step = torch.clamp(want.abs(), min=1e-3) * 2.0 ** -7  # one bf16 step (8 significant bits)
+        step = torch.clamp(want.abs(), min=1e-3) * 2.0**-7  # one bf16 step (8 significant bits)
         assert torch.all((got - want).abs() <= step + 1e-6)
         assert (got == want).float().mean() >= 0.97
         assert (want > 0).float().mean() > 0.2 and (want == 0).float().mean() > 0.05  # ReLU on both sides

@@ -8,10 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from envs import RuleSet
-from envs.batch import GameBatch
-from envs.board import IllegalMoveError
-from envs.notation import START_JFEN, parse_jfen
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, PuctConfig, make_policy, uniform_evaluator
 from agents.alphazero.search.driver import NOISE_PLIES
@@ -19,6 +15,10 @@ from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.puct import Puct
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
+from envs import RuleSet
+from envs.batch import GameBatch
+from envs.board import IllegalMoveError
+from envs.notation import START_JFEN, parse_jfen
 
 RULES = RuleSet(no_capture_draw=40)
 GAME_FIELDS = ("state", "hist", "hashes", "done", "truncated", "term", "winner")
@@ -120,8 +120,9 @@ def test_noise_drawn_ahead_is_the_noise_drawn_search_by_search(policy) -> None:
         if isinstance(policy, Gumbel):
             np.testing.assert_array_equal(rows[r], rng.gumbel(size=rows.shape[1]))
         else:
-            np.testing.assert_array_equal(rows[r, :-1], rng.gamma(policy.config.puct.dirichlet_alpha,
-                                                                   size=rows.shape[1] - 1))
+            np.testing.assert_array_equal(
+                rows[r, :-1], rng.gamma(policy.config.puct.dirichlet_alpha, size=rows.shape[1] - 1)
+            )
             assert rows[r, -1] == rng.random()
 
 
@@ -141,8 +142,16 @@ def test_recorded_samples_replay_to_the_positions_played() -> None:
         full, searched = rng.random(4) < 0.7, rng.random(4) < 0.8
         record_samples(samples, np.flatnonzero(live), games.state, policy, root_value, full, searched)
         for b in np.flatnonzero(live).tolist():
-            seen[b].append((obs[b], mask[b], policy[b] if searched[b] else np.zeros_like(policy[b]),
-                            games.side_to_move(b), full[b], root_value[b] if searched[b] else np.nan))
+            seen[b].append(
+                (
+                    obs[b],
+                    mask[b],
+                    policy[b] if searched[b] else np.zeros_like(policy[b]),
+                    games.side_to_move(b),
+                    full[b],
+                    root_value[b] if searched[b] else np.nan,
+                )
+            )
         games.play_many(_random_actions(games, rng, skip=0.0))
     first = parse_jfen(START_JFEN)
     for b in range(4):
@@ -167,11 +176,29 @@ def _digest(d: SelfPlayData) -> str:
 def test_games_are_those_of_the_per_game_loop() -> None:
     """Golden games: the digests of these calls' moves, results and flags were taken from the self-play
     that looped over the games in Python at every ply (commit 3454601); the batch kernels keep them."""
-    a = play_games(uniform_evaluator, SelfPlayConfig(parallel=3, max_plies=50, playout_cap_fraction=0.3,
-                                                     cheap_simulations=2, opponents=["random"], opponent_fraction=0.4),
-                   mcts=MCTSConfig(num_simulations=6), rules=RULES, num_games=7, seed=21)
-    b = play_games(uniform_evaluator, SelfPlayConfig(parallel=4, max_plies=50, playout_cap_fraction=0.3),
-                   mcts=MCTSConfig(algorithm="puct", num_simulations=6, puct=PuctConfig(temperature_plies=8)),
-                   rules=RULES, num_games=6, seed=22, first_game=3)
+    a = play_games(
+        uniform_evaluator,
+        SelfPlayConfig(
+            parallel=3,
+            max_plies=50,
+            playout_cap_fraction=0.3,
+            cheap_simulations=2,
+            opponents=["random"],
+            opponent_fraction=0.4,
+        ),
+        mcts=MCTSConfig(num_simulations=6),
+        rules=RULES,
+        num_games=7,
+        seed=21,
+    )
+    b = play_games(
+        uniform_evaluator,
+        SelfPlayConfig(parallel=4, max_plies=50, playout_cap_fraction=0.3),
+        mcts=MCTSConfig(algorithm="puct", num_simulations=6, puct=PuctConfig(temperature_plies=8)),
+        rules=RULES,
+        num_games=6,
+        seed=22,
+        first_game=3,
+    )
     assert (a.stats.opponent_games, a.stats.truncated, b.stats.truncated) == (5, 5, 5)
     assert (_digest(a), _digest(b)) == ("dd2c7ed288626758", "55822af8dfc76d7f")

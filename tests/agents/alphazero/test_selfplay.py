@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, play_games, value_targets
+from agents.alphazero.selfplay_data import SelfPlayData
+from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
-from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
-from agents.arena.records import GameRecord, read_jsonl, write_jsonl
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, play_games, value_targets
-from agents.alphazero.selfplay_data import SelfPlayData
 from tests.support.evaluators import counted, linear_evaluator
 
 RULES = RuleSet(no_capture_draw=40)
@@ -20,8 +20,14 @@ RULES = RuleSet(no_capture_draw=40)
 
 def _play(algorithm: str, **kw) -> SelfPlayData:
     settings = SelfPlayConfig(parallel=3, max_plies=60, **kw)
-    return play_games(uniform_evaluator, settings, mcts=MCTSConfig(algorithm=algorithm, num_simulations=6),
-                      rules=RULES, num_games=5, seed=11)
+    return play_games(
+        uniform_evaluator,
+        settings,
+        mcts=MCTSConfig(algorithm=algorithm, num_simulations=6),
+        rules=RULES,
+        num_games=5,
+        seed=11,
+    )
 
 
 @pytest.fixture(scope="module", params=("puct", "gumbel"))
@@ -107,8 +113,17 @@ def test_same_seed_same_games() -> None:
 def test_games_do_not_depend_on_the_number_played_in_parallel() -> None:
     """Game k draws its noise from its own seed: the lockstep width changes nothing."""
     cfg = MCTSConfig(algorithm="puct", num_simulations=6)
-    runs = [play_games(uniform_evaluator, SelfPlayConfig(parallel=p, max_plies=40, playout_cap_fraction=0.3),
-                       mcts=cfg, rules=RULES, num_games=4, seed=5) for p in (1, 4)]
+    runs = [
+        play_games(
+            uniform_evaluator,
+            SelfPlayConfig(parallel=p, max_plies=40, playout_cap_fraction=0.3),
+            mcts=cfg,
+            rules=RULES,
+            num_games=4,
+            seed=5,
+        )
+        for p in (1, 4)
+    ]
     by_index = [sorted(r.records, key=lambda rec: rec.extra["game_index"]) for r in runs]
     assert [r.moves for r in by_index[0]] == [r.moves for r in by_index[1]]
     assert len({tuple(r.moves) for r in by_index[0]}) == 4  # and the games differ from each other
@@ -208,8 +223,15 @@ class FirstMove:
 
 def test_opponent_games_mix_the_players_and_train_only_the_networks_policy() -> None:
     opponent = FirstMove()
-    d = play_games(uniform_evaluator, SelfPlayConfig(parallel=4, max_plies=60, opponent_fraction=0.5),
-                   mcts=MCTSConfig(num_simulations=6), rules=RULES, num_games=12, seed=3, opponents=[opponent])
+    d = play_games(
+        uniform_evaluator,
+        SelfPlayConfig(parallel=4, max_plies=60, opponent_fraction=0.5),
+        mcts=MCTSConfig(num_simulations=6),
+        rules=RULES,
+        num_games=12,
+        seed=3,
+        opponents=[opponent],
+    )
     theirs = [r for r in d.records if "first-move" in (r.red, r.blue)]
     assert 0 < len(theirs) < 12 and d.stats.opponent_games == len(theirs) == opponent.resets
     assert {r.red for r in theirs} == {"first-move", "selfplay"}  # the network plays both colours
@@ -235,8 +257,14 @@ def test_opponent_fraction_needs_opponents() -> None:
 
 
 def test_bad_settings_are_refused() -> None:
-    for bad in (dict(parallel=0), dict(max_plies=0), dict(cheap_simulations=-1), dict(playout_cap_fraction=1.5),
-                dict(opponent_fraction=-0.1), dict(opponents="random")):
+    for bad in (
+        dict(parallel=0),
+        dict(max_plies=0),
+        dict(cheap_simulations=-1),
+        dict(playout_cap_fraction=1.5),
+        dict(opponent_fraction=-0.1),
+        dict(opponents="random"),
+    ):
         with pytest.raises(SelfPlayConfigError, match=next(iter(bad))):
             SelfPlayConfig(**bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="JFEN"):
@@ -248,10 +276,18 @@ def test_bad_settings_are_refused() -> None:
 
 def test_opponents_come_from_the_settings_specs() -> None:
     """Without player objects, play_games builds the settings' opponent specs (seeded from the call's seed)."""
-    settings = SelfPlayConfig(parallel=4, max_plies=40, opponents=["random"], opponent_fraction=0.5,
-                              player_name="net", start_jfen="7/3E3/6e/7/7/7/7/7/7 b 0 1")
-    a, b = (play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=4), rules=RULES, num_games=6,
-                       seed=2) for _ in range(2))
+    settings = SelfPlayConfig(
+        parallel=4,
+        max_plies=40,
+        opponents=["random"],
+        opponent_fraction=0.5,
+        player_name="net",
+        start_jfen="7/3E3/6e/7/7/7/7/7/7 b 0 1",
+    )
+    a, b = (
+        play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=4), rules=RULES, num_games=6, seed=2)
+        for _ in range(2)
+    )
     assert [r.moves for r in a.records] == [r.moves for r in b.records]
     assert {r.start for r in a.records} == {settings.start_jfen}
     assert 0 < a.stats.opponent_games < 6
@@ -267,11 +303,14 @@ def test_value_targets_of_finished_cut_and_blended_games() -> None:
     # Cut: the mean of the last 2 searched root values seen from Red: (-0.6 + -0.8) / 2 = -0.7.
     cut = value_targets(sides, q, K.DRAW, True, SelfPlayConfig(bootstrap_plies=2, value_q_weight=0.0))
     np.testing.assert_allclose(cut, [-0.7, 0.7, -0.7, 0.7, -0.7], rtol=1e-6)
-    np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, True,
-                                                SelfPlayConfig(truncated_value="draw", value_q_weight=0.0)), [0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(
+        value_targets(sides, q, K.DRAW, True, SelfPlayConfig(truncated_value="draw", value_q_weight=0.0)),
+        [0, 0, 0, 0, 0],
+    )
     # The default blends half of each position's root value into its result.
-    np.testing.assert_allclose(value_targets(sides, q, K.BLUE, False, SelfPlayConfig()),
-                               [-0.4, 0.3, -1.0, 0.8, -0.9], rtol=1e-6)
+    np.testing.assert_allclose(
+        value_targets(sides, q, K.BLUE, False, SelfPlayConfig()), [-0.4, 0.3, -1.0, 0.8, -0.9], rtol=1e-6
+    )
     blend = value_targets(sides, q, K.RED, False, SelfPlayConfig(value_q_weight=0.25))
     np.testing.assert_allclose(blend, [0.8, -0.85, 1.0, -0.6, 0.55], rtol=1e-6)  # the opponent's move keeps z
     with pytest.raises(SelfPlayConfigError, match="truncated_value"):
@@ -283,12 +322,18 @@ def test_value_targets_of_finished_cut_and_blended_games() -> None:
 def test_cut_games_bootstrap_their_value_from_the_search() -> None:
     """Games cut at max_plies get the search's verdict, the same size for both sides with opposite signs."""
     settings = SelfPlayConfig(parallel=2, max_plies=12, value_q_weight=0.0)  # the bootstrap alone, unblended
-    data = play_games(linear_evaluator(value_scale=0.2), settings, mcts=MCTSConfig(num_simulations=8), rules=RULES,
-                      num_games=3, seed=5)
+    data = play_games(
+        linear_evaluator(value_scale=0.2),
+        settings,
+        mcts=MCTSConfig(num_simulations=8),
+        rules=RULES,
+        num_games=3,
+        seed=5,
+    )
     row = 0
     cut = 0
     for rec in data.records:
-        values = data.value[row: row + len(rec.moves)]
+        values = data.value[row : row + len(rec.moves)]
         if rec.termination == "ply_cap":
             cut += 1
             assert np.all(np.abs(values) == np.abs(values[0])) and values[0] != 0
@@ -303,10 +348,12 @@ def test_draw_contempt_ends_the_shuffling_into_repetitions() -> None:
     # completes one while another move is open, and the games end by the den or a capture instead.
     terms = {}
     for contempt in (0.0, 0.5):
-        settings = SelfPlayConfig(parallel=16, max_plies=200, draw_contempt=contempt,
-                                  start_jfen="6l/7/7/7/7/7/7/7/L6 r 0 1")
-        data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
-                          num_games=16, seed=1)
+        settings = SelfPlayConfig(
+            parallel=16, max_plies=200, draw_contempt=contempt, start_jfen="6l/7/7/7/7/7/7/7/L6 r 0 1"
+        )
+        data = play_games(
+            uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(), num_games=16, seed=1
+        )
         terms[contempt] = data.stats.terminations.get("repetition", 0)
     assert terms[0.0] >= 3 and terms[0.5] == 0
     with pytest.raises(SelfPlayConfigError, match="draw_contempt"):
@@ -324,10 +371,18 @@ def test_pipelined_games_are_the_games_played_one_at_a_time(algorithm: str) -> N
     runs = []
     for parallel in (1, 4):
         sizes: list[int] = []
-        settings = SelfPlayConfig(parallel=parallel, max_plies=40, playout_cap_fraction=0.3, cheap_simulations=3,
-                                  opponent_fraction=0.3)
-        data = play_games(counted(linear_evaluator(3), sizes), settings, mcts=mcts, rules=RULES, num_games=7,
-                          seed=9, opponents=[FirstMove()])
+        settings = SelfPlayConfig(
+            parallel=parallel, max_plies=40, playout_cap_fraction=0.3, cheap_simulations=3, opponent_fraction=0.3
+        )
+        data = play_games(
+            counted(linear_evaluator(3), sizes),
+            settings,
+            mcts=mcts,
+            rules=RULES,
+            num_games=7,
+            seed=9,
+            opponents=[FirstMove()],
+        )
         runs.append((data, sizes))
     (alone, one), (together, four) = runs
     assert [r.moves for r in alone.records] == [r.moves for r in together.records]

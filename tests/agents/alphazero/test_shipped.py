@@ -66,8 +66,16 @@ def test_a_missing_or_malformed_manifest_is_named(tmp_path: Path) -> None:
     with pytest.raises(shipped.ShippedError, match="does not exist"):
         shipped.networks(tmp_path / "manifest.json")
     bad = tmp_path / "manifest.json"
-    bad.write_text(json.dumps({"format": shipped.FORMAT, "networks": [{"name": "x", "file": "../x.pt", "sha256": "",
-                                                                      "what": "", "commands": [], "strength": []}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "format": shipped.FORMAT,
+                "networks": [
+                    {"name": "x", "file": "../x.pt", "sha256": "", "what": "", "commands": [], "strength": []}
+                ],
+            }
+        )
+    )
     with pytest.raises(shipped.ShippedError, match="not a .pt file beside it"):
         shipped.networks(bad)
     bad.write_text("{}")

@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from agents.alphazero import config as train_config
 from agents.alphazero.checkpoint import check_compatible, load_model, save_checkpoint
 from agents.alphazero.learner import Learner, LearnerConfig, alphazero_loss
 from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network
@@ -21,7 +22,6 @@ from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
-from agents.alphazero import config as train_config
 from tests.support import ROOT
 
 RULES = RuleSet()
@@ -31,8 +31,15 @@ SETTINGS = SelfPlayConfig(parallel=3, max_plies=100)  # games cut at the cap, wi
 
 
 def _play(num_games: int, first_game: int = 0) -> SelfPlayData:
-    return play_games(uniform_evaluator, SETTINGS, mcts=MCTSConfig(num_simulations=4), rules=RULES,
-                      num_games=num_games, first_game=first_game, seed=5)
+    return play_games(
+        uniform_evaluator,
+        SETTINGS,
+        mcts=MCTSConfig(num_simulations=4),
+        rules=RULES,
+        num_games=num_games,
+        first_game=first_game,
+        seed=5,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +50,10 @@ def data() -> SelfPlayData:
 def _on_board(board: Board) -> np.ndarray:
     """bool [2, 8]: whether each colour's (RED, BLUE) animal stands on a square of `board` (read from the
     squares, not from the piece list)."""
-    squares = board.state[:K.N_SQUARES]
-    return np.array([[np.any(squares == (a if colour == K.RED else -a)) for a in range(1, 9)]
-                     for colour in (K.RED, K.BLUE)])
+    squares = board.state[: K.N_SQUARES]
+    return np.array(
+        [[np.any(squares == (a if colour == K.RED else -a)) for a in range(1, 9)] for colour in (K.RED, K.BLUE)]
+    )
 
 
 def _game_rows(data: SelfPlayData) -> list[tuple[slice, Board]]:
@@ -67,8 +75,9 @@ def test_targets_are_the_last_positions_pieces_from_each_rows_side(data: SelfPla
     for rows, final in _game_rows(data):
         alive = _on_board(final)
         blue = data.obs[rows, 23, 0, 0] > 0.5  # plane 23: Blue to move
-        expected = np.where(blue[:, None], np.concatenate([alive[K.BLUE], alive[K.RED]]),
-                            np.concatenate([alive[K.RED], alive[K.BLUE]])).astype(np.float32)
+        expected = np.where(
+            blue[:, None], np.concatenate([alive[K.BLUE], alive[K.RED]]), np.concatenate([alive[K.RED], alive[K.BLUE]])
+        ).astype(np.float32)
         np.testing.assert_array_equal(data.survival[rows], expected)
         # A piece missing from a game's last searched position stays missing at the end.
         last_on_board = data.obs[rows.stop - 1, :16].reshape(16, -1).any(axis=1)
@@ -233,14 +242,22 @@ def _batch(seed: int = 6):
     obs, mask, policy = _positions(32, seed=seed)
     buf = ReplayBuffer(32, mirror=False)
     rng = np.random.default_rng(seed)
-    buf.add(obs, mask, policy, rng.choice([-1.0, 0.0, 1.0], 32).astype(np.float32), rng.random(32) < 0.8,
-            (rng.random((32, 16)) < 0.6).astype(np.float32))
+    buf.add(
+        obs,
+        mask,
+        policy,
+        rng.choice([-1.0, 0.0, 1.0], 32).astype(np.float32),
+        rng.random(32) < 0.8,
+        (rng.random((32, 16)) < 0.6).astype(np.float32),
+    )
     return buf.get(np.arange(32))
 
 
 def _tensors(batch) -> tuple[torch.Tensor, ...]:
-    return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in
-                 (batch.obs, batch.mask, batch.policy, batch.value, batch.full_search, batch.survival))
+    return tuple(
+        torch.from_numpy(np.ascontiguousarray(a))
+        for a in (batch.obs, batch.mask, batch.policy, batch.value, batch.full_search, batch.survival)
+    )
 
 
 def test_without_the_head_the_loss_is_policy_plus_value_alone() -> None:
@@ -271,8 +288,11 @@ def test_with_the_head_the_survival_loss_adds_to_the_others() -> None:
 def test_learner_steps_lower_the_survival_loss() -> None:
     torch.manual_seed(0)
     batch = _batch(seed=8)
-    learner = Learner(build_network(WITH_HEAD), LearnerConfig(lr=0.01, warmup_steps=0, schedule="constant"),
-                      device=torch.device("cpu"))
+    learner = Learner(
+        build_network(WITH_HEAD),
+        LearnerConfig(lr=0.01, warmup_steps=0, schedule="constant"),
+        device=torch.device("cpu"),
+    )
     before = learner.evaluate_loss(batch).survival
     metrics = [learner.step(batch) for _ in range(8)]
     assert all("loss/survival" in m.tags() for m in metrics)
@@ -288,8 +308,9 @@ def test_survival_weight_must_not_be_negative() -> None:
 
 # -- config -------------------------------------------------------------------------------------
 def test_the_switch_and_the_weight_are_config_keys() -> None:
-    conf = train_config.checked_config(train_config.compose_config(["model=tiny", "model.survival_head=true",
-                                                      "train.learner.survival_weight=0.25"]))
+    conf = train_config.checked_config(
+        train_config.compose_config(["model=tiny", "model.survival_head=true", "train.learner.survival_weight=0.25"])
+    )
     assert conf.model.survival_head is True and conf.train.learner.survival_weight == 0.25
     default = train_config.checked_config(train_config.compose_config([]))
     assert default.model.survival_head is False
@@ -301,9 +322,25 @@ def test_the_switch_and_the_weight_are_config_keys() -> None:
 def test_a_tiny_run_with_the_head_logs_the_survival_loss(tmp_path: Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    r = subprocess.run([sys.executable, "train.py", "train=tiny", "model=tiny", "mcts.num_simulations=4", "seed=3",
-                        "train.iterations=1", "train.eval.every=0", "model.survival_head=true",
-                        f"out_dir={tmp_path}", "name=survival"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "train=tiny",
+            "model=tiny",
+            "mcts.num_simulations=4",
+            "seed=3",
+            "train.iterations=1",
+            "train.eval.every=0",
+            "model.survival_head=true",
+            f"out_dir={tmp_path}",
+            "name=survival",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     acc = EventAccumulator(str(tmp_path / "survival"), size_guidance={"scalars": 0})
     acc.Reload()

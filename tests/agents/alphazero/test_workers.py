@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 import torch
 
-from envs import RuleSet
-from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import make_evaluator
-from envs.players import make_player
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import TIMING_STATS, SelfPlayData, merge_selfplay
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.search import MCTSConfig, uniform_evaluator
+from agents.alphazero.selfplay import SelfPlayConfig, play_games
+from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.settings import WorkerBackendError, WorkerSettings
 from agents.alphazero.workers import split_games
 from agents.child import ChildDiedError
+from envs import RuleSet
+from envs.players import make_player
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
@@ -80,8 +80,12 @@ def test_split_games_covers_the_range_contiguously() -> None:
 
 def settings(**kw) -> WorkerSettings:
     selfplay = SelfPlayConfig(parallel=4, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2, **kw)
-    return WorkerSettings(network=TINY.to_dict(), mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
-                          rules=RULES.to_dict(), selfplay=selfplay)
+    return WorkerSettings(
+        network=TINY.to_dict(),
+        mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
+        rules=RULES.to_dict(),
+        selfplay=selfplay,
+    )
 
 
 def rows_by_game(data: SelfPlayData) -> list[slice]:
@@ -95,8 +99,15 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
     net = build_network(TINY)
     weights = net.state_dict()
     s = settings(opponents=["random"], opponent_fraction=0.4)
-    here = play_games(make_evaluator(net), s.selfplay, mcts=MCTSConfig.from_dict(s.mcts), rules=RULES, num_games=6,
-                      seed=9, opponents=[make_player("random", seed=123)])
+    here = play_games(
+        make_evaluator(net),
+        s.selfplay,
+        mcts=MCTSConfig.from_dict(s.mcts),
+        rules=RULES,
+        num_games=6,
+        seed=9,
+        opponents=[make_player("random", seed=123)],
+    )
     with make_selfplay_pool("inprocess", 0, s) as pool:  # a CPU worker in this process: the same call
         assert_same_data(pool.play(weights, seed=9, num_games=6, opponent_seeds=[123]), here)
     with make_selfplay_pool("process", 2, s) as pool:  # opponents are built inside the workers from the specs
@@ -107,8 +118,11 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
     assert [r.extra["game_index"] for r in there.records] == list(range(6))
     # Who plays whom, with which colour, comes from each game's seed.
     assert [(r.red, r.blue) for r in there.records] == [(r.red, r.blue) for r in here.records]
-    assert there.stats.opponent_games == here.stats.opponent_games == sum(
-        "random" in (r.red, r.blue) for r in here.records)
+    assert (
+        there.stats.opponent_games
+        == here.stats.opponent_games
+        == sum("random" in (r.red, r.blue) for r in here.records)
+    )
     # The network's own games are those of the in-process call, position by position (the random player
     # is one generator per worker, so the games against it differ).
     selfplay = [k for k, r in enumerate(here.records) if "random" not in (r.red, r.blue)]

@@ -19,13 +19,12 @@ from typing import Any, Iterator
 
 import pytest
 
-from envs import Board
-from envs.players import RandomPlayer
-
 from agents.arena.records import GameRecord
 from agents.play.computer import ComputerPool
 from agents.play.game import LEVELS
 from agents.play.server import PlayServer
+from envs import Board
+from envs.players import RandomPlayer
 from tests.support import ROOT
 from tests.support.play_helpers import start_server, stop_server
 
@@ -49,8 +48,12 @@ def page_at(browser: Any, server: PlayServer | str, viewport: dict[str, int]) ->
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     # Refused requests (an illegal move, say) are part of play; script errors are not.
-    pg.on("console", lambda m: errors.append(m.text)
-          if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+    pg.on(
+        "console",
+        lambda m: (
+            errors.append(m.text) if m.type == "error" and not m.text.startswith("Failed to load resource") else None
+        ),
+    )
     pg.set_default_timeout(120_000)  # a cold numba cache compiles the computer player on first use
     pg.goto(server if isinstance(server, str) else server.url)
     yield pg
@@ -130,8 +133,9 @@ def test_play_a_game_by_clicking_and_dragging(page: Any) -> None:
     g = game(pg)
     assert g["moves"][0] == "a3a4"
     last = g["moves"][1]
-    assert sorted(pg.eval_on_selector_all(".sq.last", "els => els.map(e => e.dataset.square)")) == \
-        sorted([last[:2], last[2:]])
+    assert sorted(pg.eval_on_selector_all(".sq.last", "els => els.map(e => e.dataset.square)")) == sorted(
+        [last[:2], last[2:]]
+    )
 
     # An illegal attempt is refused with the server's reason; nothing changes.
     pg.click('.sq[data-square="g3"]')
@@ -158,8 +162,9 @@ def test_play_a_game_by_clicking_and_dragging(page: Any) -> None:
     pg.wait_for_selector(".sq.hint")
     hint = game(pg)["hint"]
     assert hint in game(pg)["legal"] and pg.inner_text("#hints-left") == "2"
-    assert sorted(pg.eval_on_selector_all(".sq.hint", "els => els.map(e => e.dataset.square)")) == \
-        sorted([hint[:2], hint[2:]])
+    assert sorted(pg.eval_on_selector_all(".sq.hint", "els => els.map(e => e.dataset.square)")) == sorted(
+        [hint[:2], hint[2:]]
+    )
     pg.click(f'.sq[data-square="{hint[:2]}"]')
     pg.click(f'.sq[data-square="{hint[2:]}"]')
     wait_plies(pg, 6)
@@ -221,11 +226,13 @@ def test_board_renders(page: Any, tmp_path: Path) -> None:
     colours = img.getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 200, "the board looks blank"
     px = img.load()
+
     # Water is blue-ish, land green-ish: sample b5 (water) and d5 (land).
     def sample(square: str) -> tuple[int, int, int]:
         box = pg.locator(f'.sq[data-square="{square}"]').bounding_box()
         frame = pg.locator("#board-frame").bounding_box()
         return px[int(box["x"] - frame["x"] + 8), int(box["y"] - frame["y"] + 8)]
+
     r, g, b = sample("b5")
     assert b > r + 40 and b > g, (r, g, b)
     r, g, b = sample("d5")
@@ -254,8 +261,10 @@ def test_play_blue_flips_the_board_and_replay_viewer(page: Any, tmp_path: Path) 
     assert pg.eval_on_selector(".sq", "e => e.dataset.square") == "g1"  # Blue at the bottom
     assert pg.inner_text("#files").split() == list("gfedcba")
 
-    records = [GameRecord(moves=["a3a4", "a7a6"], result="*", red="x", blue="y"),
-               GameRecord(moves=["g3g4", "g7g6", "g4g5"], result="*", red="p", blue="q")]
+    records = [
+        GameRecord(moves=["a3a4", "a7a6"], result="*", red="x", blue="y"),
+        GameRecord(moves=["g3g4", "g7g6", "g4g5"], result="*", red="p", blue="q"),
+    ]
     f = tmp_path / "games.jsonl"
     f.write_text("".join(r.to_json() + "\n" for r in records))
     pg.set_input_files("#record-file", str(f))
@@ -311,21 +320,26 @@ def quiet_moves(n: int, seed: int = 3) -> list[str]:
 
 def api_game(pg: Any, body: dict[str, Any], moves: list[str]) -> None:
     """Start a game and play `moves` through the page's own API helper, then show it."""
-    pg.evaluate("""async ([body, moves]) => {
+    pg.evaluate(
+        """async ([body, moves]) => {
         let v = await api('POST', 'games', body);
         for (const m of moves) v = await api('POST', `games/${v.id}/move`, {move: m});
         hideNewGame(); setGame(v, true);
-    }""", [body, moves])
+    }""",
+        [body, moves],
+    )
 
 
 def boxes_inside(pg: Any, selector: str, width: int, height: int) -> list[str]:
     """Every visible element matching `selector` whose box leaves the viewport (an empty list when all fit)."""
-    return pg.evaluate("""([sel, w, h]) => [...document.querySelectorAll(sel)]
+    return pg.evaluate(
+        """([sel, w, h]) => [...document.querySelectorAll(sel)]
         .filter(e => e.offsetParent !== null || getComputedStyle(e).position === 'fixed')
         .map(e => [e.id || e.className || e.tagName, e.getBoundingClientRect()])
         .filter(([, r]) => r.width > 0 && (r.left < -0.5 || r.top < -0.5 || r.right > w + 0.5 || r.bottom > h + 0.5))
         .map(([n, r]) => `${n}: ${Math.round(r.left)},${Math.round(r.top)}-${Math.round(r.right)},${Math.round(r.bottom)}`)""",
-                       [selector, width, height])
+        [selector, width, height],
+    )
 
 
 def test_phone_layout_long_move_list_and_end_of_game_box(phone: Any, tmp_path: Path) -> None:
@@ -343,11 +357,17 @@ def test_phone_layout_long_move_list_and_end_of_game_box(phone: Any, tmp_path: P
     # One scrolling list numbered in moves, each ply with its animal and a capture mark.
     rows = pg.eval_on_selector_all("#movelist li", "els => els.map(e => [e.innerText, e.getBoundingClientRect().left])")
     assert len(rows) == 30 and len({left for _, left in rows}) == 1
-    assert rows[0][0].split() == ["1.", *game(pg)["plies"][0]["notation"].split(), *game(pg)["plies"][1]["notation"].split()]
+    assert rows[0][0].split() == [
+        "1.",
+        *game(pg)["plies"][0]["notation"].split(),
+        *game(pg)["plies"][1]["notation"].split(),
+    ]
     notations = pg.eval_on_selector_all("#movelist .mv", "els => els.map(e => e.textContent)")
     assert len(notations) == 60 and all(re.fullmatch(r"[RCDWPTLE] [a-g][1-9]x?[a-g][1-9]", n) for n in notations)
     assert pg.inner_text("#moves-count") == "(30)"
-    assert pg.evaluate("(() => { const l = document.getElementById('movelist'); return l.scrollHeight > l.clientHeight; })()")
+    assert pg.evaluate(
+        "(() => { const l = document.getElementById('movelist'); return l.scrollHeight > l.clientHeight; })()"
+    )
     current = pg.evaluate("""(() => { const l = document.getElementById('movelist').getBoundingClientRect();
         const c = document.querySelector('#movelist .current').getBoundingClientRect();
         return c.top >= l.top - 1 && c.bottom <= l.bottom + 1; })()""")
@@ -416,8 +436,9 @@ def test_a_record_before_the_first_game_and_its_end(page: Any, tmp_path: Path) -
     pg = page
     pg.wait_for_selector("#newgame:not([hidden])")
     f = tmp_path / "won.jsonl"
-    f.write_text(GameRecord(start="2R4/7/6e/7/7/7/7/7/7 r 0 1", moves=["c9d9"], result="1-0",
-                            termination="den").to_json() + "\n")
+    f.write_text(
+        GameRecord(start="2R4/7/6e/7/7/7/7/7/7 r 0 1", moves=["c9d9"], result="1-0", termination="den").to_json() + "\n"
+    )
     pg.set_input_files("#ng-record-file", str(f))
     pg.wait_for_selector("#replay-controls:not([hidden])")
     assert pg.locator("#newgame").is_hidden()
@@ -435,9 +456,14 @@ def _level(name: str) -> Any:
 def test_the_network_level_opens_on_an_empty_numba_cache(browser: Any, tmp_path: Path) -> None:
     """A fresh install: the page says it is preparing, then the network plays its first move, no error."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))  # empty: every kernel compiles
-    proc = subprocess.Popen([sys.executable, str(ROOT / "play.py"), "--port", "0", "--no-browser",
-                             "--state-dir", str(tmp_path / "state")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "play.py"), "--port", "0", "--no-browser", "--state-dir", str(tmp_path / "state")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     lines: list[str] = []
     assert proc.stdout is not None
     threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True).start()
@@ -460,10 +486,14 @@ def test_the_network_level_opens_on_an_empty_numba_cache(browser: Any, tmp_path:
             pg.select_option("#ng-pace", "instant")
             started = time.monotonic()
             pg.click("#ng-start")
-            wait_until(pg, "() => document.getElementById('message').textContent.startsWith('Preparing the computer')",
-                       timeout=60)  # the first Start on an empty cache says why it waits
-            wait_until(pg, "() => !!(state.game && (state.game.moves.length === 1 || state.game.computer_error))",
-                       timeout=900)
+            wait_until(
+                pg,
+                "() => document.getElementById('message').textContent.startsWith('Preparing the computer')",
+                timeout=60,
+            )  # the first Start on an empty cache says why it waits
+            wait_until(
+                pg, "() => !!(state.game && (state.game.moves.length === 1 || state.game.computer_error))", timeout=900
+            )
             took = time.monotonic() - started
             g = game(pg)
             assert g["computer_error"] is None and pg.locator("#message.error").count() == 0, g["computer_error"]
@@ -477,8 +507,7 @@ def test_the_network_level_opens_on_an_empty_numba_cache(browser: Any, tmp_path:
         proc.wait(timeout=60)
 
 
-def test_a_failed_computer_move_and_an_unsaved_game_are_shown(browser: Any, tmp_path: Path,
-                                                              pool: ComputerPool) -> None:
+def test_a_failed_computer_move_and_an_unsaved_game_are_shown(browser: Any, tmp_path: Path, pool: ComputerPool) -> None:
     state = tmp_path / "state"
     srv = start_server(state, pool, move_seconds=0.5, default_opponent=f"gated:gate={tmp_path / 'never'}")
     try:
@@ -495,7 +524,9 @@ def test_a_failed_computer_move_and_an_unsaved_game_are_shown(browser: Any, tmp_
             pg.click('.sq[data-square="a3"]')
             pg.click('.sq[data-square="a4"]')
             pg.wait_for_selector("#save-warning:not([hidden])")
-            assert "could not be saved" in pg.inner_text("#save-warning") and str(state) in pg.inner_text("#save-warning")
+            assert "could not be saved" in pg.inner_text("#save-warning") and str(state) in pg.inner_text(
+                "#save-warning"
+            )
             assert game(pg)["moves"] == ["a3a4"]
             # The computer never answers: stopped at its limit, the page says so and stops "thinking".
             pg.wait_for_selector("#message.error", timeout=60_000)

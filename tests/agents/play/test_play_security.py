@@ -34,14 +34,24 @@ from tests.support import ROOT
 from tests.support.play_helpers import Client, start_server, stop_server
 
 
-def request(server: PlayServer, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
-            timeout: float = 60) -> tuple[int, dict[str, Any], http.client.HTTPMessage]:
+def request(
+    server: PlayServer,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> tuple[int, dict[str, Any], http.client.HTTPMessage]:
     conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=timeout)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         resp = conn.getresponse()
         raw = resp.read()
-        return resp.status, (json.loads(raw) if raw and resp.headers.get_content_type() == "application/json" else {}), resp.headers
+        return (
+            resp.status,
+            (json.loads(raw) if raw and resp.headers.get_content_type() == "application/json" else {}),
+            resp.headers,
+        )
     finally:
         conn.close()
 
@@ -64,42 +74,61 @@ def unchanged(client: Client, before: dict[str, Any], state_dir: Path) -> None:
 EVIL = "http://evil.example"
 
 
-@pytest.mark.parametrize("headers, status", [
-    ({"Origin": EVIL}, 403),  # curl -X POST -H 'Origin: http://evil.example' with an empty body
-    ({"Content-Type": "text/plain"}, 403),  # a no-cors fetch: a simple request, no token
-    ({"Content-Type": "application/x-www-form-urlencoded"}, 403),  # an auto-submitted form
-    ({"Content-Type": "application/json"}, 403),  # JSON without the page's token
-    ({"Content-Type": "application/json", TOKEN_HEADER: "guessed"}, 403),
-    ({"Content-Type": "application/json", "token": "right", "Origin": EVIL}, 403),
-    ({"Content-Type": "application/json", "token": "right", "Origin": "null"}, 403),
-    ({"Content-Type": "application/json", "token": "right", "Sec-Fetch-Site": "cross-site"}, 403),
-    ({"Content-Type": "application/json", "token": "right", "Sec-Fetch-Site": "same-site"}, 403),
-    ({"Content-Type": "text/plain", "token": "right"}, 415),
-    ({"token": "right"}, 415),  # no content type at all, even with an empty body
-])
-def test_a_post_not_from_the_page_changes_nothing(client: Client, tmp_path: Path, headers: dict[str, str],
-                                                 status: int) -> None:
+@pytest.mark.parametrize(
+    "headers, status",
+    [
+        ({"Origin": EVIL}, 403),  # curl -X POST -H 'Origin: http://evil.example' with an empty body
+        ({"Content-Type": "text/plain"}, 403),  # a no-cors fetch: a simple request, no token
+        ({"Content-Type": "application/x-www-form-urlencoded"}, 403),  # an auto-submitted form
+        ({"Content-Type": "application/json"}, 403),  # JSON without the page's token
+        ({"Content-Type": "application/json", TOKEN_HEADER: "guessed"}, 403),
+        ({"Content-Type": "application/json", "token": "right", "Origin": EVIL}, 403),
+        ({"Content-Type": "application/json", "token": "right", "Origin": "null"}, 403),
+        ({"Content-Type": "application/json", "token": "right", "Sec-Fetch-Site": "cross-site"}, 403),
+        ({"Content-Type": "application/json", "token": "right", "Sec-Fetch-Site": "same-site"}, 403),
+        ({"Content-Type": "text/plain", "token": "right"}, 415),
+        ({"token": "right"}, 415),  # no content type at all, even with an empty body
+    ],
+)
+def test_a_post_not_from_the_page_changes_nothing(
+    client: Client, tmp_path: Path, headers: dict[str, str], status: int
+) -> None:
     before = game_with_moves(client)
     gid = before["id"]
     if headers.pop("token", None):
         headers[TOKEN_HEADER] = client.server.token
-    for path, body in (("/api/games", b""), ("/api/games", b'{"mode": "two_players"}'), (f"/api/games/{gid}/undo", b""),
-                       (f"/api/games/{gid}/resign", b""), (f"/api/games/{gid}/move", b'{"move": "g3g4"}'),
-                       (f"/api/games/{gid}/settings", b'{"pace": "natural"}')):
+    for path, body in (
+        ("/api/games", b""),
+        ("/api/games", b'{"mode": "two_players"}'),
+        (f"/api/games/{gid}/undo", b""),
+        (f"/api/games/{gid}/resign", b""),
+        (f"/api/games/{gid}/move", b'{"move": "g3g4"}'),
+        (f"/api/games/{gid}/settings", b'{"pace": "natural"}'),
+    ):
         code, out, _ = request(client.server, "POST", path, body, headers)
         assert code == status and out["error"], (path, code, out)
     unchanged(client, before, tmp_path)
     assert client.call("GET", f"/api/games/{gid}")["pace"] == "instant"
     # The same request from the page itself is applied: the refusals above were the checks at work.
-    page = {"Content-Type": "application/json", TOKEN_HEADER: client.server.token,
-            "Origin": client.server.url.rstrip("/"), "Sec-Fetch-Site": "same-origin"}
+    page = {
+        "Content-Type": "application/json",
+        TOKEN_HEADER: client.server.token,
+        "Origin": client.server.url.rstrip("/"),
+        "Sec-Fetch-Site": "same-origin",
+    }
     code, out, _ = request(client.server, "POST", f"/api/games/{gid}/undo", b"", page)
     assert code == 200 and out["undone"] == 2
 
 
 def test_every_answer_forbids_framing_and_the_page_carries_its_token(client: Client) -> None:
-    for method, path in (("GET", "/"), ("GET", "/app.js"), ("GET", "/api/info"), ("GET", "/nothing"),
-                         ("PUT", "/api/games"), ("POST", "/api/games")):
+    for method, path in (
+        ("GET", "/"),
+        ("GET", "/app.js"),
+        ("GET", "/api/info"),
+        ("GET", "/nothing"),
+        ("PUT", "/api/games"),
+        ("POST", "/api/games"),
+    ):
         code, _, headers = request(client.server, method, path)
         assert headers["X-Frame-Options"] == "DENY", (method, path, code)
         assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
@@ -164,12 +193,18 @@ def test_a_record_going_on_after_its_end_is_refused_quickly(client: Client) -> N
     shuffle = ["a1a2", "g9g8", "a2a1", "g8g9"]
     huge = GameRecord(moves=shuffle * 60_000).to_json()  # about 2 MB: a repetition draw, then on and on
     assert 1_500_000 < len(huge) < MAX_BODY
-    code, out, _ = request(client.server, "POST", "/api/replay", json.dumps({"jsonl": huge}).encode(),
-                           {"Content-Type": "application/json", TOKEN_HEADER: client.server.token})
+    code, out, _ = request(
+        client.server,
+        "POST",
+        "/api/replay",
+        json.dumps({"jsonl": huge}).encode(),
+        {"Content-Type": "application/json", TOKEN_HEADER: client.server.token},
+    )
     assert code == 400 and "at most 4000" in out["error"]
     longish = GameRecord(moves=shuffle * 5).to_json()
-    assert "comes after the end of the game (repetition at ply 8)" in client.error("POST", "/api/replay",
-                                                                                  {"jsonl": longish})
+    assert "comes after the end of the game (repetition at ply 8)" in client.error(
+        "POST", "/api/replay", {"jsonl": longish}
+    )
     many = "{}\n" * (MAX_RECORDS + 1)
     assert f"more than {MAX_RECORDS} games" in client.error("POST", "/api/replay", {"jsonl": many})
 
@@ -188,8 +223,7 @@ def test_an_oversized_or_chunked_body_is_refused_unread(client: Client) -> None:
         conn.close()
     code, out, _ = request(client.server, "POST", "/api/games", b"", {**headers, "Transfer-Encoding": "chunked"})
     assert code == 411 and "chunked" in out["error"]
-    code, out, _ = request(client.server, "POST", "/api/games", b"{}",
-                           {**headers, "Content-Length": "2, 5"})
+    code, out, _ = request(client.server, "POST", "/api/games", b"{}", {**headers, "Content-Length": "2, 5"})
     assert code == 400
     assert client.call("GET", "/api/info")["last_game"] is None  # no game was created by any of them
 
@@ -201,36 +235,56 @@ def test_other_methods_get_a_json_405(client: Client, method: str) -> None:
     assert code == 405 and out["error"] and headers["Allow"] == "GET, HEAD, POST"
 
 
-@pytest.mark.parametrize("body, needle", [
-    ({"pace": ["quick"]}, "pace"),
-    ({"pace": {"a": 1}}, "pace"),
-    ({"mode": ["computer"]}, "mode"),
-    ({"human": {"side": "red"}}, "side"),
-    ({"seed": -1}, "seed"),
-    ({"seed": 2**64}, "seed"),
-    ({"start": ["x"]}, "JFEN"),
-    ({"opponent": ["random"]}, "opponent"),
-])
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ({"pace": ["quick"]}, "pace"),
+        ({"pace": {"a": 1}}, "pace"),
+        ({"mode": ["computer"]}, "mode"),
+        ({"human": {"side": "red"}}, "side"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"start": ["x"]}, "JFEN"),
+        ({"opponent": ["random"]}, "opponent"),
+    ],
+)
 def test_odd_values_are_a_400(client: Client, body: dict[str, Any], needle: str) -> None:
     assert needle in client.error("POST", "/api/games", body)
 
 
-@pytest.mark.parametrize("raw", [b'{"seed": ' + b"7" * 4301 + b"}", b"[" * 100_000 + b"]" * 100_000,
-                                 b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"seed": ' + b"7" * 4301 + b"}",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    ],
+)
 def test_huge_numbers_and_deep_nesting_are_a_400(client: Client, raw: bytes) -> None:
-    code, out, _ = request(client.server, "POST", "/api/games", raw,
-                           {"Content-Type": "application/json", TOKEN_HEADER: client.server.token})
+    code, out, _ = request(
+        client.server,
+        "POST",
+        "/api/games",
+        raw,
+        {"Content-Type": "application/json", TOKEN_HEADER: client.server.token},
+    )
     assert code == 400 and "not valid JSON" in out["error"]
     nested = json.dumps({"jsonl": "[" * 50_000 + "]" * 50_000})
-    code, out, _ = request(client.server, "POST", "/api/replay", nested.encode(),
-                           {"Content-Type": "application/json", TOKEN_HEADER: client.server.token})
+    code, out, _ = request(
+        client.server,
+        "POST",
+        "/api/replay",
+        nested.encode(),
+        {"Content-Type": "application/json", TOKEN_HEADER: client.server.token},
+    )
     assert code == 400 and out["error"]
 
 
 def test_a_body_on_a_get_does_not_become_the_next_request(client: Client) -> None:
     with socket.create_connection(("127.0.0.1", client.server.server_address[1]), timeout=30) as s:
-        s.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 33\r\n\r\n"
-                  b"POST /api/games HTTP/1.1\r\n\r\n{}")
+        s.sendall(
+            b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 33\r\n\r\nPOST /api/games HTTP/1.1\r\n\r\n{}"
+        )
         answer = b""
         while chunk := s.recv(65536):  # one answer, then the server closes the connection
             answer += chunk
@@ -242,8 +296,11 @@ def test_a_stalled_client_is_dropped_and_others_are_served(client: Client, monke
     monkeypatch.setattr(PlayHandler, "timeout", 1.0)
     port = client.server.server_address[1]
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(b"POST /api/replay HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                  + f"{TOKEN_HEADER}: {client.server.token}\r\nContent-Length: 1000\r\n\r\n".encode() + b'{"jsonl"')
+        s.sendall(
+            b"POST /api/replay HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"{TOKEN_HEADER}: {client.server.token}\r\nContent-Length: 1000\r\n\r\n".encode()
+            + b'{"jsonl"'
+        )
         assert client.call("GET", "/api/info")["rules_name"] == "default"  # served meanwhile
         while s.recv(65536):  # the server gives up on the missing 992 bytes and closes the connection
             pass
@@ -268,8 +325,13 @@ def test_a_burst_of_connections_is_served(client: Client) -> None:
 
 @pytest.mark.slow
 def test_a_bad_port_is_a_message_not_a_traceback() -> None:
-    p = subprocess.run([sys.executable, str(ROOT / "play.py"), "--port", "99999", "--no-browser"],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "play.py"), "--port", "99999", "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert p.returncode == 2 and "port 99999 is not in 0..65535" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -286,28 +348,53 @@ def test_an_overlong_name_is_a_404_and_an_overlong_opponent_a_400(client: Client
 def test_an_infinite_rule_number_in_a_record_is_a_400(client: Client) -> None:
     line = GameRecord(moves=["a3a4"]).to_json().replace('"no_capture_draw": 120', '"no_capture_draw": 1e400')
     assert "1e400" in line
-    code, out, _ = request(client.server, "POST", "/api/replay", json.dumps({"jsonl": line}).encode(),
-                           {"Content-Type": "application/json", TOKEN_HEADER: client.server.token})
+    code, out, _ = request(
+        client.server,
+        "POST",
+        "/api/replay",
+        json.dumps({"jsonl": line}).encode(),
+        {"Content-Type": "application/json", TOKEN_HEADER: client.server.token},
+    )
     assert code == 400 and out["error"].startswith("game 1: record cannot be set up"), out
 
 
-ODD_VALUES = hs.one_of(hs.none(), hs.booleans(), hs.integers(-2**70, 2**70), hs.floats(), hs.text(max_size=20),
-                       hs.lists(hs.integers(), max_size=3), hs.dictionaries(hs.text(max_size=4), hs.integers(), max_size=2))
+ODD_VALUES = hs.one_of(
+    hs.none(),
+    hs.booleans(),
+    hs.integers(-(2**70), 2**70),
+    hs.floats(),
+    hs.text(max_size=20),
+    hs.lists(hs.integers(), max_size=3),
+    hs.dictionaries(hs.text(max_size=4), hs.integers(), max_size=2),
+)
 
 
 def _with(d: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
     out = json.loads(json.dumps(d))
     if field.startswith("rules."):
-        out["rules"][field[len("rules."):]] = value
+        out["rules"][field[len("rules.") :]] = value
     else:
         out[field] = value
     return out
 
 
 _RECORD = json.loads(GameRecord(moves=["a3a4", "a7a6"]).to_json())
-_SAVED = {"format": "jungle-zero-play-game", "version": 1, "id": "abc", "mode": "computer", "human": "red",
-          "opponent": "random", "pace": "instant", "rules": dict(_RECORD["rules"]), "rules_name": "default",
-          "start": _RECORD["start"], "seed": 1, "moves": ["a3a4", "a7a6"], "hints_left": 3, "resigned": None}
+_SAVED = {
+    "format": "jungle-zero-play-game",
+    "version": 1,
+    "id": "abc",
+    "mode": "computer",
+    "human": "red",
+    "opponent": "random",
+    "pace": "instant",
+    "rules": dict(_RECORD["rules"]),
+    "rules_name": "default",
+    "start": _RECORD["start"],
+    "seed": 1,
+    "moves": ["a3a4", "a7a6"],
+    "hints_left": 3,
+    "resigned": None,
+}
 
 
 @settings(max_examples=300, deadline=None)
@@ -449,8 +536,9 @@ def _cpu_seconds(pid: int) -> float:
 
 @pytest.mark.slow
 def test_out_of_file_descriptors_the_server_neither_stalls_nor_spins() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", FD_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FD_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def say(word: str) -> str:
@@ -518,12 +606,16 @@ attack();
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 @pytest.mark.slow
-def test_a_page_from_another_origin_changes_nothing(browser: Any, client: Client, tmp_path: Path, host: str,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_from_another_origin_changes_nothing(
+    browser: Any, client: Client, tmp_path: Path, host: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = game_with_moves(client)
     answers: list[tuple[str, str, int]] = []
-    monkeypatch.setattr(PlayHandler, "log_request",
-                        lambda self, code="-", size="-": answers.append((self.command, self.path, int(code))))
+    monkeypatch.setattr(
+        PlayHandler,
+        "log_request",
+        lambda self, code="-", size="-": answers.append((self.command, self.path, int(code))),
+    )
     site = tmp_path / "evil"
     site.mkdir()
     target = client.server.url

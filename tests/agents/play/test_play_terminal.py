@@ -12,8 +12,14 @@ from tests.support import ROOT
 
 
 def run_play(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "play.py"), "--terminal", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "play.py"), "--terminal", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.slow
@@ -70,9 +76,25 @@ def test_play_page_server_entry_point(tmp_path: Path) -> None:
     import json
     import urllib.request
 
-    proc = subprocess.Popen([sys.executable, str(ROOT / "play.py"), "--port", "0", "--no-browser",
-                             "--state-dir", str(tmp_path), "--rules", "dog_over_wolf", "--rule", "no_capture_draw=200"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "play.py"),
+            "--port",
+            "0",
+            "--no-browser",
+            "--state-dir",
+            str(tmp_path),
+            "--rules",
+            "dog_over_wolf",
+            "--rule",
+            "no_capture_draw=200",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -87,8 +109,13 @@ def test_play_page_server_entry_point(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    bad = subprocess.run([sys.executable, str(ROOT / "play.py"), "--rules", "nosuchset", "--no-browser"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "play.py"), "--rules", "nosuchset", "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert bad.returncode == 2 and "unknown rule set 'nosuchset'" in bad.stderr
     near = run_page("--rules", "dog_overwolf")
     assert near.returncode == 2 and "unknown rule set 'dog_overwolf' (did you mean dog_over_wolf?)" in near.stderr
@@ -96,8 +123,13 @@ def test_play_page_server_entry_point(tmp_path: Path) -> None:
 
 def run_page(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """play.py for the page, expected to stop at start-up (a server that starts would run until the timeout)."""
-    return subprocess.run([sys.executable, str(ROOT / "play.py"), "--no-browser", "--port", "0", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "play.py"), "--no-browser", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.slow
@@ -110,8 +142,9 @@ def test_opponent_typos_name_the_levels_and_help_names_every_level(tmp_path: Pat
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr  # one line
         assert f"is not a level ({', '.join(names)})" in p.stderr and "did you mean 'network'?" in p.stderr
     assert not (tmp_path / "last_game.json").exists()
-    text = subprocess.run([sys.executable, str(ROOT / "play.py"), "--help"], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT).stdout
+    text = subprocess.run(
+        [sys.executable, str(ROOT / "play.py"), "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    ).stdout
     assert f"a level ({', '.join(names)})" in " ".join(text.split())
     assert all(f"  {level.name:<10} {level.about}" in text for level in LEVELS)
 

@@ -14,14 +14,13 @@ from typing import Any, Optional
 
 import pytest
 
-from envs import Board, Move, RuleSet
-from envs.rules import resolve_rules
-
 from agents.arena.records import GameRecord
 from agents.play import game as play_game
 from agents.play.computer import Cancelled, ComputerError, ComputerPool, PlayerCache, ThinkJob, choose_move
 from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
 from agents.play.server import MAX_LIVE_GAMES
+from envs import Board, Move, RuleSet
+from envs.rules import resolve_rules
 from tests.support.play_helpers import Client, register_test_players, snapshot, start_server, stop_server
 
 DEN_IN_ONE = "2R4/7/6e/7/7/7/7/7/7 r 0 1"  # Red's Rat on c9 steps into Blue's den d9
@@ -74,28 +73,34 @@ def test_new_game_view(client: Client) -> None:
     assert v["hints_left"] == 3 and v["can_undo"] is False and v["last"] is None
 
 
-@pytest.mark.parametrize("body, needle", [
-    ({"mode": "solo"}, "mode"),
-    ({"pace": "fast"}, "pace"),
-    ({"human": "green"}, "side"),
-    ({"opponent": "nosuchkind"}, "is not a level"),
-    ({"opponent": "random:depth=3"}, "random"),
-    ({"opponent": "alphabeta:depth"}, "key=value"),
-    ({"start": "not a jfen"}, "JFEN"),
-    ({"seed": "x"}, "seed"),
-    ({"colour": "red"}, "unknown field"),
-])
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ({"mode": "solo"}, "mode"),
+        ({"pace": "fast"}, "pace"),
+        ({"human": "green"}, "side"),
+        ({"opponent": "nosuchkind"}, "is not a level"),
+        ({"opponent": "random:depth=3"}, "random"),
+        ({"opponent": "alphabeta:depth"}, "key=value"),
+        ({"start": "not a jfen"}, "JFEN"),
+        ({"seed": "x"}, "seed"),
+        ({"colour": "red"}, "unknown field"),
+    ],
+)
 def test_new_game_rejects_bad_fields(client: Client, body: dict[str, Any], needle: str) -> None:
     body.setdefault("opponent", "random")
     assert needle in client.error("POST", "/api/games", body)
     assert client.call("GET", "/api/info")["last_game"] is None
 
 
-@pytest.mark.parametrize("raw, needle", [
-    (b"{not json", "not valid JSON"),
-    (b"[1, 2]", "JSON object"),
-    (b"\xff\xfe", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "raw, needle",
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b"\xff\xfe", "not valid JSON"),
+    ],
+)
 def test_malformed_json_is_refused_and_game_unchanged(client: Client, raw: bytes, needle: str) -> None:
     v = client.new()
     for path in ("/api/games", f"/api/games/{v['id']}/move", f"/api/games/{v['id']}/undo", "/api/replay"):
@@ -133,10 +138,15 @@ def test_a_refused_body_does_not_spill_into_the_next_request(client: Client) -> 
 
 
 def test_unknown_game_is_404_everywhere(client: Client) -> None:
-    for method, path in (("GET", "/api/games/nope"), ("POST", "/api/games/nope/move"),
-                         ("POST", "/api/games/nope/undo"), ("POST", "/api/games/nope/hint"),
-                         ("POST", "/api/games/nope/resign"), ("POST", "/api/games/nope/settings"),
-                         ("GET", "/api/games/nope/record")):
+    for method, path in (
+        ("GET", "/api/games/nope"),
+        ("POST", "/api/games/nope/move"),
+        ("POST", "/api/games/nope/undo"),
+        ("POST", "/api/games/nope/hint"),
+        ("POST", "/api/games/nope/resign"),
+        ("POST", "/api/games/nope/settings"),
+        ("GET", "/api/games/nope/record"),
+    ):
         body = {"move": "a3a4"} if path.endswith("move") else None
         assert "no game with id 'nope'" in client.error(method, path, body, status=404)
     assert "no saved game" in client.error("GET", "/api/games/last", status=404)
@@ -156,21 +166,23 @@ def test_move_then_computer_replies(client: Client) -> None:
     assert done["last"]["from"] == done["moves"][1][:2] and done["last"]["piece"].islower()
 
 
-@pytest.mark.parametrize("body, needle", [
-    ({"move": "a3a5"}, "illegal move a3a5"),
-    ({"move": "c3d4"}, "never diagonally"),
-    ({"move": "a1b2"}, "your own Cat"),
-    ({"move": "b2b4"}, "one square at a time"),
-    ({"move": "a7a6"}, "Blue's"),
-    ({"move": "d4d5"}, "no piece on d4"),
-    ({"move": "a3a9x"}, "a3a9x"),
-    ({"move": 42}, "string"),
-    ({"move": ""}, "''"),
-    ({}, "missing field 'move'"),
-    ({"move": "a3a4", "extra": 1}, "unknown field"),
-])
-def test_illegal_or_malformed_moves_leave_the_game_unchanged(client: Client, body: dict[str, Any],
-                                                               needle: str) -> None:
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ({"move": "a3a5"}, "illegal move a3a5"),
+        ({"move": "c3d4"}, "never diagonally"),
+        ({"move": "a1b2"}, "your own Cat"),
+        ({"move": "b2b4"}, "one square at a time"),
+        ({"move": "a7a6"}, "Blue's"),
+        ({"move": "d4d5"}, "no piece on d4"),
+        ({"move": "a3a9x"}, "a3a9x"),
+        ({"move": 42}, "string"),
+        ({"move": ""}, "''"),
+        ({}, "missing field 'move'"),
+        ({"move": "a3a4", "extra": 1}, "unknown field"),
+    ],
+)
+def test_illegal_or_malformed_moves_leave_the_game_unchanged(client: Client, body: dict[str, Any], needle: str) -> None:
     v = client.new()
     assert needle in client.error("POST", f"/api/games/{v['id']}/move", body)
     assert snapshot(client.call("GET", f"/api/games/{v['id']}")) == snapshot(v)
@@ -201,8 +213,15 @@ def tiny_checkpoint(path: Path) -> Path:
     from agents.alphazero.network import NetworkConfig, build_network
 
     tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
-    return save_checkpoint(path, {"model": build_network(tiny).state_dict(), "network": tiny.to_dict(),
-                                  "rules": RuleSet().to_dict(), "config": ""})
+    return save_checkpoint(
+        path,
+        {
+            "model": build_network(tiny).state_dict(),
+            "network": tiny.to_dict(),
+            "rules": RuleSet().to_dict(),
+            "config": "",
+        },
+    )
 
 
 @pytest.mark.slow  # the worker imports torch and loads a network
@@ -222,15 +241,17 @@ def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
         there = client.error("POST", "/api/games", {"opponent": str(outside)})
         missing = client.error("POST", "/api/games", {"opponent": str(tmp_path / "missing.pt")})
         assert there.replace("elsewhere", "missing") == missing and "checkpoints from" in there
-        assert "outside the page's limits" in client.error("POST", "/api/games",
-                                                           {"opponent": f"checkpoint:path={path},sims=100000"})
+        assert "outside the page's limits" in client.error(
+            "POST", "/api/games", {"opponent": f"checkpoint:path={path},sims=100000"}
+        )
     finally:
         stop_server(server)
 
 
 @pytest.mark.slow  # the worker imports torch and loads a network
-def test_a_shipped_network_becomes_a_level_with_one_entry(tmp_path: Path, pool: ComputerPool,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shipped_network_becomes_a_level_with_one_entry(
+    tmp_path: Path, pool: ComputerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tiny_checkpoint(tmp_path / "shipped" / "best.pt")
     level = play_game.Level("master", "Master", f"checkpoint:path={path},sims=4", "a network", seconds=4.0)
     gone = play_game.Level("ghost", "Ghost", f"checkpoint:path={tmp_path / 'none.pt'}", "not shipped yet")
@@ -239,7 +260,13 @@ def test_a_shipped_network_becomes_a_level_with_one_entry(tmp_path: Path, pool: 
     try:
         client = Client(server)
         levels = client.call("GET", "/api/info")["levels"]
-        assert [lv["name"] for lv in levels] == ["beginner", "normal", "network", "expert", "master"]  # ghost: no file yet
+        assert [lv["name"] for lv in levels] == [
+            "beginner",
+            "normal",
+            "network",
+            "expert",
+            "master",
+        ]  # ghost: no file yet
         assert levels[-1]["seconds"] == 4.0
         v = client.new(opponent="master", human="blue")
         assert v["opponent"] == level.spec and v["seconds"] == 4.0
@@ -252,9 +279,13 @@ def test_bounded_specs() -> None:
     assert bounded_spec("alphabeta:level=expert", 10) == "alphabeta:level=expert,time=10"
     assert bounded_spec("alphabeta:depth=16,time=0.5", 10) == "alphabeta:depth=16,time=0.5"
     assert bounded_spec("random", 10) == "random"
-    for spec, needle in (("alphabeta:time=100", "limit of 10 s"), ("alphabeta:depth=99", "depth=99"),
-                         ("alphabeta:tt=28", "tt=28"), ("alphabeta:time=x", "not a number"),
-                         ("checkpoint:path=a.pt,sims=99999", "sims=99999")):
+    for spec, needle in (
+        ("alphabeta:time=100", "limit of 10 s"),
+        ("alphabeta:depth=99", "depth=99"),
+        ("alphabeta:tt=28", "tt=28"),
+        ("alphabeta:time=x", "not a number"),
+        ("checkpoint:path=a.pt,sims=99999", "sims=99999"),
+    ):
         with pytest.raises(PlayError, match=needle):
             bounded_spec(spec, 10)
 
@@ -440,29 +471,35 @@ def test_replay_names_the_end_and_refuses_moves_after_it() -> None:
         replay_frames(GameRecord(moves=["a1a2"] * (MAX_REPLAY_PLIES + 1)))
 
 
-@pytest.mark.parametrize("body, needle", [
-    ({"jsonl": ""}, "jsonl"),
-    ({"jsonl": "{bad"}, "line 1"),
-    ({"jsonl": json.dumps({"moves": ["a3a5"]})}, "does not replay"),
-    ({"jsonl": json.dumps({"moves": [], "colour": 1})}, "unknown field"),
-    ({"jsonl": json.dumps({"moves": []}), "index": 3}, "index"),
-    ({"jsonl": json.dumps({"moves": []}), "index": "0"}, "index"),
-    ({"jsonl": json.dumps({"moves": []}), "what": 1}, "unknown field"),
-])
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ({"jsonl": ""}, "jsonl"),
+        ({"jsonl": "{bad"}, "line 1"),
+        ({"jsonl": json.dumps({"moves": ["a3a5"]})}, "does not replay"),
+        ({"jsonl": json.dumps({"moves": [], "colour": 1})}, "unknown field"),
+        ({"jsonl": json.dumps({"moves": []}), "index": 3}, "index"),
+        ({"jsonl": json.dumps({"moves": []}), "index": "0"}, "index"),
+        ({"jsonl": json.dumps({"moves": []}), "what": 1}, "unknown field"),
+    ],
+)
 def test_replay_rejects_bad_records(client: Client, body: dict[str, Any], needle: str) -> None:
     assert needle in client.error("POST", "/api/replay", body)
 
 
 # --- the game object directly ----------------------------------------------------------------
-@pytest.mark.parametrize("jfen, move, needle", [
-    ("6e/7/7/7/7/7/7/1D5/7 r 0 1", "b2d2", "one square at a time"),
-    ("6e/7/7/7/7/3P3/7/7/7 r 0 1", "d4c4", "only the Rat"),
-    ("6e/7/7/7/7/Lr5/7/7/7 r 0 1", "a4d4", "rat in the river"),
-    ("7/7/7/7/7/7/1Er4/7/7 r 0 1", "b3c3", "Elephant cannot capture the Rat"),
-    ("7/7/7/7/7/7/1Ce4/7/7 r 0 1", "b3c3", "Cat (rank 2) cannot capture the Elephant (rank 8)"),
-    ("7/7/7/7/7/1R5/1e5/7/7 r 0 1", "b4b3", "in the water and a piece on land"),
-    ("6e/7/7/7/7/7/7/3E3/7 r 0 1", "d2d1", "own den"),
-])
+@pytest.mark.parametrize(
+    "jfen, move, needle",
+    [
+        ("6e/7/7/7/7/7/7/1D5/7 r 0 1", "b2d2", "one square at a time"),
+        ("6e/7/7/7/7/3P3/7/7/7 r 0 1", "d4c4", "only the Rat"),
+        ("6e/7/7/7/7/Lr5/7/7/7 r 0 1", "a4d4", "rat in the river"),
+        ("7/7/7/7/7/7/1Er4/7/7 r 0 1", "b3c3", "Elephant cannot capture the Rat"),
+        ("7/7/7/7/7/7/1Ce4/7/7 r 0 1", "b3c3", "Cat (rank 2) cannot capture the Elephant (rank 8)"),
+        ("7/7/7/7/7/1R5/1e5/7/7 r 0 1", "b4b3", "in the water and a piece on land"),
+        ("6e/7/7/7/7/7/7/3E3/7 r 0 1", "d2d1", "own den"),
+    ],
+)
 def test_reasons_for_refused_moves(jfen: str, move: str, needle: str) -> None:
     board = Board.from_jfen(jfen)
     m = Move.from_str(move)
@@ -482,6 +519,7 @@ def test_rules_from_name_and_overrides() -> None:
         resolve_rules("default", ["bogus=1"])
     assert resolve_rules(None) == RuleSet() and resolve_rules({"repetition": "off"}).repetition == "off"
     import envs.env
+
     assert envs.env.resolve_rules is resolve_rules  # one helper for the env and play.py
 
 
@@ -498,17 +536,33 @@ def test_saved_game_round_trip_refuses_tampering() -> None:
         PlayGame.from_saved(bad)
 
 
-@pytest.mark.parametrize("start, rules, moves, result, termination, reason", [
-    (DEN_IN_ONE, RuleSet(), ["c9d9"], "1-0", "den", "Red entered Blue's den"),
-    ("7/7/7/7/7/7/1Tc4/7/7 r 0 1", RuleSet(), ["b3c3"], "1-0", "all_captured", "Red captured Blue's last piece"),
-    ("cL5/T6/7/7/7/7/7/7/6E r 0 1", RuleSet(), ["g1g2"], "1-0", "no_moves", "Blue has no legal move"),
-    (None, RuleSet(), ["a1a2", "g9g8", "a2a1", "g8g9"] * 2, "1/2-1/2", "repetition",
-     "the same position occurred for the third time"),
-    (None, RuleSet(no_capture_draw=3), ["a1a2", "g9g8", "a2a1"], "1/2-1/2", "no_capture_limit",
-     "3 plies passed without a capture"),
-])
-def test_every_ending_is_named(start: Optional[str], rules: RuleSet, moves: list[str], result: str,
-                               termination: str, reason: str) -> None:
+@pytest.mark.parametrize(
+    "start, rules, moves, result, termination, reason",
+    [
+        (DEN_IN_ONE, RuleSet(), ["c9d9"], "1-0", "den", "Red entered Blue's den"),
+        ("7/7/7/7/7/7/1Tc4/7/7 r 0 1", RuleSet(), ["b3c3"], "1-0", "all_captured", "Red captured Blue's last piece"),
+        ("cL5/T6/7/7/7/7/7/7/6E r 0 1", RuleSet(), ["g1g2"], "1-0", "no_moves", "Blue has no legal move"),
+        (
+            None,
+            RuleSet(),
+            ["a1a2", "g9g8", "a2a1", "g8g9"] * 2,
+            "1/2-1/2",
+            "repetition",
+            "the same position occurred for the third time",
+        ),
+        (
+            None,
+            RuleSet(no_capture_draw=3),
+            ["a1a2", "g9g8", "a2a1"],
+            "1/2-1/2",
+            "no_capture_limit",
+            "3 plies passed without a capture",
+        ),
+    ],
+)
+def test_every_ending_is_named(
+    start: Optional[str], rules: RuleSet, moves: list[str], result: str, termination: str, reason: str
+) -> None:
     g = PlayGame.new(mode="two_players", start=start, rules=rules)
     for m in moves:
         assert g.view()["turn"] == "human"
@@ -598,8 +652,10 @@ def test_workers_warm_up_before_any_move_clock_starts(tmp_path: Path) -> None:
         moves: list[str] = []
 
         def two_at_once(keys: tuple[str, str]) -> None:  # one game in each worker
-            both = [threading.Thread(target=lambda k=k: moves.append(pool.run("move", _slow_start_job(k),
-                                                                              time_limit=1.0))) for k in keys]
+            both = [
+                threading.Thread(target=lambda k=k: moves.append(pool.run("move", _slow_start_job(k), time_limit=1.0)))
+                for k in keys
+            ]
             for t in both:
                 t.start()
             for t in both:

@@ -19,9 +19,22 @@ from numba import njit
 from envs import Board, RuleSet
 from envs import kernels as K
 from envs.notation import state_to_jfen
-from envs.tablebase import (DRAW, LOSS, UNKNOWN, WIN, Material, Tablebase, TablebaseError, TablebaseFileError,
-                            TablebaseMissingError, TablebaseRulesError, materials, probe_state, probe_states)
 from envs.rules import F_NO_CAPTURE_LIMIT
+from envs.tablebase import (
+    DRAW,
+    LOSS,
+    UNKNOWN,
+    WIN,
+    Material,
+    Tablebase,
+    TablebaseError,
+    TablebaseFileError,
+    TablebaseMissingError,
+    TablebaseRulesError,
+    materials,
+    probe_state,
+    probe_states,
+)
 from envs.tablebase.index import MIRROR_SQUARE, clear_position, material_of_state, position_index, set_position
 from envs.tablebase.probe import NOT_A_POSITION, TablebaseArrays, clock_wdl
 from envs.tablebase.stats import material_stats
@@ -40,12 +53,19 @@ def tb3() -> Tablebase:
 
 
 # --- a plain brute force over the reference rules -------------------------------------------------
-def _brute_force(rules: ref.Rules, red: str, blue: str) -> dict[tuple[tuple[int, int], tuple[int, int], str], tuple[int, int]]:
+def _brute_force(
+    rules: ref.Rules, red: str, blue: str
+) -> dict[tuple[tuple[int, int], tuple[int, int], str], tuple[int, int]]:
     """(red square, blue square, side) -> (result for the side to move, distance) of every position of
     a Red `red` against a Blue `blue`, draws left out; by repeated scans of the whole set (no counters)."""
+
     def squares(letter: str) -> list[tuple[int, int]]:
-        return [(f, r) for f in range(7) for r in range(9)
-                if (f, r) not in ref.DENS.values() and (letter.upper() == "R" or (f, r) not in ref.WATER)]
+        return [
+            (f, r)
+            for f in range(7)
+            for r in range(9)
+            if (f, r) not in ref.DENS.values() and (letter.upper() == "R" or (f, r) not in ref.WATER)
+        ]
 
     succ: dict[tuple, list] = {}
     for rs in squares(red):
@@ -113,8 +133,12 @@ def test_two_piece_tables_match_a_plain_brute_force(red: str, blue: str, switche
         for bs in [(f, r) for f in range(7) for r in range(9)]:
             for side in ("red", "blue"):
                 key = (rs, bs, side)
-                legal = rs != bs and all(sq not in ref.DENS.values() for sq in (rs, bs)) and \
-                    (red == "R" or rs not in ref.WATER) and (blue == "R" or bs not in ref.WATER)
+                legal = (
+                    rs != bs
+                    and all(sq not in ref.DENS.values() for sq in (rs, bs))
+                    and (red == "R" or rs not in ref.WATER)
+                    and (blue == "R" or bs not in ref.WATER)
+                )
                 if not legal:
                     continue
                 board = Board(_jfen(red, rs, blue, bs, side), rules=rules)
@@ -214,8 +238,15 @@ def test_tables_are_consistent_with_themselves(tb3: Tablebase) -> None:
     _check_consistent(tb3, mats)
 
 
-@pytest.mark.parametrize("switch", ["trapped_attacker=keeps_rank", "jump_blocking=enemy_rat",
-                                    "river_rats=rats_ignore_water", "rank_order=dog_over_wolf"])
+@pytest.mark.parametrize(
+    "switch",
+    [
+        "trapped_attacker=keeps_rank",
+        "jump_blocking=enemy_rat",
+        "river_rats=rats_ignore_water",
+        "rank_order=dog_over_wolf",
+    ],
+)
 def test_variant_tables_are_consistent(switch: str) -> None:
     tb = Tablebase.build(RuleSet().with_overrides([switch]), pieces=3, only=GROUPS3[:2])
     _check_consistent(tb, tb.materials)
@@ -232,8 +263,12 @@ def test_the_variants_change_the_tables_they_should() -> None:
     never matter (the tables are the same, byte for byte)."""
     only = GROUPS3[:2] + [Material.parse("CD-W")]
     base = Tablebase.build(RuleSet(), pieces=3, only=only)
-    for switch in ("trapped_attacker=keeps_rank", "jump_blocking=enemy_rat", "river_rats=rats_ignore_water",
-                   "rank_order=dog_over_wolf"):
+    for switch in (
+        "trapped_attacker=keeps_rank",
+        "jump_blocking=enemy_rat",
+        "river_rats=rats_ignore_water",
+        "rank_order=dog_over_wolf",
+    ):
         other = Tablebase.build(RuleSet().with_overrides([switch]), pieces=3, only=only)
         assert other.materials == base.materials
         changed = [str(m) for m in other.materials if not np.array_equal(_codes(other, m), _codes(base, m))]
@@ -294,8 +329,9 @@ def test_colours_are_symmetric(tb3: Tablebase) -> None:
         assert probe_state(board.state, tb3.arrays) == probe_state(turned.state, tb3.arrays), board.jfen()
 
 
-def _random_boards(tb: Tablebase, rng: np.random.Generator, n: int, clock: int = 0,
-                   mats: Optional[list[Material]] = None) -> list[Board]:
+def _random_boards(
+    tb: Tablebase, rng: np.random.Generator, n: int, clock: int = 0, mats: Optional[list[Material]] = None
+) -> list[Board]:
     """`n` random positions of the materials of `tb` (any side to move), games going on."""
     mats = mats if mats is not None else tb.materials
     out: list[Board] = []
@@ -493,8 +529,10 @@ def test_missing_tables_say_how_to_build_them(tmp_path: Path, monkeypatch: pytes
     # Once built there, the same call finds them (a failed open is not remembered).
     Tablebase.build(RuleSet(), pieces=2).save()
     assert board.probe().wdl == WIN
-    with pytest.raises(TablebaseMissingError, match="hold at most 2; build the 3-piece tables with: python -m envs "
-                                                   "tablebase build --pieces 3$"):
+    with pytest.raises(
+        TablebaseMissingError,
+        match="hold at most 2; build the 3-piece tables with: python -m envs tablebase build --pieces 3$",
+    ):
         Board("6e/7/7/7/7/7/7/7/R5L r 0 1").probe()
 
 
@@ -505,7 +543,9 @@ def test_probe_refuses_what_the_tables_do_not_hold(tb3: Tablebase) -> None:
         tb3.probe(Board("3R3/7/7/7/7/7/7/7/e6 b 0 1"))
     with pytest.raises(TablebaseMissingError, match="material TL-E is not in these tables"):
         tb3.probe(Board("6e/7/7/7/7/7/7/7/T5L r 0 1"))
-    with pytest.raises(TablebaseError, match="for trapped_attacker=powerless; the board plays trapped_attacker=keeps_rank"):
+    with pytest.raises(
+        TablebaseError, match="for trapped_attacker=powerless; the board plays trapped_attacker=keeps_rank"
+    ):
         tb3.probe(Board("6e/7/7/7/7/7/7/7/R6 r 0 1", rules=RuleSet(trapped_attacker="keeps_rank")))
     # The history rules do not change the tables: one build serves them all.
     same = Board("6e/7/7/7/7/7/7/7/R6 r 0 1", rules=RuleSet(repetition="off", no_capture_draw=200))
@@ -565,8 +605,14 @@ def run_cli(*args: str, env_root: Optional[Path] = None) -> subprocess.Completed
     env = dict(os.environ)
     if env_root is not None:
         env[ROOT_ENV] = str(env_root)
-    return subprocess.run([sys.executable, "-m", "envs", "tablebase", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "envs", "tablebase", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 @pytest.mark.slow
@@ -579,18 +625,19 @@ def test_cli_builds_and_probes(tmp_path: Path) -> None:
     probe = run_cli("probe", "7/3L3/7/7/7/7/7/7/e6 r 0 1", "--dir", str(tmp_path), "--moves")
     assert probe.returncode == 0, probe.stderr
     lines = probe.stdout.splitlines()
-    assert lines[:5] == ["value: win in 1 ply", "dtm: 1", "dtz: 1", "clock: win (120 plies left)",
-                         "best moves: d8d9"]
+    assert lines[:5] == ["value: win in 1 ply", "dtm: 1", "dtz: 1", "clock: win (120 plies left)", "best moves: d8d9"]
     assert "d8d9 win dtm 1 dtz 1 clock win" in lines
     stats = run_cli("stats", "--dir", str(tmp_path))
     assert stats.returncode == 0 and stats.stdout.count("\n") == 2 + 64
-    missing = run_cli("probe", "7/3L3/7/7/7/7/7/7/e6 r 0 1", "--rule", "trapped_attacker=keeps_rank",
-                      env_root=tmp_path)
+    missing = run_cli("probe", "7/3L3/7/7/7/7/7/7/e6 r 0 1", "--rule", "trapped_attacker=keeps_rank", env_root=tmp_path)
     assert missing.returncode == 2 and missing.stderr.startswith("error: no tablebase for rules")
     assert "python -m envs tablebase build --pieces 3 --rule trapped_attacker=keeps_rank" in missing.stderr
-    for bad in (["build", "--pieces", "5", "--out", str(tmp_path)], ["probe", "7/7 r 0 1", "--dir", str(tmp_path)],
-                ["build", "--rule", "anti_chase=7-3+17-5", "--out", str(tmp_path)],
-                ["build", "--rules", "anti_chase", "--out", str(tmp_path)]):
+    for bad in (
+        ["build", "--pieces", "5", "--out", str(tmp_path)],
+        ["probe", "7/7 r 0 1", "--dir", str(tmp_path)],
+        ["build", "--rule", "anti_chase=7-3+17-5", "--out", str(tmp_path)],
+        ["build", "--rules", "anti_chase", "--out", str(tmp_path)],
+    ):
         r = run_cli(*bad)
         assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, (bad, r.stderr)
 

@@ -9,11 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from envs import Board, Move, RuleSet
-from envs import kernels as K
-from envs.batch import GameBatch
-from envs.encoding import move_to_action
-from tests.support.evaluators import counted, linear_evaluator
 from agents.alphazero.search import (
     ROOT,
     ROOT_POLICIES,
@@ -27,6 +22,11 @@ from agents.alphazero.search import (
     migrate_flat_mcts,
     uniform_evaluator,
 )
+from envs import Board, Move, RuleSet
+from envs import kernels as K
+from envs.batch import GameBatch
+from envs.encoding import move_to_action
+from tests.support.evaluators import counted, linear_evaluator
 
 RULES = RuleSet()
 FLAGS = RULES.flags()
@@ -61,11 +61,25 @@ def action_of(jfen: str, move: str) -> int:
     return int(move_to_action(Move.from_str(move).to_int(), int(board.side_to_move)))
 
 
-def search_one(jfen: str, algorithm: str, sims: int, *, evaluator=uniform_evaluator, add_noise: bool = False,
-               seed: int = 0, rounds: bool = True, **config):
+def search_one(
+    jfen: str,
+    algorithm: str,
+    sims: int,
+    *,
+    evaluator=uniform_evaluator,
+    add_noise: bool = False,
+    seed: int = 0,
+    rounds: bool = True,
+    **config,
+):
     games = GameBatch(1, RULES, start_jfen=jfen)
-    mcts = BatchedMCTS(evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=sims, **config)), FLAGS,
-                       seed=seed, rounds=rounds)
+    mcts = BatchedMCTS(
+        evaluator,
+        make_policy(MCTSConfig(algorithm=algorithm, num_simulations=sims, **config)),
+        FLAGS,
+        seed=seed,
+        rounds=rounds,
+    )
     return games, mcts, mcts.search(games, add_noise=add_noise)
 
 
@@ -118,8 +132,9 @@ def test_gumbel_policy_is_a_distribution_over_legal_actions() -> None:
     for i, moves in enumerate(([], ["a3a4"], ["a3a4", "g7g6", "g3g4"])):
         for m in moves:
             games.play(i, action_of_state(games, i, m))
-    mcts = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(algorithm="gumbel", num_simulations=24)), FLAGS,
-                       seed=1)
+    mcts = BatchedMCTS(
+        linear_evaluator(), make_policy(MCTSConfig(algorithm="gumbel", num_simulations=24)), FLAGS, seed=1
+    )
     out = mcts.search(games)
     mask = games.masks()
     np.testing.assert_allclose(out.policy.sum(axis=1), 1.0, atol=1e-5)
@@ -179,8 +194,9 @@ def test_a_material_evaluator_beats_random_play_in_both_colours(algorithm: str) 
     """End to end: values from the side to move, backed up with alternating signs, make a winning player."""
     n = 8
     games = GameBatch(n, RULES, max_plies=300)
-    mcts = BatchedMCTS(material_evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=40)), FLAGS,
-                       seed=1)
+    mcts = BatchedMCTS(
+        material_evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=40)), FLAGS, seed=1
+    )
     searcher_side = np.arange(n) % 2  # Red in even games, Blue in odd ones
     rng = np.random.default_rng(0)
     while not games.done.all():
@@ -205,7 +221,8 @@ def test_per_game_simulations_and_noise_match_separate_searches(algorithm: str) 
     assert out.visits.sum(axis=1).tolist() == [5, 30]
     for i, (noise, sims) in enumerate(((False, 5), (True, 30))):
         ref = BatchedMCTS(ev, make_policy(cfg), FLAGS, seed=4, n_games=2).search(
-            games, active=np.arange(2) == i, add_noise=noise, num_simulations=sims)
+            games, active=np.arange(2) == i, add_noise=noise, num_simulations=sims
+        )
         np.testing.assert_array_equal(ref.visits[i], out.visits[i])
         np.testing.assert_array_equal(ref.policy[i], out.policy[i])
         assert ref.action[i] == out.action[i]
@@ -296,8 +313,9 @@ def test_repetition_is_judged_on_game_history_plus_path() -> None:
     board.push("a4a3")
     board.push("g6g7")
     assert board.outcome() is not None and board.outcome().termination.name == "REPETITION"
-    mcts = BatchedMCTS(uniform_evaluator, make_policy(MCTSConfig(algorithm="puct", num_simulations=3000)), FLAGS,
-                       seed=0)
+    mcts = BatchedMCTS(
+        uniform_evaluator, make_policy(MCTSConfig(algorithm="puct", num_simulations=3000)), FLAGS, seed=0
+    )
     mcts.search(games, add_noise=False)
     c = _child(mcts, ROOT, action_of_state(games, 0, "a4a3"))
     assert not mcts.tree.terminal[0, c]
@@ -309,8 +327,9 @@ def test_repetition_is_judged_on_game_history_plus_path() -> None:
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> None:
     games = GameBatch(1, RULES)
-    mcts = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=64)), FLAGS,
-                       seed=0)
+    mcts = BatchedMCTS(
+        linear_evaluator(), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=64)), FLAGS, seed=0
+    )
     out = mcts.search(games, add_noise=False)
     a = int(out.action[0])
     kept = int(out.visits[0, a])
@@ -322,8 +341,12 @@ def test_subtree_reuse_keeps_the_visits_of_the_chosen_child(algorithm: str) -> N
     # The kept root was evaluated once; its children hold the rest, plus the 10 new simulations.
     assert out2.visits[0].sum() == kept - 1 + 10
     # Without reuse the tree starts afresh.
-    mcts_fresh = BatchedMCTS(linear_evaluator(), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=64,
-                                                            reuse_tree=False)), FLAGS, seed=0)
+    mcts_fresh = BatchedMCTS(
+        linear_evaluator(),
+        make_policy(MCTSConfig(algorithm=algorithm, num_simulations=64, reuse_tree=False)),
+        FLAGS,
+        seed=0,
+    )
     games = GameBatch(1, RULES)
     out = mcts_fresh.search(games, add_noise=False)
     games.play(0, int(out.action[0]))
@@ -377,8 +400,12 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
 def test_tree_invariants_hold_through_play_and_reuse(algorithm: str, leaf_batch: int) -> None:
     """Also with several leaves per game and call: every virtual loss is taken back."""
     games = GameBatch(4, RULES, max_plies=30)
-    mcts = BatchedMCTS(linear_evaluator(4), make_policy(MCTSConfig(algorithm=algorithm, num_simulations=24,
-                                                       leaf_batch=leaf_batch)), FLAGS, seed=2)
+    mcts = BatchedMCTS(
+        linear_evaluator(4),
+        make_policy(MCTSConfig(algorithm=algorithm, num_simulations=24, leaf_batch=leaf_batch)),
+        FLAGS,
+        seed=2,
+    )
     while not games.done.all():
         out = mcts.search(games)
         for i in np.flatnonzero(~games.done):
@@ -404,14 +431,32 @@ def test_bad_config_is_refused() -> None:
         MCTSConfig.from_dict({"num_simulations_typo": 3})
 
 
-FLAT = {"algorithm": "puct", "num_simulations": 24, "c_puct": 2.0, "dirichlet_alpha": 0.5, "dirichlet_fraction": 0.1,
-        "fpu_reduction": 0.0, "temperature": 0.5, "temperature_plies": 6, "gumbel_max_actions": 4,
-        "gumbel_c_visit": 40.0, "gumbel_c_scale": 0.3, "reuse_tree": False, "leaf_batch": 2}
+FLAT = {
+    "algorithm": "puct",
+    "num_simulations": 24,
+    "c_puct": 2.0,
+    "dirichlet_alpha": 0.5,
+    "dirichlet_fraction": 0.1,
+    "fpu_reduction": 0.0,
+    "temperature": 0.5,
+    "temperature_plies": 6,
+    "gumbel_max_actions": 4,
+    "gumbel_c_visit": 40.0,
+    "gumbel_c_scale": 0.3,
+    "reuse_tree": False,
+    "leaf_batch": 2,
+}
 """A search node in the flat layout that configs stored before the split by algorithm hold."""
-NESTED = MCTSConfig(algorithm="puct", num_simulations=24, reuse_tree=False, leaf_batch=2,
-                    puct=PuctConfig(c_puct=2.0, dirichlet_alpha=0.5, dirichlet_fraction=0.1, fpu_reduction=0.0,
-                                    temperature=0.5, temperature_plies=6),
-                    gumbel=GumbelConfig(max_actions=4, c_visit=40.0, c_scale=0.3))
+NESTED = MCTSConfig(
+    algorithm="puct",
+    num_simulations=24,
+    reuse_tree=False,
+    leaf_batch=2,
+    puct=PuctConfig(
+        c_puct=2.0, dirichlet_alpha=0.5, dirichlet_fraction=0.1, fpu_reduction=0.0, temperature=0.5, temperature_plies=6
+    ),
+    gumbel=GumbelConfig(max_actions=4, c_visit=40.0, c_scale=0.3),
+)
 
 
 def test_the_flat_keys_of_a_stored_config_are_read_into_their_nodes() -> None:
@@ -424,15 +469,20 @@ def test_the_flat_keys_of_a_stored_config_are_read_into_their_nodes() -> None:
     assert MCTSConfig.from_dict(dict(dataclasses.asdict(NESTED), gumbel_max_actions=8)).gumbel.max_actions == 8
 
 
-@pytest.mark.parametrize("build, words", [
-    (lambda: MCTSConfig(puct=PuctConfig(c_puct=-1.0)), "mcts.puct.c_puct=-1.0 must be >= 0"),
-    (lambda: GumbelConfig(max_actions=0), "mcts.gumbel.max_actions=0 must lie in [1, 252]"),
-    (lambda: MCTSConfig.from_dict({"gumbel_max_actions": 300}), "mcts.gumbel.max_actions=300 must lie in [1, 252]"),
-    (lambda: MCTSConfig.from_dict({"gumbel": {"max_action": 3}}),
-     "unknown mcts.gumbel key(s) max_action (did you mean max_actions?)"),
-    (lambda: MCTSConfig.from_dict({"gumbel_max_action": 3}), "unknown mcts key(s) gumbel_max_action"),
-    (lambda: MCTSConfig(puct={"c_puct": 2.0}), "mcts.puct must be a PuctConfig"),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    "build, words",
+    [
+        (lambda: MCTSConfig(puct=PuctConfig(c_puct=-1.0)), "mcts.puct.c_puct=-1.0 must be >= 0"),
+        (lambda: GumbelConfig(max_actions=0), "mcts.gumbel.max_actions=0 must lie in [1, 252]"),
+        (lambda: MCTSConfig.from_dict({"gumbel_max_actions": 300}), "mcts.gumbel.max_actions=300 must lie in [1, 252]"),
+        (
+            lambda: MCTSConfig.from_dict({"gumbel": {"max_action": 3}}),
+            "unknown mcts.gumbel key(s) max_action (did you mean max_actions?)",
+        ),
+        (lambda: MCTSConfig.from_dict({"gumbel_max_action": 3}), "unknown mcts key(s) gumbel_max_action"),
+        (lambda: MCTSConfig(puct={"c_puct": 2.0}), "mcts.puct must be a PuctConfig"),  # type: ignore[arg-type]
+    ],
+)
 def test_a_bad_value_names_its_node(build: Any, words: str) -> None:
     with pytest.raises(MCTSConfigError) as e:
         build()
@@ -454,6 +504,7 @@ def test_the_caller_hands_the_search_its_policy() -> None:
 def test_an_evaluator_marked_runs_in_kernels_is_never_called(algorithm: str) -> None:
     """The marker, not the object, sends a search into numba: another evaluator carrying it searches as the
     uniform one does without being called; the uniform one behind a wrapper is called."""
+
     class Marked:
         runs_in_kernels = True
 
@@ -464,8 +515,7 @@ def test_an_evaluator_marked_runs_in_kernels_is_never_called(algorithm: str) -> 
     outs = []
     for evaluator in (uniform_evaluator, Marked(), counted(uniform_evaluator, sizes)):
         games = GameBatch(3, RULES)
-        mcts = BatchedMCTS(evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=12)), FLAGS,
-                           seed=2)
+        mcts = BatchedMCTS(evaluator, make_policy(MCTSConfig(algorithm=algorithm, num_simulations=12)), FLAGS, seed=2)
         outs.append(mcts.search(games))
     for out in outs[1:]:
         np.testing.assert_array_equal(out.visits, outs[0].visits)
@@ -574,8 +624,7 @@ def test_leaf_batching_finds_the_same_tactics_with_fewer_network_calls(algorithm
                 assert len(obs) <= lb
                 return evaluator(obs, mask)
 
-            games, mcts, out = search_one(jfen, algorithm, 160, evaluator=at_most, leaf_batch=leaf_batch,
-                                          rounds=False)
+            games, mcts, out = search_one(jfen, algorithm, 160, evaluator=at_most, leaf_batch=leaf_batch, rounds=False)
             assert out.action[0] == action_of(jfen, move), (position, leaf_batch)
             chosen = Move.from_int(int(mcts.tree.move[0, _child(mcts, ROOT, int(out.action[0]))]))
             assert Board.from_jfen(jfen).is_legal(chosen)
@@ -631,8 +680,9 @@ def test_draw_contempt_steers_away_from_a_repetition_and_draw_seeking_into_it(al
     chosen = {}
     for draw_value in (-0.5, 0.5):
         # Gumbel considers every root move (there are fewer than 64), so the repetition is among them.
-        config = MCTSConfig(algorithm=algorithm, num_simulations=200, gumbel=GumbelConfig(max_actions=64),
-                            draw_value=draw_value)
+        config = MCTSConfig(
+            algorithm=algorithm, num_simulations=200, gumbel=GumbelConfig(max_actions=64), draw_value=draw_value
+        )
         mcts = BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0)
         out = mcts.search(games, add_noise=False)
         c = _child(mcts, ROOT, repeat)
@@ -702,6 +752,7 @@ def test_gumbel_rounds_are_the_searches_of_one_simulation_per_call(sims: int, ma
 
 def test_gumbel_rounds_need_one_simulation_per_call_elsewhere() -> None:
     """PUCT and leaf batching keep their own loops."""
+
     def rounds(config: MCTSConfig, **kw: Any) -> bool:
         return BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0, **kw).rounds
 
@@ -729,7 +780,7 @@ def test_searches_begun_apart_share_calls_and_are_the_searches_alone(algorithm: 
     while mcts.searching.any():
         finished += mcts.step().tolist()
     assert sorted(finished) == [0, 1, 2]
-    assert max(sizes[first + 1:]) >= 2  # after the new roots' call, the three searches' leaves share calls
+    assert max(sizes[first + 1 :]) >= 2  # after the new roots' call, the three searches' leaves share calls
     out = mcts.results(np.arange(3))
     for name in ("policy", "action", "root_value", "visits"):
         np.testing.assert_array_equal(getattr(out, name), getattr(expected, name), err_msg=name)
@@ -737,8 +788,9 @@ def test_searches_begun_apart_share_calls_and_are_the_searches_alone(algorithm: 
 
 def test_begin_and_step_refuse_what_would_corrupt_a_search() -> None:
     games = GameBatch(2, RULES)
-    mcts = BatchedMCTS(linear_evaluator(1), make_policy(MCTSConfig(algorithm="gumbel", num_simulations=8)), FLAGS,
-                       seed=0)
+    mcts = BatchedMCTS(
+        linear_evaluator(1), make_policy(MCTSConfig(algorithm="gumbel", num_simulations=8)), FLAGS, seed=0
+    )
     assert mcts.step().size == 0  # nothing under way
     mcts.begin(games, np.array([0]))
     with pytest.raises(ValueError, match="already searching"):

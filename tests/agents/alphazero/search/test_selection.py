@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs import kernels as K
 from agents.alphazero.search import ROOT, UNVISITED, GumbelConfig, MCTSConfig, PuctConfig, considered_visits
 from agents.alphazero.search.selection import (
     completed_q,
@@ -25,9 +24,11 @@ from agents.alphazero.search.selection import (
     select_puct,
 )
 from agents.alphazero.search.tree import Roots, Tree, new_tree
+from envs import kernels as K
 
-PARAMS = MCTSConfig(puct=PuctConfig(c_puct=1.7, fpu_reduction=0.3),
-                    gumbel=GumbelConfig(c_visit=50.0, c_scale=0.8)).params()
+PARAMS = MCTSConfig(
+    puct=PuctConfig(c_puct=1.7, fpu_reduction=0.3), gumbel=GumbelConfig(c_visit=50.0, c_scale=0.8)
+).params()
 
 
 # --- building trees ---------------------------------------------------------------------
@@ -71,8 +72,12 @@ def stats(tree: Tree, node: int):
     """float64 arrays of `node`'s children: visits, value sums (child's view), priors."""
     fc, n = int(tree.first_child[0, node]), int(tree.num_children[0, node])
     kids = slice(fc, fc + n)
-    return (tree.visits[0, kids].astype(np.float64), tree.value_sum[0, kids].astype(np.float64),
-            tree.prior[0, kids].astype(np.float64), fc)
+    return (
+        tree.visits[0, kids].astype(np.float64),
+        tree.value_sum[0, kids].astype(np.float64),
+        tree.prior[0, kids].astype(np.float64),
+        fc,
+    )
 
 
 def no_roots(schedule=None, base=None, gumbel=None, sims_done: int = 0) -> Roots:
@@ -80,7 +85,8 @@ def no_roots(schedule=None, base=None, gumbel=None, sims_done: int = 0) -> Roots
         gumbel=np.zeros((1, K.MAX_MOVES)) if gumbel is None else gumbel,
         base_visits=np.zeros((1, K.MAX_MOVES), dtype=np.int32) if base is None else base,
         schedule=np.zeros((1, 1), dtype=np.int32) if schedule is None else schedule,
-        sims_done=np.full(1, sims_done, dtype=np.int32), sims_target=np.full(1, 100, dtype=np.int32),
+        sims_done=np.full(1, sims_done, dtype=np.int32),
+        sims_target=np.full(1, 100, dtype=np.int32),
         sigma=np.zeros(K.MAX_MOVES),
     )
 
@@ -260,8 +266,9 @@ def test_gumbel_root_follows_the_halving_schedule() -> None:
         roots = no_roots(schedule=schedule, base=base, gumbel=gumbel, sims_done=1)
         got = select_gumbel_root(tree, roots, 0, ROOT, PARAMS) - fc
         if case % 4:
-            score = gumbel[0, :n] + np.log(np.maximum(prior, 1e-30)) + ref_sigma(tree, ROOT, PARAMS.c_visit,
-                                                                                 PARAMS.c_scale)
+            score = (
+                gumbel[0, :n] + np.log(np.maximum(prior, 1e-30)) + ref_sigma(tree, ROOT, PARAMS.c_visit, PARAMS.c_scale)
+            )
             score[new != target] = -np.inf
             assert got == int(np.argmax(score)), case
         else:
