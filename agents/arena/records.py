@@ -101,7 +101,7 @@ class GameRecord:
         """The final board, every move checked by the rules engine (ValueError naming the bad move)."""
         try:
             board = Board.from_jfen(self.start, rules=RuleSet.from_dict(self.rules))
-            for i, m in enumerate(self.moves):
+            for m in self.moves:
                 board.push(m)
         except ValueError as e:
             raise RecordError(f"record does not replay: {e}") from None

@@ -77,7 +77,8 @@ class Level:
     """The most one move may take (alpha-beta stops its deepening there; any other player is stopped)."""
 
     def available(self) -> bool:
-        """A level that names a checkpoint (a file, or a shipped network's entry) is offered only once that file is there."""
+        """A level that names a checkpoint (a file, or a shipped network's entry) is offered only once that file is
+        there."""
         kind, options = parse_spec(self.spec)
         try:
             return kind != "checkpoint" or shipped.resolve(options.get("path", "")).exists()
@@ -204,7 +205,8 @@ def _exists(path: Path, dir: bool = False) -> bool:
 
 
 def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
-    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`, or is a shipped network."""
+    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`, or is a shipped
+    network."""
     if path.startswith(shipped.PREFIX):  # the manifest's own files only: nothing else can be probed this way
         try:
             shipped.network(path)

@@ -1,4 +1,5 @@
-"""`BatchedMCTS`: the stateful driver that searches the B games of an `envs.batch.GameBatch` with one evaluator call per step.
+"""`BatchedMCTS`: the stateful driver that searches the B games of an `envs.batch.GameBatch` with one evaluator call
+per step.
 
 It owns the arrays (`tree`), the per-game random generators, subtree reuse
 between moves, and the calls of the evaluator; what differs between

@@ -87,7 +87,6 @@ def test_reset_many_equals_reset() -> None:
 def test_advance_many_equals_advancing_game_by_game(algorithm: str) -> None:
     """Two searches of the same games, one advanced per game and one in one call: the same trees, and
     the same next searches (reused subtrees, proven roots emptied, cleared trees)."""
-    rng = np.random.default_rng(2)
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=12)
     games = GameBatch(5, RULES, max_plies=80)
     one, many = (BatchedMCTS(uniform_evaluator, make_policy(cfg), games.flags, seed=3, n_games=5) for _ in range(2))

@@ -620,7 +620,7 @@ def test_leaf_batching_finds_the_same_tactics_with_fewer_network_calls(algorithm
         for leaf_batch in (1, 8):
             evaluator = linear_evaluator(3)
 
-            def at_most(obs: np.ndarray, mask: np.ndarray, lb: int = leaf_batch):
+            def at_most(obs: np.ndarray, mask: np.ndarray, lb: int = leaf_batch, evaluator=evaluator):
                 assert len(obs) <= lb
                 return evaluator(obs, mask)
 
