@@ -2,7 +2,7 @@
 
     python evaluate.py                                              # random vs beginner vs normal, 20 games a pair
     python evaluate.py 'players=[random,"alphabeta:depth=2","alphabeta:depth=4"]' games_per_pair=40 workers=2
-    python evaluate.py mode=gauntlet 'players=["checkpoint:path=shipped:default-180,sims=200",random,"alphabeta:level=expert"]'
+    python evaluate.py mode=gauntlet 'players=["checkpoint:path=shipped:default-180",random,"alphabeta:level=expert"]'
     python evaluate.py openings=my_openings.txt seed=3 out_dir=runs/eval/try1
     python evaluate.py rules=dog_over_wolf rules.no_capture_draw=200             # the rules group, as in train.py
     python evaluate.py resume=runs/eval/try1                        # continue an interrupted tournament

@@ -56,17 +56,15 @@ from omegaconf import DictConfig
 from agents.alphazero.checkpoint import CheckpointError, rng_state
 from agents.alphazero.config import compose_config, register_configs
 from agents.alphazero.device import resolve_device
-from agents.alphazero.evaluation import evaluate_ladder
 from agents.alphazero.learner import Learner, LearnerDivergedError, LearnMetrics
 from agents.alphazero.network import build_network
-from agents.alphazero.progress import evaluation_due, format_seconds, iteration_line
+from agents.alphazero.progress import evaluation_due, format_seconds
 from agents.alphazero.replay import ReplayBuffer, ReplayError
 from agents.alphazero.run import TrainingRun
 from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
 from agents.alphazero.selfplay_data import SelfPlayStats
 from agents.cli import hydra_entry, refuse
 from agents.stopping import GracefulStop
-from envs.seeding import derive_seed
 
 log = logging.getLogger("train")
 register_configs()
@@ -95,7 +93,7 @@ def run(cfg: DictConfig) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     stop = GracefulStop(on_second=f"stopped at once; continue from the last checkpoint: {training.again}").install()
     stop.waiting_for = "the start"
-    rules, mcts_cfg, tc = training.rules, conf.mcts, conf.train
+    tc = conf.train
 
     # -- seed ----------------------------------------------------------------------------------
     random.seed(conf.seed)
@@ -112,7 +110,7 @@ def run(cfg: DictConfig) -> None:
     replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=conf.seed)
     previous = build_network(conf.model).to(device)  # the network of the previous evaluation
     try:
-        counters, history = training.restore(model, learner, replay, previous)
+        counters, _ = training.restore(model, learner, replay, previous)
         training.claim()
     except ValueError as e:  # a damaged part of the checkpoint, a second writer
         refuse("train.py", e)
@@ -140,17 +138,7 @@ def run(cfg: DictConfig) -> None:
                     # self-play (a fraction of the games against the opponents, built from their specs, when there
                     # are any); a stop abandons it at once: nothing has changed yet
                     rng_before = rng_state()
-                    opponent_seeds = [
-                        derive_seed(conf.seed, "opponent", k, it) for k in range(len(tc.selfplay.opponents))
-                    ]
-                    data = stop.abandonable(
-                        pool.play,
-                        model.state_dict(),
-                        seed=derive_seed(conf.seed, "selfplay", it),
-                        num_games=tc.games_per_iteration,
-                        opponent_seeds=opponent_seeds,
-                        progress=progress,
-                    )
+                    data = stop.abandonable(training.play_iteration, pool, model, it, progress)
                     if data is None:
                         stopped = f"during the self-play of iteration {it} (its games are dropped)"
                         training.keep_latest(it - 1, pending=False, rng=rng_before)
@@ -177,27 +165,7 @@ def run(cfg: DictConfig) -> None:
                 scores: dict[str, float] = {}
                 if due:
                     stop.waiting_for = f"the evaluation of iteration {it}"
-                    if not progress:
-                        log.info(
-                            "iter %d: evaluation (%d games against each of %s)",
-                            it,
-                            tc.eval.games,
-                            ", ".join([*tc.eval.opponents, *(["previous"] if tc.eval.vs_previous else [])]),
-                        )
-                    result = stop.abandonable(
-                        evaluate_ladder,
-                        evaluator,
-                        previous,
-                        tc.eval,
-                        mcts_cfg,
-                        rules,
-                        conf.seed,
-                        it,
-                        device,
-                        conf.precision,
-                        float(history["elo"]),
-                        progress,
-                    )
+                    result = stop.abandonable(training.evaluate, evaluator, previous, it, device, progress)
                     if result is None:
                         training.keep_latest(it, pending=True)
                         stopped = f"during the evaluation of iteration {it}, which the resumed run plays again"
@@ -213,16 +181,7 @@ def run(cfg: DictConfig) -> None:
                     training.save_iteration(it, scores)
                 training.checkpointed_at(it, started=t3)  # after latest.pt: a kill before the next one drops it
 
-                # progress: the ETA prices the phases still to come (evaluations cost more)
-                eta, unpriced = training.clock.eta(it, tc.iterations, tc.eval.every)
-                log.info(
-                    "%s | %.0fs, %s elapsed, ETA %s%s",
-                    iteration_line(it, tc.iterations, s, selfplay_seconds, steps, metrics, scores),
-                    time.time() - t0,
-                    format_seconds(counters["seconds"]),
-                    format_seconds(eta),
-                    f" + {unpriced} evaluations" if unpriced else "",
-                )
+                training.log_iteration(it, s, selfplay_seconds, steps, metrics, scores, started=t0)
                 if stop.requested:
                     stopped = f"after iteration {it}"
                     break

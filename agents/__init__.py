@@ -1,4 +1,5 @@
-"""Agents for Jungle, one folder a purpose: alphazero/ (self-play learning), alphabeta/ (the baseline), arena/ (tournaments, ratings, records), play/ (playing against them)."""
+"""Agents for Jungle, one folder a purpose: alphazero/ (self-play learning), alphabeta/ (the baseline), arena/
+(tournaments, ratings, records), play/ (playing against them)."""
 
 from pathlib import Path as _Path
 

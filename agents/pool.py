@@ -1,77 +1,143 @@
-"""A pool of spawned processes, each holding one worker object: tournaments' game players, self-play workers.
+"""A pool of child processes, each holding one worker object: tournaments' game players, self-play workers.
 
     with WorkerPool(2, SelfPlayWorker, settings) as pool:     # each process builds SelfPlayWorker(settings) once
         for index, data in pool.run("play", [(weights, seed, 0, 32), (weights, seed, 32, 32)]):
             ...                                                 # results as they finish, with their call's index
 
-Each process ignores Ctrl-C (the parent decides what a stop means) and exits
-when its parent dies (`agents.stopping`). A worker's exception is raised again
-in the parent when its result comes; a process that died takes the pool down
-with BrokenProcessPool instead of a hang. Leaving the `with` block on an
-exception stops the processes at once, without waiting for running calls.
+Each process is an `agents.child` child: it ignores Ctrl-C (the parent decides
+what a stop means) and exits when its parent dies. It takes one call at a time
+on its pipe; the calls go to the idle processes in order. A worker's exception
+is raised again in the parent when its result comes, with the worker's
+traceback as a note. A process that dies ends the pool with `ChildDiedError`
+naming it (``worker 1 (pid 4711) died: killed by SIGKILL``) instead of a hang.
+Leaving the `with` block on an exception stops the processes at once, without
+waiting for running calls.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+import contextlib
+import traceback
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from agents.stopping import exit_with_parent, ignore_interrupts
-
-_HELD: Any = None
-"""This process's worker object (built by `_hold` when the process starts)."""
+from agents.child import Child, ChildDiedError, messages, receive, start_child
 
 
-def _hold(factory: Callable[..., Any], args: tuple[Any, ...], parent_pid: int) -> None:
-    global _HELD
-    ignore_interrupts()
-    exit_with_parent(parent_pid)
-    _HELD = factory(*args)
-
-
-def _call(method: str, index: int, args: tuple[Any, ...]) -> tuple[int, Any]:
-    return index, getattr(_HELD, method)(*args)
+def _serve_calls(conn: Connection, factory: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """A worker process: builds ``factory(*args)``, then answers each ``(method, index, args)`` on `conn` with
+    ``(index, result, None)`` or ``(index, exception, its traceback)`` until None or end-of-file."""
+    try:
+        held, failed = factory(*args), None
+    except Exception as e:  # every call answers with it
+        held, failed = None, (e, traceback.format_exc())
+    for method, index, call_args in messages(conn):
+        if failed is not None:
+            reply: tuple[Any, ...] = (index, *failed)
+        else:
+            try:
+                reply = (index, getattr(held, method)(*call_args), None)
+            except Exception as e:
+                reply = (index, e, traceback.format_exc())
+        try:
+            conn.send(reply)
+        except Exception as e:  # a result or an exception that does not pickle
+            conn.send((index, RuntimeError(repr(reply[1])), f"{type(e).__name__}: {e}\n{reply[2] or ''}"))
 
 
 class WorkerPool:
     """`processes` processes started with `start_method`, each holding ``factory(*args)``; `factory`
-    and `args` must pickle (a module-level class or function, plain data)."""
+    and `args` must pickle (a module-level class or function, plain data). `role` names a process in
+    messages (``worker 1 (pid 4711)``)."""
 
-    def __init__(self, processes: int, factory: Callable[..., Any], *args: Any, start_method: str = "spawn") -> None:
+    def __init__(
+        self, processes: int, factory: Callable[..., Any], *args: Any, start_method: str = "spawn", role: str = "worker"
+    ) -> None:
         if processes < 1:
             raise ValueError(f"a worker pool needs at least one process, got {processes}")
         self.processes = processes
-        self._executor: Optional[ProcessPoolExecutor] = ProcessPoolExecutor(
-            max_workers=processes,
-            mp_context=multiprocessing.get_context(start_method),
-            initializer=_hold,
-            initargs=(factory, args, os.getpid()),
-        )
+        self.role = role
+        self._children: list[Child] = []
+        self._conns: list[Connection] = []
+        self._busy: dict[int, tuple[int, int]] = {}
+        """Process -> (the run, the call index) it is working on."""
+        self._runs = 0
+        self._broken = False
+        try:
+            for k in range(processes):
+                here, there = Pipe()
+                self._children.append(
+                    start_child(
+                        _serve_calls,
+                        (there, factory, args),
+                        start_method=start_method,
+                        name=f"{role.replace(' ', '-')}-{k}",
+                    )
+                )
+                self._conns.append(here)
+        except BaseException:
+            self.close(at_once=True)
+            raise
+
+    @property
+    def pids(self) -> list[Optional[int]]:
+        """The processes' pids, in order."""
+        return [child.pid for child in self._children]
+
+    def _died(self, child: Child) -> ChildDiedError:
+        self._broken = True
+        return child.died(f"{self.role} {self._children.index(child)}")
 
     def run(self, method: str, calls: Sequence[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         """``worker.method(*calls[i])`` for every i, spread over the processes; yields ``(i, result)`` as
         each call finishes."""
-        if self._executor is None:
-            raise RuntimeError("this worker pool is closed")
-        pending: set[Future[tuple[int, Any]]] = {
-            self._executor.submit(_call, method, i, tuple(args)) for i, args in enumerate(calls)
-        }
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()  # a worker's exception is raised here
+        if self._broken or not self._children:
+            raise RuntimeError("this worker pool is closed (or stopped by a worker's death)")
+        self._runs += 1
+        run = self._runs
+        todo = list(enumerate(calls))
+        todo.reverse()
+        left = len(todo)
+        while left:
+            for k in range(self.processes):  # the calls go to the idle processes in order
+                if todo and k not in self._busy:
+                    i, args = todo.pop()
+                    try:
+                        self._conns[k].send((method, i, tuple(args)))
+                    except OSError:  # its process has died
+                        raise self._died(self._children[k]) from None
+                    self._busy[k] = (run, i)
+            busy = sorted(self._busy)
+            j, (i, result, remote) = next(receive([self._conns[k] for k in busy], self._children, self._died))
+            k = busy[j]
+            if self._busy.pop(k)[0] != run:  # the answer of a call whose run was abandoned
+                continue
+            left -= 1
+            if remote is not None:
+                result.add_note(f"in {self.role} {k} (pid {self._children[k].pid}):\n{remote}")
+                raise result
+            yield i, result
 
     def close(self, at_once: bool = False) -> None:
         """Stop the processes: after their current calls, or `at_once` (calls in flight are lost)."""
-        executor, self._executor = self._executor, None
-        if executor is None:
-            return
-        if at_once:
-            for process in list(getattr(executor, "_processes", {}).values()):
-                process.terminate()
-        executor.shutdown(wait=True, cancel_futures=True)
+        children, conns, self._children, self._conns = self._children, self._conns, [], []
+        at_once = at_once or self._broken
+        for child, conn in zip(children, conns):
+            with contextlib.suppress(OSError):
+                if at_once:
+                    child.process.terminate()
+                else:
+                    conn.send(None)  # after the current call, if any
+        for child, conn in zip(children, conns):
+            if not at_once:
+                # A call still running answers before the process ends: drop it, so no answer blocks a full pipe.
+                with contextlib.suppress(EOFError, OSError):
+                    while True:
+                        conn.recv()
+            child.process.join()
+            conn.close()
+        self._busy.clear()
 
     def __enter__(self) -> "WorkerPool":
         return self

@@ -84,7 +84,8 @@ def main() -> None:
         total_cpu += cpu
         print(f"  {board.jfen():<44}  {nodes:>9} nodes  {cpu:>7.3f} s  {nodes / max(cpu, 1e-9):>10.0f} n/s  {score}")
     print(
-        f"\nmiddlegame: {total_nodes} nodes in {total_cpu:.2f} CPU s = {total_nodes / max(total_cpu, 1e-9) / 1e6:.2f} M nodes/s"
+        f"\nmiddlegame: {total_nodes} nodes in {total_cpu:.2f} CPU s = "
+        f"{total_nodes / max(total_cpu, 1e-9) / 1e6:.2f} M nodes/s"
     )
     nodes, cpu, wall, _ = timed_search(Board(), 6)
     print(f"expert (6 plies) from the start: {cpu:.3f} CPU s, {wall:.3f} wall s, {nodes} nodes")

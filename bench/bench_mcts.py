@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agents.alphazero.gamebatch import GameBatch  # noqa: E402
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, uniform_evaluator  # noqa: E402
 from agents.alphazero.selfplay import SelfPlayConfig, play_games  # noqa: E402
 from envs import RuleSet  # noqa: E402
+from envs.batch import GameBatch  # noqa: E402
 
 
 def random_openings(games: GameBatch, plies: int, seed: int) -> None:

@@ -97,7 +97,9 @@ def make_runners(model: torch.nn.Module, device: torch.device, paths: list[str])
         elif path == "auto":
             copies = {dt: fuse_for_inference(model).to(device, dt) for dt in (torch.float32, torch.bfloat16)}
             pick = partial(inference_dtype, device, "auto")
-            runners[path] = lambda obs, mask: _torch_runner(copies[pick(len(obs))], device, dtype=pick)(obs, mask)
+            runners[path] = lambda obs, mask, copies=copies, pick=pick: _torch_runner(
+                copies[pick(len(obs))], device, dtype=pick
+            )(obs, mask)
         elif path == "chlast":
             runners[path] = _torch_runner(
                 fuse_for_inference(model).to(device, memory_format=torch.channels_last), device, channels_last=True

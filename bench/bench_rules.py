@@ -47,7 +47,8 @@ from envs import Board, perft
 from envs import kernels as K
 from envs import encoding
 b = Board()
-perft(b, 3); perft(b, 3, bulk=False); K.perft_divide(b.state, b.hist, b.hashes, b.flags, 1, np.zeros(32, np.int64), np.zeros(32, np.int64))
+perft(b, 3); perft(b, 3, bulk=False)
+K.perft_divide(b.state, b.hist, b.hashes, b.flags, 1, np.zeros(32, np.int64), np.zeros(32, np.int64))
 b.push("a3a4"); b.outcome(); b.pop(); b.repetition_count()
 K.count_moves(b.state, b.hist, b.flags); K.has_legal_move(b.state, b.hist, b.flags)
 K.random_games(b.state, b.flags, 2, 50, 0, np.zeros(2, np.int64))
@@ -101,7 +102,7 @@ def perft_against_c(board: Board, depth: int, repeats: int) -> None:
         exe = build_c_perft(folder)
         print(f"perft({depth}) from the start, best of {repeats}; rates per CPU second (per wall second)")
         for label, bulk, mode in (("every node made", False, "made"), ("bulk last ply", True, "bulk")):
-            leaves, wall, cpu = best_of(lambda: perft(board, depth, bulk=bulk), repeats)
+            leaves, wall, cpu = best_of(lambda bulk=bulk: perft(board, depth, bulk=bulk), repeats)
             line = f"  {label:16s} numba {leaves / cpu / 1e6:7.1f} M leaves/s ({leaves / wall / 1e6:.1f})"
             if exe is not None:
                 c_leaves, c_wall, c_cpu = c_perft(exe, depth, mode, repeats)

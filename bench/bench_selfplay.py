@@ -129,7 +129,11 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
     `SelfPlaySettings` with the self-play fields inline)."""
     try:
         from agents.alphazero.selfplay import SelfPlayConfig
-        from agents.alphazero.workers import WorkerSettings
+
+        try:
+            from agents.alphazero.settings import WorkerSettings
+        except ImportError:  # a commit from before agents.alphazero.settings
+            from agents.alphazero.workers import WorkerSettings  # type: ignore[attr-defined,no-redef]
     except ImportError:
         from agents.alphazero.workers import SelfPlaySettings  # type: ignore[attr-defined]
 
@@ -177,7 +181,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from agents.alphazero.network import NetworkConfig, build_network, count_parameters
-    from agents.alphazero.workers import make_selfplay_pool
     from envs import RuleSet
 
     try:
@@ -185,6 +188,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         from agents.alphazero.runtime import make_evaluator
     except ImportError:  # a commit from before the network's device and runtime modules
         from agents.alphazero.network import make_evaluator, resolve_device  # type: ignore[attr-defined,no-redef]
+    try:
+        from agents.alphazero.pools import make_selfplay_pool
+    except ImportError:  # a commit from before agents.alphazero.pools
+        from agents.alphazero.workers import make_selfplay_pool  # type: ignore[attr-defined,no-redef]
     try:
         from agents.alphazero.search import MCTSConfig, uniform_evaluator
     except ImportError:  # a commit from before the search package

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import Board  # noqa: E402
 from envs import kernels as K  # noqa: E402
-from envs.board import state_to_jfen  # noqa: E402
+from envs.notation import state_to_jfen  # noqa: E402
 from envs.rules import add_rule_arguments, rules_from_arguments  # noqa: E402
 from envs.tablebase import Tablebase, probe_states  # noqa: E402
 from envs.tablebase.index import set_position  # noqa: E402

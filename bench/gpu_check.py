@@ -42,9 +42,10 @@ import torch
 from bench_network import make_runners, rate
 
 from agents.alphazero.config import checked_config, compose_config
-from agents.alphazero.inference import InferenceSettings
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.workers import WorkerSettings, make_selfplay_pool
+from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.settings import InferenceSettings, WorkerSettings
+from agents.child import how_it_ended
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
@@ -251,7 +252,7 @@ def training_row(plan: Plan, seconds: float) -> tuple[str, str, str]:
     total = found.get("loss/total", [])
     if not total:
         tail = " / ".join(log.strip().splitlines()[-3:])
-        return what, f"{took:.0f} s", f"no loss logged (exit status {run.returncode}): {tail}"
+        return what, f"{took:.0f} s", f"no loss logged ({how_it_ended(run.returncode)}): {tail}"
     parts = [
         f"{tag[5:]} {found[tag][0]:.3f} -> {found[tag][-1]:.3f}"
         for tag in ("loss/total", "loss/policy", "loss/value")

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 try:
     from PIL import Image, ImageDraw, ImageFont
 except ImportError:  # pragma: no cover - depends on the environment
-    raise SystemExit("plot_run.py draws with Pillow, which is not installed: pip install pillow")
+    raise SystemExit("plot_run.py draws with Pillow, which is not installed: pip install pillow") from None
 
 from agents.io import atomic_write_bytes  # noqa: E402
 

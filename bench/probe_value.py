@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envs import kernels as K  # noqa: E402
-from envs.board import START_JFEN  # noqa: E402
+from envs.notation import START_JFEN  # noqa: E402
 from envs.rules import RuleSet  # noqa: E402
 
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -52,7 +52,7 @@ def without(jfen: str, letter: str, side: str) -> str:
 
 def values(evaluator: Evaluator, jfens: Sequence[str], rules: RuleSet) -> np.ndarray:
     """The evaluator's values (side to move's view) of `jfens`."""
-    from agents.alphazero.gamebatch import GameBatch
+    from envs.batch import GameBatch
 
     games = GameBatch(len(jfens), rules)
     for i, jfen in enumerate(jfens):

@@ -219,6 +219,12 @@ def compose(
             return hydra_compose(config_name=config_name, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as e:
         raise ConfigError(hydra_error_line(e, dotted_keys(schema))) from None
+    except TypeError:  # Hydra itself fails on a group given a list of numbers (`rules=[1,2]`)
+        for item in overrides:
+            key, _, value = str(item).lstrip("+~").partition("=")
+            if value.lstrip().startswith("[") and Path(str(config_path), key).is_dir():
+                raise ConfigError(f"{item}: the config group {key!r} takes option names, not {value}") from None
+        raise
 
 
 def config_dir(group: str) -> Traversable:

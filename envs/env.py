@@ -24,11 +24,12 @@ import numpy as np
 from gymnasium import spaces
 
 from envs import kernels as K
-from envs.board import SQUARE_NAMES, Board, IllegalMoveError, Move, Outcome, Side, Termination
+from envs.board import Board, IllegalMoveError, Outcome, Termination
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.encoding import action_to_move as _action_to_move_kernel
 from envs.encoding import move_to_action as _move_to_action_kernel
 from envs.env_kernels import JFEN_MAX, NOT_LEGAL, OFF_BOARD, OK, env_observe, env_step_action, env_step_move
+from envs.notation import SQUARE_NAMES, Move, Side
 from envs.players import make_player
 from envs.render import IMAGE_SHAPE, render_ansi, render_rgb
 from envs.rules import RulesLike, resolve_rules

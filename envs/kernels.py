@@ -81,7 +81,6 @@ N_RANKS = 9
 N_SQUARES = 63
 RED = 0
 BLUE = 1
-EMPTY = 0
 RAT, CAT, DOG, WOLF, LEOPARD, TIGER, LION, ELEPHANT = 1, 2, 3, 4, 5, 6, 7, 8
 ANIMAL_LETTERS = ".RCDWPTLE"  # index by animal
 ANIMAL_NAMES = ("", "Rat", "Cat", "Dog", "Wolf", "Leopard", "Tiger", "Lion", "Elephant")

@@ -21,8 +21,9 @@ from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 import numpy as np
 
-from envs.board import Board, Move
+from envs.board import Board
 from envs.config import ConfigError
+from envs.notation import Move
 from envs.rules import RuleSet
 
 

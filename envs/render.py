@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from envs import kernels as K
-from envs.board import FILE_NAMES, Move, square_symbol
+from envs.notation import FILE_NAMES, Move, square_symbol
 
 # --- text --------------------------------------------------------------------------------
 

@@ -48,12 +48,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from envs import kernels as K
-from envs.board import START_JFEN, Board, Move, Side, Termination, state_to_jfen
-from envs.config import ConfigError, check_range, shown
-from envs.encoding import N_ACTIONS, OBS_SHAPE
-from envs.env import DEFAULT_MAX_PLIES, IllegalActionError
-from envs.rules import RulesLike, resolve_rules
-from envs.vector_kernels import (
+from envs.batch import GameBatch
+from envs.batch_kernels import (
     C_MAX_PLIES,
     C_OPPONENT,
     C_SIDE,
@@ -63,7 +59,7 @@ from envs.vector_kernels import (
     OPP_NONE,
     OPP_RANDOM,
     SIDE_RANDOM,
-    Games,
+    Episodes,
     Outputs,
     Setup,
     first_illegal,
@@ -72,6 +68,12 @@ from envs.vector_kernels import (
     vector_reset,
     vector_step,
 )
+from envs.board import Board, Termination
+from envs.config import ConfigError, check_range, shown
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.env import DEFAULT_MAX_PLIES, IllegalActionError
+from envs.notation import START_JFEN, Move, Side, state_to_jfen
+from envs.rules import RulesLike, resolve_rules
 
 BatchedPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """An opponent for the vector env: ``(obs [M, 24, 9, 7], mask int8 [M, 252]) -> actions [M]``."""
@@ -191,10 +193,10 @@ class JungleVectorEnv(gym.vector.VectorEnv):
 
         n = self.num_envs
         room = INITIAL_PLY_ROOM if self.max_plies is None else min(INITIAL_PLY_ROOM, self.max_plies + 2)
-        self._games = Games(
-            states=np.zeros((n, K.STATE_LEN), dtype=np.int16),
-            hists=np.zeros((n, room, K.HIST_WIDTH), dtype=np.int16),
-            hashes=np.zeros((n, room + 1), dtype=np.uint64),
+        # The games' positions. Their episodes' ends are in `_out` and `_episodes` (the kernels of
+        # `envs.batch_kernels` write them), not in the batch's `done`, which only `GameBatch.play` keeps.
+        self._batch = GameBatch(n, self.rules, self.start_jfen, self.max_plies, room=room)
+        self._episodes = Episodes(
             rngs=np.zeros(n, dtype=np.uint64),
             agent_sides=np.zeros(n, dtype=np.int8),
             pending=np.zeros(n, dtype=np.bool_),
@@ -234,10 +236,12 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             raise ValueError("the first reset must reset every game (no reset_mask)")
         if seed is not None or not self._started:
             rngs = self.np_random.integers(1, 2**63 - 1, size=self.num_envs, dtype=np.int64)
-            self._games.rngs[:] = rngs.astype(np.uint64)
+            self._episodes.rngs[:] = rngs.astype(np.uint64)
         self._started = True
         self._new_obs(keep=not reset_mask.all())
-        self._check_opening(vector_reset(reset_mask, self._setup, self._games, self._out, self._moves))
+        self._check_opening(
+            vector_reset(reset_mask, self._setup, self._batch.arrays(), self._episodes, self._out, self._moves)
+        )
         self._opponent_reply()
         return self._out.obs, self._info()
 
@@ -251,10 +255,10 @@ class JungleVectorEnv(gym.vector.VectorEnv):
                 f"actions must be integers of shape [{self.num_envs}], got {acts.dtype} {list(acts.shape)}"
             )
         acts = acts.astype(np.int64, copy=False)
-        self._check_actions(acts, self._games.pending)
+        self._check_actions(acts, self._episodes.pending)
         self._ensure_room()
         self._new_obs(keep=False)  # every game is written: stepped or reset
-        status, top = vector_step(acts, self._setup, self._games, self._out, self._moves)
+        status, top = vector_step(acts, self._setup, self._batch.arrays(), self._episodes, self._out, self._moves)
         self._top_ply = max(self._top_ply, int(top))
         self._check_opening(status)
         self._opponent_reply()
@@ -269,12 +273,12 @@ class JungleVectorEnv(gym.vector.VectorEnv):
             legal = np.flatnonzero(masks[bad]).tolist()
             raise IllegalActionError(
                 f"illegal {who}action {int(actions[bad])} in game {bad} "
-                f"({state_to_jfen(self._games.states[bad])!r}); legal actions: {legal}"
+                f"({state_to_jfen(self._batch.state[bad])!r}); legal actions: {legal}"
             )
 
     def _opponent_reply(self) -> None:
         """Ask the batched policy for the games marked `awaiting` and play its answers."""
-        awaiting = self._games.awaiting
+        awaiting = self._episodes.awaiting
         idx = np.flatnonzero(awaiting)
         if self._policy is None or len(idx) == 0:
             return
@@ -285,8 +289,10 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         full[idx] = answers
         self._check_actions(full, ~awaiting, who="opponent ")
         self._ensure_room()
-        self._check_opening(vector_opponent_step(full, self._setup, self._games, self._out, self._moves))
-        self._top_ply = max(self._top_ply, int(self._games.states[idx, K.S_PLY].max()))
+        self._check_opening(
+            vector_opponent_step(full, self._setup, self._batch.arrays(), self._episodes, self._out, self._moves)
+        )
+        self._top_ply = max(self._top_ply, int(self._batch.state[idx, K.S_PLY].max()))
 
     def _check_opening(self, status: int) -> None:
         if status == OPENING_ENDED_GAME:
@@ -294,15 +300,7 @@ class JungleVectorEnv(gym.vector.VectorEnv):
 
     def _ensure_room(self) -> None:
         """Keep room for two more plies per game (the agent's move and the reply)."""
-        games = self._games
-        room = games.hists.shape[1]
-        if self._top_ply + 2 < room:
-            return
-        hists = np.zeros((self.num_envs, 2 * room, K.HIST_WIDTH), dtype=np.int16)
-        hists[:, :room] = games.hists
-        hashes = np.zeros((self.num_envs, 2 * room + 1), dtype=np.uint64)
-        hashes[:, : room + 1] = games.hashes
-        self._games = games._replace(hists=hists, hashes=hashes)
+        self._batch.grow(self._top_ply + 3)
 
     def _new_obs(self, keep: bool) -> None:
         """With `copy`, give the coming call a new observation array (a fresh one is cheaper than a
@@ -315,13 +313,13 @@ class JungleVectorEnv(gym.vector.VectorEnv):
         out = self._out
         info: dict[str, Any] = {
             "action_mask": out.masks.copy() if self.copy else out.masks,
-            "side_to_move": self._games.states[:, K.S_SIDE].astype(np.int8),
+            "side_to_move": self._batch.state[:, K.S_SIDE].astype(np.int8),
             "side_rewards": out.side_rewards.copy(),
             "termination": out.terminations.copy(),
             "winner": out.winners.copy(),
         }
         if self.opponent is not None:
-            info["agent_side"] = self._games.agent_sides.copy()
+            info["agent_side"] = self._episodes.agent_sides.copy()
             info["opponent_move"] = out.opponent_moves.copy()
         return info
 
@@ -333,8 +331,8 @@ class JungleVectorEnv(gym.vector.VectorEnv):
     def board(self, i: int) -> Board:
         """Game `i`'s position as a `Board` with its move history."""
         board = Board.from_jfen(self.start_jfen, rules=self.rules)
-        games = self._games
-        for frm, to in games.hists[i, : int(games.states[i, K.S_PLY]), :2].tolist():
+        games = self._batch
+        for frm, to in games.hist[i, : int(games.state[i, K.S_PLY]), :2].tolist():
             board.push(Move.from_int(frm << 6 | to))
         return board
 

@@ -29,7 +29,6 @@ import pytest
 import torch
 
 from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, make_policy
@@ -37,6 +36,7 @@ from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.arena.records import GameRecord
 from agents.arena.tournament import run_tournament
 from envs import Board, RuleSet
+from envs.batch import GameBatch
 from envs.players import make_player
 from envs.vector import JungleVectorEnv
 from tests.support import ROOT

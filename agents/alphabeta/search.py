@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, objmode, types
 
 from envs import kernels as K
-from envs.board import Board, Move
+from envs.board import Board
 from envs.kernels import (
     DEN,
     ELEPHANT,
@@ -54,6 +54,7 @@ from envs.kernels import (
     unmake_move,
     won_by_last_move,
 )
+from envs.notation import Move
 from envs.rules import F_NO_CAPTURE_LIMIT, F_RANK, F_REPETITION_DRAW, RuleSet
 from envs.tablebase import DRAW, UNKNOWN, WIN, Tablebase, TablebaseArrays, TablebaseError, empty_arrays, probe_clock
 

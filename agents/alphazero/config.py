@@ -22,7 +22,7 @@ from agents.alphazero.search import MCTSConfig, migrate_flat_mcts
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.workers import BACKENDS, WorkerBackendError
+from agents.alphazero.settings import BACKENDS, WorkerBackendError
 from agents.rundir import check_run_name
 from envs.config import (
     SCHEMA,

@@ -21,13 +21,13 @@ import torch
 from tqdm import tqdm
 
 from agents.alphazero.endgames import tables_if_built, value_accuracy
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.arena.tournament import random_openings
 from envs import RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import move_to_action
 from envs.players import Player, make_player
 from envs.seeding import derive_seed

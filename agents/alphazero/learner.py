@@ -306,7 +306,7 @@ class Learner:
         self.step_count = 0
         decay: list[nn.Parameter] = []
         no_decay: list[nn.Parameter] = []
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             (no_decay if p.dim() <= 1 else decay).append(p)  # no decay on biases and norms
         groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
         self.optimizer: torch.optim.Optimizer
@@ -392,7 +392,8 @@ class Learner:
         if not _finite([*self._params, *self._buffers]):
             raise LearnerDivergedError(
                 f"a learner step at learning rate {lr:.3g} left weights or batch-norm statistics that are not finite; "
-                f"the training has diverged: the learning rate (train.learner.lr={self.config.lr:g}) is the likely cause"
+                "the training has diverged: the learning rate "
+                f"(train.learner.lr={self.config.lr:g}) is the likely cause"
             )
         self.nonfinite_in_a_row = 0
         self.step_count += 1

@@ -20,7 +20,7 @@ actions (every entry is equal), so no NaN can appear downstream.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import torch
@@ -104,8 +104,9 @@ SURVIVAL_PIECES = 16
 class JungleNet(nn.Module):
     """Residual tower with a 252-logit policy head, a value head and, when configured, a survival head."""
 
-    def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
+    def __init__(self, config: Optional[NetworkConfig] = None) -> None:
         super().__init__()
+        config = NetworkConfig() if config is None else config
         self.config = config
         c = config.channels
         squares = OBS_SHAPE[1] * OBS_SHAPE[2]

@@ -41,12 +41,12 @@ from omegaconf import OmegaConf
 
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs import Board, Move, RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.config import check_choice, check_range
 from envs.encoding import N_ACTIONS, action_to_move
 from envs.players import PlayerSpecError, register_player
@@ -148,7 +148,7 @@ class CheckpointPlayer:
         """The one-game GameBatch the search reads, kept between moves: rebuilt only for other rules or
         when the game outgrows its history (grown in steps, with room to spare: a game never ends there)."""
         games = self._games
-        if games is None or games.rules != board.rules or games.max_plies < board.ply + 512:
+        if games is None or games.rules != board.rules or games.room < board.ply + 512:
             room = 2048
             while room < board.ply + 512:
                 room *= 2

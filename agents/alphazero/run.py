@@ -29,13 +29,15 @@ from agents.alphazero.checkpoint import (
     set_rng_state,
 )
 from agents.alphazero.config import Config, checked_config, resumed_config
-from agents.alphazero.inference import InferenceSettings
+from agents.alphazero.evaluation import evaluate_ladder
 from agents.alphazero.learner import Learner, LearnMetrics
 from agents.alphazero.network import count_parameters
-from agents.alphazero.progress import PhaseClock, log_selfplay
+from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.progress import PhaseClock, format_seconds, iteration_line, log_selfplay
 from agents.alphazero.replay import ReplayBuffer
-from agents.alphazero.selfplay_data import SelfPlayData
-from agents.alphazero.workers import SelfPlayPool, WorkerSettings, make_selfplay_pool
+from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
+from agents.alphazero.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.workers import SelfPlayPool
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
 from agents.rundir import (
@@ -56,6 +58,7 @@ from agents.rundir import (
 )
 from agents.stopping import GracefulStop, signal_name
 from envs.config import override_key, shown
+from envs.seeding import derive_seed
 
 log = logging.getLogger("train")
 
@@ -277,6 +280,54 @@ class TrainingRun:
             + (f" feeding an inference server on {device}" if tc.inference_server else ""),
         )
         return pool
+
+    def play_iteration(self, pool: SelfPlayPool, model: torch.nn.Module, it: int, progress: bool) -> SelfPlayData:
+        """Iteration `it`'s self-play games with the weights of `model` (a share against the opponents, each
+        seeded from the run's seed and the iteration). Changes nothing of the run's."""
+        seed, tc = self.conf.seed, self.conf.train
+        return pool.play(
+            model.state_dict(),
+            seed=derive_seed(seed, "selfplay", it),
+            num_games=tc.games_per_iteration,
+            opponent_seeds=[derive_seed(seed, "opponent", k, it) for k in range(len(tc.selfplay.opponents))],
+            progress=progress,
+        )
+
+    def evaluate(
+        self, evaluator: Any, previous: torch.nn.Module, it: int, device: torch.device, progress: bool
+    ) -> dict[str, float]:
+        """Iteration `it`'s scores against the ladder and the previous network (`evaluate_ladder`), announced in
+        the log. Changes nothing of the run's: a stop may abandon it."""
+        conf, ec = self.conf, self.conf.train.eval
+        if not progress:
+            against = ", ".join([*ec.opponents, *(["previous"] if ec.vs_previous else [])])
+            log.info("iter %d: evaluation (%d games against each of %s)", it, ec.games, against)
+        elo = float(self.history["elo"])
+        return evaluate_ladder(
+            evaluator, previous, ec, conf.mcts, self.rules, conf.seed, it, device, conf.precision, elo, progress
+        )
+
+    def log_iteration(
+        self,
+        it: int,
+        s: Optional[SelfPlayStats],
+        selfplay_seconds: float,
+        steps: int,
+        metrics: LearnMetrics,
+        scores: dict[str, float],
+        started: float,
+    ) -> None:
+        """The iteration's log line; the ETA prices the phases still to come (evaluations cost more)."""
+        tc = self.conf.train
+        eta, unpriced = self.clock.eta(it, tc.iterations, tc.eval.every)
+        log.info(
+            "%s | %.0fs, %s elapsed, ETA %s%s",
+            iteration_line(it, tc.iterations, s, selfplay_seconds, steps, metrics, scores),
+            time.time() - started,
+            format_seconds(self.counters["seconds"]),
+            format_seconds(eta),
+            f" + {unpriced} evaluations" if unpriced else "",
+        )
 
     def played(self, it: int, data: SelfPlayData, started: float) -> float:
         """Iteration `it`'s self-play games into the replay buffer, games.jsonl, the counters and the logs; its

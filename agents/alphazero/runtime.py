@@ -1,4 +1,5 @@
-"""The network at inference time: fused copies that follow the trained weights, the CPU forward pass, `make_evaluator`."""
+"""The network at inference time: fused copies that follow the trained weights, the CPU forward pass,
+`make_evaluator`."""
 
 from __future__ import annotations
 
@@ -208,7 +209,8 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
     from the side to move; NonFiniteOutputError when the network gives a NaN or infinite output (diverged
     weights never play garbage silently). The network runs as a batch-norm-fused copy in the
-    dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's weights as they are
+    dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's
+    weights as they are
     trained. Outputs are always float32.
     """
     dev = torch.device(device) if isinstance(device, str) else device

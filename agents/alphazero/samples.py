@@ -1,4 +1,5 @@
-"""What the self-play games in progress leave for training, kept per game slot and written by numba kernels over the whole batch.
+"""What the self-play games in progress leave for training, kept per game slot and written by numba kernels over the
+whole batch.
 
 Each ply, `record_samples` writes what the search of every game gave
 (policy, root value, whether it was a full search) at the row of the game's

@@ -54,16 +54,17 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.alphazero.endgames import game_table_values, rescore, table_verdicts, table_winner
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.arena.records import GameRecord
 from envs import kernels as K
-from envs.board import START_JFEN, Termination, parse_jfen
+from envs.batch import GameBatch
+from envs.board import Termination
 from envs.config import ConfigError, check_choice, check_range, config_kwargs
 from envs.encoding import move_to_action
+from envs.notation import START_JFEN, parse_jfen
 from envs.players import Player, make_player
 from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed

@@ -1,4 +1,5 @@
-"""What a self-play call returns: its training positions and game records (`SelfPlayData`), and its figures (`SelfPlayStats`).
+"""What a self-play call returns: its training positions and game records (`SelfPlayData`), and its figures
+(`SelfPlayStats`).
 
 Parts played apart (index ranges of one call, by the workers of
 `agents.alphazero.workers`) are put back together with `merge_selfplay`.

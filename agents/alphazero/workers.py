@@ -14,7 +14,7 @@ puts the parts back together in game-index order (`merge_selfplay`). Game
 one in-process call with the same seed (up to the last-bit rounding of the
 network's CPU kernels by batch size; see `agents.alphazero.selfplay`).
 
-Backends (`BACKENDS`):
+Backends (`agents.alphazero.settings.BACKENDS`; `agents.alphazero.pools.make_selfplay_pool` makes their pools):
 
 ``inprocess``  the caller's own evaluator (a GPU one included), no workers: the default.
 ``process``    persistent local processes (``spawn``), one worker each.
@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -48,51 +47,11 @@ from tqdm import tqdm
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.selfplay import SelfPlayConfig, build_opponents, play_games
+from agents.alphazero.selfplay import build_opponents, play_games
 from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
+from agents.alphazero.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
 from agents.pool import WorkerPool
-from envs.config import ConfigError, check_choice, check_range
-from envs.players import make_player
 from envs.rules import RuleSet
-
-if TYPE_CHECKING:
-    from agents.alphazero.inference import InferenceSettings
-
-BACKENDS = ("inprocess", "process", "ray")
-"""Where self-play runs: in the caller, in local processes, in Ray actors."""
-
-DISTRIBUTED_HINT = "pip install -e '.[distributed]'"
-
-
-class WorkerBackendError(ConfigError):
-    """An unknown self-play backend, a bad worker count, or a backend that is not installed."""
-
-
-@dataclass(frozen=True)
-class WorkerSettings:
-    """Everything a worker needs besides the weights: plain data, so it travels to processes and actors."""
-
-    network: Mapping[str, Any]
-    """`NetworkConfig` fields (the shape the weights fit)."""
-    mcts: Mapping[str, Any]
-    """`MCTSConfig` fields."""
-    rules: Mapping[str, Any]
-    """`RuleSet` fields."""
-    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    """How the games are played (`parallel`: the games each worker plays at once)."""
-    threads: int = 1
-    """torch CPU threads in each worker process (0: torch's default)."""
-    precision: str = "fp32"
-    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see device.inference_dtype)."""
-
-    def validate(self) -> None:
-        """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""
-        NetworkConfig.from_dict(self.network)
-        MCTSConfig.from_dict(self.mcts)
-        rules = RuleSet.from_dict(self.rules)
-        if not build_opponents(self.selfplay, rules, seed=0):  # builds the opponents when they play
-            for spec in self.selfplay.opponents:  # specs that would not play must still be valid
-                make_player(spec, rules=rules, seed=0)
 
 
 def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
@@ -268,7 +227,12 @@ class ProcessPool(SelfPlayPool):
 
     def __init__(self, settings: WorkerSettings, workers: int) -> None:
         self.workers = workers
-        self._pool: Optional[WorkerPool] = WorkerPool(workers, SelfPlayWorker, settings)
+        self._pool: Optional[WorkerPool] = WorkerPool(workers, SelfPlayWorker, settings, role="self-play worker")
+
+    @property
+    def pids(self) -> list[Optional[int]]:
+        """The worker processes' pids, in order (none once closed)."""
+        return self._pool.pids if self._pool is not None else []
 
     def play(
         self,
@@ -365,42 +329,3 @@ class RayPool(SelfPlayPool):
         if self._owns_ray and self._ray.is_initialized():
             self._ray.shutdown()
             self._owns_ray = False
-
-
-def make_selfplay_pool(
-    backend: str,
-    workers: int,
-    settings: WorkerSettings,
-    *,
-    evaluator: Optional[Evaluator] = None,
-    address: str = "",
-    inference: Optional["InferenceSettings"] = None,
-) -> SelfPlayPool:
-    """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
-    plays in this process on `evaluator` (default: a CPU copy of the network).
-
-    With `inference` the workers (``process`` or ``ray``, at least one) send their leaves to one inference
-    server on ``inference.device`` instead of holding a network (`agents.alphazero.inference`).
-    Checks the backend, the count and the settings (opponent specs included) before any worker starts;
-    `address` is the Ray cluster to join (``""``: a local one)."""
-    check_choice({"backend": backend}, "self-play ", WorkerBackendError, backend=BACKENDS)
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise WorkerBackendError(f"self-play workers={workers!r} must be an integer")
-    check_range({"workers": workers}, "self-play ", WorkerBackendError, workers=(0, None))
-    settings.validate()
-    if inference is not None:
-        if backend == "inprocess" or workers == 0:
-            raise WorkerBackendError(
-                f"an inference server serves self-play worker processes or actors: it needs "
-                f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})"
-            )
-        from agents.alphazero.inference import RayServedPool, ServedPool  # it builds on this module
-
-        if backend == "process":
-            return ServedPool(settings, workers, inference)
-        return RayServedPool(settings, workers, inference, address)
-    if backend == "inprocess" or workers == 0:
-        return InProcessPool(settings, evaluator)
-    if backend == "process":
-        return ProcessPool(settings, workers)
-    return RayPool(settings, workers, address)

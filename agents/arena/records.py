@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from agents.io import PathLike, atomic_write_text
 from envs import Board, RuleSet
-from envs.board import START_JFEN
+from envs.notation import START_JFEN
 
 RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
 TERMINATIONS = (
@@ -112,7 +112,7 @@ class GameRecord:
         """The final board, every move checked by the rules engine (ValueError naming the bad move)."""
         try:
             board = Board.from_jfen(self.start, rules=RuleSet.from_dict(self.rules))
-            for i, m in enumerate(self.moves):
+            for m in self.moves:
                 board.push(m)
         except ValueError as e:
             raise RecordError(f"record does not replay: {e}") from None

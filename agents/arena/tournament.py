@@ -51,8 +51,8 @@ from agents.arena.records import GameRecord, write_jsonl
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.pool import WorkerPool
 from envs import Board, Move, RuleSet
-from envs.board import START_JFEN, Side
 from envs.config import check_choice, check_range
+from envs.notation import START_JFEN, Side
 from envs.players import Player, PlayerSpecError, make_player, parse_spec
 from envs.seeding import derive_seed
 

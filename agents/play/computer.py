@@ -26,15 +26,15 @@ The terminal mode calls `choose_move` in its own process with a
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import signal
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from agents.child import start_child
 from envs.board import Board
 from envs.players import Player, PlayerSpecError, make_player
 from envs.rules import RuleSet
@@ -137,8 +137,7 @@ def warm_up(jobs: Iterable[ThinkJob]) -> list[str]:
 
 def _worker_main(conn: Connection, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob] = ()) -> None:
     """A worker process: warm up, say ("ready", failures), then answer ("build" | "move", job) messages until
-    the pipe closes (the server is gone)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it stops the workers
+    the pipe closes (the server is gone). Ctrl-C is the server's to handle: it stops the workers."""
     cache = PlayerCache()
     try:
         if init is not None:
@@ -170,18 +169,18 @@ def _answer(kind: str, job: ThinkJob, cache: PlayerCache) -> tuple[str, str]:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob]) -> None:
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(
-            target=_worker_main, args=(child, init, tuple(jobs)), daemon=True, name="jungle-computer"
-        )
-        try:
-            self.process.start()
-        finally:
-            child.close()
+    def __init__(self, init: Optional[Callable[[], None]], jobs: Sequence[ThinkJob]) -> None:
+        self.conn, there = Pipe()
+        # spawn: the server has threads, never fork it.
+        self.child = start_child(_worker_main, (there, init, tuple(jobs)), name="jungle-computer")
+        self.process = self.child.process
         self.ready = False
         """Whether it has warmed up (and said so): only then does it take jobs."""
         self.keys: list[str] = []  # job keys it has answered, newest last (its players, roughly)
+
+    def stopped(self, then: str = "") -> ComputerError:
+        """Its process has ended (its pipe is closed): the error naming it, its pid and how it ended, and `then`."""
+        return ComputerError(self.child.death("the computer's worker process") + then)
 
     def kill(self) -> None:
         self.process.kill()
@@ -210,7 +209,6 @@ class ComputerPool:
     ) -> None:
         if workers < 1:
             raise ValueError(f"a computer pool needs at least one worker, got {workers}")
-        self._ctx = mp.get_context("spawn")  # the server has threads: never fork it
         self._init = init
         self.build_seconds = build_seconds
         self.warm_up_jobs = tuple(warm_up)
@@ -278,7 +276,7 @@ class ComputerPool:
             self._warming += 1
         try:
             try:
-                worker = _Worker(self._ctx, self._init, self.warm_up_jobs)
+                worker = _Worker(self._init, self.warm_up_jobs)
             except Exception as e:  # noqa: BLE001 - out of processes or memory: the next job tries again
                 return None, [f"a worker process could not start: {e}"]
             try:
@@ -311,9 +309,7 @@ class ComputerPool:
             try:
                 tag, failures = worker.conn.recv()
             except (EOFError, OSError):
-                raise ComputerError(
-                    f"the computer's worker process stopped while warming up (exit code {worker.process.exitcode})"
-                ) from None
+                raise worker.stopped(" while warming up") from None
             if tag == "ready":
                 worker.ready = True
                 return [str(f) for f in failures]
@@ -353,9 +349,7 @@ class ComputerPool:
         try:
             worker.conn.send((kind, job))
         except (OSError, ValueError):  # the worker died between two jobs (its pipe is broken or closed)
-            raise ComputerError(
-                f"the computer's worker process stopped (exit code {worker.process.exitcode})"
-            ) from None
+            raise worker.stopped() from None
         deadline = time.monotonic() + self.build_seconds
         limit_text = f"{self.build_seconds:g} s to start"
         while True:
@@ -369,9 +363,7 @@ class ComputerPool:
             try:
                 tag, text = worker.conn.recv()
             except (EOFError, OSError):
-                raise ComputerError(
-                    f"the computer's worker process stopped (exit code {worker.process.exitcode})"
-                ) from None
+                raise worker.stopped() from None
             if tag == "started":
                 deadline = time.monotonic() + time_limit
                 limit_text = f"its limit of {time_limit:g} s for a move"

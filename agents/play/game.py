@@ -35,7 +35,8 @@ from agents.alphazero import shipped
 from agents.arena.records import GameRecord, RecordError
 from agents.play.computer import ThinkJob
 from envs import kernels as K
-from envs.board import FILE_NAMES, SQUARE_NAMES, START_JFEN, Board, IllegalMoveError, InvalidMoveError, Move, Side
+from envs.board import Board, IllegalMoveError
+from envs.notation import FILE_NAMES, SQUARE_NAMES, START_JFEN, InvalidMoveError, Move, Side
 from envs.players import PlayerSpecError, known_kinds, parse_spec
 from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed
@@ -76,7 +77,8 @@ class Level:
     """The most one move may take (alpha-beta stops its deepening there; any other player is stopped)."""
 
     def available(self) -> bool:
-        """A level that names a checkpoint (a file, or a shipped network's entry) is offered only once that file is there."""
+        """A level that names a checkpoint (a file, or a shipped network's entry) is offered only once that file is
+        there."""
         kind, options = parse_spec(self.spec)
         try:
             return kind != "checkpoint" or shipped.resolve(options.get("path", "")).exists()
@@ -203,7 +205,8 @@ def _exists(path: Path, dir: bool = False) -> bool:
 
 
 def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
-    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`, or is a shipped network."""
+    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`, or is a shipped
+    network."""
     if path.startswith(shipped.PREFIX):  # the manifest's own files only: nothing else can be probed this way
         try:
             shipped.network(path)

@@ -15,7 +15,7 @@ from typing import Optional, TextIO
 
 from agents.play.computer import ComputerError, PlayerCache, choose_move
 from agents.play.game import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
-from envs.board import FILE_NAMES, Side
+from envs.notation import FILE_NAMES, Side
 from envs.render import render_ansi
 
 HELP = f"""Commands:

@@ -7,7 +7,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from envs import kernels as K
-from envs.board import state_to_jfen
+from envs.notation import state_to_jfen
 from envs.tablebase.index import HALF_SQUARE, MIRROR_FILES, N_FULL, Material, set_position
 from envs.tablebase.probe import DRAW_CODE, NOT_A_POSITION
 from envs.tablebase.table import Tablebase

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple, Optional, Protocol, Union
 
 import numpy as np
 
 from envs import kernels as K
-from envs.board import Board, Move
+from envs.notation import Move
 from envs.rules import F_NO_CAPTURE_LIMIT, RuleSet
 from envs.tablebase.errors import TablebaseError, TablebaseMissingError
 from envs.tablebase.index import MAX_PIECES, Material, material_of_state
@@ -28,6 +28,18 @@ from envs.tablebase.solver import Progress, build_arrays, check_rules
 from envs.tablebase.store import read_tables, table_path, table_rules, tablebase_root, write_tables
 
 RESULT_NAMES = {WIN: "win", DRAW: "draw", LOSS: "loss", UNKNOWN: "unknown"}
+
+
+class ProbedBoard(Protocol):
+    """What the tables read of a position (an `envs.Board` is one): its rules, kernel arrays and moves."""
+
+    rules: RuleSet
+    state: np.ndarray
+    flags: np.ndarray
+
+    def legal_move_ints(self) -> np.ndarray: ...
+
+    def jfen(self) -> str: ...
 
 
 class MoveValue(NamedTuple):
@@ -161,11 +173,11 @@ class Tablebase:
         """Whether these tables hold the values of `rules` (the same position-only rules, no anti-chase)."""
         return rules.anti_chase == "off" and table_rules(rules) == table_rules(self.rules)
 
-    def holds(self, board: Board) -> bool:
+    def holds(self, board: ProbedBoard) -> bool:
         """Whether `probe` answers for `board` (its rules served, its material built, its game going on)."""
         return self.serves(board.rules) and table_entry(board.state, self.arrays)[0] >= 0
 
-    def probe(self, board: Board) -> TablebaseProbe:
+    def probe(self, board: ProbedBoard) -> TablebaseProbe:
         """The tables' value of `board` and of each of its legal moves (TablebaseError when they lack it)."""
         self._check(board)
         st = board.state
@@ -199,7 +211,7 @@ class Tablebase:
             moves=moves,
         )
 
-    def _check(self, board: Board) -> None:
+    def _check(self, board: ProbedBoard) -> None:
         if not self.serves(board.rules):
             check_rules(board.rules)
             mine, theirs = table_rules(self.rules), table_rules(board.rules)

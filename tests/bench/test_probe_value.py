@@ -7,7 +7,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from envs.board import START_JFEN, Board
+from envs.board import Board
+from envs.notation import START_JFEN
 from tests.support import ROOT
 
 SPEC = importlib.util.spec_from_file_location("probe_value", ROOT / "bench" / "probe_value.py")

@@ -6,12 +6,12 @@ from typing import Any, Callable
 
 import pytest
 
-from agents.alphazero.inference import InferenceSettings, InferenceSettingsError
 from agents.alphazero.learner import LearnerConfig, LearnerConfigError
 from agents.alphazero.network import NetworkConfig, NetworkShapeError
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.search import MCTSConfig, MCTSConfigError
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError
-from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
+from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
 from envs.config import ConfigError, check_choice, check_range
 from envs.players import PlayerSpecError, make_player
 from envs.rules import RuleSet, RuleSetError

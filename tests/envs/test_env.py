@@ -395,7 +395,7 @@ def test_render_rgb_array() -> None:
     assert first.shape[0] % 2 == 0 and first.shape[1] % 2 == 0
 
     def dominant(img: np.ndarray, square: str) -> tuple[int, ...]:
-        from envs.board import parse_square
+        from envs.notation import parse_square
         from envs.render import CELL, _cell_origin
 
         y, x = _cell_origin(parse_square(square))

@@ -140,7 +140,8 @@ def perft_positions() -> list[tuple[str, list[str]]]:
     ],
 )
 def test_perft_fast_path_matches_make_move(variant: str) -> None:
-    """perft's own make/unmake (bulk and every node made) counts what make_move/unmake_move count, and leaves the position as it was."""
+    """perft's own make/unmake (bulk and every node made) counts what make_move/unmake_move count, and leaves the
+    position as it was."""
     rules = RuleSet(**VARIANTS[variant])
     for jfen, moves in perft_positions():
         board = Board.from_jfen(jfen, rules=rules)

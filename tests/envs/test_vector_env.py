@@ -11,10 +11,10 @@ from gymnasium.vector import AutoresetMode
 
 import envs  # noqa: F401  (registers Jungle-v0 and its vector entry point)
 from envs import Move, RuleSet, Side, Termination
+from envs.batch_kernels import TERM_PLY_CAP
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from envs.env import IllegalActionError, JungleEnv
 from envs.vector import TERMINATIONS, JungleVectorEnv
-from envs.vector_kernels import TERM_PLY_CAP
 
 DEN_IN_ONE = "r6/3L3/7/7/7/7/7/7/7 r 0 1"  # Red Lion d8 enters Blue's den d9
 
@@ -80,7 +80,7 @@ def test_self_play_equals_independent_envs(max_plies: Optional[int], tiny_histor
             assert info["winner"][i] == (int(winner) if winner is not None else (2 if term[i] else -1))
             ends.add(name)
         assert not (info["termination"][~(term | trunc)]).any()
-    assert venv._games.hists.shape[1] > 8  # the history grew
+    assert venv._batch.hist.shape[1] > 8  # the history grew
     if max_plies is None:
         assert ends and "ply_cap" not in ends
     else:

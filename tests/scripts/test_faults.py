@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import runpy
 import shutil
 import signal
 import subprocess
@@ -57,9 +58,9 @@ from agents.rundir import (
 )
 from agents.stopping import GracefulStop
 from envs import RuleSet
-from jungle_zero import train as train_script
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
+from tests.support.processes import alive, children
 
 TINY = [
     "train=tiny",
@@ -132,6 +133,12 @@ class Job:
         return "".join(self.lines)
 
 
+def run_train_script() -> None:
+    """`python train.py` with this process's `sys.argv`, in this process (what the command line runs, so that a
+    test can patch a module the script uses): the script is run, not imported."""
+    runpy.run_path(str(ROOT / "train.py"), run_name="__main__")
+
+
 def train(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
 
@@ -142,7 +149,7 @@ def refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(sys, "argv", ["train.py", *args])
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        train_script.main()
+        run_train_script()
     err = capsys.readouterr().err
     assert stop.value.code == 2, err
     return err
@@ -195,26 +202,6 @@ def assert_same_run(reference: Path, run_dir: Path) -> None:
 
 def snapshot(d: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
-
-
-def children(pid: int) -> list[int]:
-    """Live child processes of `pid` (from /proc)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -633,7 +620,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_sur
     monkeypatch.setattr(sys, "argv", ["train.py", *TINY, "train.eval.every=0", f"out_dir={tmp_path}", "name=full"])
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        train_script.main()
+        run_train_script()
     err = capsys.readouterr().err
     assert stop.value.code == 1
     lines = [line for line in err.splitlines() if line.strip()]
@@ -717,7 +704,7 @@ def test_a_sound_tiny_latest_pt_resumes_past_the_checks(
     run_dir.mkdir()
     tiny_latest(run_dir)
     monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
-    train_script.main()
+    run_train_script()
     assert "train.py: error" not in capsys.readouterr().err
 
 
@@ -1064,7 +1051,7 @@ def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(
     torn = '{"moves": ["a3'
     (run_dir / "games.jsonl").write_text(whole + torn)
     monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
-    train_script.main()
+    run_train_script()
     out = capsys.readouterr()
     assert (run_dir / "games.jsonl").read_text() == whole
     assert f"cut {len(torn)} bytes of an unfinished last line from games.jsonl" in out.out + out.err

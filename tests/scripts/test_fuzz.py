@@ -198,6 +198,7 @@ def assert_finite_and_plain(node: Any, where: str = "") -> None:
 @example(["name=../../etc"])
 @example(["train.replay_capacity=100000000000"])
 @example(["seed=${oc.env:HOME}"])
+@example(["rules=[1,2]"])
 def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
     conf = assert_checked_or_one_line(train_config.checked_config, train_config.compose_config, args)
     if conf is not None:
@@ -215,6 +216,7 @@ def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) ->
 @example(["games_per_pair=1e11"])
 @example(["prior_games=nan"])
 @example(["seed=${oc.env:HOME}"])
+@example(["rules=[1,2]"])
 def test_evaluate_config_checks_give_a_valid_config_or_one_line(args: list[str]) -> None:
     conf = assert_checked_or_one_line(evaluate_config.checked_config, evaluate_config.compose_config, args)
     if conf is not None:

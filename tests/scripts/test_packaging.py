@@ -133,12 +133,13 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
-    """.ci/run's command is the README's test command, mypy included."""
+    """.ci/run's command is the README's test command, ruff and mypy included."""
     readme = (ROOT / "README.md").read_text()
     command = next(line.strip() for line in readme.splitlines() if line.startswith("bash .ci/chromium"))
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
     assert ci[-1] == command
-    assert ".venv/bin/python -m mypy && .venv/bin/python -m pytest" in command
+    assert ".venv/bin/ruff format --check . && .venv/bin/ruff check . && .venv/bin/python -m mypy && " in command
+    assert command.endswith(".venv/bin/python -m pytest")
 
 
 def test_the_pettingzoo_env_without_pettingzoo_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

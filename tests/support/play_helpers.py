@@ -5,7 +5,8 @@ The `pool`, `client` and `browser` fixtures built from them are in tests/conftes
 The computer thinks in worker processes, so a test player that "thinks" for
 as long as a test wants must exist there too: `register_test_players` runs in
 every worker (the pool's `init`) and registers `gated:gate=<file>`, a random
-player that waits until the file exists.
+player that waits until the file exists, `slowstart`, and `dying`, whose
+search kills its own process.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 import urllib.error
@@ -69,10 +71,24 @@ class SlowStartPlayer:
         pass
 
 
+class DyingPlayer:
+    """A player whose search kills its own process, as the kernel's out-of-memory killer would."""
+
+    name = "dying"
+
+    def select_move(self, board: Board) -> Move:
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("a killed process returned")
+
+    def reset(self) -> None:
+        pass
+
+
 def register_test_players() -> None:
     """Runs in every worker of the test pools (and may run in the test process)."""
     register_player("gated", lambda rules=None, seed=None, gate="", wait="60": GatedPlayer(gate, seed, float(wait)))
     register_player("slowstart", lambda rules=None, seed=None, first="3": SlowStartPlayer(float(first), seed))
+    register_player("dying", lambda rules=None, seed=None: DyingPlayer())
 
 
 def make_pool() -> ComputerPool:

@@ -1,7 +1,7 @@
 """Batched Monte Carlo tree search for Jungle: PUCT and Gumbel AlphaZero over flat numba arrays.
 
-One `BatchedMCTS` searches B games at once (one tree per game, the games of a
-`GameBatch`). A simulation step selects one leaf per active game, expands it
+One `BatchedMCTS` searches B games at once (one tree per game, the games of an
+`envs.batch.GameBatch`). A simulation step selects one leaf per active game, expands it
 with the rules kernels, and makes ONE evaluator call for all the leaves that
 need the network; terminal leaves (and finished or inactive games) skip it.
 

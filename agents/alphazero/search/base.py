@@ -41,7 +41,8 @@ class SearchOutput:
     """Result of one `BatchedMCTS.search` for B games (rows of inactive games are zero, action -1)."""
 
     policy: np.ndarray
-    """float32 [B, 252]: training target (PUCT: visit distribution; Gumbel: completed-Q improved policy); 0 off the legal actions."""
+    """float32 [B, 252]: training target (PUCT: visit distribution; Gumbel: completed-Q improved policy); 0 off the
+    legal actions."""
     action: np.ndarray
     """int64 [B]: the action to play (canonical index), -1 for inactive games."""
     root_value: np.ndarray

@@ -1,4 +1,5 @@
-"""`BatchedMCTS`: the stateful driver that searches the B games of a `GameBatch` with one evaluator call per step.
+"""`BatchedMCTS`: the stateful driver that searches the B games of an `envs.batch.GameBatch` with one evaluator call
+per step.
 
 It owns the arrays (`tree`), the per-game random generators, subtree reuse
 between moves, and the calls of the evaluator; what differs between
@@ -55,7 +56,7 @@ NOISE_PLIES = 32
 
 
 class BatchedMCTS:
-    """Tree search over the B games of a `GameBatch`, one tree per game slot.
+    """Tree search over the B games of an `envs.batch.GameBatch`, one tree per game slot.
 
     `search` runs the simulations of all active games in lockstep (one
     evaluator call per simulation step) and returns targets and moves;

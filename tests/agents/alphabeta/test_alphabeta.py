@@ -10,7 +10,7 @@ import pytest
 from agents.alphabeta.search import MATE, MATE_BOUND, AlphaBeta, SearchLimitError, describe_score, plies_to_result
 from envs import Board, Move, RuleSet
 from envs import kernels as K
-from envs.board import state_to_jfen
+from envs.notation import state_to_jfen
 from envs.players import PlayerSpecError, make_player
 from envs.tablebase import DRAW, ROOT_ENV, WIN, Material, Tablebase, TablebaseError, TablebaseMissingError
 from envs.tablebase.index import set_position

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 from multiprocessing import Pipe
@@ -18,25 +17,20 @@ import pytest
 import torch
 
 from agents.alphazero import config as train_config
-from agents.alphazero.inference import (
-    InferenceServiceError,
-    InferenceSettings,
-    InferenceSettingsError,
-    LeafBatcher,
-    LeafSlots,
-    ServedEvaluator,
-    WorkerDiedError,
-    leaves_per_game,
-)
+from agents.alphazero.batcher import LeafBatcher
+from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
-from agents.alphazero.workers import WorkerBackendError, WorkerSettings, make_selfplay_pool
+from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
+from agents.alphazero.slots import InferenceServiceError, LeafSlots, ServedEvaluator, leaves_per_game
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
+from tests.support.processes import alive, survivors
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
@@ -265,15 +259,6 @@ def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
     assert not any(alive(p) for p in pids)  # closing stops every process
 
 
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "victim, workers, name",
@@ -303,11 +288,11 @@ def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, wo
 ORPHANS = """
 import time
 from dataclasses import asdict
-from agents.alphazero.inference import InferenceSettings
 from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.workers import WorkerSettings, make_selfplay_pool
+from agents.alphazero.settings import InferenceSettings, WorkerSettings
 tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 s = WorkerSettings(network=tiny.to_dict(), mcts=asdict(MCTSConfig(num_simulations=2)), rules={},
                    selfplay=SelfPlayConfig(parallel=2, max_plies=4))
@@ -328,10 +313,7 @@ def test_the_processes_exit_when_their_parent_dies() -> None:
     finally:
         parent.kill()  # SIGKILL: no clean-up of its own
         parent.wait()
-    deadline = time.monotonic() + 60
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(alive(p) for p in pids)
+    assert not survivors(pids, 60)
 
 
 # --------------------------------------------------------------------------------------------

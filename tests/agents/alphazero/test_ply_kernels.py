@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, PuctConfig, make_policy, uniform_evaluator
 from agents.alphazero.search.driver import NOISE_PLIES
@@ -17,7 +16,9 @@ from agents.alphazero.search.puct import Puct
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
 from envs import RuleSet
-from envs.board import START_JFEN, IllegalMoveError, parse_jfen
+from envs.batch import GameBatch
+from envs.board import IllegalMoveError
+from envs.notation import START_JFEN, parse_jfen
 
 RULES = RuleSet(no_capture_draw=40)
 GAME_FIELDS = ("state", "hist", "hashes", "done", "truncated", "term", "winner")
@@ -86,7 +87,6 @@ def test_reset_many_equals_reset() -> None:
 def test_advance_many_equals_advancing_game_by_game(algorithm: str) -> None:
     """Two searches of the same games, one advanced per game and one in one call: the same trees, and
     the same next searches (reused subtrees, proven roots emptied, cleared trees)."""
-    rng = np.random.default_rng(2)
     cfg = MCTSConfig(algorithm=algorithm, num_simulations=12)
     games = GameBatch(5, RULES, max_plies=80)
     one, many = (BatchedMCTS(uniform_evaluator, make_policy(cfg), games.flags, seed=3, n_games=5) for _ in range(2))

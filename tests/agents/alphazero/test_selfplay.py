@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, play_games, value_targets
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from envs import Board, Move, RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
 from tests.support.evaluators import counted, linear_evaluator
 

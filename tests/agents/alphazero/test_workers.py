@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
+import os
+import signal
+import threading
 from dataclasses import asdict
 
 import numpy as np
@@ -11,16 +14,14 @@ import pytest
 import torch
 
 from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
-from agents.alphazero.workers import (
-    WorkerBackendError,
-    WorkerSettings,
-    make_selfplay_pool,
-    split_games,
-)
+from agents.alphazero.settings import WorkerBackendError, WorkerSettings
+from agents.alphazero.workers import split_games
+from agents.child import ChildDiedError
 from envs import RuleSet
 from envs.players import make_player
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
@@ -135,6 +136,23 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
         np.testing.assert_allclose(here.policy[ra], there.policy[rb], rtol=0, atol=1e-6)
         np.testing.assert_allclose(here.value[ra], there.value[rb], rtol=0, atol=1e-6)
     assert not there.full_search.all() and there.full_search.any()  # playout caps travelled too
+
+
+@pytest.mark.slow
+def test_a_killed_worker_stops_the_call_with_an_error_naming_it() -> None:
+    weights = build_network(TINY).state_dict()
+    with make_selfplay_pool("process", 2, settings()) as pool:
+        pool.play(weights, seed=0, num_games=2)  # every process is up
+        victim = pool.pids[1]
+        timer = threading.Timer(0.5, os.kill, (victim, signal.SIGKILL))
+        timer.start()
+        try:
+            with pytest.raises(ChildDiedError, match=rf"^self-play worker 1 \(pid {victim}\) died: killed by SIGKILL$"):
+                pool.play(weights, seed=1, num_games=400)  # minutes of games if none died
+        finally:
+            timer.cancel()
+        with pytest.raises(RuntimeError, match="stopped by a worker's death"):
+            pool.play(weights, seed=1, num_games=2)
 
 
 def test_unknown_backend_and_bad_settings_fail_before_any_worker() -> None:

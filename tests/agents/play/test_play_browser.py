@@ -337,7 +337,8 @@ def boxes_inside(pg: Any, selector: str, width: int, height: int) -> list[str]:
         .filter(e => e.offsetParent !== null || getComputedStyle(e).position === 'fixed')
         .map(e => [e.id || e.className || e.tagName, e.getBoundingClientRect()])
         .filter(([, r]) => r.width > 0 && (r.left < -0.5 || r.top < -0.5 || r.right > w + 0.5 || r.bottom > h + 0.5))
-        .map(([n, r]) => `${n}: ${Math.round(r.left)},${Math.round(r.top)}-${Math.round(r.right)},${Math.round(r.bottom)}`)""",
+        .map(([n, r]) => `${n}: ${Math.round(r.left)},${Math.round(r.top)}-`
+                         + `${Math.round(r.right)},${Math.round(r.bottom)}`)""",
         [selector, width, height],
     )
 

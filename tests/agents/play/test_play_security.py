@@ -590,13 +590,17 @@ const target = {target!r}, gid = {gid!r};
 async function attack() {{
   const posts = [
     fetch(target + "api/games", {{method: "POST", mode: "no-cors"}}),
-    fetch(target + "api/games/" + gid + "/undo", {{method: "POST", mode: "no-cors", body: "", headers: {{"Content-Type": "text/plain"}}}}),
-    fetch(target + "api/games/" + gid + "/resign", {{method: "POST", mode: "no-cors", body: "{{}}", headers: {{"Content-Type": "text/plain"}}}}),
+    fetch(target + "api/games/" + gid + "/undo",
+          {{method: "POST", mode: "no-cors", body: "", headers: {{"Content-Type": "text/plain"}}}}),
+    fetch(target + "api/games/" + gid + "/resign",
+          {{method: "POST", mode: "no-cors", body: "{{}}", headers: {{"Content-Type": "text/plain"}}}}),
     fetch(target + "api/games", {{method: "POST", body: "{{}}", headers: {{"Content-Type": "application/json"}}}}),
   ];
   const results = await Promise.allSettled(posts);
   for (const id of ["f1", "f2"]) {{
-    await new Promise((done) => {{ document.getElementById("sink").onload = done; document.getElementById(id).submit(); setTimeout(done, 5000); }});
+    await new Promise((done) => {{
+      document.getElementById("sink").onload = done; document.getElementById(id).submit(); setTimeout(done, 5000);
+    }});
   }}
   document.title = "done " + results.map((r) => r.status).join(",");
 }}

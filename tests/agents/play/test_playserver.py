@@ -618,6 +618,14 @@ def test_a_cancelled_search_frees_its_only_worker(tmp_path: Path) -> None:
         assert outcome[0] == "cancelled" and outcome[1] in Board().legal_moves, outcome
 
 
+def test_a_worker_that_dies_in_a_search_is_named_with_its_pid_and_signal(pool: ComputerPool) -> None:
+    """A worker killed mid-search (say, by the out-of-memory killer) is named, and a fresh one takes its place."""
+    dying = replace(PlayGame.new(opponent="random").job("computer"), spec="dying")
+    with pytest.raises(ComputerError, match=r"^the computer's worker process \(pid \d+\) died: killed by SIGKILL$"):
+        pool.run("move", dying, time_limit=60)
+    assert pool.run("move", PlayGame.new(opponent="random").job("computer"), time_limit=60) in Board().legal_moves
+
+
 def test_every_named_level_is_offered_from_a_checkout() -> None:
     # A level naming a checkpoint is hidden while its file is missing: the shipped ones must be there.
     assert [lv.name for lv in play_game.available_levels()] == [lv.name for lv in play_game.LEVELS]

@@ -92,7 +92,7 @@ def test_truncation_at_max_plies() -> None:
     env = jungle_v0.env(max_plies=6)
     env.reset(seed=0)
     plies = 0
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         observation, reward, termination, truncation, info = env.last()
         if termination or truncation:
             assert truncation and not termination and reward == 0 and info["termination"] == "ply_cap"

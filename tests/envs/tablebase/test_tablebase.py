@@ -18,7 +18,7 @@ from numba import njit
 
 from envs import Board, RuleSet
 from envs import kernels as K
-from envs.board import state_to_jfen
+from envs.notation import state_to_jfen
 from envs.rules import F_NO_CAPTURE_LIMIT
 from envs.tablebase import (
     DRAW,

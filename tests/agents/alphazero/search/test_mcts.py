@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.alphazero.gamebatch import GameBatch
 from agents.alphazero.search import (
     ROOT,
     ROOT_POLICIES,
@@ -25,6 +24,7 @@ from agents.alphazero.search import (
 )
 from envs import Board, Move, RuleSet
 from envs import kernels as K
+from envs.batch import GameBatch
 from envs.encoding import move_to_action
 from tests.support.evaluators import counted, linear_evaluator
 
@@ -620,7 +620,7 @@ def test_leaf_batching_finds_the_same_tactics_with_fewer_network_calls(algorithm
         for leaf_batch in (1, 8):
             evaluator = linear_evaluator(3)
 
-            def at_most(obs: np.ndarray, mask: np.ndarray, lb: int = leaf_batch):
+            def at_most(obs: np.ndarray, mask: np.ndarray, lb: int = leaf_batch, evaluator=evaluator):
                 assert len(obs) <= lb
                 return evaluator(obs, mask)
 

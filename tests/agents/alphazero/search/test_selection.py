@@ -311,7 +311,7 @@ def test_gumbel_root_round_names_the_picks_whatever_the_backups() -> None:
         named += 1
         one_by_one = Tree(*[a.copy() for a in tree])
         taken = []
-        for k in range(run):
+        for _ in range(run):
             c = select_gumbel_root(one_by_one, roots, 0, ROOT, PARAMS)
             taken.append(c)
             one_by_one.visits[0, c] += 1  # its simulation backs up some value

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 
-from agents.alphazero.gamebatch import GameBatch
+from envs.batch import GameBatch
 from agents.alphazero.search import ROOT, BatchedMCTS, MCTSConfig, make_policy, search_tables, uniform_evaluator
 from agents.alphazero.search.base import SearchOutput
 from envs import Board, Move, RuleSet

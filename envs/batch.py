@@ -1,4 +1,4 @@
-"""B games of Jungle as stacked kernel arrays, for batched self-play and search.
+"""B games of Jungle as stacked kernel arrays: the one batched game state of self-play, search and the vector env.
 
 Game ``i`` is the position ``state[i]`` with its history ``hist[i]`` and
 ``hashes[i]`` (the layout of `envs.kernels`). Games start from a JFEN and end
@@ -21,159 +21,69 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 import numpy as np
-from numba import njit
 
 from envs import kernels as K
-from envs.board import START_JFEN, Board, IllegalMoveError, Move, parse_jfen, state_to_jfen
-from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask
+from envs.batch_kernels import (
+    BatchArrays,
+    encode_batch,
+    first_position,
+    judge,
+    mask_batch,
+    play_action,
+    play_batch,
+    reset_batch,
+)
+from envs.board import Board, IllegalMoveError
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.notation import START_JFEN, Move, parse_jfen, state_to_jfen
 from envs.rules import RuleSet
 
 IndexLike = Union[None, int, Sequence[int], np.ndarray]
-
-
-@njit(cache=True)
-def encode_batch(state: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """`out[k]` = observation of game `idx[k]` (float32 [n, 24, 9, 7])."""
-    for k in range(idx.shape[0]):
-        i = idx[k]
-        encode_observation(state[i], hashes[i], flags, out[k])
-
-
-@njit(cache=True)
-def mask_batch(state: np.ndarray, hist: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """`out[k]` = legal-action mask of game `idx[k]` (bool [n, 252])."""
-    for k in range(idx.shape[0]):
-        i = idx[k]
-        legal_action_mask(state[i], hist[i], flags, out[k])
-
-
-@njit(cache=True)
-def _play(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, action: int) -> int:
-    """Play `action` (canonical index) if legal; return the kernel move, or -1 if illegal."""
-    m = action_to_move(state, action)
-    if m < 0:
-        return -1
-    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
-    n = K.generate_moves(state, hist, flags, buf)
-    for j in range(n):
-        if buf[j] == m:
-            K.make_move(state, hist, hashes, m)
-            return m
-    return -1
-
-
-@njit(cache=True)
-def judge(
-    state: np.ndarray,
-    hist: np.ndarray,
-    hashes: np.ndarray,
-    flags: np.ndarray,
-    i: int,
-    max_plies: int,
-    done: np.ndarray,
-    truncated: np.ndarray,
-    term: np.ndarray,
-    winner: np.ndarray,
-) -> None:
-    """Game `i`'s termination and winner by the rules; done when they end it or when it has played
-    `max_plies` plies (truncated: no result by the rules)."""
-    t, w = K.outcome(state[i], hist[i], hashes[i], flags)
-    term[i], winner[i] = t, w
-    done[i] = t != K.TERM_NONE
-    truncated[i] = False
-    if not done[i] and state[i, K.S_PLY] >= max_plies:
-        done[i] = True
-        truncated[i] = True
-
-
-@njit(cache=True)
-def play_batch(
-    state: np.ndarray,
-    hist: np.ndarray,
-    hashes: np.ndarray,
-    flags: np.ndarray,
-    actions: np.ndarray,
-    max_plies: int,
-    done: np.ndarray,
-    truncated: np.ndarray,
-    term: np.ndarray,
-    winner: np.ndarray,
-    moves: np.ndarray,
-) -> int:
-    """Play `actions[i]` (canonical index) in every game `i` whose action is >= 0, then judge its end
-    (`GameBatch._update_outcome`'s rules); `moves[i]` gets the kernel move played (-1 where none).
-    Returns the first game whose action is illegal or which is over (its later games unplayed), else -1."""
-    for i in range(actions.shape[0]):
-        moves[i] = -1
-        if actions[i] < 0:
-            continue
-        if done[i]:
-            return i
-        m = _play(state[i], hist[i], hashes[i], flags, actions[i])
-        if m < 0:
-            return i
-        moves[i] = m
-        judge(state, hist, hashes, flags, i, max_plies, done, truncated, term, winner)
-    return -1
-
-
-@njit(cache=True)
-def reset_batch(
-    state: np.ndarray,
-    hist: np.ndarray,
-    hashes: np.ndarray,
-    flags: np.ndarray,
-    idx: np.ndarray,
-    first: np.ndarray,
-    max_plies: int,
-    done: np.ndarray,
-    truncated: np.ndarray,
-    term: np.ndarray,
-    winner: np.ndarray,
-) -> None:
-    """Start the games `idx` again from the position `first` (`GameBatch.reset` for many games)."""
-    h = K.compute_hash(first)
-    for k in range(idx.shape[0]):
-        i = idx[k]
-        state[i, :] = first
-        hist[i, :, :] = 0
-        hashes[i, :] = 0
-        hashes[i, 0] = h
-        judge(state, hist, hashes, flags, i, max_plies, done, truncated, term, winner)
-
-
-@njit(cache=True)
-def _first_position(state: np.ndarray, hist: np.ndarray, out: np.ndarray) -> None:
-    """`out` = the position before every move of `hist` was played (the game's first position)."""
-    out[:] = state
-    for _ in range(state[K.S_PLY]):
-        K.unmake_move(out, hist)
 
 
 class GameBatch:
     """B games under one `RuleSet`, advanced independently (one `play` per game), read in batches.
 
     Attributes (all indexed by game): ``state`` int16 [B, STATE_LEN], ``hist``
-    int16 [B, max_plies, 5], ``hashes`` uint64 [B, max_plies + 1], ``done``,
+    int16 [B, room, 5], ``hashes`` uint64 [B, room + 1], ``done``,
     ``truncated`` bool [B], ``term`` / ``winner`` int64 [B] (``TERM_NONE`` / -1
     while a game goes on or when it was truncated), ``start`` list of JFENs;
     ``rules`` the RuleSet given and ``flags`` its compiled flags.
+
+    A game is truncated once it has played ``max_plies`` plies (None: never; its
+    games end by the rules alone). The history has room for ``room`` plies
+    (default ``max_plies``); when that is fewer than a game may play, `play`,
+    `play_many` and `load_board` `grow` it (new arrays, the old rows copied).
     """
 
-    def __init__(self, n: int, rules: RuleSet, start_jfen: str = START_JFEN, max_plies: int = 1000) -> None:
+    def __init__(
+        self,
+        n: int,
+        rules: RuleSet,
+        start_jfen: str = START_JFEN,
+        max_plies: Optional[int] = 1000,
+        room: Optional[int] = None,
+    ) -> None:
         if not isinstance(rules, RuleSet):
             raise ValueError(f"a GameBatch takes a RuleSet, got {type(rules).__name__}")
         if n < 1:
             raise ValueError(f"a GameBatch needs at least one game, got n={n}")
-        if max_plies < 1:
-            raise ValueError(f"max_plies must be >= 1, got {max_plies}")
+        if max_plies is not None and max_plies < 1:
+            raise ValueError(f"max_plies must be >= 1 or None, got {max_plies}")
+        room = max_plies if room is None else room
+        if room is None:
+            raise ValueError("a GameBatch with max_plies=None needs room, the plies of history to start with")
+        if room < 1:
+            raise ValueError(f"room must be >= 1, got {room}")
         self.n = int(n)
         self.rules = rules
         self.flags = rules.flags()
-        self.max_plies = int(max_plies)
+        self.max_plies = None if max_plies is None else int(max_plies)
+        self._cap = 0 if self.max_plies is None else self.max_plies  # the kernels' max_plies: 0 never truncates
+        self._grows = self.max_plies is None or room < self.max_plies  # whether a game can outgrow its history
         self.state = np.zeros((n, K.STATE_LEN), dtype=np.int16)
-        self.hist = np.zeros((n, self.max_plies, K.HIST_WIDTH), dtype=np.int16)
-        self.hashes = np.zeros((n, self.max_plies + 1), dtype=np.uint64)
+        self.hist = np.zeros((n, room, K.HIST_WIDTH), dtype=np.int16)
+        self.hashes = np.zeros((n, room + 1), dtype=np.uint64)
         self.done = np.zeros(n, dtype=np.bool_)
         self.truncated = np.zeros(n, dtype=np.bool_)
         self.term = np.zeros(n, dtype=np.int64)
@@ -181,8 +91,7 @@ class GameBatch:
         self.start: list[str] = [start_jfen] * n
         self._boards: dict[int, Board] = {}  # games handed out as Boards, kept in step
         self._moves = np.full(n, -1, dtype=np.int64)
-        for i in range(n):
-            self.reset(i, start_jfen)
+        self.reset_many(np.arange(n), start_jfen)
 
     def __len__(self) -> int:
         return self.n
@@ -212,7 +121,7 @@ class GameBatch:
             self.flags,
             ix,
             first,
-            self.max_plies,
+            self._cap,
             self.done,
             self.truncated,
             self.term,
@@ -228,10 +137,11 @@ class GameBatch:
         if board.rules != self.rules:
             raise ValueError(f"the board plays {board.rules}, this GameBatch {self.rules}")
         ply = board.ply
-        if ply > self.max_plies:
+        if self.max_plies is not None and ply > self.max_plies:
             raise ValueError(f"the board has {ply} plies, more than this GameBatch's max_plies={self.max_plies}")
+        self.grow(ply)
         first = np.empty_like(board.state)
-        _first_position(board.state, board.hist, first)
+        first_position(board.state, board.hist, first)
         self.start[i] = state_to_jfen(first)
         self.state[i] = board.state
         self.hist[i, :ply] = board.hist[:ply]
@@ -246,7 +156,9 @@ class GameBatch:
         """Play canonical `action` in game `i`; IllegalMoveError if it is not legal there."""
         if self.done[i]:
             raise IllegalMoveError(f"game {i} is over; action {action} cannot be played")
-        m = _play(self.state[i], self.hist[i], self.hashes[i], self.flags, int(action))
+        if self._grows:
+            self.grow(self.plies(i) + 1)
+        m = play_action(self.state[i], self.hist[i], self.hashes[i], self.flags, int(action))
         if m < 0:
             raise IllegalMoveError(f"action {action} is not legal in game {i} ({state_to_jfen(self.state[i])!r})")
         board = self._boards.get(i)
@@ -261,13 +173,15 @@ class GameBatch:
         actions = np.ascontiguousarray(actions, dtype=np.int64)
         if actions.shape != (self.n,):
             raise ValueError(f"play_many takes one action per game ({self.n}), got shape {actions.shape}")
+        if self._grows:
+            self.grow(int(self.state[actions >= 0, K.S_PLY].max(initial=0)) + 1)
         bad = play_batch(
             self.state,
             self.hist,
             self.hashes,
             self.flags,
             actions,
-            self.max_plies,
+            self._cap,
             self.done,
             self.truncated,
             self.term,
@@ -284,6 +198,21 @@ class GameBatch:
                 f"action {actions[bad]} is not legal in game {bad} ({state_to_jfen(self.state[bad])!r})"
             )
 
+    def grow(self, plies: int) -> None:
+        """Make room in every game's history for `plies` plies (at least doubling it when it is short).
+
+        The arrays are new ones, so a search that holds trees over the old ones starts them again
+        (`BatchedMCTS` refuses a change in the middle of a search)."""
+        room = self.hist.shape[1]
+        if plies <= room:
+            return
+        cap = max(plies, 2 * room)
+        hist = np.zeros((self.n, cap, K.HIST_WIDTH), dtype=np.int16)
+        hist[:, :room] = self.hist
+        hashes = np.zeros((self.n, cap + 1), dtype=np.uint64)
+        hashes[:, : room + 1] = self.hashes
+        self.hist, self.hashes = hist, hashes
+
     def _update_outcome(self, i: int) -> None:
         judge(
             self.state,
@@ -291,7 +220,7 @@ class GameBatch:
             self.hashes,
             self.flags,
             i,
-            self.max_plies,
+            self._cap,
             self.done,
             self.truncated,
             self.term,
@@ -299,6 +228,15 @@ class GameBatch:
         )
 
     # -- reading -------------------------------------------------------------------
+    @property
+    def room(self) -> int:
+        """Plies of history each game has room for (`grow` makes more)."""
+        return int(self.hist.shape[1])
+
+    def arrays(self) -> BatchArrays:
+        """The games' `state`, `hist` and `hashes` for the kernels of `envs.batch_kernels` (new ones after `grow`)."""
+        return BatchArrays(self.state, self.hist, self.hashes)
+
     def _index(self, idx: IndexLike) -> np.ndarray:
         if idx is None:
             return np.arange(self.n, dtype=np.int64)

@@ -1,0 +1,171 @@
+"""The inference server's core: the leaf batches of many clients joined into single network calls.
+
+`LeafBatcher` takes each client's request from the client's own thread and
+runs one evaluator call for the requests of every client that is ready;
+`InferenceServer` is the network on the server's device behind one. Both the
+server process and the Ray server actor of `agents.alphazero.inference` hold one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any, Hashable, Iterable, Iterator, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from agents.alphazero.device import resolve_device
+from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.search import Evaluator
+from agents.alphazero.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.workers import load_weights
+
+
+class _Request:
+    __slots__ = ("obs", "mask", "since", "result", "error", "done")
+
+    def __init__(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        self.obs, self.mask = obs, mask
+        self.since = time.monotonic()
+        self.result: Optional[tuple[np.ndarray, np.ndarray]] = None
+        self.error: Optional[BaseException] = None
+        self.done = False
+
+
+def evaluate_together(
+    evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One `evaluator` call for several (obs [n_i, 24, 9, 7], mask [n_i, 252]) requests; each request's
+    (logits [n_i, 252], value [n_i]) in order."""
+    if len(requests) == 1:
+        return [evaluator(*requests[0])]
+    logits, value = evaluator(np.concatenate([o for o, _ in requests]), np.concatenate([m for _, m in requests]))
+    ends = np.cumsum([len(o) for o, _ in requests])
+    return [(logits[e - len(o) : e], value[e - len(o) : e]) for e, (o, _) in zip(ends, requests)]
+
+
+class LeafBatcher:
+    """Joins the leaf batches that clients submit from their own threads into single evaluator calls.
+
+    A batch goes to the network once every active client has a request in
+    it, or once its oldest request has waited `max_wait` seconds; a client is
+    active from its first request until it `leave`s. The evaluator runs
+    outside the lock, in the thread of the request that closed the batch, one
+    batch at a time; the other requests of the batch wait for their rows."""
+
+    def __init__(self, evaluator: Evaluator, max_wait: float) -> None:
+        self.evaluator = evaluator
+        self.max_wait = float(max_wait)
+        self.batches = 0
+        """Evaluator calls made (since the last `take_counts`)."""
+        self.positions = 0
+        """Positions evaluated (since the last `take_counts`)."""
+        self._cond = threading.Condition()
+        self._queue: list[_Request] = []
+        self._active: set[Hashable] = set()
+        self._busy = False
+
+    def evaluate(self, client: Hashable, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`client`'s (logits [n, 252], value [n]) for its leaves (obs [n, 24, 9, 7], mask [n, 252])."""
+        request = _Request(obs, mask)
+        with self._cond:
+            self._active.add(client)
+            self._queue.append(request)
+            self._cond.notify_all()
+            while not request.done:
+                # Not done and no batch running: the request is still queued, so this thread may close a batch.
+                if not self._busy:
+                    left = self._queue[0].since + self.max_wait - time.monotonic()
+                    if len(self._queue) >= len(self._active) or left <= 0:
+                        batch, self._queue, self._busy = self._queue, [], True
+                        break
+                    self._cond.wait(left)
+                else:
+                    self._cond.wait()
+            else:
+                return self._outcome(request)
+        try:
+            results: Optional[list[tuple[np.ndarray, np.ndarray]]] = evaluate_together(
+                self.evaluator, [(r.obs, r.mask) for r in batch]
+            )
+            error: Optional[BaseException] = None
+        except Exception as e:  # every request of the batch gets the error
+            results, error = None, e
+        with self._cond:
+            for i, r in enumerate(batch):
+                r.result, r.error, r.done = (results[i] if results is not None else None), error, True
+            self.batches += 1
+            self.positions += sum(len(r.obs) for r in batch)
+            self._busy = False
+            self._cond.notify_all()
+        return self._outcome(request)
+
+    @staticmethod
+    def _outcome(request: _Request) -> tuple[np.ndarray, np.ndarray]:
+        if request.error is not None:
+            raise request.error
+        assert request.result is not None
+        return request.result
+
+    def expect(self, clients: Iterable[Hashable]) -> None:
+        """`clients` are about to send requests: batches wait for them (at most `max_wait`) from now on."""
+        with self._cond:
+            self._active.update(clients)
+
+    def leave(self, client: Hashable) -> None:
+        """`client` sends no more requests for now: batches stop waiting for it."""
+        with self._cond:
+            self._active.discard(client)
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """No batch runs inside this block (e.g. while the weights change)."""
+        with self._cond:
+            while self._busy:
+                self._cond.wait()
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    def take_counts(self) -> dict[str, float]:
+        """Batches and positions evaluated since the last call, and the mean batch; the counts restart."""
+        with self._cond:
+            batches, positions, self.batches, self.positions = self.batches, self.positions, 0, 0
+        return {"batches": batches, "positions": positions, "mean_batch": positions / batches if batches else 0.0}
+
+
+class InferenceServer:
+    """The network on the server's device behind a `LeafBatcher` (the body of the server process and of the
+    Ray actor)."""
+
+    def __init__(self, settings: WorkerSettings, server: InferenceSettings) -> None:
+        if server.threads > 0 and torch.get_num_threads() != server.threads:
+            torch.set_num_threads(server.threads)
+        self.device = resolve_device(server.device)
+        self.model = build_network(NetworkConfig.from_dict(settings.network)).to(self.device).eval()
+        self.batcher = LeafBatcher(make_evaluator(self.model, self.device, server.precision), server.max_wait)
+
+    def load_weights(self, model_state: Mapping[str, Any]) -> None:
+        """Take the learner's weights (between calls, or with every batch held back)."""
+        with self.batcher.hold():
+            load_weights(self.model, model_state)
+
+    def evaluate(self, client: int, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.batcher.evaluate(client, obs, mask)
+
+    def expect(self, clients: Iterable[int]) -> None:
+        self.batcher.expect(clients)
+
+    def leave(self, client: int) -> None:
+        self.batcher.leave(client)
+
+    def take_counts(self) -> dict[str, float]:
+        return self.batcher.take_counts()

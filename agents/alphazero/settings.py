@@ -1,0 +1,84 @@
+"""What a self-play pool is asked to do: the workers' settings, the backends, the inference server's settings.
+
+Plain data, so that it travels to worker processes and Ray actors; train.py
+builds it from its config and `agents.alphazero.pools.make_selfplay_pool`
+takes it (see `agents.alphazero.workers` and `agents.alphazero.inference`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from agents.alphazero.device import PRECISIONS, resolve_device
+from agents.alphazero.network import NetworkConfig
+from agents.alphazero.search import MCTSConfig
+from agents.alphazero.selfplay import SelfPlayConfig, build_opponents
+from envs.config import ConfigError, check_choice, check_range
+from envs.players import make_player
+from envs.rules import RuleSet
+
+BACKENDS = ("inprocess", "process", "ray")
+"""Where self-play runs: in the caller, in local processes, in Ray actors."""
+
+DISTRIBUTED_HINT = "pip install -e '.[distributed]'"
+
+
+class WorkerBackendError(ConfigError):
+    """An unknown self-play backend, a bad worker count, or a backend that is not installed."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Everything a worker needs besides the weights: plain data, so it travels to processes and actors."""
+
+    network: Mapping[str, Any]
+    """`NetworkConfig` fields (the shape the weights fit)."""
+    mcts: Mapping[str, Any]
+    """`MCTSConfig` fields."""
+    rules: Mapping[str, Any]
+    """`RuleSet` fields."""
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    """How the games are played (`parallel`: the games each worker plays at once)."""
+    threads: int = 1
+    """torch CPU threads in each worker process (0: torch's default)."""
+    precision: str = "fp32"
+    """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see device.inference_dtype)."""
+
+    def validate(self) -> None:
+        """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""
+        NetworkConfig.from_dict(self.network)
+        MCTSConfig.from_dict(self.mcts)
+        rules = RuleSet.from_dict(self.rules)
+        if not build_opponents(self.selfplay, rules, seed=0):  # builds the opponents when they play
+            for spec in self.selfplay.opponents:  # specs that would not play must still be valid
+                make_player(spec, rules=rules, seed=0)
+
+
+class InferenceSettingsError(ConfigError):
+    """A bad inference-server setting (names it)."""
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """Where and how the inference server evaluates (the self-play settings say what: `WorkerSettings`)."""
+
+    device: str = "cpu"
+    """The server's device: `cuda`, `cuda:1`, `cpu` or `auto` (CUDA when present)."""
+    precision: str = "auto"
+    """`fp32`, `bf16` or `auto` (bf16 on CUDA, and on CPUs with native bf16 for batches of 16 or more; see
+    agents.alphazero.device.inference_dtype)."""
+    max_wait: float = 0.002
+    """Seconds a batch waits, after its first request, for clients still busy with their trees."""
+    threads: int = 1
+    """torch CPU threads of the server process (0: torch's default); they matter for a CPU server."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int):
+            raise InferenceSettingsError(f"inference.threads={self.threads!r} must be an integer")
+        check_range(self, "inference", InferenceSettingsError, max_wait=(0, 10), threads=(0, None))
+        check_choice(self, "inference", InferenceSettingsError, precision=PRECISIONS)
+        try:
+            resolve_device(self.device)
+        except ValueError as e:
+            raise InferenceSettingsError(f"inference device: {e}") from None

@@ -1,0 +1,129 @@
+"""Shared memory between the self-play processes and the inference server: a slot per client, and the
+client's evaluator that sends its leaves through it.
+
+A client writes a leaf batch (obs and mask) into its own `Slot` of the
+`LeafSlots` and sends its size on its pipe; the server writes the logits and
+values back into the slot and answers with the size (or the text of an error).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from multiprocessing.connection import Connection
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any, Mapping, NamedTuple, Optional
+
+import numpy as np
+
+from agents.alphazero.search import MCTSConfig, leaves_per_call
+from envs.encoding import N_ACTIONS, OBS_SHAPE
+
+IDLE = 0
+"""What a client sends on its pipe instead of a batch size when its call is over (the server stops waiting
+for it)."""
+OBS_SIZE = int(np.prod(OBS_SHAPE))
+
+
+class InferenceServiceError(RuntimeError):
+    """The inference server failed (to start, or on a batch) or went away; raised where it is noticed."""
+
+
+class Slot(NamedTuple):
+    """One client's part of `LeafSlots`: at most `capacity` positions a request."""
+
+    obs: np.ndarray
+    """float32 [capacity, 24, 9, 7], written by the client."""
+    mask: np.ndarray
+    """bool [capacity, 252], written by the client."""
+    logits: np.ndarray
+    """float32 [capacity, 252], written by the server."""
+    value: np.ndarray
+    """float32 [capacity], written by the server."""
+
+
+MAX_SLOT_ROWS = 4096
+"""Most positions a self-play process's slot holds (about 27 MB); a larger leaf batch goes in pieces."""
+
+
+def leaves_per_game(mcts: Mapping[str, Any]) -> int:
+    """Most leaves one game's search sends in one evaluator call under the search settings `mcts`
+    (`search.leaves_per_call`)."""
+    return leaves_per_call(MCTSConfig.from_dict(mcts))
+
+
+class LeafSlots:
+    """Shared memory holding one `Slot` per client: made by the pool (``name=None``), attached by name in the
+    server and the clients. The pool that made it unlinks it."""
+
+    def __init__(self, clients: int, capacity: int, name: Optional[str] = None) -> None:
+        if clients < 1 or capacity < 1:
+            raise ValueError(f"leaf slots need clients ({clients}) and capacity ({capacity}) >= 1")
+        self.clients, self.capacity = clients, capacity
+        # Float arrays first, the bool mask last: every float array starts 4-byte aligned.
+        self.slot_bytes = capacity * (4 * OBS_SIZE + 4 * N_ACTIONS + 4 + N_ACTIONS)
+        self.shm = SharedMemory(name=name, create=name is None, size=clients * self.slot_bytes)
+        self.name = self.shm.name
+        if self.shm.size < clients * self.slot_bytes:
+            self.shm.close()
+            raise ValueError(
+                f"shared memory {name!r} holds {self.shm.size} bytes, fewer than {clients} slots of "
+                f"{capacity} positions need"
+            )
+
+    def slot(self, k: int) -> Slot:
+        c, buf, at = self.capacity, self.shm.buf, k * self.slot_bytes
+
+        def take(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+            nonlocal at
+            a = np.ndarray(shape, dtype=dtype, buffer=buf, offset=at)
+            at += a.nbytes
+            return a
+
+        obs = take((c,) + OBS_SHAPE, np.float32)
+        logits = take((c, N_ACTIONS), np.float32)
+        value = take((c,), np.float32)
+        return Slot(obs=obs, mask=take((c, N_ACTIONS), np.bool_), logits=logits, value=value)
+
+    def close(self) -> None:
+        """Unmap (views from `slot` must be gone)."""
+        with contextlib.suppress(BufferError):
+            self.shm.close()
+
+    def unlink(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.shm.unlink()
+
+
+class ServedEvaluator:
+    """The `Evaluator` of a self-play process: each leaf batch goes through its slot to the inference server.
+
+    A batch larger than the slot goes in slot-sized pieces. The returned arrays are this call's own."""
+
+    def __init__(self, slot: Slot, pipe: Connection) -> None:
+        self.slot = slot
+        self.pipe = pipe
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n, cap = len(obs), len(self.slot.value)
+        logits, value = np.empty((n, N_ACTIONS), np.float32), np.empty(n, np.float32)
+        for a in range(0, n, cap):
+            k = min(n - a, cap)
+            self.slot.obs[:k] = obs[a : a + k]
+            self.slot.mask[:k] = mask[a : a + k]
+            try:
+                self.pipe.send(k)
+                reply = self.pipe.recv()
+            except (EOFError, OSError):
+                raise InferenceServiceError("the inference server went away (its pipe is closed)") from None
+            if isinstance(reply, str):
+                raise InferenceServiceError(f"the inference server failed on a batch: {reply}")
+            logits[a : a + k] = self.slot.logits[:k]
+            value[a : a + k] = self.slot.value[:k]
+        return logits, value
+
+    def idle(self) -> None:
+        """Tell the server this process's call is over (and wait until it has taken that in)."""
+        with contextlib.suppress(OSError, EOFError):
+            self.pipe.send(IDLE)
+            self.pipe.recv()

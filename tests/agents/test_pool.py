@@ -1,0 +1,105 @@
+"""The worker pool under tournaments and self-play: calls spread over processes, errors and deaths named."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.arena.tournament import run_tournament
+from agents.child import ChildDiedError
+from agents.pool import WorkerPool
+from tests.support.processes import Napper, children
+
+
+def test_calls_spread_over_the_processes_and_come_back_with_their_index() -> None:
+    with WorkerPool(2, Napper, "napper") as pool:
+        assert len(set(pool.pids)) == 2
+        results = dict(pool.run("nap", [(0.3,)] * 5))
+        assert sorted(results) == list(range(5))
+        assert {tag for tag, _ in results.values()} == {"napper"}
+        assert {pid for _, pid in results.values()} == set(pool.pids)  # both processes took calls
+        assert dict(pool.run("nap", [])) == {}
+
+
+def test_a_workers_exception_is_raised_with_its_traceback_and_the_pool_goes_on() -> None:
+    with WorkerPool(2, Napper, "napper") as pool:
+        with pytest.raises(ValueError, match="bad call") as caught:
+            for _ in pool.run("fail", [("bad call",)]):
+                pass
+        note = "\n".join(caught.value.__notes__)
+        assert f"in worker 0 (pid {pool.pids[0]})" in note and "raise ValueError(text)" in note
+        # A run left early (a call still running) does not leak its answer into the next run.
+        for _ in pool.run("nap", [(0.0,), (1.0,)]):
+            break
+        assert dict(pool.run("nap", [(0.0,), (0.0,), (0.0,)])).keys() == {0, 1, 2}
+    with pytest.raises(RuntimeError, match="closed"):
+        next(pool.run("nap", [(0.0,)]))
+
+
+def test_a_killed_worker_is_named_with_its_pid_and_signal() -> None:
+    with WorkerPool(2, Napper, "napper", role="test worker") as pool:
+        victim = pool.pids[1]
+        timer = threading.Timer(0.5, os.kill, (victim, signal.SIGKILL))
+        timer.start()
+        with pytest.raises(ChildDiedError, match=rf"^test worker 1 \(pid {victim}\) died: killed by SIGKILL$"):
+            for _ in pool.run("nap", [(0.0,), (60.0,), (0.0,)]):
+                pass
+        with pytest.raises(RuntimeError, match="stopped by a worker's death"):
+            next(pool.run("nap", [(0.0,)]))
+
+
+def spawned_children() -> set[int]:
+    """This process's live children started by multiprocessing's spawn."""
+    out = set()
+    for pid in children(os.getpid()):
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.add(pid)
+    return out
+
+
+@pytest.mark.slow
+def test_a_killed_tournament_worker_is_named_with_its_pid_and_signal() -> None:
+    before = spawned_children()
+    killed: list[int] = []
+
+    def kill_a_worker() -> None:  # the first worker that appears, while the games are played
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline:
+            new = spawned_children() - before
+            if new:
+                killed.append(min(new))
+                os.kill(killed[0], signal.SIGKILL)
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_a_worker, daemon=True)
+    with pytest.raises(ChildDiedError, match=r"^worker [01] \(pid \d+\) died: killed by SIGKILL$") as caught:
+        run_tournament(
+            ["alphabeta:time=0.5", "alphabeta:time=0.5,noise=20"],
+            games_per_pair=2,
+            seed=1,
+            workers=2,
+            max_plies=200,
+            progress=False,
+            on_start=killer.start,
+        )  # minutes of games if none died
+    killer.join()
+    assert f"(pid {killed[0]})" in str(caught.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start_method", ["forkserver", "fork"])
+def test_every_start_method_plays_the_tournament_of_one_process(start_method: str) -> None:
+    # A forkserver's child is the server's: it once took the server for a dead parent and exited at once.
+    kw = dict(games_per_pair=2, seed=3, max_plies=60, progress=False)
+    here = run_tournament(["random", "alphabeta:depth=1"], workers=0, **kw)  # type: ignore[arg-type]
+    there = run_tournament(["random", "alphabeta:depth=1"], workers=2, start_method=start_method, **kw)  # type: ignore[arg-type]
+    assert [(g.red, g.blue, g.moves, g.result) for g in there.games] == [
+        (g.red, g.blue, g.moves, g.result) for g in here.games
+    ]
