@@ -62,6 +62,10 @@ class EvalConfig:
     """Random plies before the players take over, so deterministic players give varied games; 0 to 30000."""
     max_plies: int = 300
     """An evaluation game longer than this is a draw; 1 to `COUNTER_LIMIT` (30000)."""
+    tablebase_positions: int = 1000
+    """Random endgame-table positions per piece count on which each evaluation measures the value head
+    (``eval/tablebase_*``: `agents.alphazero.endgames.value_accuracy`) when the tables of the run's rules
+    are built (``python -m envs tablebase build``; without them one log line says so); 0 to 1000000, 0 off."""
 
     def __post_init__(self) -> None:
         check_range(
@@ -72,6 +76,7 @@ class EvalConfig:
             simulations=(1, MAX_SIMULATIONS),
             opening_plies=(0, COUNTER_LIMIT),
             max_plies=(1, COUNTER_LIMIT),
+            tablebase_positions=(0, 1_000_000),
         )
         if isinstance(self.opponents, str):
             raise ConfigError(f"train.eval.opponents={self.opponents!r} must be a list of player specs")

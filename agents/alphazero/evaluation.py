@@ -20,8 +20,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from agents.alphazero.endgames import tables_if_built, value_accuracy
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.arena.tournament import random_openings
 from envs import RuleSet
@@ -89,7 +90,11 @@ def play_match(
     for k, s in enumerate((a, b)):
         if isinstance(s, Searcher):
             searches[k] = BatchedMCTS(
-                s.evaluator, make_policy(greedy(s.mcts)), batch.flags, seed=derive_seed(seed, "search", k)
+                s.evaluator,
+                make_policy(greedy(s.mcts)),
+                batch.flags,
+                seed=derive_seed(seed, "search", k),
+                tablebase=search_tables(s.mcts, rules),
             )
         else:
             s.reset()
@@ -161,7 +166,8 @@ def evaluate_ladder(
     elo: float,
     progress: bool = False,
 ) -> dict[str, float]:
-    """Scores against the ladder and the previous network, and the running Elo (`elo` before this evaluation).
+    """Scores against the ladder and the previous network, the running Elo (`elo` before this evaluation), and
+    the value head's accuracy on endgame-table positions (`endgames.value_accuracy`) when the tables are built.
 
     Changes nothing outside: a stop may abandon it at any point."""
     me = Searcher(evaluator, mcts, ec.simulations)
@@ -204,4 +210,11 @@ def evaluate_ladder(
         out["elo"] = elo + elo_from_score(r.score, r.games)
         bar.update(1)
     bar.close()
+    tables = tables_if_built(rules) if ec.tablebase_positions > 0 else None
+    if tables is not None:
+        out.update(
+            value_accuracy(
+                evaluator, rules, tables, ec.tablebase_positions, seed=derive_seed(seed, "tablebase", it)
+            ).tags()
+        )
     return out

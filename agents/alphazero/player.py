@@ -19,7 +19,9 @@ rate measured so far says it ends within the budget (at least one round runs);
 ``max_actions`` Gumbel's root actions considered (default: the run's own
 ``mcts.gumbel.max_actions``; sequential halving splits the simulations among
 fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
-``mcts.gumbel.c_scale``). A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
+``mcts.gumbel.c_scale``); ``tablebase`` ``true`` searches with the endgame tables as proven results
+(``mcts.tablebase``: their default location, built with ``python -m envs tablebase build``; default
+``false``). A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
 `TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
 stops looking at other replies; a smaller c_scale keeps it looking (docs/search.md, "Search by time").
@@ -40,7 +42,7 @@ from omegaconf import OmegaConf
 from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy
+from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs import Board, Move, RuleSet
 from envs import kernels as K
@@ -69,6 +71,7 @@ class CheckpointPlayer:
         leaf_batch: int = 1,
         max_actions: Optional[int] = None,
         c_scale: Optional[float] = None,
+        tablebase: bool = False,
     ) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
@@ -92,6 +95,7 @@ class CheckpointPlayer:
             num_simulations=int(sims),
             reuse_tree=False,
             leaf_batch=int(leaf_batch),
+            tablebase=bool(tablebase),
         )
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
@@ -103,6 +107,7 @@ class CheckpointPlayer:
             seed=0 if seed is None else seed,
             n_games=1,
             max_nodes=TIMED_NODES if self.time > 0 else None,
+            tablebase=search_tables(self.mcts, self.rules),
         )
         self.last_simulations = 0
         """Simulations of the last move's search."""
@@ -193,6 +198,7 @@ def make_checkpoint_player(
         "leaf_batch",
         "max_actions",
         "c_scale",
+        "tablebase",
     }
     unknown = sorted(set(options) - known)
     if unknown:
@@ -230,6 +236,9 @@ def make_checkpoint_player(
         check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
     if c_scale is not None and not 0 < c_scale <= 100:
         raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
+    tablebase = str(options.get("tablebase", "false")).lower()
+    if tablebase not in ("true", "false"):
+        raise PlayerSpecError(f"player 'checkpoint': tablebase={options['tablebase']!r} must be true or false")
     algorithm = options.get("algorithm")
     if algorithm is not None:
         check_choice(options, where, PlayerSpecError, algorithm=ALGORITHMS)
@@ -252,6 +261,7 @@ def make_checkpoint_player(
         leaf_batch=leaf_batch,
         max_actions=max_actions,
         c_scale=c_scale,
+        tablebase=tablebase == "true",
     )
 
 

@@ -53,8 +53,9 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from agents.alphazero.endgames import game_table_values, rescore, table_verdicts, table_winner
 from agents.alphazero.samples import game_samples, new_samples, record_samples
-from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy
+from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.arena.records import GameRecord
@@ -67,6 +68,7 @@ from envs.notation import START_JFEN, parse_jfen
 from envs.players import Player, make_player
 from envs.rules import COUNTER_LIMIT, RuleSet
 from envs.seeding import derive_seed
+from envs.tablebase import UNKNOWN, default_tablebase
 
 RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
 
@@ -124,6 +126,15 @@ class SelfPlayConfig:
     """The network's name in the game records, for both colours (train.py gives the run name)."""
     start_jfen: str = START_JFEN
     """The position every game starts from."""
+    tablebase_adjudicate: bool = False
+    """A game that reaches a position the endgame tables hold (with a result under the no-capture rule
+    at its clock) ends there with the tables' result: termination ``tablebase``, the value targets
+    those of a game won, drawn or lost so by the rules. The tables of the rules' default location
+    (``python -m envs tablebase build``); a missing build is an error naming the command."""
+    tablebase_rescore: bool = False
+    """The value target of every recorded position the endgame tables hold is their exact result for its
+    side to move (+1, 0, -1 under the no-capture rule at its clock), in place of the game's result and
+    the search's blend (`value_q_weight`). Same tables as `tablebase_adjudicate`."""
 
     def __post_init__(self) -> None:
         check_range(
@@ -283,7 +294,15 @@ class SelfPlayLoop:
         if settings.draw_contempt:
             mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
         self.mcts = mcts
-        self.search = BatchedMCTS(evaluator, make_policy(mcts), self.games.flags, seed=seed, n_games=n)
+        self.tables = (
+            default_tablebase(rules).arrays if settings.tablebase_adjudicate or settings.tablebase_rescore else None
+        )
+        """The endgame tables adjudication and rescoring read (None when both are off)."""
+        self.search = BatchedMCTS(
+            evaluator, make_policy(mcts), self.games.flags, seed=seed, n_games=n, tablebase=search_tables(mcts, rules)
+        )
+        self.verdict = np.full(n, UNKNOWN, dtype=np.int64)
+        """Each slot's tables' verdict of its position when `tablebase_adjudicate` ended its game there."""
         self.first = parse_jfen(settings.start_jfen)
         self.samples = new_samples(n, settings.max_plies)
         self.slots: list[Optional[_Game]] = [None] * n
@@ -359,7 +378,8 @@ class SelfPlayLoop:
         self.actions[moved] = out.action[moved]
         games.play_many(self.actions)
         self.search.advance_many(moved, self.actions)
-        for s in moved[games.done[moved] | (self.opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
+        ended = games.done[moved] | self._adjudicate(moved)
+        for s in moved[ended | (self.opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
             self._serve(s)  # in slot order, as players expect
 
     def _serve(self, s: int) -> None:
@@ -369,7 +389,7 @@ class SelfPlayLoop:
         while True:
             g = self.slots[s]
             assert g is not None
-            if not games.done[s]:
+            if not games.done[s] and not self._adjudicate(np.array([s]))[0]:
                 if self.opponent_side[s] != games.state[s, K.S_SIDE]:
                     return  # the network's move: the slot searches again
                 assert g.opponent is not None
@@ -390,6 +410,16 @@ class SelfPlayLoop:
             games.reset_many(np.array([s]), self.settings.start_jfen)
             self.search.advance(s, -1)
 
+    def _adjudicate(self, idx: np.ndarray) -> np.ndarray:
+        """bool [len(idx)]: which games of the slots `idx` (not over) the tables end now (`tablebase_adjudicate`),
+        their verdicts kept in `verdict`; none when the switch is off."""
+        if not self.settings.tablebase_adjudicate:
+            return np.zeros(len(idx), dtype=np.bool_)
+        assert self.tables is not None
+        live = idx[~self.games.done[idx]]
+        self.verdict[live] = table_verdicts(self.games.state[live], self.games.flags, self.tables)
+        return ~self.games.done[idx] & (self.verdict[idx] != UNKNOWN)
+
     def _finish_game(self, s: int, g: _Game) -> None:
         """The record, training rows and counts of game `g`, over in slot `s`."""
         games, samples, name, stats = self.games, self.samples, self.settings.player_name, self.stats
@@ -398,7 +428,14 @@ class SelfPlayLoop:
             names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
         plies = games.plies(s)
         sides = samples.side[s, :plies].astype(np.int64)
-        values, record = _finish(games, s, g, sides, samples.root_value[s, :plies], self.rules, names, self.settings)
+        adjudged = not games.done[s]  # ended by `_adjudicate`
+        verdict = int(self.verdict[s]) if adjudged else UNKNOWN
+        values, record = _finish(
+            games, s, g, sides, samples.root_value[s, :plies], self.rules, names, self.settings, verdict
+        )
+        if self.settings.tablebase_rescore:
+            assert self.tables is not None
+            rescore(values, game_table_values(self.first, games.hist[s], plies, games.flags, self.tables))
         if g.opponent is not None:
             mine = np.flatnonzero(sides != g.opponent_side)
             self.opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
@@ -475,12 +512,19 @@ def _finish(
     rules: RuleSet,
     player_names: tuple[str, str],
     settings: SelfPlayConfig,
+    verdict: int = UNKNOWN,
 ) -> tuple[np.ndarray, GameRecord]:
     """Value targets (from each position's side to move) and the record of the game in slot `s`, whose
-    positions had the sides to move `sides` and the root values `root_value` (NaN: an opponent's move)."""
-    term, winner = games.outcome(s)
+    positions had the sides to move `sides` and the root values `root_value` (NaN: an opponent's move).
+    A game the tables ended (`verdict`, for the side to move in its last position) scores their result."""
+    if verdict != UNKNOWN:
+        term, winner = -1, table_winner(verdict, int(games.state[s, K.S_SIDE]))
+    else:
+        term, winner = games.outcome(s)
     values = value_targets(sides, root_value, winner, bool(games.truncated[s]), settings)
-    if games.truncated[s]:
+    if verdict != UNKNOWN:
+        result, termination = RESULT_OF_WINNER[winner], "tablebase"
+    elif games.truncated[s]:
         result, termination = "1/2-1/2", "ply_cap"
     else:
         result, termination = RESULT_OF_WINNER[winner], Termination(term).name.lower()

@@ -7,7 +7,8 @@ Fields of a record:
 ``moves``        list of move strings (``"a3a4"``) in order
 ``result``       ``"1-0"`` Red won, ``"0-1"`` Blue won, ``"1/2-1/2"``, ``"*"`` unfinished
 ``termination``  ``den``, ``all_captured``, ``no_moves``, ``repetition``,
-                 ``no_capture_limit``, ``ply_cap``, ``resign`` or null
+                 ``no_capture_limit``, ``ply_cap``, ``resign``, ``tablebase`` (self-play
+                 adjudicated by the endgame tables) or null
 ``red``/``blue`` player names (specs)
 ``rules``        the RuleSet as a dict
 ``seed``         the seed the game was played with, or null
@@ -27,7 +28,17 @@ from envs import Board, RuleSet
 from envs.notation import START_JFEN
 
 RESULTS = ("1-0", "0-1", "1/2-1/2", "*")
-TERMINATIONS = ("den", "all_captured", "no_moves", "repetition", "no_capture_limit", "ply_cap", "resign", None)
+TERMINATIONS = (
+    "den",
+    "all_captured",
+    "no_moves",
+    "repetition",
+    "no_capture_limit",
+    "ply_cap",
+    "resign",
+    "tablebase",
+    None,
+)
 
 
 class RecordError(ValueError):

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
+ADDED_SINCE = ("tablebase",)
+"""Search keys that configs in the flat layout never held (a resumed one takes their defaults)."""
+
 
 def flat_search_layout(config_yaml: str) -> str:
     """A stored training config with its search node in the flat layout that versions before the split by
-    algorithm wrote (``mcts.c_puct``, ``mcts.gumbel_max_actions``: the layout of the shipped networks' configs)."""
+    algorithm wrote (``mcts.c_puct``, ``mcts.gumbel_max_actions``: the layout of the shipped networks' configs),
+    without the keys added since (`ADDED_SINCE`)."""
     cfg = OmegaConf.create(config_yaml)
     mcts = OmegaConf.to_container(cfg.mcts)
     assert isinstance(mcts, dict)
+    for key in ADDED_SINCE:
+        mcts.pop(key)
     mcts.update(mcts.pop("puct"))
     mcts.update({f"gumbel_{key}": value for key, value in mcts.pop("gumbel").items()})
     cfg.mcts = mcts

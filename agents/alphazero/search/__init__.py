@@ -42,7 +42,7 @@ from agents.alphazero.search.config import (
     SearchParams,
     migrate_flat_mcts,
 )
-from agents.alphazero.search.driver import BatchedMCTS
+from agents.alphazero.search.driver import BatchedMCTS, search_tables
 from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.puct import Puct
@@ -94,4 +94,5 @@ __all__ = [
     "ROOT",
     "UNVISITED",
     "Tree",
+    "search_tables",
 ]

@@ -34,6 +34,7 @@ class SearchParams(NamedTuple):
     decisive: bool
     solver: bool
     draw_value: float
+    tablebase: bool
 
 
 @dataclass
@@ -150,6 +151,12 @@ class MCTSConfig:
     value is their Q, and the move played is a proven win when there is one and never a proven loss
     while another move is open; the root value is then exact."""
 
+    tablebase: bool = False
+    """Endgame tables as proven results: a position below the root that the built tables hold
+    (``python -m envs tablebase build``) is terminal with its exact value under the no-capture rule
+    at its clock (a cursed win is a draw), no network call, and the solver climbs from it; a root
+    the tables hold plays the table's best move. The tables of the rules' default location are
+    opened (`envs.tablebase.default_tablebase`): a missing build is an error naming the command."""
     draw_value: float = 0.0
     """Value of a drawn end (repetition, no-capture limit) for the side to move at the root: 0 by the
     rules; below 0 a contempt for draws, the searching side steers away from repetitions unless every
@@ -197,4 +204,5 @@ class MCTSConfig:
             decisive=bool(self.decisive_moves),
             solver=bool(self.solver),
             draw_value=float(self.draw_value),
+            tablebase=bool(self.tablebase),
         )

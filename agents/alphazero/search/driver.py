@@ -15,6 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from agents.alphazero.search.base import Evaluator, SearchOutput
+from agents.alphazero.search.config import MCTSConfig
 from agents.alphazero.search.policy import RootPolicy
 from agents.alphazero.search.search import (
     apply_evaluations,
@@ -23,6 +24,7 @@ from agents.alphazero.search.search import (
     prepare_roots,
     record_base_visits,
     solver_outputs,
+    tablebase_outputs,
 )
 from agents.alphazero.search.tree import (
     ROOT,
@@ -36,7 +38,18 @@ from agents.alphazero.search.tree import (
 )
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE
+from envs.rules import RuleSet
 from envs.seeding import derive_seed
+from envs.tablebase.probe import TablebaseArrays, empty_arrays
+from envs.tablebase.table import default_tablebase
+
+
+def search_tables(config: MCTSConfig, rules: RuleSet) -> Optional[TablebaseArrays]:
+    """The endgame tables a search of `config` under `rules` reads (`BatchedMCTS`'s ``tablebase``): those of
+    the rules' default location when ``config.tablebase`` is on (TablebaseMissingError, a ValueError,
+    names the command that builds them), else None."""
+    return default_tablebase(rules).arrays if config.tablebase else None
+
 
 NOISE_PLIES = 32
 """Searches' worth of exploration noise a game slot draws ahead from its generator at a time."""
@@ -64,6 +77,9 @@ class BatchedMCTS:
     first search; otherwise the first GameBatch decides). `max_nodes` fixes the
     nodes per game; by default it is room for two searches' expansions and
     grows when a search asks for more simulations than the config's.
+
+    `tablebase`: the endgame tables the search reads when its config's ``tablebase`` is on
+    (`search_tables` opens those of the rules' default location); ignored when it is off.
     """
 
     def __init__(
@@ -76,6 +92,7 @@ class BatchedMCTS:
         n_games: Optional[int] = None,
         max_nodes: Optional[int] = None,
         rounds: bool = True,
+        tablebase: Optional[TablebaseArrays] = None,
     ) -> None:
         if not isinstance(policy, RootPolicy):
             raise TypeError(
@@ -96,6 +113,12 @@ class BatchedMCTS:
         self.flags = np.asarray(flags, dtype=np.int64)
         self.seed = int(seed)
         self.params = config.params()
+        if config.tablebase and tablebase is None:
+            raise ValueError(
+                "mcts.tablebase=true needs the tables: pass tablebase= (search.search_tables(config, rules))"
+            )
+        self.tablebase = tablebase if config.tablebase and tablebase is not None else empty_arrays()
+        """The endgame tables the kernels probe (no tables when the switch is off: one kernel signature)."""
         self.rounds = policy.shares_calls(bool(rounds))
         """Whether simulations that cannot see each other's evaluations share an evaluator call (Gumbel's
         order-free runs, `selection.gumbel_root_round`): the same searches as one simulation per game and
@@ -320,13 +343,13 @@ class BatchedMCTS:
         if self._n is None or not self._searching.any():
             return np.zeros(0, dtype=np.int64)
         cfg = self.config
-        tree, work, policy, roots = self.tree, self.work, self.policy, self._roots
+        tree, work, policy, roots, tb = self.tree, self.work, self.policy, self._roots, self.tablebase
         idx = np.flatnonzero(self._searching).astype(np.int64)
         uniform = self._in_kernels
         new = idx[self._starting[idx]]
         if len(new):
             # The root's own evaluation (for a root not kept from the previous search).
-            self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, new, uniform))
+            self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, tb, new, uniform))
             policy.after_root_evaluation(tree, roots, new)
             record_base_visits(tree, new, self._base)
             self._sims_done[new] = 0
@@ -334,18 +357,27 @@ class BatchedMCTS:
         lanes = 0  # leaves queued with their paths in `_lanes` (several a game)
         if uniform:
             policy.simulate(
-                tree, work, roots, self._leaves, self.flags, self.params, idx, int(self._sims_target[idx].max()), True
+                tree,
+                work,
+                roots,
+                self._leaves,
+                self.flags,
+                self.params,
+                tb,
+                idx,
+                int(self._sims_target[idx].max()),
+                True,
             )
         elif self.rounds:
             lanes = policy.simulate_rounds(
-                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx, self._picks
+                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, tb, idx, self._picks
             )
         elif cfg.leaf_batch > 1:
             lanes = policy.simulate_lanes(
-                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, idx, cfg.leaf_batch
+                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, tb, idx, cfg.leaf_batch
             )
         else:
-            self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, idx, 1, False))
+            self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, tb, idx, 1, False))
         if lanes:
             logits, values = self._call_evaluator(lanes)
             apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, lanes, not self.rounds)
@@ -372,6 +404,17 @@ class BatchedMCTS:
         self.policy.outputs(self.tree, self._roots, self.params, idx, out)
         if self.params.solver:
             solver_outputs(self.tree, idx, out.action, out.root_value)
+        if self.params.tablebase:
+            tablebase_outputs(
+                self.tree,
+                self.work,
+                self.flags,
+                self.tablebase,
+                idx,
+                self.params.draw_value,
+                out.action,
+                out.root_value,
+            )
         return out
 
     def _evaluate(self, k: int) -> None:

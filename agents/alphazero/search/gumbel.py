@@ -29,6 +29,7 @@ from agents.alphazero.search.selection import (
 )
 from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, root_visits
 from envs import kernels as K
+from envs.tablebase.probe import TablebaseArrays
 
 
 @njit(cache=True)
@@ -39,13 +40,14 @@ def simulate_gumbel(
     leaves: Leaves,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     steps: int,
     uniform: bool,
 ) -> int:
     """`search.simulate` with sequential halving at the root and Gumbel selection below (the cached entry point)."""
     return simulate(
-        tree, work, roots, leaves, flags, params, idx, steps, uniform, select_gumbel_root, select_gumbel_interior
+        tree, work, roots, leaves, flags, params, tb, idx, steps, uniform, select_gumbel_root, select_gumbel_interior
     )
 
 
@@ -58,13 +60,14 @@ def simulate_gumbel_lanes(
     lanes: Lanes,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     width: int,
 ) -> int:
     """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
     algorithm's selection functions (the cached entry point)."""
     return simulate_lanes(
-        tree, work, roots, leaves, lanes, flags, params, idx, width, select_gumbel_root, select_gumbel_interior
+        tree, work, roots, leaves, lanes, flags, params, tb, idx, width, select_gumbel_root, select_gumbel_interior
     )
 
 
@@ -77,6 +80,7 @@ def simulate_gumbel_rounds(
     lanes: Lanes,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     picks: np.ndarray,
 ) -> int:
@@ -91,6 +95,7 @@ def simulate_gumbel_rounds(
         lanes,
         flags,
         params,
+        tb,
         idx,
         picks,
         gumbel_root_round,

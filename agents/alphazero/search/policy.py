@@ -9,6 +9,7 @@ import numpy as np
 from agents.alphazero.search.base import SearchOutput
 from agents.alphazero.search.config import MCTSConfig, SearchParams
 from agents.alphazero.search.tree import Lanes, Leaves, Roots, Tree, Work
+from envs.tablebase.probe import TablebaseArrays
 
 
 class RootPolicy:
@@ -65,6 +66,7 @@ class RootPolicy:
         leaves: Leaves,
         flags: np.ndarray,
         params: SearchParams,
+        tb: TablebaseArrays,
         idx: np.ndarray,
         steps: int,
         uniform: bool,
@@ -81,6 +83,7 @@ class RootPolicy:
         lanes: Lanes,
         flags: np.ndarray,
         params: SearchParams,
+        tb: TablebaseArrays,
         idx: np.ndarray,
         width: int,
     ) -> int:
@@ -90,7 +93,7 @@ class RootPolicy:
 
     simulate_rounds: Any = None
     """For an algorithm whose root can name simulations that do not depend on each other's evaluations:
-    ``simulate_rounds(tree, work, roots, leaves, lanes, flags, params, idx, picks) -> k``, the leaves of
+    ``simulate_rounds(tree, work, roots, leaves, lanes, flags, params, tb, idx, picks) -> k``, the leaves of
     as many of them as it can for one evaluator call (`search.simulate_rounds`); None: one per game."""
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:

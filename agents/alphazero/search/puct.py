@@ -21,6 +21,7 @@ from agents.alphazero.search.search import simulate, simulate_lanes
 from agents.alphazero.search.selection import select_puct
 from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, Tree, Work, child_q, root_visits
 from envs import kernels as K
+from envs.tablebase.probe import TablebaseArrays
 
 
 @njit(cache=True)
@@ -31,12 +32,13 @@ def simulate_puct(
     leaves: Leaves,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     steps: int,
     uniform: bool,
 ) -> int:
     """`search.simulate` with PUCT selection at the root and below it (the cached entry point)."""
-    return simulate(tree, work, roots, leaves, flags, params, idx, steps, uniform, select_puct, select_puct)
+    return simulate(tree, work, roots, leaves, flags, params, tb, idx, steps, uniform, select_puct, select_puct)
 
 
 @njit(cache=True)
@@ -48,12 +50,13 @@ def simulate_puct_lanes(
     lanes: Lanes,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     width: int,
 ) -> int:
     """`search.simulate_lanes` (several leaves per game and network call, virtual loss) with this
     algorithm's selection functions (the cached entry point)."""
-    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, idx, width, select_puct, select_puct)
+    return simulate_lanes(tree, work, roots, leaves, lanes, flags, params, tb, idx, width, select_puct, select_puct)
 
 
 @njit(cache=True)

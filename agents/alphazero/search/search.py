@@ -49,6 +49,8 @@ from agents.alphazero.search.tree import ROOT, UNVISITED, Lanes, Leaves, Roots, 
 from envs import kernels as K
 from envs.encoding import encode_observation, legal_action_mask, move_to_action
 from envs.kernels import lean
+from envs.rules import F_NO_CAPTURE_LIMIT
+from envs.tablebase.probe import DRAW, LOSS, UNKNOWN, WIN, TablebaseArrays, probe_clock
 
 # What `expand` found at a leaf.
 LEAF_TERMINAL = 0  # the game is over there: exact value, no network
@@ -111,8 +113,10 @@ def expand(
     node: int,
     flags: np.ndarray,
     buf: np.ndarray,
+    tb: TablebaseArrays,
     decisive: bool = False,
     draw_value: float = 0.0,
+    tablebase: bool = False,
 ) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
 
@@ -120,7 +124,10 @@ def expand(
     terminal node keeps its exact value (side to move's view) in raw_value.
     A draw is worth `draw_value` to the root's side to move (0 by the rules).
     With `decisive`, a non-root node whose side to move can win at once is
-    terminal too, value +1 (a proven win, not a game end).
+    terminal too, value +1 (a proven win, not a game end). With `tablebase`, so
+    is a non-root node the tables `tb` hold, with its result under the
+    no-capture rule at its clock (`probe_clock`; a draw valued as above, and a
+    position the clock leaves UNKNOWN is searched on).
     Children get uniform priors until the evaluator's arrive."""
     if tree.terminal[b, node]:
         return LEAF_TERMINAL
@@ -136,6 +143,13 @@ def expand(
         value = draw_value if st[K.S_SIDE] == work.root_state[b, K.S_SIDE] else -draw_value
     elif not over and decisive and node != ROOT and has_decisive_move(st, buf, n):
         value, over = 1.0, True
+    elif not over and tablebase and node != ROOT:
+        clock = probe_clock(st, flags, tb)[3]
+        if clock == WIN or clock == LOSS:
+            value, over = float(clock), True
+        elif clock == DRAW:
+            over = True
+            value = draw_value if st[K.S_SIDE] == work.root_state[b, K.S_SIDE] else -draw_value
     if over:
         tree.terminal[b, node] = True
         tree.raw_value[b, node] = value
@@ -275,11 +289,18 @@ def solver_outputs(tree: Tree, idx: np.ndarray, action: np.ndarray, value: np.nd
 
 @njit(inline="always")
 def expand_leaf(
-    tree: Tree, work: Work, b: int, leaf: int, flags: np.ndarray, params: SearchParams, buf: np.ndarray
+    tree: Tree,
+    work: Work,
+    b: int,
+    leaf: int,
+    flags: np.ndarray,
+    params: SearchParams,
+    buf: np.ndarray,
+    tb: TablebaseArrays,
 ) -> int:
     """`expand` game `b`'s leaf (the end of its current path); a terminal one is backed up at once (and
     proven with the solver). Returns the LEAF_* code."""
-    status = expand(tree, work, b, leaf, flags, buf, params.decisive, params.draw_value)
+    status = expand(tree, work, b, leaf, flags, buf, tb, params.decisive, params.draw_value, params.tablebase)
     if status == LEAF_TERMINAL:
         backup(tree, work, b, tree.raw_value[b, leaf])
         if params.solver:
@@ -299,11 +320,12 @@ def queue_leaf(
     buf: np.ndarray,
     uniform: bool,
     k: int,
+    tb: TablebaseArrays,
 ) -> int:
     """Expand game `b`'s leaf (the end of its path); back up what needs no network (a terminal leaf;
     every leaf when `uniform`: value 0, priors uniform), else write its observation and mask to row `k`
     of `leaves`. Returns the number of rows queued so far."""
-    status = expand_leaf(tree, work, b, leaf, flags, params, buf)
+    status = expand_leaf(tree, work, b, leaf, flags, params, buf, tb)
     if status == LEAF_TERMINAL:
         return k
     if uniform:
@@ -338,6 +360,7 @@ def simulate(
     leaves: Leaves,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     steps: int,
     uniform: bool,
@@ -361,7 +384,7 @@ def simulate(
                 continue
             leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, -1)
             roots.sims_done[b] += 1
-            k = queue_leaf(tree, work, leaves, b, leaf, flags, params, buf, uniform, k)
+            k = queue_leaf(tree, work, leaves, b, leaf, flags, params, buf, uniform, k, tb)
     return k
 
 
@@ -374,6 +397,7 @@ def simulate_lanes(
     lanes: Lanes,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     width: int,
     select_root: Any,
@@ -398,7 +422,7 @@ def simulate_lanes(
             if path_meets_pending(work, lanes, b, first, k):
                 break
             roots.sims_done[b] += 1
-            if queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k) > k:
+            if queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k, tb) > k:
                 add_virtual_loss(tree, b, lanes.path[k], lanes.depth[k], 1)
                 k += 1
     return k
@@ -416,11 +440,12 @@ def queue_lane(
     params: SearchParams,
     buf: np.ndarray,
     k: int,
+    tb: TablebaseArrays,
 ) -> int:
     """Expand game `b`'s leaf (the end of its current path): a terminal one is backed up at once (and
     proven with the solver), any other is queued in row `k` of `leaves` with its path in `lanes`.
     Returns the rows queued so far."""
-    status = expand_leaf(tree, work, b, leaf, flags, params, buf)
+    status = expand_leaf(tree, work, b, leaf, flags, params, buf, tb)
     if status == LEAF_TERMINAL:
         return k
     depth = work.depth[b]
@@ -440,6 +465,7 @@ def simulate_rounds(
     lanes: Lanes,
     flags: np.ndarray,
     params: SearchParams,
+    tb: TablebaseArrays,
     idx: np.ndarray,
     picks: np.ndarray,
     root_round: Any,
@@ -467,7 +493,7 @@ def simulate_rounds(
         for j in range(count):
             leaf = select_leaf(tree, work, roots, b, params, select_root, select_interior, picks[b, j])
             roots.sims_done[b] += 1
-            k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k)
+            k = queue_lane(tree, work, leaves, lanes, b, leaf, flags, params, buf, k, tb)
     return k
 
 
@@ -490,8 +516,7 @@ def set_priors(tree: Tree, b: int, leaf: int, logits: np.ndarray, r: int) -> Non
     top = -1e30
     for j in range(n):
         x = logits[r, tree.action[b, fc + j]]
-        if x > top:
-            top = x
+        top = max(top, x)
     z = 0.0
     for j in range(n):
         z += math.exp(logits[r, tree.action[b, fc + j]] - top)
@@ -521,7 +546,14 @@ def apply_lane_evaluations(
 
 @njit(cache=True)
 def evaluate_roots(
-    tree: Tree, work: Work, leaves: Leaves, flags: np.ndarray, params: SearchParams, idx: np.ndarray, uniform: bool
+    tree: Tree,
+    work: Work,
+    leaves: Leaves,
+    flags: np.ndarray,
+    params: SearchParams,
+    tb: TablebaseArrays,
+    idx: np.ndarray,
+    uniform: bool,
 ) -> int:
     """The root's own evaluation, for the games of `idx` whose root is unvisited (not kept from the
     previous search): expanded and queued like any leaf. Returns the rows queued in `leaves`."""
@@ -534,7 +566,7 @@ def evaluate_roots(
         work.leaf_state[b, :] = work.root_state[b]
         work.depth[b] = 0
         work.path[b, 0] = ROOT
-        k = queue_leaf(tree, work, leaves, b, ROOT, flags, params, buf, uniform, k)
+        k = queue_leaf(tree, work, leaves, b, ROOT, flags, params, buf, uniform, k, tb)
     return k
 
 
@@ -590,3 +622,57 @@ def record_base_visits(tree: Tree, idx: np.ndarray, base_visits: np.ndarray) -> 
         fc = tree.first_child[b, ROOT]
         for j in range(tree.num_children[b, ROOT]):
             base_visits[b, j] = tree.visits[b, fc + j]
+
+
+@njit(cache=True)
+def tablebase_outputs(
+    tree: Tree,
+    work: Work,
+    flags: np.ndarray,
+    tb: TablebaseArrays,
+    idx: np.ndarray,
+    draw_value: float,
+    action: np.ndarray,
+    value: np.ndarray,
+) -> None:
+    """The tables' move and exact value for the games of `idx` whose root position they hold with a known
+    result under the no-capture rule (`probe_clock`); other games keep the search's.
+
+    The move is the best root child by the tables' order (`envs.tablebase.TablebaseProbe.best_moves`):
+    the result under the clock, then the table result, then the quickest win or the longest loss, by
+    dtm, or by dtz when the clock leaves fewer plies than dtm; ties go to the first generated. A search
+    alone, even with every child proven, could keep choosing among equal wins and never make progress.
+    The value is the root's result (a draw: `draw_value`), from its side to move."""
+    for i in range(idx.shape[0]):
+        b = idx[i]
+        st = work.leaf_state[b]
+        st[:] = work.root_state[b]
+        wdl, dtm, _, clock = probe_clock(st, flags, tb)
+        fc = tree.first_child[b, ROOT]
+        if clock == UNKNOWN or fc == UNVISITED:
+            continue
+        left = flags[F_NO_CAPTURE_LIMIT] - st[K.S_CLOCK]
+        by_dtz = flags[F_NO_CAPTURE_LIMIT] > 0 and wdl != DRAW and dtm > left
+        hist = work.hist[b]
+        hashes = work.hashes[b]
+        best = -1
+        best_key = (-9, -9, -1 << 30)
+        for j in range(tree.num_children[b, ROOT]):
+            c = fc + j
+            cap = K.make_move(st, hist, hashes, tree.move[b, c])
+            if K.won_by_last_move(st):
+                key = (WIN, WIN, -1)
+            else:
+                c_wdl, c_dtm, c_dtz, c_clock = probe_clock(st, flags, tb)
+                m_wdl = -c_wdl if c_wdl != UNKNOWN else UNKNOWN
+                m_clock = -c_clock if c_clock != UNKNOWN else m_wdl
+                d = (1 if cap else c_dtz + 1) if by_dtz else c_dtm + 1
+                dist = 0 if m_wdl == DRAW or m_wdl == UNKNOWN else (-d if m_wdl == WIN else d)
+                key = (m_clock, m_wdl, dist)
+            K.unmake_move(st, hist)
+            if key > best_key:
+                best_key = key
+                best = c
+        if best >= 0:
+            action[b] = tree.action[b, best]
+            value[b] = draw_value if clock == DRAW else float(clock)

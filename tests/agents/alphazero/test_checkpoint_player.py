@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,8 +12,9 @@ from omegaconf import OmegaConf
 from agents.alphazero import shipped
 from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
 from agents.alphazero.search.tree import ROOT
-from envs import Board
+from envs import Board, RuleSet
 from envs.players import PlayerSpecError, make_player
+from envs.tablebase import ROOT_ENV, Tablebase
 from tests import support
 
 SHIPPED = support.ROOT / "checkpoints" / "shipped" / "results-only-60.pt"
@@ -164,3 +166,21 @@ def test_every_shipped_network_plays_by_its_spec(shipped: str) -> None:
     board = Board()
     move = make_player(f"checkpoint:path={SHIPPED.parent / shipped},sims=8", seed=0).select_move(board)
     assert board.is_legal(move)
+
+
+def test_tablebase_option_plays_the_tables_best_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tablebase=true`` searches with the tables of the default location (missing: an error naming the
+    command that builds them); off by default, whatever the run trained with."""
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    with pytest.raises(ValueError, match="python -m envs tablebase build"):
+        make_player(f"checkpoint:path={SHIPPED},sims=16,tablebase=true")
+    with pytest.raises(PlayerSpecError, match="tablebase='yes' must be true or false"):
+        make_player(f"checkpoint:path={SHIPPED},sims=16,tablebase=yes")
+    tables = Tablebase.build(RuleSet(), pieces=2)
+    tables.save()
+    assert not make_player(f"checkpoint:path={SHIPPED},sims=16").mcts.tablebase
+    player = make_player(f"checkpoint:path={SHIPPED},sims=16,tablebase=true", seed=0)
+    assert player.mcts.tablebase
+    board = Board("6c/7/7/7/7/7/7/7/L6 r 0 1")  # the Lion wins in 15 plies
+    assert player.select_move(board) in tables.probe(board).best_moves
+    assert player.last_value == 1.0
