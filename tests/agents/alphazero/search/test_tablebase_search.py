@@ -9,10 +9,10 @@ from typing import Any, Optional
 import numpy as np
 import pytest
 
-from envs.batch import GameBatch
 from agents.alphazero.search import ROOT, BatchedMCTS, MCTSConfig, make_policy, search_tables, uniform_evaluator
 from agents.alphazero.search.base import SearchOutput
 from envs import Board, Move, RuleSet
+from envs.batch import GameBatch
 from envs.encoding import move_to_action
 from envs.tablebase import DRAW, LOSS, ROOT_ENV, WIN, Tablebase, TablebaseMissingError, empty_arrays
 
