@@ -62,12 +62,12 @@ from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.slots import (
     IDLE,
-    MAX_SLOT_ROWS,
     InferenceServiceError,
     LeafSlots,
     ServedEvaluator,
     Slot,
-    leaves_per_game,
+    check_shared_memory,
+    slot_capacity,
 )
 from agents.alphazero.workers import SelfPlayPool, play_range, portable_state, split_games, start_ray
 from agents.child import Child, ChildDiedError, messages, receive, start_child
@@ -184,6 +184,8 @@ class ServedPool(SelfPlayPool):
     def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings) -> None:
         if workers < 1:
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
+        # The largest slots a call can need (every worker at `parallel` games), checked before any process starts.
+        check_shared_memory(workers, slot_capacity(settings.selfplay.parallel, settings.mcts))
         self.settings, self.workers, self.inference = settings, workers, inference
         self.server_counts: dict[str, float] = {}
         """The server's `LeafBatcher.take_counts` over the last call (batches, positions, mean_batch)."""
@@ -238,7 +240,7 @@ class ServedPool(SelfPlayPool):
         ranges = split_games(num_games, self.workers)
         try:
             games = min(self.settings.selfplay.parallel, max(count for _, count in ranges))
-            capacity = min(games * leaves_per_game(self.settings.mcts), max(games, MAX_SLOT_ROWS))
+            capacity = slot_capacity(games, self.settings.mcts)
             old = None
             if self._slots is None or capacity > self._slots.capacity:  # made to measure, kept while big enough
                 old, self._slots = self._slots, LeafSlots(self.workers, capacity)

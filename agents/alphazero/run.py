@@ -37,6 +37,7 @@ from agents.alphazero.progress import PhaseClock, format_seconds, iteration_line
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.slots import check_shared_memory, slot_capacity
 from agents.alphazero.workers import SelfPlayPool
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
@@ -127,6 +128,9 @@ class TrainingRun:
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
         conf = checked_config(cfg)
         check_writable_dir(conf.out_dir)
+        tc = conf.train
+        if tc.inference_server and tc.worker_backend == "process":  # their leaf slots, in shared memory
+            check_shared_memory(tc.workers, slot_capacity(tc.selfplay.parallel, asdict(conf.mcts)))
         init_from: Optional[dict[str, Any]] = None
         init_path = Path()
         if resume_from is not None:

@@ -9,6 +9,7 @@ values back into the slot and answers with the size (or the text of an error).
 from __future__ import annotations
 
 import contextlib
+import os
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Mapping, NamedTuple, Optional
@@ -16,12 +17,17 @@ from typing import Any, Mapping, NamedTuple, Optional
 import numpy as np
 
 from agents.alphazero.search import MCTSConfig, leaves_per_call
+from envs.config import ConfigError
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
 IDLE = 0
 """What a client sends on its pipe instead of a batch size when its call is over (the server stops waiting
 for it)."""
 OBS_SIZE = int(np.prod(OBS_SHAPE))
+
+
+class SharedMemoryError(ConfigError):
+    """The shared-memory filesystem has less room than the leaf slots need (names both and the fix)."""
 
 
 class InferenceServiceError(RuntimeError):
@@ -51,6 +57,37 @@ def leaves_per_game(mcts: Mapping[str, Any]) -> int:
     return leaves_per_call(MCTSConfig.from_dict(mcts))
 
 
+def slot_capacity(games: int, mcts: Mapping[str, Any]) -> int:
+    """Positions a slot holds for a self-play process playing `games` games at once under the search settings
+    `mcts`: a search step of every game, at most `MAX_SLOT_ROWS` (but never fewer than one leaf a game)."""
+    return min(games * leaves_per_game(mcts), max(games, MAX_SLOT_ROWS))
+
+
+ROW_BYTES = 4 * OBS_SIZE + 4 * N_ACTIONS + 4 + N_ACTIONS
+"""Shared-memory bytes of one position of a slot: obs, logits and value (float32), mask (bool)."""
+SHM_DIR = "/dev/shm"
+"""Where `SharedMemory` keeps its segments on Linux (a tmpfs; containers often get a small one)."""
+
+
+def check_shared_memory(clients: int, capacity: int, path: str = SHM_DIR) -> None:
+    """SharedMemoryError when the shared-memory filesystem at `path` has less free space than `clients` slots
+    of `capacity` positions need: past its end a process dies with SIGBUS at its first write instead.
+    Nothing is checked where `path` does not exist (a platform that keeps shared memory elsewhere)."""
+    try:
+        fs = os.statvfs(path)
+    except (OSError, AttributeError):  # no such directory, or no statvfs on this platform
+        return
+    need, free = clients * capacity * ROW_BYTES, fs.f_bavail * fs.f_frsize
+    if need > free:
+        mb = 1024 * 1024
+        raise SharedMemoryError(
+            f"the inference server's leaf slots need {need / mb:.1f} MB of shared memory ({clients} self-play "
+            f"workers x {capacity} positions) but {path} has {free / mb:.1f} MB free: give the machine a larger "
+            f"{path} (a container's --shm-size, e.g. --shm-size={2 * need // mb + 1}m) or lower train.workers or "
+            "train.selfplay.parallel"
+        )
+
+
 class LeafSlots:
     """Shared memory holding one `Slot` per client: made by the pool (``name=None``), attached by name in the
     server and the clients. The pool that made it unlinks it."""
@@ -60,7 +97,7 @@ class LeafSlots:
             raise ValueError(f"leaf slots need clients ({clients}) and capacity ({capacity}) >= 1")
         self.clients, self.capacity = clients, capacity
         # Float arrays first, the bool mask last: every float array starts 4-byte aligned.
-        self.slot_bytes = capacity * (4 * OBS_SIZE + 4 * N_ACTIONS + 4 + N_ACTIONS)
+        self.slot_bytes = capacity * ROW_BYTES
         self.shm = SharedMemory(name=name, create=name is None, size=clients * self.slot_bytes)
         self.name = self.shm.name
         if self.shm.size < clients * self.slot_bytes:

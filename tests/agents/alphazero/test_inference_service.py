@@ -17,16 +17,26 @@ import pytest
 import torch
 
 from agents.alphazero import config as train_config
+from agents.alphazero import slots as slots_module
 from agents.alphazero.batcher import LeafBatcher
 from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.run import TrainingRun
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
-from agents.alphazero.slots import InferenceServiceError, LeafSlots, ServedEvaluator, leaves_per_game
+from agents.alphazero.slots import (
+    InferenceServiceError,
+    LeafSlots,
+    ServedEvaluator,
+    SharedMemoryError,
+    check_shared_memory,
+    leaves_per_game,
+    slot_capacity,
+)
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
@@ -417,3 +427,49 @@ def test_slots_hold_a_search_step_of_every_game() -> None:
     assert leaves_per_game({"algorithm": "gumbel", "gumbel": {"max_actions": 16}, "leaf_batch": 8}) == 8
     assert leaves_per_game({"algorithm": "puct"}) == 1
     assert leaves_per_game({"algorithm": "puct", "leaf_batch": 4}) == 4
+
+
+def small_shm(monkeypatch: pytest.MonkeyPatch, free_bytes: int) -> list[str]:
+    """`os.statvfs` of the shared-memory filesystem reporting `free_bytes` free; the paths it was asked about."""
+    asked: list[str] = []
+    real = os.statvfs
+
+    def statvfs(path: Any) -> Any:
+        if str(path) != slots_module.SHM_DIR:
+            return real(path)
+        asked.append(str(path))
+        return os.statvfs_result((4096, 4096, 1 << 20, free_bytes // 4096, free_bytes // 4096, 0, 0, 0, 0, 255))
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    return asked
+
+
+def test_leaf_slots_larger_than_the_free_shared_memory_are_refused_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the free space of /dev/shm a self-play process dies with SIGBUS at its first write: the need, the
+    free space and the fix are named before any process starts."""
+    capacity = slot_capacity(128, asdict(MCTSConfig(algorithm="gumbel", num_simulations=32)))
+    need = 15 * capacity * slots_module.ROW_BYTES
+    asked = small_shm(monkeypatch, 64 * 1024 * 1024)
+    with pytest.raises(SharedMemoryError) as e:
+        check_shared_memory(15, capacity)
+    message = str(e.value)
+    assert f"need {need / 2**20:.1f} MB" in message and "has 64.0 MB free" in message, message
+    assert "--shm-size" in message and "train.workers" in message and "train.selfplay.parallel" in message
+    assert "\n" not in message and asked == [slots_module.SHM_DIR]
+    check_shared_memory(4, capacity)  # fewer workers fit
+    small_shm(monkeypatch, need)
+    check_shared_memory(15, capacity)  # exactly the need fits
+
+
+def test_the_served_pool_and_train_refuse_too_little_shared_memory_before_any_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    small_shm(monkeypatch, 1024 * 1024)
+    with pytest.raises(SharedMemoryError, match="2 self-play workers"):
+        make_selfplay_pool("process", 2, settings(parallel=64), inference=FP32)
+    overrides = ["train.inference_server=true", "train.workers=3", f"out_dir={tmp_path}", "name=shm"]
+    with pytest.raises(SharedMemoryError, match="3 self-play workers"):
+        TrainingRun.open(train_config.compose_config(overrides), overrides)
+    assert list(tmp_path.iterdir()) == []
