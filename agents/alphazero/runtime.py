@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.alphazero.device import channels_last, inference_dtype
+from agents.alphazero.device import channels_last, cuda_defaults, inference_dtype
 from agents.alphazero.network import JungleNet, ResidualBlock, mask_logits, scalar_value
 from agents.alphazero.planestem import PlaneStem
 from agents.alphazero.search import Evaluator
@@ -146,7 +146,8 @@ def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) ->
     """What runs a folded copy (`fuse_for_inference`) in `dtype` on `device`: `FusedCPUForward` for a
     `JungleNet` in bf16 on a CPU (channels-last, `channels_last`) where torch has the fused ops, else
     the module itself."""
-    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and channels_last(device, dtype) else None
+    cpu_bf16 = device.type == "cpu" and channels_last(device, dtype)
+    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and cpu_bf16 else None
     return fused if ops is None else FusedCPUForward(cast(JungleNet, fused), ops)
 
 
@@ -215,6 +216,7 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     """
     dev = torch.device(device) if isinstance(device, str) else device
     inference_dtype(dev, precision, 1)  # reject an unknown precision now, not at the first call
+    cuda_defaults(dev)
     copies = _InferenceCopies(model, dev)
     chunk = CPU_CHUNK if dev.type == "cpu" else None
 
