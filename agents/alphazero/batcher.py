@@ -11,24 +11,27 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any, Hashable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
 from agents.alphazero.device import resolve_device
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import Evaluator
+from agents.alphazero.runtime import make_packed_evaluator
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.workers import load_weights
 
+BatchEvaluator = Callable[..., tuple[np.ndarray, np.ndarray]]
+"""An evaluator of n positions given as arrays of n rows each (`search.Evaluator`, or
+`runtime.PackedEvaluator`)."""
+
 
 class _Request:
-    __slots__ = ("obs", "mask", "since", "result", "error", "done")
+    __slots__ = ("arrays", "since", "result", "error", "done")
 
-    def __init__(self, obs: np.ndarray, mask: np.ndarray) -> None:
-        self.obs, self.mask = obs, mask
+    def __init__(self, arrays: tuple[np.ndarray, ...]) -> None:
+        self.arrays = arrays
         self.since = time.monotonic()
         self.result: Optional[tuple[np.ndarray, np.ndarray]] = None
         self.error: Optional[BaseException] = None
@@ -36,15 +39,17 @@ class _Request:
 
 
 def evaluate_together(
-    evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
+    evaluator: BatchEvaluator, requests: Sequence[tuple[np.ndarray, ...]]
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One `evaluator` call for several (obs [n_i, 24, 9, 7], mask [n_i, 252]) requests; each request's
-    (logits [n_i, 252], value [n_i]) in order."""
+    """One `evaluator` call for several requests, each the evaluator's arguments for n_i positions (obs
+    [n_i, 24, 9, 7] and mask [n_i, 252], or their packed forms); each request's (logits [n_i, 252], value
+    [n_i]) in order."""
     if len(requests) == 1:
         return [evaluator(*requests[0])]
-    logits, value = evaluator(np.concatenate([o for o, _ in requests]), np.concatenate([m for _, m in requests]))
-    ends = np.cumsum([len(o) for o, _ in requests])
-    return [(logits[e - len(o) : e], value[e - len(o) : e]) for e, (o, _) in zip(ends, requests)]
+    logits, value = evaluator(*(np.concatenate(parts) for parts in zip(*requests)))
+    sizes = [len(r[0]) for r in requests]
+    ends = np.cumsum(sizes)
+    return [(logits[e - n : e], value[e - n : e]) for e, n in zip(ends, sizes)]
 
 
 class LeafBatcher:
@@ -56,7 +61,7 @@ class LeafBatcher:
     outside the lock, in the thread of the request that closed the batch, one
     batch at a time; the other requests of the batch wait for their rows."""
 
-    def __init__(self, evaluator: Evaluator, max_wait: float) -> None:
+    def __init__(self, evaluator: BatchEvaluator, max_wait: float) -> None:
         self.evaluator = evaluator
         self.max_wait = float(max_wait)
         self.batches = 0
@@ -68,9 +73,10 @@ class LeafBatcher:
         self._active: set[Hashable] = set()
         self._busy = False
 
-    def evaluate(self, client: Hashable, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`client`'s (logits [n, 252], value [n]) for its leaves (obs [n, 24, 9, 7], mask [n, 252])."""
-        request = _Request(obs, mask)
+    def evaluate(self, client: Hashable, *arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`client`'s (logits [n, 252], value [n]) for its leaves: the evaluator's arguments for them (obs
+        [n, 24, 9, 7] and mask [n, 252], or their packed forms)."""
+        request = _Request(arrays)
         with self._cond:
             self._active.add(client)
             self._queue.append(request)
@@ -89,7 +95,7 @@ class LeafBatcher:
                 return self._outcome(request)
         try:
             results: Optional[list[tuple[np.ndarray, np.ndarray]]] = evaluate_together(
-                self.evaluator, [(r.obs, r.mask) for r in batch]
+                self.evaluator, [r.arrays for r in batch]
             )
             error: Optional[BaseException] = None
         except Exception as e:  # every request of the batch gets the error
@@ -98,7 +104,7 @@ class LeafBatcher:
             for i, r in enumerate(batch):
                 r.result, r.error, r.done = (results[i] if results is not None else None), error, True
             self.batches += 1
-            self.positions += sum(len(r.obs) for r in batch)
+            self.positions += sum(len(r.arrays[0]) for r in batch)
             self._busy = False
             self._cond.notify_all()
         return self._outcome(request)
@@ -144,22 +150,25 @@ class LeafBatcher:
 
 class InferenceServer:
     """The network on the server's device behind a `LeafBatcher` (the body of the server process and of the
-    Ray actor)."""
+    Ray actor), fed packed leaves (`replay.pack_observations`, `replay.pack_masks`) that it unpacks there."""
 
     def __init__(self, settings: WorkerSettings, server: InferenceSettings) -> None:
         if server.threads > 0 and torch.get_num_threads() != server.threads:
             torch.set_num_threads(server.threads)
         self.device = resolve_device(server.device)
         self.model = build_network(NetworkConfig.from_dict(settings.network)).to(self.device).eval()
-        self.batcher = LeafBatcher(make_evaluator(self.model, self.device, server.precision), server.max_wait)
+        self.batcher = LeafBatcher(make_packed_evaluator(self.model, self.device, server.precision), server.max_wait)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (between calls, or with every batch held back)."""
         with self.batcher.hold():
             load_weights(self.model, model_state)
 
-    def evaluate(self, client: int, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.batcher.evaluate(client, obs, mask)
+    def evaluate(
+        self, client: int, bits: np.ndarray, scalars: np.ndarray, mask_bits: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`client`'s (logits, value) of its packed leaves (`make_packed_evaluator`'s arguments)."""
+        return self.batcher.evaluate(client, bits, scalars, mask_bits)
 
     def expect(self, clients: Iterable[int]) -> None:
         self.batcher.expect(clients)

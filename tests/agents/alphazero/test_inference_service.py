@@ -22,8 +22,15 @@ from agents.alphazero.batcher import LeafBatcher
 from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.replay import (
+    BINARY_PLANES,
+    pack_masks,
+    pack_observations,
+    unpack_masks,
+    unpack_observations,
+)
 from agents.alphazero.run import TrainingRun
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.runtime import make_evaluator, make_packed_evaluator, unpack_masks_on_device, unpack_on_device
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
@@ -44,6 +51,8 @@ from tests.support.processes import alive, survivors
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
+SCALAR_PLANE = BINARY_PLANES
+"""The first observation plane that is constant per position (stored as a float in the packed form)."""
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 FP32 = InferenceSettings(precision="fp32")
 """The in-process games here run in fp32 (`make_evaluator`'s default) whatever the CPU offers."""
@@ -171,23 +180,26 @@ def test_the_served_evaluator_sends_a_batch_larger_than_its_slot_in_pieces() -> 
         here, there = Pipe()
         sizes: list[int] = []
 
-        def serve() -> None:  # the server's side of client 1's pipe, on its slot
+        def serve() -> None:  # the server's side of client 1's pipe, on its slot (packed leaves)
             slot = slots.slot(1)
             while (n := there.recv()) != 0:
                 sizes.append(n)
-                slot.logits[:n] = slot.obs[:n, 0, 0, :1] * 2
-                slot.value[:n] = slot.obs[:n, 0, 0, 0] + 0.5 * slot.mask[:n, 0]
+                obs, mask = unpack_observations(slot.bits[:n], slot.scalars[:n]), unpack_masks(slot.mask[:n])
+                slot.logits[:n] = obs[:n, SCALAR_PLANE, 0, :1] * 2
+                slot.value[:n] = obs[:n, SCALAR_PLANE, 0, 0] + 0.5 * mask[:n, 0] + 0.25 * obs[:n, 3, 4, 5]
                 there.send(n)
             there.send(0)
 
         server = threading.Thread(target=serve, daemon=True)
         server.start()
         evaluator = ServedEvaluator(slots.slot(1), here)
-        obs, mask = leaves(40, 7)
+        obs, mask = np.zeros((7,) + OBS_SHAPE, np.float32), np.ones((7, N_ACTIONS), np.bool_)
+        obs[:, SCALAR_PLANE] = np.arange(40, 47)[:, None, None]  # a plane constant per position, as in play
+        obs[1::3, 3, 4, 5] = 1.0  # a piece plane's bit
         mask[::2, 0] = False
         logits, value = evaluator(obs, mask)
         assert sizes == [3, 3, 1]
-        np.testing.assert_array_equal(value, np.arange(40, 47) + 0.5 * mask[:, 0])
+        np.testing.assert_array_equal(value, np.arange(40, 47) + 0.5 * mask[:, 0] + 0.25 * obs[:, 3, 4, 5])
         np.testing.assert_array_equal(logits[:, 100], 2 * np.arange(40, 47))
         assert evaluator(*leaves(0, 0))[0].shape == (0, N_ACTIONS)
         evaluator.idle()
@@ -451,14 +463,15 @@ def test_leaf_slots_larger_than_the_free_shared_memory_are_refused_naming_the_fi
     free space and the fix are named before any process starts."""
     capacity = slot_capacity(128, asdict(MCTSConfig(algorithm="gumbel", num_simulations=32)))
     need = 15 * capacity * slots_module.ROW_BYTES
-    asked = small_shm(monkeypatch, 64 * 1024 * 1024)
+    free = need - 4096  # one page short
+    asked = small_shm(monkeypatch, free)
     with pytest.raises(SharedMemoryError) as e:
         check_shared_memory(15, capacity)
     message = str(e.value)
-    assert f"need {need / 2**20:.1f} MB" in message and "has 64.0 MB free" in message, message
+    assert f"need {need / 2**20:.1f} MB" in message and f"has {(free // 4096 * 4096) / 2**20:.1f} MB free" in message
     assert "--shm-size" in message and "train.workers" in message and "train.selfplay.parallel" in message
     assert "\n" not in message and asked == [slots_module.SHM_DIR]
-    check_shared_memory(4, capacity)  # fewer workers fit
+    check_shared_memory(14, capacity)  # a worker fewer fits
     small_shm(monkeypatch, need)
     check_shared_memory(15, capacity)  # exactly the need fits
 
@@ -466,10 +479,43 @@ def test_leaf_slots_larger_than_the_free_shared_memory_are_refused_naming_the_fi
 def test_the_served_pool_and_train_refuse_too_little_shared_memory_before_any_process(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    small_shm(monkeypatch, 1024 * 1024)
+    small_shm(monkeypatch, 16 * 1024)
     with pytest.raises(SharedMemoryError, match="2 self-play workers"):
         make_selfplay_pool("process", 2, settings(parallel=64), inference=FP32)
     overrides = ["train.inference_server=true", "train.workers=3", f"out_dir={tmp_path}", "name=shm"]
     with pytest.raises(SharedMemoryError, match="3 self-play workers"):
         TrainingRun.open(train_config.compose_config(overrides), overrides)
     assert list(tmp_path.iterdir()) == []
+
+
+def random_leaves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Observations shaped as the encoding's (0/1 planes, then planes constant per position) and masks."""
+    rng = np.random.default_rng(seed)
+    obs = np.zeros((n,) + OBS_SHAPE, np.float32)
+    obs[:, :BINARY_PLANES] = rng.random((n, BINARY_PLANES) + OBS_SHAPE[1:]) < 0.1
+    obs[:, BINARY_PLANES:] = rng.random((n, OBS_SHAPE[0] - BINARY_PLANES, 1, 1)).astype(np.float32)
+    return obs, rng.random((n, N_ACTIONS)) < 0.2
+
+
+def test_packed_leaves_unpack_on_the_device_to_the_planes() -> None:
+    obs, mask = random_leaves(37, seed=1)
+    bits, scalars = pack_observations(obs)
+    planes = unpack_on_device(torch.from_numpy(bits), torch.from_numpy(scalars))
+    assert planes.dtype == torch.float32
+    np.testing.assert_array_equal(planes.numpy(), obs)
+    np.testing.assert_array_equal(unpack_masks_on_device(torch.from_numpy(pack_masks(mask))).numpy(), mask)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("n", [1, 5, 300])
+def test_the_packed_evaluator_gives_the_planes_evaluations_bit_for_bit(precision: str, n: int) -> None:
+    """The server's packed path (unpacked by torch for fp32; for bf16 into the CPU's fused forward pass) is the
+    evaluator of the planes to the last bit, in one call and in the CPU's chunks (300 rows)."""
+    torch.manual_seed(2)
+    net = build_network(replace(TINY, value_head="wdl"))
+    obs, mask = random_leaves(n, seed=n)
+    planes = make_evaluator(net, "cpu", precision)(obs, mask)
+    packed = make_packed_evaluator(net, "cpu", precision)(*pack_observations(obs), pack_masks(mask))
+    for a, b in zip(planes, packed):
+        assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
