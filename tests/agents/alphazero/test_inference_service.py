@@ -22,6 +22,7 @@ from agents.alphazero.batcher import LeafBatcher
 from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.progress import log_server
 from agents.alphazero.replay import (
     BINARY_PLANES,
     pack_masks,
@@ -138,8 +139,48 @@ def test_the_batcher_joins_the_requests_of_every_active_client_into_one_call() -
     for (first, n), (logits, value) in zip(ranges, results):
         np.testing.assert_array_equal(value, np.arange(first, first + n))  # each client gets its own rows
         assert logits.shape == (n, N_ACTIONS) and (logits[:, 7] == value).all()
-    assert batcher.take_counts() == {"batches": 1, "positions": 9, "mean_batch": 9.0}
+    counts = batcher.take_counts()
+    assert {k: counts[k] for k in ("batches", "positions", "mean_batch", "max_batch")} == {
+        "batches": 1,
+        "positions": 9,
+        "mean_batch": 9.0,
+        "max_batch": 9,
+    }
+    assert 0 <= counts["mean_wait_ms"] < 30_000 and counts["mean_batch_ms"] >= 0
     assert batcher.take_counts()["batches"] == 0
+
+
+def test_one_device_thread_runs_every_batch_and_the_waits_are_counted() -> None:
+    """The network runs in the batcher's own thread whichever client closes a batch; a client that never
+    comes makes each batch wait `max_wait`, and the counts say so."""
+    threads: set[str] = set()
+    calls: list[int] = []
+    evaluate = rows_evaluator(calls)
+
+    def evaluator(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        threads.add(threading.current_thread().name)
+        return evaluate(obs, mask)
+
+    batcher = LeafBatcher(evaluator, max_wait=0.05)
+    batcher.expect(["a", "b", "late"])  # "late" never asks: every batch waits max_wait for it
+    for step in range(3):
+        results = in_threads(*(lambda k=k, s=step: batcher.evaluate(k, *leaves(10 * s + k, 2)) for k in range(2)))
+        for k, (_, value) in enumerate(results):
+            assert value.tolist() == [10 * step + k, 10 * step + k + 1]
+    assert threads == {"device"} and sum(calls) == 12
+    counts = batcher.take_counts()
+    assert counts["positions"] == 12 and counts["max_batch"] <= 4
+    assert counts["mean_wait_ms"] >= 50 * 0.9, counts  # the batches waited for "late"
+
+
+def test_train_config_sets_the_server_wait() -> None:
+    conf = train_config.checked_config(
+        train_config.compose_config(["train.inference_server=true", "train.workers=2", "train.inference_max_wait=0.01"])
+    )
+    assert conf.train.inference_max_wait == 0.01
+    assert train_config.checked_config(train_config.compose_config([])).train.inference_max_wait == 0.002
+    with pytest.raises(ValueError, match=r"train.inference_max_wait=11(.0)? must lie in \[0, 10\]"):
+        train_config.checked_config(train_config.compose_config(["train.inference_max_wait=11"]))
 
 
 def test_a_batch_waits_at_most_max_wait_and_never_for_a_client_that_left() -> None:
@@ -312,6 +353,7 @@ import time
 from dataclasses import asdict
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.progress import log_server
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
@@ -519,3 +561,33 @@ def test_the_packed_evaluator_gives_the_planes_evaluations_bit_for_bit(precision
     for a, b in zip(planes, packed):
         assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_server_counts_are_logged_as_scalars_and_one_line() -> None:
+    class Writer:
+        def __init__(self) -> None:
+            self.scalars: dict[str, float] = {}
+
+        def add_scalar(self, tag: str, value: float, step: int) -> None:
+            self.scalars[tag] = value
+
+    writer = Writer()
+    counts = {
+        "batches": 4,
+        "positions": 40,
+        "mean_batch": 10.0,
+        "max_batch": 16,
+        "mean_wait_ms": 1.5,
+        "mean_batch_ms": 3.25,
+    }
+    line = log_server(writer, 7, counts)  # type: ignore[arg-type]
+    assert writer.scalars == {
+        "perf/server_batches": 4,
+        "perf/server_mean_batch": 10.0,
+        "perf/server_max_batch": 16,
+        "perf/server_mean_wait_ms": 1.5,
+        "perf/server_mean_batch_ms": 3.25,
+    }
+    assert (
+        line == "iter 7: inference server: 4 batches, mean 10 positions (largest 16), mean wait 1.5 ms, 3.2 ms a batch"
+    )
