@@ -1,7 +1,8 @@
 """The inference server's core: the leaf batches of many clients joined into single network calls.
 
 `LeafBatcher` takes each client's request from the client's own thread and
-runs one evaluator call for the requests of every client that is ready;
+its device thread runs one evaluator call for the requests of every client
+that is ready;
 `InferenceServer` is the network on the server's device behind one. Both the
 server process and the Ray server actor of `agents.alphazero.inference` hold one.
 """
@@ -11,40 +12,46 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any, Hashable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
 from agents.alphazero.device import resolve_device
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import Evaluator
+from agents.alphazero.runtime import make_packed_evaluator
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.workers import load_weights
 
+BatchEvaluator = Callable[..., tuple[np.ndarray, np.ndarray]]
+"""An evaluator of n positions given as arrays of n rows each (`search.Evaluator`, or
+`runtime.PackedEvaluator`)."""
+
 
 class _Request:
-    __slots__ = ("obs", "mask", "since", "result", "error", "done")
+    __slots__ = ("arrays", "since", "result", "error", "done")
 
-    def __init__(self, obs: np.ndarray, mask: np.ndarray) -> None:
-        self.obs, self.mask = obs, mask
+    def __init__(self, arrays: tuple[np.ndarray, ...]) -> None:
+        self.arrays = arrays
         self.since = time.monotonic()
         self.result: Optional[tuple[np.ndarray, np.ndarray]] = None
         self.error: Optional[BaseException] = None
-        self.done = False
+        self.done = threading.Event()
+        """Set by the device thread when `result` or `error` is in: wakes this request's thread alone."""
 
 
 def evaluate_together(
-    evaluator: Evaluator, requests: Sequence[tuple[np.ndarray, np.ndarray]]
+    evaluator: BatchEvaluator, requests: Sequence[tuple[np.ndarray, ...]]
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One `evaluator` call for several (obs [n_i, 24, 9, 7], mask [n_i, 252]) requests; each request's
-    (logits [n_i, 252], value [n_i]) in order."""
+    """One `evaluator` call for several requests, each the evaluator's arguments for n_i positions (obs
+    [n_i, 24, 9, 7] and mask [n_i, 252], or their packed forms); each request's (logits [n_i, 252], value
+    [n_i]) in order."""
     if len(requests) == 1:
         return [evaluator(*requests[0])]
-    logits, value = evaluator(np.concatenate([o for o, _ in requests]), np.concatenate([m for _, m in requests]))
-    ends = np.cumsum([len(o) for o, _ in requests])
-    return [(logits[e - len(o) : e], value[e - len(o) : e]) for e, (o, _) in zip(ends, requests)]
+    logits, value = evaluator(*(np.concatenate(parts) for parts in zip(*requests)))
+    sizes = [len(r[0]) for r in requests]
+    ends = np.cumsum(sizes)
+    return [(logits[e - n : e], value[e - n : e]) for e, n in zip(ends, sizes)]
 
 
 class LeafBatcher:
@@ -52,63 +59,83 @@ class LeafBatcher:
 
     A batch goes to the network once every active client has a request in
     it, or once its oldest request has waited `max_wait` seconds; a client is
-    active from its first request until it `leave`s. The evaluator runs
-    outside the lock, in the thread of the request that closed the batch, one
-    batch at a time; the other requests of the batch wait for their rows."""
+    active from its first request until it `leave`s. The evaluator runs in
+    one thread of the batcher's own, the only one that touches the device
+    (one set of its library handles), one batch at a time; a request's thread
+    sleeps on its own event until its rows are in, so an arrival wakes the
+    device thread alone. `take_counts` says how large the batches were and
+    how long their requests waited."""
 
-    def __init__(self, evaluator: Evaluator, max_wait: float) -> None:
+    def __init__(self, evaluator: BatchEvaluator, max_wait: float) -> None:
         self.evaluator = evaluator
         self.max_wait = float(max_wait)
-        self.batches = 0
-        """Evaluator calls made (since the last `take_counts`)."""
-        self.positions = 0
-        """Positions evaluated (since the last `take_counts`)."""
         self._cond = threading.Condition()
+        """Guards the queue, the clients, the hold and the counts; the device thread waits on it."""
         self._queue: list[_Request] = []
         self._active: set[Hashable] = set()
+        self._held = 0
         self._busy = False
+        self._counts = self._zero()
+        self._thread = threading.Thread(target=self._run, name="device", daemon=True)
+        self._thread.start()
 
-    def evaluate(self, client: Hashable, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`client`'s (logits [n, 252], value [n]) for its leaves (obs [n, 24, 9, 7], mask [n, 252])."""
-        request = _Request(obs, mask)
+    @staticmethod
+    def _zero() -> dict[str, float]:
+        return {"batches": 0, "positions": 0, "max_batch": 0, "wait": 0.0, "seconds": 0.0}
+
+    def evaluate(self, client: Hashable, *arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`client`'s (logits [n, 252], value [n]) for its leaves: the evaluator's arguments for them (obs
+        [n, 24, 9, 7] and mask [n, 252], or their packed forms)."""
+        request = _Request(arrays)
         with self._cond:
             self._active.add(client)
             self._queue.append(request)
-            self._cond.notify_all()
-            while not request.done:
-                # Not done and no batch running: the request is still queued, so this thread may close a batch.
-                if not self._busy:
-                    left = self._queue[0].since + self.max_wait - time.monotonic()
-                    if len(self._queue) >= len(self._active) or left <= 0:
-                        batch, self._queue, self._busy = self._queue, [], True
-                        break
-                    self._cond.wait(left)
-                else:
-                    self._cond.wait()
-            else:
-                return self._outcome(request)
-        try:
-            results: Optional[list[tuple[np.ndarray, np.ndarray]]] = evaluate_together(
-                self.evaluator, [(r.obs, r.mask) for r in batch]
-            )
-            error: Optional[BaseException] = None
-        except Exception as e:  # every request of the batch gets the error
-            results, error = None, e
-        with self._cond:
-            for i, r in enumerate(batch):
-                r.result, r.error, r.done = (results[i] if results is not None else None), error, True
-            self.batches += 1
-            self.positions += sum(len(r.obs) for r in batch)
-            self._busy = False
-            self._cond.notify_all()
-        return self._outcome(request)
-
-    @staticmethod
-    def _outcome(request: _Request) -> tuple[np.ndarray, np.ndarray]:
+            self._cond.notify()  # the device thread, the only waiter
+        request.done.wait()
         if request.error is not None:
             raise request.error
         assert request.result is not None
         return request.result
+
+    def _next_batch(self) -> list[_Request]:
+        """The next batch to run, once one may close (under the lock)."""
+        while True:
+            if self._queue and not self._held:
+                left = self._queue[0].since + self.max_wait - time.monotonic()
+                if len(self._queue) >= len(self._active) or left <= 0:
+                    batch, self._queue, self._busy = self._queue, [], True
+                    return batch
+                self._cond.wait(left)
+            else:
+                self._cond.wait()
+
+    def _run(self) -> None:
+        """The device thread: batches, one at a time, until the process ends."""
+        while True:
+            with self._cond:
+                batch = self._next_batch()
+            started = time.monotonic()
+            try:
+                results: Optional[list[tuple[np.ndarray, np.ndarray]]] = evaluate_together(
+                    self.evaluator, [r.arrays for r in batch]
+                )
+                error: Optional[BaseException] = None
+            except Exception as e:  # every request of the batch gets the error
+                results, error = None, e
+            seconds = time.monotonic() - started
+            positions = sum(len(r.arrays[0]) for r in batch)
+            with self._cond:
+                c = self._counts
+                c["batches"] += 1
+                c["positions"] += positions
+                c["max_batch"] = max(c["max_batch"], positions)
+                c["wait"] += started - batch[0].since
+                c["seconds"] += seconds
+                self._busy = False
+                self._cond.notify_all()  # a `hold` waiting for this batch to end
+            for i, r in enumerate(batch):
+                r.result, r.error = (results[i] if results is not None else None), error
+                r.done.set()
 
     def expect(self, clients: Iterable[Hashable]) -> None:
         """`clients` are about to send requests: batches wait for them (at most `max_wait`) from now on."""
@@ -125,41 +152,54 @@ class LeafBatcher:
     def hold(self) -> Iterator[None]:
         """No batch runs inside this block (e.g. while the weights change)."""
         with self._cond:
+            self._held += 1
             while self._busy:
                 self._cond.wait()
-            self._busy = True
         try:
             yield
         finally:
             with self._cond:
-                self._busy = False
+                self._held -= 1
                 self._cond.notify_all()
 
     def take_counts(self) -> dict[str, float]:
-        """Batches and positions evaluated since the last call, and the mean batch; the counts restart."""
+        """Since the last call: the batches and positions evaluated, the mean and largest batch, the mean wait
+        of a batch's oldest request before the batch ran and the mean time of a batch on the device (both in
+        milliseconds); the counts restart."""
         with self._cond:
-            batches, positions, self.batches, self.positions = self.batches, self.positions, 0, 0
-        return {"batches": batches, "positions": positions, "mean_batch": positions / batches if batches else 0.0}
+            c, self._counts = self._counts, self._zero()
+        batches = c["batches"]
+        return {
+            "batches": batches,
+            "positions": c["positions"],
+            "mean_batch": c["positions"] / batches if batches else 0.0,
+            "max_batch": c["max_batch"],
+            "mean_wait_ms": 1000 * c["wait"] / batches if batches else 0.0,
+            "mean_batch_ms": 1000 * c["seconds"] / batches if batches else 0.0,
+        }
 
 
 class InferenceServer:
     """The network on the server's device behind a `LeafBatcher` (the body of the server process and of the
-    Ray actor)."""
+    Ray actor), fed packed leaves (`replay.pack_observations`, `replay.pack_masks`) that it unpacks there."""
 
     def __init__(self, settings: WorkerSettings, server: InferenceSettings) -> None:
         if server.threads > 0 and torch.get_num_threads() != server.threads:
             torch.set_num_threads(server.threads)
         self.device = resolve_device(server.device)
         self.model = build_network(NetworkConfig.from_dict(settings.network)).to(self.device).eval()
-        self.batcher = LeafBatcher(make_evaluator(self.model, self.device, server.precision), server.max_wait)
+        self.batcher = LeafBatcher(make_packed_evaluator(self.model, self.device, server.precision), server.max_wait)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (between calls, or with every batch held back)."""
         with self.batcher.hold():
             load_weights(self.model, model_state)
 
-    def evaluate(self, client: int, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.batcher.evaluate(client, obs, mask)
+    def evaluate(
+        self, client: int, bits: np.ndarray, scalars: np.ndarray, mask_bits: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`client`'s (logits, value) of its packed leaves (`make_packed_evaluator`'s arguments)."""
+        return self.batcher.evaluate(client, bits, scalars, mask_bits)
 
     def expect(self, clients: Iterable[int]) -> None:
         self.batcher.expect(clients)

@@ -107,6 +107,9 @@ class TrainConfig:
     """The workers hold no network: they send their leaf batches to one inference process that owns
     `device` and evaluates the leaves of all of them at once (agents.alphazero.inference), which keeps a
     GPU busy. Needs `workers` >= 1 on the `process` or `ray` backend; the games stay the same."""
+    inference_max_wait: float = 0.002
+    """Seconds a batch of the inference server waits, after its first request, for the workers still busy with
+    their trees (0 to 10): longer joins more leaves a call, shorter idles the device less."""
     replay_capacity: int = 60000
     """Replay buffer size in positions (the newest are kept); 1 to 100000000, and at most what this
     machine's memory holds (about 1 KB a position, allocated at the start)."""
@@ -147,6 +150,7 @@ class TrainConfig:
             max_steps_per_iteration=(1, None),
             checkpoint_every=(1, None),
             replay_in_checkpoint_mb=(0, None),
+            inference_max_wait=(0, 10),
         )
         if self.selfplay.player_name != SelfPlayConfig.player_name:
             raise ConfigError(

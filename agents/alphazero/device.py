@@ -48,10 +48,16 @@ precision follows it through its leaf batch): below it bf16 is slower than fp32
 (bench/bench_network.py; docs/performance.md)."""
 
 
+CUDA_BF16_CAPABILITY = (8, 0)
+"""The first CUDA compute capability (Ampere) whose tensor cores compute bf16: torch.cuda.is_bf16_supported()
+also says yes on older GPUs, which emulate it slowly."""
+
+
 def native_bf16(device: torch.device) -> bool:
-    """Whether `device` computes bf16 natively (CUDA with bf16, CPUs with AVX512-BF16 or AMX)."""
+    """Whether `device` computes bf16 natively (CUDA of compute capability 8.0 or more, CPUs with AVX512-BF16
+    or AMX); emulated bf16 does not count."""
     if device.type == "cuda":
-        return bool(torch.cuda.is_bf16_supported())
+        return tuple(torch.cuda.get_device_capability(device)) >= CUDA_BF16_CAPABILITY
     if device.type == "cpu":
         return _cpu_native_bf16()
     return False
@@ -75,7 +81,7 @@ def autocast_dtype(device: torch.device, amp: bool) -> torch.dtype | None:
     if not amp:
         return None
     if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if native_bf16(device) else torch.float16
     if device.type == "cpu" and native_bf16(device):
         return torch.bfloat16
     return None
@@ -85,8 +91,8 @@ def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.d
     """The dtype a batch of `batch` positions is evaluated in on `device` under `precision`.
 
     ``fp32`` always float32; ``bf16`` always bfloat16 (float16 on a GPU without
-    bf16); ``auto``: bf16 where the device computes it natively (fp16 on a GPU
-    without bf16), else fp32. The choice does not depend on `batch`, so a game's
+    native bf16); ``auto``: bf16 where the device computes it natively (fp16 on a
+    GPU without), else fp32. The choice does not depend on `batch`, so a game's
     moves do not depend on how many games share its network calls (self-play
     splits its games over any number of workers and gets the same games).
     """
@@ -95,7 +101,7 @@ def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.d
     if precision == "fp32" or (precision == "auto" and device.type not in ("cuda", "cpu")):
         return torch.float32
     if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if native_bf16(device) else torch.float16
     if precision == "bf16" or native_bf16(device):
         return torch.bfloat16
     return torch.float32
@@ -103,5 +109,16 @@ def inference_dtype(device: torch.device, precision: str, batch: int) -> torch.d
 
 def channels_last(device: torch.device, dtype: torch.dtype) -> bool:
     """Whether inference in `dtype` on `device` runs in channels-last layout: bf16 on a CPU, oneDNN's
-    native layout for its bf16 convolutions; fp32 on a CPU was slower with it (docs/performance.md)."""
+    native layout for its bf16 convolutions (fp32 on a CPU was slower with it: docs/performance.md); bf16
+    and fp16 on CUDA, the layout of cuDNN's tensor-core convolutions."""
+    if device.type == "cuda":
+        return dtype in (torch.bfloat16, torch.float16)
     return device.type == "cpu" and dtype == torch.bfloat16
+
+
+def cuda_defaults(device: torch.device) -> None:
+    """On CUDA, let float32 matrix products and convolutions use TF32 tensor cores (torch leaves matmul's off);
+    nothing elsewhere. Called where a network is built to run on `device` (evaluator, learner)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True

@@ -11,8 +11,9 @@ device, because the tree work is single-threaded. So W self-play processes
 (numba trees, one a core) each play a contiguous range of a call's game
 indices, as the workers of `agents.alphazero.workers` do, but hold no
 network. Their evaluator (`ServedEvaluator`) writes each leaf batch into the
-process's own slot of shared memory (`LeafSlots`: obs and mask in, logits and
-value out; `agents.alphazero.slots`) and rings the server through a pipe. The
+process's own slot of shared memory (`LeafSlots`: obs and mask in, packed to
+bits, logits and value out; `agents.alphazero.slots`) and rings the server
+through a pipe; the server unpacks them on its device. The
 inference server (one process, the only one that touches the device) answers
 each client from a thread of its own and hands the batches to a `LeafBatcher`
 (`agents.alphazero.batcher`), which joins the requests of every client that
@@ -57,17 +58,18 @@ from tqdm import tqdm
 from agents.alphazero import workers as workers_module  # import_ray, looked up when a Ray actor starts
 from agents.alphazero.batcher import InferenceServer
 from agents.alphazero.device import resolve_device
+from agents.alphazero.replay import pack_masks, pack_observations
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.slots import (
     IDLE,
-    MAX_SLOT_ROWS,
     InferenceServiceError,
     LeafSlots,
     ServedEvaluator,
     Slot,
-    leaves_per_game,
+    check_shared_memory,
+    slot_capacity,
 )
 from agents.alphazero.workers import SelfPlayPool, play_range, portable_state, split_games, start_ray
 from agents.child import Child, ChildDiedError, messages, receive, start_child
@@ -104,7 +106,7 @@ def _answer(k: int, pipe: Connection, server: InferenceServer, slots: list[LeafS
 def _evaluate_slot(server: InferenceServer, k: int, slot: Slot, n: int) -> Any:
     """Evaluate the first `n` leaves of client `k`'s slot into it: `n`, or the text of the error."""
     try:
-        logits, value = server.evaluate(k, slot.obs[:n], slot.mask[:n])
+        logits, value = server.evaluate(k, slot.bits[:n], slot.scalars[:n], slot.mask[:n])
         slot.logits[:n] = logits
         slot.value[:n] = value
         return n
@@ -184,6 +186,8 @@ class ServedPool(SelfPlayPool):
     def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings) -> None:
         if workers < 1:
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
+        # The largest slots a call can need (every worker at `parallel` games), checked before any process starts.
+        check_shared_memory(workers, slot_capacity(settings.selfplay.parallel, settings.mcts))
         self.settings, self.workers, self.inference = settings, workers, inference
         self.server_counts: dict[str, float] = {}
         """The server's `LeafBatcher.take_counts` over the last call (batches, positions, mean_batch)."""
@@ -238,7 +242,7 @@ class ServedPool(SelfPlayPool):
         ranges = split_games(num_games, self.workers)
         try:
             games = min(self.settings.selfplay.parallel, max(count for _, count in ranges))
-            capacity = min(games * leaves_per_game(self.settings.mcts), max(games, MAX_SLOT_ROWS))
+            capacity = slot_capacity(games, self.settings.mcts)
             old = None
             if self._slots is None or capacity > self._slots.capacity:  # made to measure, kept while big enough
                 old, self._slots = self._slots, LeafSlots(self.workers, capacity)
@@ -311,7 +315,8 @@ class RayServedEvaluator:
         self.ray, self.server, self.client = ray, server, client
 
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        logits, value = self.ray.get(self.server.evaluate.remote(self.client, obs, mask))
+        bits, scalars = pack_observations(obs)
+        logits, value = self.ray.get(self.server.evaluate.remote(self.client, bits, scalars, pack_masks(mask)))
         return np.array(logits, np.float32), np.array(value, np.float32)  # copies: object-store arrays are read-only
 
     def idle(self) -> None:

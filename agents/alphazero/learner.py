@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from agents.alphazero.device import autocast_dtype
+from agents.alphazero.device import autocast_dtype, cuda_defaults
 from agents.alphazero.network import JungleNet, mask_logits
 from agents.alphazero.replay import Batch, ReplayBuffer
 from envs.config import ConfigError, check_choice, check_range, shown
@@ -315,6 +315,7 @@ class Learner:
         else:
             self.optimizer = torch.optim.AdamW(groups, lr=config.lr)
         self.amp_dtype = autocast_dtype(device, amp)
+        cuda_defaults(device)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp_dtype == torch.float16)
         self.nonfinite_in_a_row = 0
         """Skipped steps (non-finite loss or gradient norm) since the last step taken."""

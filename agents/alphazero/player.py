@@ -78,6 +78,8 @@ class CheckpointPlayer:
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         self.model, state = load_model(file, rules=rules, device=device_t)
+        self.device = device_t
+        """Where the network runs (a tournament refuses to fork worker processes from a parent using CUDA)."""
         self.rules = rules if rules is not None else rules_of(state)
         self.path = str(file)
         self.name = name or "checkpoint"  # make_player names it by its spec

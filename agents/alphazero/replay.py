@@ -38,6 +38,12 @@ _SQUARES = OBS_SHAPE[1] * OBS_SHAPE[2]
 _BITS = _BINARY_PLANES * _SQUARES
 _PACKED = (_BITS + 7) // 8
 _PIECE_PLANES = 16
+BINARY_PLANES = _BINARY_PLANES
+"""Observation planes 0 .. BINARY_PLANES - 1 are 0/1 (packed to bits); the others are constant per position."""
+PACKED_OBS_BYTES = _PACKED
+"""Bytes of one position's bits (`pack_observations`)."""
+PACKED_MASK_BYTES = (N_ACTIONS + 7) // 8
+"""Bytes of one position's legal mask as bits (`pack_masks`)."""
 
 
 POSITION_BYTES = _PACKED + (OBS_SHAPE[0] - _BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
@@ -71,6 +77,16 @@ def pack_observations(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bits = np.packbits(obs[:, :_BINARY_PLANES].reshape(n, -1) > 0.5, axis=1)
     scalars = np.ascontiguousarray(obs[:, _BINARY_PLANES:, 0, 0], dtype=np.float32)
     return bits, scalars
+
+
+def pack_masks(mask: np.ndarray) -> np.ndarray:
+    """Legal masks bool [n, 252] -> bits uint8 [n, 32] (numpy's bit order: the first action is the high bit)."""
+    return np.packbits(mask, axis=1)
+
+
+def unpack_masks(bits: np.ndarray) -> np.ndarray:
+    """Inverse of `pack_masks` -> bool [n, 252]."""
+    return np.unpackbits(bits, axis=1, count=N_ACTIONS).view(np.bool_)
 
 
 def pieces_on_board(bits: np.ndarray) -> np.ndarray:

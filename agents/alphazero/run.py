@@ -33,10 +33,11 @@ from agents.alphazero.evaluation import evaluate_ladder
 from agents.alphazero.learner import Learner, LearnMetrics
 from agents.alphazero.network import count_parameters
 from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.progress import PhaseClock, format_seconds, iteration_line, log_selfplay
+from agents.alphazero.progress import PhaseClock, format_seconds, iteration_line, log_selfplay, log_server
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.slots import check_shared_memory, slot_capacity
 from agents.alphazero.workers import SelfPlayPool
 from agents.arena.records import append_jsonl, cut_torn_tail
 from agents.io import atomic_write_text
@@ -102,6 +103,8 @@ class TrainingRun:
         self.clock = PhaseClock()
         self.pending_eval = False
         """The resumed run stopped before the evaluation of its last iteration."""
+        self.server_counts: dict[str, float] = {}
+        """The inference server's counts of the last self-play call (`play_iteration`; empty without one)."""
         self.saved = (0, False)
         """What latest.pt holds: (iteration, its evaluation still to do)."""
         self.checkpointed = self.in_place
@@ -127,6 +130,9 @@ class TrainingRun:
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
         conf = checked_config(cfg)
         check_writable_dir(conf.out_dir)
+        tc = conf.train
+        if tc.inference_server and tc.worker_backend == "process":  # their leaf slots, in shared memory
+            check_shared_memory(tc.workers, slot_capacity(tc.selfplay.parallel, asdict(conf.mcts)))
         init_from: Optional[dict[str, Any]] = None
         init_path = Path()
         if resume_from is not None:
@@ -261,7 +267,9 @@ class TrainingRun:
             precision=conf.precision,
         )
         inference = (
-            InferenceSettings(device=str(device), precision=conf.precision, threads=conf.threads)
+            InferenceSettings(
+                device=str(device), precision=conf.precision, threads=conf.threads, max_wait=tc.inference_max_wait
+            )
             if tc.inference_server
             else None
         )
@@ -285,13 +293,15 @@ class TrainingRun:
         """Iteration `it`'s self-play games with the weights of `model` (a share against the opponents, each
         seeded from the run's seed and the iteration). Changes nothing of the run's."""
         seed, tc = self.conf.seed, self.conf.train
-        return pool.play(
+        data = pool.play(
             model.state_dict(),
             seed=derive_seed(seed, "selfplay", it),
             num_games=tc.games_per_iteration,
             opponent_seeds=[derive_seed(seed, "opponent", k, it) for k in range(len(tc.selfplay.opponents))],
             progress=progress,
         )
+        self.server_counts = dict(getattr(pool, "server_counts", {}))  # logged with the games (`played`)
+        return data
 
     def evaluate(
         self, evaluator: Any, previous: torch.nn.Module, it: int, device: torch.device, progress: bool
@@ -345,6 +355,8 @@ class TrainingRun:
         seconds = time.time() - started
         self.clock.add("selfplay", seconds)
         log_selfplay(self.writer, it, s, seconds, self.conf.train.selfplay.opponent_fraction > 0)
+        if self.server_counts:
+            log.info("%s", log_server(self.writer, it, self.server_counts))
         return seconds
 
     def learned(self, it: int, metrics: LearnMetrics, started: float, learning: float) -> None:

@@ -12,9 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.alphazero.device import channels_last, inference_dtype
+from agents.alphazero.device import channels_last, cuda_defaults, inference_dtype
 from agents.alphazero.network import JungleNet, ResidualBlock, mask_logits, scalar_value
 from agents.alphazero.planestem import PlaneStem
+from agents.alphazero.replay import BINARY_PLANES, unpack_masks, unpack_observations
 from agents.alphazero.search import Evaluator
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
@@ -146,7 +147,8 @@ def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) ->
     """What runs a folded copy (`fuse_for_inference`) in `dtype` on `device`: `FusedCPUForward` for a
     `JungleNet` in bf16 on a CPU (channels-last, `channels_last`) where torch has the fused ops, else
     the module itself."""
-    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and channels_last(device, dtype) else None
+    cpu_bf16 = device.type == "cpu" and channels_last(device, dtype)
+    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and cpu_bf16 else None
     return fused if ops is None else FusedCPUForward(cast(JungleNet, fused), ops)
 
 
@@ -202,6 +204,121 @@ Past a few hundred positions the activations leave the core's cache; 128 was the
 inside self-play, where the search's own arrays share the cache (docs/performance.md)."""
 
 
+def unpack_on_device(bits: torch.Tensor, scalars: torch.Tensor) -> torch.Tensor:
+    """Packed observations (`replay.pack_observations`: bits uint8 [n, 166], scalars float32 [n, 3]) on a
+    device -> float32 [n, 24, 9, 7] on that device, the numbers of `replay.unpack_observations`."""
+    n = bits.shape[0]
+    out = torch.empty((n, *OBS_SHAPE), dtype=torch.float32, device=bits.device)
+    out[:, :BINARY_PLANES] = _unpack_bits(bits, BINARY_PLANES * OBS_SHAPE[1] * OBS_SHAPE[2]).view(
+        n, BINARY_PLANES, *OBS_SHAPE[1:]
+    )
+    out[:, BINARY_PLANES:] = scalars[:, :, None, None]
+    return out
+
+
+def unpack_masks_on_device(bits: torch.Tensor) -> torch.Tensor:
+    """Packed legal masks (`replay.pack_masks`: uint8 [n, 32]) on a device -> bool [n, 252] there."""
+    return _unpack_bits(bits, N_ACTIONS).bool()
+
+
+def _unpack_bits(bits: torch.Tensor, count: int) -> torch.Tensor:
+    """uint8 [n, k] -> uint8 0/1 [n, count], numpy's bit order (`np.unpackbits`: the high bit first)."""
+    shifts = torch.arange(7, -1, -1, dtype=torch.uint8, device=bits.device)
+    return ((bits.unsqueeze(-1) >> shifts) & 1).view(bits.shape[0], -1)[:, :count]
+
+
+class _Evaluation:
+    """The work of `make_evaluator` and `make_packed_evaluator`: a model's fused copies on a device, fed
+    float32 planes or their packed form."""
+
+    def __init__(self, model: nn.Module, device: torch.device | str, precision: str) -> None:
+        self.device = torch.device(device) if isinstance(device, str) else device
+        self.precision = precision
+        inference_dtype(self.device, precision, 1)  # reject an unknown precision now, not at the first call
+        cuda_defaults(self.device)
+        self.copies = _InferenceCopies(model, self.device)
+        self.chunk = CPU_CHUNK if self.device.type == "cpu" else None
+
+    def planes(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(masked logits [n, 252], value [n]) of float32 observations [n, 24, 9, 7] and masks [n, 252]."""
+        return self._chunks(self._planes, obs, mask)
+
+    def packed(self, bits: np.ndarray, scalars: np.ndarray, mask_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`planes` of packed observations (`replay.pack_observations`) and masks (`replay.pack_masks`): the
+        packed arrays go to the device and are unpacked there (a few percent of the planes' bytes)."""
+        return self._chunks(self._packed, bits, scalars, mask_bits)
+
+    def _chunks(self, run: Callable[..., tuple[np.ndarray, np.ndarray]], *arrays: np.ndarray) -> Any:
+        n = len(arrays[0])
+        if n == 0:
+            return np.zeros((0, N_ACTIONS), np.float32), np.zeros(0, np.float32)
+        dtype = inference_dtype(self.device, self.precision, n)
+        net = self.copies.get(dtype)
+        with torch.inference_mode():
+            if self.chunk is None or n <= self.chunk:
+                return run(net, dtype, *arrays)
+            parts = -(-n // self.chunk)
+            size = -(-n // parts)  # equal parts: 300 rows run as 150 + 150, not 256 + 44
+            logits = np.empty((n, N_ACTIONS), np.float32)
+            value = np.empty(n, np.float32)
+            for start in range(0, n, size):
+                logits[start : start + size], value[start : start + size] = run(
+                    net, dtype, *(a[start : start + size] for a in arrays)
+                )
+            return logits, value
+
+    def _to_device(self, a: np.ndarray, dtype: Any) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=dtype)).to(self.device, non_blocking=True)
+
+    def _planes(
+        self, net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        m = self._to_device(mask, np.bool_)
+        if isinstance(net, FusedCPUForward):  # the stem from the planes' nonzero entries, no input copies
+            logits, v = net.from_planes(obs)
+        else:
+            logits, v = self._forward(net, dtype, self._to_device(obs, np.float32))
+        return self._outputs(logits, v, m)
+
+    def _packed(
+        self, net: Callable[..., Any], dtype: torch.dtype, bits: np.ndarray, scalars: np.ndarray, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(net, FusedCPUForward):  # it reads numpy planes: unpacked here, on the CPU it runs on
+            return self._planes(net, dtype, unpack_observations(bits, scalars), unpack_masks(mask))
+        x = unpack_on_device(self._to_device(bits, np.uint8), self._to_device(scalars, np.float32))
+        logits, v = self._forward(net, dtype, x)
+        return self._outputs(logits, v, unpack_masks_on_device(self._to_device(mask, np.uint8)))
+
+    def _forward(
+        self, net: Callable[..., Any], dtype: torch.dtype, x: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`net` of float32 observations `x` on the device, in `dtype` and its layout."""
+        x = x.to(dtype)  # then the layout: two copies, faster here than one that converts and reorders at once
+        if channels_last(self.device, dtype):
+            x = x.contiguous(memory_format=torch.channels_last)
+        return cast(tuple[torch.Tensor, torch.Tensor], net(x))
+
+    def _outputs(self, logits: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """The masked float32 logits and the value in [-1, 1] on the host; NonFiniteOutputError for a NaN or
+        infinite output. Off the CPU the two come back in one copy and are checked there (one sync a call)."""
+        logits = mask_logits(logits.float(), m, inplace=True)  # the float copy (or the pass's own output)
+        value = scalar_value(v.float())
+        if self.device.type == "cpu":
+            finite = bool(torch.isfinite(value).all() and torch.isfinite(logits).all())  # clamp would hide a NaN
+            host_logits, host_value = logits.numpy(), value.clamp(-1.0, 1.0).numpy()
+        else:
+            both = torch.cat([logits, value[:, None]], dim=1).cpu().numpy()
+            host_logits, host_value = both[:, :N_ACTIONS], both[:, N_ACTIONS]
+            finite = bool(np.isfinite(both).all())
+            host_value = np.clip(host_value, -1.0, 1.0)
+        if not finite:
+            raise NonFiniteOutputError(
+                f"the network's outputs are not finite (NaN or infinity) for {len(logits)} positions: its weights "
+                "have diverged or are damaged"
+            )
+        return host_logits, host_value
+
+
 def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32") -> Evaluator:
     """Wrap `model` as an `Evaluator` for the search: batched, no grad, inference mode.
 
@@ -213,49 +330,17 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     weights as they are
     trained. Outputs are always float32.
     """
-    dev = torch.device(device) if isinstance(device, str) else device
-    inference_dtype(dev, precision, 1)  # reject an unknown precision now, not at the first call
-    copies = _InferenceCopies(model, dev)
-    chunk = CPU_CHUNK if dev.type == "cpu" else None
+    return _Evaluation(model, device, precision).planes
 
-    def run(
-        net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        m = torch.from_numpy(np.ascontiguousarray(mask, dtype=np.bool_)).to(dev, non_blocking=True)
-        if isinstance(net, FusedCPUForward):  # the stem from the planes' nonzero entries, no input copies
-            logits, v = net.from_planes(obs)
-        else:
-            x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(dev, non_blocking=True)
-            x = x.to(dtype)  # then the layout: two copies, faster here than one that converts and reorders at once
-            if channels_last(dev, dtype):
-                x = x.contiguous(memory_format=torch.channels_last)
-            logits, v = net(x)
-        logits = mask_logits(logits.float(), m, inplace=True)  # the float copy (or the pass's own output)
-        value = scalar_value(v.float())
-        if not (torch.isfinite(value).all() and torch.isfinite(logits).all()):  # clamp would hide a NaN value
-            raise NonFiniteOutputError(
-                f"the network's outputs are not finite (NaN or infinity) for {len(obs)} positions: its weights "
-                "have diverged or are damaged"
-            )
-        return logits.cpu().numpy(), value.clamp(-1.0, 1.0).cpu().numpy()
 
-    def evaluate(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n = len(obs)
-        if n == 0:
-            return np.zeros((0, N_ACTIONS), np.float32), np.zeros(0, np.float32)
-        dtype = inference_dtype(dev, precision, n)
-        net = copies.get(dtype)
-        with torch.inference_mode():
-            if chunk is None or n <= chunk:
-                return run(net, dtype, obs, mask)
-            parts = -(-n // chunk)
-            size = -(-n // parts)  # equal parts: 300 rows run as 150 + 150, not 256 + 44
-            logits = np.empty((n, N_ACTIONS), np.float32)
-            value = np.empty(n, np.float32)
-            for start in range(0, n, size):
-                logits[start : start + size], value[start : start + size] = run(
-                    net, dtype, obs[start : start + size], mask[start : start + size]
-                )
-            return logits, value
+PackedEvaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``fn(bits uint8 [n, 166], scalars float32 [n, 3], mask bits uint8 [n, 32]) -> (logits [n, 252], value [n])``."""
 
-    return evaluate
+
+def make_packed_evaluator(
+    model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32"
+) -> PackedEvaluator:
+    """`make_evaluator` fed packed observations (`replay.pack_observations`) and masks (`replay.pack_masks`),
+    unpacked on `device`: the inference server's, whose batches would otherwise cross to the device as
+    float32 planes. The same outputs as `make_evaluator` of the unpacked arrays, bit for bit."""
+    return _Evaluation(model, device, precision).packed

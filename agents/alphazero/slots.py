@@ -1,27 +1,41 @@
 """Shared memory between the self-play processes and the inference server: a slot per client, and the
 client's evaluator that sends its leaves through it.
 
-A client writes a leaf batch (obs and mask) into its own `Slot` of the
-`LeafSlots` and sends its size on its pipe; the server writes the logits and
-values back into the slot and answers with the size (or the text of an error).
+A client writes a leaf batch (obs and mask, packed to bits: `replay.pack_observations`,
+`replay.pack_masks`) into its own `Slot` of the `LeafSlots` and sends its size on
+its pipe; the server unpacks them on its device, writes the logits and values back
+into the slot and answers with the size (or the text of an error).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from agents.alphazero.replay import (
+    BINARY_PLANES,
+    PACKED_MASK_BYTES,
+    PACKED_OBS_BYTES,
+    pack_masks,
+    pack_observations,
+)
 from agents.alphazero.search import MCTSConfig, leaves_per_call
+from envs.config import ConfigError
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
 IDLE = 0
 """What a client sends on its pipe instead of a batch size when its call is over (the server stops waiting
 for it)."""
-OBS_SIZE = int(np.prod(OBS_SHAPE))
+SCALAR_PLANES = OBS_SHAPE[0] - BINARY_PLANES
+
+
+class SharedMemoryError(ConfigError):
+    """The shared-memory filesystem has less room than the leaf slots need (names both and the fix)."""
 
 
 class InferenceServiceError(RuntimeError):
@@ -31,10 +45,12 @@ class InferenceServiceError(RuntimeError):
 class Slot(NamedTuple):
     """One client's part of `LeafSlots`: at most `capacity` positions a request."""
 
-    obs: np.ndarray
-    """float32 [capacity, 24, 9, 7], written by the client."""
+    bits: np.ndarray
+    """uint8 [capacity, 166], the observations' 0/1 planes (`replay.pack_observations`), written by the client."""
+    scalars: np.ndarray
+    """float32 [capacity, 3], the observations' constant planes, written by the client."""
     mask: np.ndarray
-    """bool [capacity, 252], written by the client."""
+    """uint8 [capacity, 32], the legal masks as bits (`replay.pack_masks`), written by the client."""
     logits: np.ndarray
     """float32 [capacity, 252], written by the server."""
     value: np.ndarray
@@ -42,13 +58,45 @@ class Slot(NamedTuple):
 
 
 MAX_SLOT_ROWS = 4096
-"""Most positions a self-play process's slot holds (about 27 MB); a larger leaf batch goes in pieces."""
+"""Most positions a self-play process's slot holds (about 5 MB); a larger leaf batch goes in pieces."""
 
 
 def leaves_per_game(mcts: Mapping[str, Any]) -> int:
     """Most leaves one game's search sends in one evaluator call under the search settings `mcts`
     (`search.leaves_per_call`)."""
     return leaves_per_call(MCTSConfig.from_dict(mcts))
+
+
+def slot_capacity(games: int, mcts: Mapping[str, Any]) -> int:
+    """Positions a slot holds for a self-play process playing `games` games at once under the search settings
+    `mcts`: a search step of every game, at most `MAX_SLOT_ROWS` (but never fewer than one leaf a game)."""
+    return min(games * leaves_per_game(mcts), max(games, MAX_SLOT_ROWS))
+
+
+ROW_BYTES = 4 * N_ACTIONS + 4 + 4 * SCALAR_PLANES + PACKED_OBS_BYTES + PACKED_MASK_BYTES
+"""Shared-memory bytes of one position of a slot: logits, value and the constant planes (float32), the
+observation's and the mask's bits."""
+SHM_DIR = "/dev/shm"
+"""Where `SharedMemory` keeps its segments on Linux (a tmpfs; containers often get a small one)."""
+
+
+def check_shared_memory(clients: int, capacity: int, path: str = SHM_DIR) -> None:
+    """SharedMemoryError when the shared-memory filesystem at `path` has less free space than `clients` slots
+    of `capacity` positions need: past its end a process dies with SIGBUS at its first write instead.
+    Nothing is checked where `path` does not exist (a platform that keeps shared memory elsewhere)."""
+    try:
+        fs = os.statvfs(path)
+    except (OSError, AttributeError):  # no such directory, or no statvfs on this platform
+        return
+    need, free = clients * capacity * ROW_BYTES, fs.f_bavail * fs.f_frsize
+    if need > free:
+        mb = 1024 * 1024
+        raise SharedMemoryError(
+            f"the inference server's leaf slots need {need / mb:.1f} MB of shared memory ({clients} self-play "
+            f"workers x {capacity} positions) but {path} has {free / mb:.1f} MB free: give the machine a larger "
+            f"{path} (a container's --shm-size, e.g. --shm-size={2 * need // mb + 1}m) or lower train.workers or "
+            "train.selfplay.parallel"
+        )
 
 
 class LeafSlots:
@@ -59,8 +107,8 @@ class LeafSlots:
         if clients < 1 or capacity < 1:
             raise ValueError(f"leaf slots need clients ({clients}) and capacity ({capacity}) >= 1")
         self.clients, self.capacity = clients, capacity
-        # Float arrays first, the bool mask last: every float array starts 4-byte aligned.
-        self.slot_bytes = capacity * (4 * OBS_SIZE + 4 * N_ACTIONS + 4 + N_ACTIONS)
+        # Float arrays first, the bytes last: every float array starts 4-byte aligned.
+        self.slot_bytes = capacity * ROW_BYTES
         self.shm = SharedMemory(name=name, create=name is None, size=clients * self.slot_bytes)
         self.name = self.shm.name
         if self.shm.size < clients * self.slot_bytes:
@@ -79,10 +127,12 @@ class LeafSlots:
             at += a.nbytes
             return a
 
-        obs = take((c,) + OBS_SHAPE, np.float32)
         logits = take((c, N_ACTIONS), np.float32)
         value = take((c,), np.float32)
-        return Slot(obs=obs, mask=take((c, N_ACTIONS), np.bool_), logits=logits, value=value)
+        scalars = take((c, SCALAR_PLANES), np.float32)
+        bits = take((c, PACKED_OBS_BYTES), np.uint8)
+        mask = take((c, PACKED_MASK_BYTES), np.uint8)
+        return Slot(bits=bits, scalars=scalars, mask=mask, logits=logits, value=value)
 
     def close(self) -> None:
         """Unmap (views from `slot` must be gone)."""
@@ -96,7 +146,8 @@ class LeafSlots:
 
 
 class ServedEvaluator:
-    """The `Evaluator` of a self-play process: each leaf batch goes through its slot to the inference server.
+    """The `Evaluator` of a self-play process: each leaf batch goes packed through its slot to the inference
+    server.
 
     A batch larger than the slot goes in slot-sized pieces. The returned arrays are this call's own."""
 
@@ -109,8 +160,8 @@ class ServedEvaluator:
         logits, value = np.empty((n, N_ACTIONS), np.float32), np.empty(n, np.float32)
         for a in range(0, n, cap):
             k = min(n - a, cap)
-            self.slot.obs[:k] = obs[a : a + k]
-            self.slot.mask[:k] = mask[a : a + k]
+            self.slot.bits[:k], self.slot.scalars[:k] = pack_observations(obs[a : a + k])
+            self.slot.mask[:k] = pack_masks(mask[a : a + k])
             try:
                 self.pipe.send(k)
                 reply = self.pipe.recv()

@@ -38,6 +38,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -579,6 +580,12 @@ def check_spec(spec: str, rules: RuleSet) -> Player:
         raise PlayerSpecError(f"player spec {spec!r}: {e}") from None
 
 
+def _on_cuda(player: Player) -> bool:
+    """Whether `player` holds a network on a CUDA device (its ``device``, as the checkpoint player's)."""
+    device = getattr(player, "device", None)
+    return getattr(device, "type", device) == "cuda"
+
+
 def run_tournament(
     players: Sequence[PlayerLike],
     *,
@@ -642,9 +649,11 @@ def run_tournament(
     check_choice(arguments, "", TournamentError, mode=MODES)
     objects: list[Optional[Player]] = []
     names: list[str] = []
+    on_cuda: list[str] = []
     for p in players:
         if isinstance(p, str):
-            check_spec(p, rules)
+            if _on_cuda(check_spec(p, rules)):
+                on_cuda.append(p.strip())
             objects.append(None)
             names.append(p.strip())
         elif isinstance(p, Player):
@@ -656,6 +665,13 @@ def run_tournament(
         raise TournamentError(f"player names must be distinct, got {names}")
     if workers > 1 and any(o is not None for o in objects):
         raise TournamentError("player objects cannot go to worker processes: use workers=0 or 1, or spec strings")
+    torch = sys.modules.get("torch")  # CUDA is in use only where torch has been imported
+    if workers > 1 and start_method == "fork" and (on_cuda or (torch is not None and torch.cuda.is_initialized())):
+        who = f"player {on_cuda[0]!r} runs on CUDA" if on_cuda else "this process has started CUDA"
+        raise TournamentError(
+            f"start_method=fork with {who}: CUDA fails in forked worker processes; use start_method=spawn "
+            "(the default) or forkserver, or the player's device=cpu"
+        )
     if anchor is not None and anchor not in names:
         raise TournamentError(f"anchor {anchor!r} is not among the players {', '.join(names)}")
     n_openings = (games_per_pair + 1) // 2

@@ -17,16 +17,34 @@ import pytest
 import torch
 
 from agents.alphazero import config as train_config
+from agents.alphazero import slots as slots_module
 from agents.alphazero.batcher import LeafBatcher
 from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.progress import log_server
+from agents.alphazero.replay import (
+    BINARY_PLANES,
+    pack_masks,
+    pack_observations,
+    unpack_masks,
+    unpack_observations,
+)
+from agents.alphazero.run import TrainingRun
+from agents.alphazero.runtime import make_evaluator, make_packed_evaluator, unpack_masks_on_device, unpack_on_device
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
-from agents.alphazero.slots import InferenceServiceError, LeafSlots, ServedEvaluator, leaves_per_game
+from agents.alphazero.slots import (
+    InferenceServiceError,
+    LeafSlots,
+    ServedEvaluator,
+    SharedMemoryError,
+    check_shared_memory,
+    leaves_per_game,
+    slot_capacity,
+)
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
@@ -34,6 +52,8 @@ from tests.support.processes import alive, survivors
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
+SCALAR_PLANE = BINARY_PLANES
+"""The first observation plane that is constant per position (stored as a float in the packed form)."""
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 FP32 = InferenceSettings(precision="fp32")
 """The in-process games here run in fp32 (`make_evaluator`'s default) whatever the CPU offers."""
@@ -119,8 +139,48 @@ def test_the_batcher_joins_the_requests_of_every_active_client_into_one_call() -
     for (first, n), (logits, value) in zip(ranges, results):
         np.testing.assert_array_equal(value, np.arange(first, first + n))  # each client gets its own rows
         assert logits.shape == (n, N_ACTIONS) and (logits[:, 7] == value).all()
-    assert batcher.take_counts() == {"batches": 1, "positions": 9, "mean_batch": 9.0}
+    counts = batcher.take_counts()
+    assert {k: counts[k] for k in ("batches", "positions", "mean_batch", "max_batch")} == {
+        "batches": 1,
+        "positions": 9,
+        "mean_batch": 9.0,
+        "max_batch": 9,
+    }
+    assert 0 <= counts["mean_wait_ms"] < 30_000 and counts["mean_batch_ms"] >= 0
     assert batcher.take_counts()["batches"] == 0
+
+
+def test_one_device_thread_runs_every_batch_and_the_waits_are_counted() -> None:
+    """The network runs in the batcher's own thread whichever client closes a batch; a client that never
+    comes makes each batch wait `max_wait`, and the counts say so."""
+    threads: set[str] = set()
+    calls: list[int] = []
+    evaluate = rows_evaluator(calls)
+
+    def evaluator(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        threads.add(threading.current_thread().name)
+        return evaluate(obs, mask)
+
+    batcher = LeafBatcher(evaluator, max_wait=0.05)
+    batcher.expect(["a", "b", "late"])  # "late" never asks: every batch waits max_wait for it
+    for step in range(3):
+        results = in_threads(*(lambda k=k, s=step: batcher.evaluate(k, *leaves(10 * s + k, 2)) for k in range(2)))
+        for k, (_, value) in enumerate(results):
+            assert value.tolist() == [10 * step + k, 10 * step + k + 1]
+    assert threads == {"device"} and sum(calls) == 12
+    counts = batcher.take_counts()
+    assert counts["positions"] == 12 and counts["max_batch"] <= 4
+    assert counts["mean_wait_ms"] >= 50 * 0.9, counts  # the batches waited for "late"
+
+
+def test_train_config_sets_the_server_wait() -> None:
+    conf = train_config.checked_config(
+        train_config.compose_config(["train.inference_server=true", "train.workers=2", "train.inference_max_wait=0.01"])
+    )
+    assert conf.train.inference_max_wait == 0.01
+    assert train_config.checked_config(train_config.compose_config([])).train.inference_max_wait == 0.002
+    with pytest.raises(ValueError, match=r"train.inference_max_wait=11(.0)? must lie in \[0, 10\]"):
+        train_config.checked_config(train_config.compose_config(["train.inference_max_wait=11"]))
 
 
 def test_a_batch_waits_at_most_max_wait_and_never_for_a_client_that_left() -> None:
@@ -161,23 +221,26 @@ def test_the_served_evaluator_sends_a_batch_larger_than_its_slot_in_pieces() -> 
         here, there = Pipe()
         sizes: list[int] = []
 
-        def serve() -> None:  # the server's side of client 1's pipe, on its slot
+        def serve() -> None:  # the server's side of client 1's pipe, on its slot (packed leaves)
             slot = slots.slot(1)
             while (n := there.recv()) != 0:
                 sizes.append(n)
-                slot.logits[:n] = slot.obs[:n, 0, 0, :1] * 2
-                slot.value[:n] = slot.obs[:n, 0, 0, 0] + 0.5 * slot.mask[:n, 0]
+                obs, mask = unpack_observations(slot.bits[:n], slot.scalars[:n]), unpack_masks(slot.mask[:n])
+                slot.logits[:n] = obs[:n, SCALAR_PLANE, 0, :1] * 2
+                slot.value[:n] = obs[:n, SCALAR_PLANE, 0, 0] + 0.5 * mask[:n, 0] + 0.25 * obs[:n, 3, 4, 5]
                 there.send(n)
             there.send(0)
 
         server = threading.Thread(target=serve, daemon=True)
         server.start()
         evaluator = ServedEvaluator(slots.slot(1), here)
-        obs, mask = leaves(40, 7)
+        obs, mask = np.zeros((7,) + OBS_SHAPE, np.float32), np.ones((7, N_ACTIONS), np.bool_)
+        obs[:, SCALAR_PLANE] = np.arange(40, 47)[:, None, None]  # a plane constant per position, as in play
+        obs[1::3, 3, 4, 5] = 1.0  # a piece plane's bit
         mask[::2, 0] = False
         logits, value = evaluator(obs, mask)
         assert sizes == [3, 3, 1]
-        np.testing.assert_array_equal(value, np.arange(40, 47) + 0.5 * mask[:, 0])
+        np.testing.assert_array_equal(value, np.arange(40, 47) + 0.5 * mask[:, 0] + 0.25 * obs[:, 3, 4, 5])
         np.testing.assert_array_equal(logits[:, 100], 2 * np.arange(40, 47))
         assert evaluator(*leaves(0, 0))[0].shape == (0, N_ACTIONS)
         evaluator.idle()
@@ -290,6 +353,7 @@ import time
 from dataclasses import asdict
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.progress import log_server
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
@@ -417,3 +481,113 @@ def test_slots_hold_a_search_step_of_every_game() -> None:
     assert leaves_per_game({"algorithm": "gumbel", "gumbel": {"max_actions": 16}, "leaf_batch": 8}) == 8
     assert leaves_per_game({"algorithm": "puct"}) == 1
     assert leaves_per_game({"algorithm": "puct", "leaf_batch": 4}) == 4
+
+
+def small_shm(monkeypatch: pytest.MonkeyPatch, free_bytes: int) -> list[str]:
+    """`os.statvfs` of the shared-memory filesystem reporting `free_bytes` free; the paths it was asked about."""
+    asked: list[str] = []
+    real = os.statvfs
+
+    def statvfs(path: Any) -> Any:
+        if str(path) != slots_module.SHM_DIR:
+            return real(path)
+        asked.append(str(path))
+        return os.statvfs_result((4096, 4096, 1 << 20, free_bytes // 4096, free_bytes // 4096, 0, 0, 0, 0, 255))
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    return asked
+
+
+def test_leaf_slots_larger_than_the_free_shared_memory_are_refused_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the free space of /dev/shm a self-play process dies with SIGBUS at its first write: the need, the
+    free space and the fix are named before any process starts."""
+    capacity = slot_capacity(128, asdict(MCTSConfig(algorithm="gumbel", num_simulations=32)))
+    need = 15 * capacity * slots_module.ROW_BYTES
+    free = need - 4096  # one page short
+    asked = small_shm(monkeypatch, free)
+    with pytest.raises(SharedMemoryError) as e:
+        check_shared_memory(15, capacity)
+    message = str(e.value)
+    assert f"need {need / 2**20:.1f} MB" in message and f"has {(free // 4096 * 4096) / 2**20:.1f} MB free" in message
+    assert "--shm-size" in message and "train.workers" in message and "train.selfplay.parallel" in message
+    assert "\n" not in message and asked == [slots_module.SHM_DIR]
+    check_shared_memory(14, capacity)  # a worker fewer fits
+    small_shm(monkeypatch, need)
+    check_shared_memory(15, capacity)  # exactly the need fits
+
+
+def test_the_served_pool_and_train_refuse_too_little_shared_memory_before_any_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    small_shm(monkeypatch, 16 * 1024)
+    with pytest.raises(SharedMemoryError, match="2 self-play workers"):
+        make_selfplay_pool("process", 2, settings(parallel=64), inference=FP32)
+    overrides = ["train.inference_server=true", "train.workers=3", f"out_dir={tmp_path}", "name=shm"]
+    with pytest.raises(SharedMemoryError, match="3 self-play workers"):
+        TrainingRun.open(train_config.compose_config(overrides), overrides)
+    assert list(tmp_path.iterdir()) == []
+
+
+def random_leaves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Observations shaped as the encoding's (0/1 planes, then planes constant per position) and masks."""
+    rng = np.random.default_rng(seed)
+    obs = np.zeros((n,) + OBS_SHAPE, np.float32)
+    obs[:, :BINARY_PLANES] = rng.random((n, BINARY_PLANES) + OBS_SHAPE[1:]) < 0.1
+    obs[:, BINARY_PLANES:] = rng.random((n, OBS_SHAPE[0] - BINARY_PLANES, 1, 1)).astype(np.float32)
+    return obs, rng.random((n, N_ACTIONS)) < 0.2
+
+
+def test_packed_leaves_unpack_on_the_device_to_the_planes() -> None:
+    obs, mask = random_leaves(37, seed=1)
+    bits, scalars = pack_observations(obs)
+    planes = unpack_on_device(torch.from_numpy(bits), torch.from_numpy(scalars))
+    assert planes.dtype == torch.float32
+    np.testing.assert_array_equal(planes.numpy(), obs)
+    np.testing.assert_array_equal(unpack_masks_on_device(torch.from_numpy(pack_masks(mask))).numpy(), mask)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("n", [1, 5, 300])
+def test_the_packed_evaluator_gives_the_planes_evaluations_bit_for_bit(precision: str, n: int) -> None:
+    """The server's packed path (unpacked by torch for fp32; for bf16 into the CPU's fused forward pass) is the
+    evaluator of the planes to the last bit, in one call and in the CPU's chunks (300 rows)."""
+    torch.manual_seed(2)
+    net = build_network(replace(TINY, value_head="wdl"))
+    obs, mask = random_leaves(n, seed=n)
+    planes = make_evaluator(net, "cpu", precision)(obs, mask)
+    packed = make_packed_evaluator(net, "cpu", precision)(*pack_observations(obs), pack_masks(mask))
+    for a, b in zip(planes, packed):
+        assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_server_counts_are_logged_as_scalars_and_one_line() -> None:
+    class Writer:
+        def __init__(self) -> None:
+            self.scalars: dict[str, float] = {}
+
+        def add_scalar(self, tag: str, value: float, step: int) -> None:
+            self.scalars[tag] = value
+
+    writer = Writer()
+    counts = {
+        "batches": 4,
+        "positions": 40,
+        "mean_batch": 10.0,
+        "max_batch": 16,
+        "mean_wait_ms": 1.5,
+        "mean_batch_ms": 3.25,
+    }
+    line = log_server(writer, 7, counts)  # type: ignore[arg-type]
+    assert writer.scalars == {
+        "perf/server_batches": 4,
+        "perf/server_mean_batch": 10.0,
+        "perf/server_max_batch": 16,
+        "perf/server_mean_wait_ms": 1.5,
+        "perf/server_mean_batch_ms": 3.25,
+    }
+    assert (
+        line == "iter 7: inference server: 4 batches, mean 10 positions (largest 16), mean wait 1.5 ms, 3.2 ms a batch"
+    )
