@@ -19,6 +19,7 @@ import dataclasses
 import os
 import sys
 import time
+from dataclasses import replace
 from typing import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,9 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from agents.alphazero.checkpoint import load_model, rules_of, stored_config
+    from agents.alphazero.checkpoint import load_model, rules_of, stored_mcts
     from agents.alphazero.runtime import make_evaluator
-    from agents.alphazero.search import MCTSConfig
     from agents.alphazero.selfplay import SelfPlayConfig, play_games
     from envs.tablebase import TablebaseError, default_tablebase
 
@@ -48,11 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TablebaseError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from omegaconf import OmegaConf
-
-    node = stored_config(state["config"], args.checkpoint) if state.get("config") else OmegaConf.create({})
-    stored = OmegaConf.to_container(node.mcts) if "mcts" in node else {}
-    mcts = MCTSConfig.from_dict(dict(stored, num_simulations=args.simulations))  # type: ignore[arg-type]
+    mcts = replace(stored_mcts(state.get("config", ""), str(args.checkpoint)), num_simulations=args.simulations)
     evaluator = make_evaluator(model, "cpu", "fp32")
     base = SelfPlayConfig(parallel=min(64, args.games))
     settings = {

@@ -41,6 +41,7 @@ import torch
 
 from agents.alphazero import shipped
 from agents.alphazero.network import JungleNet, NetworkConfig, build_network
+from agents.alphazero.search.config import MCTSConfig
 from agents.io import PathLike, atomic_write_bytes
 from envs.rules import RuleSet
 
@@ -305,6 +306,24 @@ def check_weights(state: Mapping[str, Any], path: PathLike) -> NetworkConfig:
             f"checkpoint {str(path)!r}: the stored weights do not fit the stated shape ({shape}): {'; '.join(parts)}"
         )
     return shape
+
+
+def stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
+    """The search settings of the training run (defaults when the checkpoint holds none); CheckpointError
+    naming the file when its stored config is not YAML or its search settings are not valid. A config stored
+    before the search settings were split by algorithm (``mcts.gumbel_max_actions``) reads as it meant
+    (`MCTSConfig.from_dict`)."""
+    from omegaconf import OmegaConf
+
+    if not config_yaml:
+        return MCTSConfig()
+    node = stored_config(config_yaml, path)
+    if "mcts" not in node:
+        return MCTSConfig()
+    try:
+        return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint {path!r}: its stored search settings are not valid: {e}") from None
 
 
 def rules_of(state: Mapping[str, Any]) -> RuleSet:

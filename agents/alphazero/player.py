@@ -37,12 +37,11 @@ import time
 from typing import Any, Optional
 
 import torch
-from omegaconf import OmegaConf
 
-from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_config
+from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_mcts
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.runtime import make_evaluator
-from agents.alphazero.search import BatchedMCTS, MCTSConfig, SearchOutput, make_policy, search_tables
+from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs import Board, Move, RuleSet
 from envs import kernels as K
@@ -86,7 +85,7 @@ class CheckpointPlayer:
         if time > 0:
             max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
             c_scale = TIMED_C_SCALE if c_scale is None else c_scale
-        stored = _stored_mcts(state.get("config", ""), str(file))
+        stored = stored_mcts(state.get("config", ""), str(file))
         gumbel: dict[str, Any] = {
             k: v for k, v in {"max_actions": max_actions, "c_scale": c_scale}.items() if v is not None
         }
@@ -168,22 +167,6 @@ which a long search turns greedy with (docs/search.md, "Search by time")."""
 
 TIMED_NODES = 1 << 20
 """Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
-
-
-def _stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
-    """The search settings of the training run (defaults when the checkpoint holds none); CheckpointError
-    naming the file when its stored config is not YAML or its search settings are not valid. A config stored
-    before the search settings were split by algorithm (``mcts.gumbel_max_actions``) reads as it meant
-    (`MCTSConfig.from_dict`)."""
-    if not config_yaml:
-        return MCTSConfig()
-    node = stored_config(config_yaml, path)
-    if "mcts" not in node:
-        return MCTSConfig()
-    try:
-        return MCTSConfig.from_dict(OmegaConf.to_container(node.mcts))  # type: ignore[arg-type]
-    except (ValueError, TypeError) as e:
-        raise CheckpointError(f"checkpoint {path!r}: its stored search settings are not valid: {e}") from None
 
 
 def make_checkpoint_player(
