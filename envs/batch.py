@@ -42,13 +42,16 @@ IndexLike = Union[None, int, Sequence[int], np.ndarray]
 
 
 class GameBatch:
-    """B games under one `RuleSet`, advanced independently (one `play` per game), read in batches.
+    """B games, each under its own `RuleSet` (one for all by default), advanced independently, read in batches.
 
     Attributes (all indexed by game): ``state`` int16 [B, STATE_LEN], ``hist``
     int16 [B, room, 5], ``hashes`` uint64 [B, room + 1], ``done``,
     ``truncated`` bool [B], ``term`` / ``winner`` int64 [B] (``TERM_NONE`` / -1
     while a game goes on or when it was truncated), ``start`` list of JFENs;
-    ``rules`` the RuleSet given and ``flags`` its compiled flags.
+    ``rules`` the RuleSet given and ``flags`` its compiled flags; ``game_rules``
+    each game's RuleSet (``rules`` until `reset` or `reset_many` gives a game
+    others) and ``game_flags`` int64 [B, N_FLAGS] their flags, the row of game
+    ``i`` being what every kernel reads for it (one batch can mix rule sets).
 
     A game is truncated once it has played ``max_plies`` plies (None: never; its
     games end by the rules alone). The history has room for ``room`` plies
@@ -78,6 +81,8 @@ class GameBatch:
         self.n = int(n)
         self.rules = rules
         self.flags = rules.flags()
+        self.game_rules: list[RuleSet] = [rules] * n
+        self.game_flags = np.tile(self.flags, (n, 1))
         self.max_plies = None if max_plies is None else int(max_plies)
         self._cap = 0 if self.max_plies is None else self.max_plies  # the kernels' max_plies: 0 never truncates
         self._grows = self.max_plies is None or room < self.max_plies  # whether a game can outgrow its history
@@ -97,10 +102,13 @@ class GameBatch:
         return self.n
 
     # -- changing ------------------------------------------------------------------
-    def reset(self, i: int, jfen: Optional[str] = None) -> None:
-        """Start game `i` again from `jfen` (default: its previous start). JFENError on a bad JFEN."""
+    def reset(self, i: int, jfen: Optional[str] = None, rules: Optional[RuleSet] = None) -> None:
+        """Start game `i` again from `jfen` (default: its previous start) under `rules` (default: its
+        previous rules). JFENError on a bad JFEN."""
         jfen = self.start[i] if jfen is None else jfen
         st = parse_jfen(jfen)
+        if rules is not None:
+            self._set_rules(np.array([i]), rules)
         self.start[i] = jfen
         self.state[i] = st
         self.hist[i] = 0
@@ -110,15 +118,18 @@ class GameBatch:
         self._boards.pop(i, None)
         self._update_outcome(i)
 
-    def reset_many(self, idx: np.ndarray, jfen: str) -> None:
-        """Start the games `idx` again from `jfen` (`reset` for many games in one kernel call)."""
+    def reset_many(self, idx: np.ndarray, jfen: str, rules: Optional[RuleSet] = None) -> None:
+        """Start the games `idx` again from `jfen` under `rules` (default: each game's previous rules), in
+        one kernel call (`reset` for many games)."""
         ix = self._index(idx)
         first = parse_jfen(jfen)
+        if rules is not None:
+            self._set_rules(ix, rules)
         reset_batch(
             self.state,
             self.hist,
             self.hashes,
-            self.flags,
+            self.game_flags,
             ix,
             first,
             self._cap,
@@ -131,11 +142,21 @@ class GameBatch:
             self.start[i] = jfen
             self._boards.pop(i, None)
 
+    def _set_rules(self, ix: np.ndarray, rules: RuleSet) -> None:
+        """Games `ix` play `rules` from now on (called as they start again)."""
+        if not isinstance(rules, RuleSet):
+            raise ValueError(f"a GameBatch's games take a RuleSet, got {type(rules).__name__}")
+        flags = rules.flags()
+        for i in ix.tolist():
+            self.game_rules[i] = rules
+        self.game_flags[ix] = flags
+
     def load_board(self, i: int, board: Board) -> None:
         """Make game `i` the game of `board`: its first position, moves and history arrays, copied as they
-        are (no replay). ValueError if the board plays other rules or has more plies than `max_plies`."""
-        if board.rules != self.rules:
-            raise ValueError(f"the board plays {board.rules}, this GameBatch {self.rules}")
+        are (no replay). ValueError if the board plays other rules than game `i` or has more plies than
+        `max_plies`."""
+        if board.rules != self.game_rules[i]:
+            raise ValueError(f"the board plays {board.rules}, game {i} of this GameBatch {self.game_rules[i]}")
         ply = board.ply
         if self.max_plies is not None and ply > self.max_plies:
             raise ValueError(f"the board has {ply} plies, more than this GameBatch's max_plies={self.max_plies}")
@@ -158,7 +179,7 @@ class GameBatch:
             raise IllegalMoveError(f"game {i} is over; action {action} cannot be played")
         if self._grows:
             self.grow(self.plies(i) + 1)
-        m = play_action(self.state[i], self.hist[i], self.hashes[i], self.flags, int(action))
+        m = play_action(self.state[i], self.hist[i], self.hashes[i], self.game_flags[i], int(action))
         if m < 0:
             raise IllegalMoveError(f"action {action} is not legal in game {i} ({state_to_jfen(self.state[i])!r})")
         board = self._boards.get(i)
@@ -179,7 +200,7 @@ class GameBatch:
             self.state,
             self.hist,
             self.hashes,
-            self.flags,
+            self.game_flags,
             actions,
             self._cap,
             self.done,
@@ -218,7 +239,7 @@ class GameBatch:
             self.state,
             self.hist,
             self.hashes,
-            self.flags,
+            self.game_flags,
             i,
             self._cap,
             self.done,
@@ -246,7 +267,7 @@ class GameBatch:
         """Observations float32 [n, 24, 9, 7] of games `idx` (default all), from the side to move."""
         ix = self._index(idx)
         out = np.empty((len(ix),) + OBS_SHAPE, dtype=np.float32)
-        encode_batch(self.state, self.hashes, self.flags, ix, out)
+        encode_batch(self.state, self.hashes, self.game_flags, ix, out)
         return out
 
     def masks(self, idx: IndexLike = None) -> np.ndarray:
@@ -254,7 +275,7 @@ class GameBatch:
         (or truncated) game."""
         ix = self._index(idx)
         out = np.zeros((len(ix), N_ACTIONS), dtype=np.bool_)
-        mask_batch(self.state, self.hist, self.flags, ix, out)
+        mask_batch(self.state, self.hist, self.game_flags, ix, out)
         out[self.done[ix]] = False
         return out
 
@@ -279,7 +300,7 @@ class GameBatch:
         from then on the batch pushes each move played on its own Board, so later calls only copy it."""
         board = self._boards.get(i)
         if board is None:
-            board = Board.from_jfen(self.start[i], rules=self.rules)
+            board = Board.from_jfen(self.start[i], rules=self.game_rules[i])
             for m in self.moves(i):
                 board.push(m)
             self._boards[i] = board

@@ -9,6 +9,9 @@ kernels as they are or in a `BatchArrays` (``GameBatch.arrays()``):
 ``hashes``         uint64 ``[N, cap + 1]``, the Zobrist hash after each ply
 =================  ===================================================
 
+The batch's own kernels take ``flags`` int64 ``[N, N_FLAGS]``: row ``i``
+is game ``i``'s rule flags (`RuleSet.flags`), so one batch may mix rule sets.
+
 Each game is played by the same kernels as `Jungle-v0` and `envs.Board`
 (`kernels.make_move`, `env_kernels.observe_position`,
 `encoding.action_to_move`); the kernels here only loop over the games.
@@ -127,23 +130,24 @@ class Outputs(NamedTuple):
 # --- the batch's kernels -------------------------------------------------------------
 @njit(cache=True)
 def encode_batch(state: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """`out[k]` = observation of game `idx[k]` (float32 [n, 24, 9, 7])."""
+    """`out[k]` = observation of game `idx[k]` (float32 [n, 24, 9, 7]) under its flags `flags[idx[k]]`."""
     for k in range(idx.shape[0]):
         i = idx[k]
-        encode_observation(state[i], hashes[i], flags, out[k])
+        encode_observation(state[i], hashes[i], flags[i], out[k])
 
 
 @njit(cache=True)
 def mask_batch(state: np.ndarray, hist: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """`out[k]` = legal-action mask of game `idx[k]` (bool [n, 252])."""
+    """`out[k]` = legal-action mask of game `idx[k]` (bool [n, 252]) under its flags `flags[idx[k]]`."""
     for k in range(idx.shape[0]):
         i = idx[k]
-        legal_action_mask(state[i], hist[i], flags, out[k])
+        legal_action_mask(state[i], hist[i], flags[i], out[k])
 
 
 @njit(cache=True)
 def play_action(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, action: int) -> int:
-    """Play `action` (canonical index) if legal; return the kernel move, or -1 if illegal."""
+    """Play `action` (canonical index) if legal under `flags` (one game's, int64 [N_FLAGS]); return the
+    kernel move, or -1 if illegal."""
     m = action_to_move(state, action)
     if m < 0:
         return -1
@@ -169,9 +173,9 @@ def judge(
     term: np.ndarray,
     winner: np.ndarray,
 ) -> None:
-    """Game `i`'s termination and winner by the rules; done when they end it or when it has played
-    `max_plies` plies (truncated: no result by the rules; 0 never truncates)."""
-    t, w = K.outcome(state[i], hist[i], hashes[i], flags)
+    """Game `i`'s termination and winner by its rules (`flags[i]`); done when they end it or when it has
+    played `max_plies` plies (truncated: no result by the rules; 0 never truncates)."""
+    t, w = K.outcome(state[i], hist[i], hashes[i], flags[i])
     term[i], winner[i] = t, w
     done[i] = t != K.TERM_NONE
     truncated[i] = False
@@ -203,7 +207,7 @@ def play_batch(
             continue
         if done[i]:
             return i
-        m = play_action(state[i], hist[i], hashes[i], flags, actions[i])
+        m = play_action(state[i], hist[i], hashes[i], flags[i], actions[i])
         if m < 0:
             return i
         moves[i] = m

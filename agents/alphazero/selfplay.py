@@ -439,7 +439,7 @@ class SelfPlayLoop:
         if g.opponent is not None:
             mine = np.flatnonzero(sides != g.opponent_side)
             self.opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
-        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.flags)
+        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.game_flags[s])
         self.finished[g.index] = _Finished(
             record, obs, mask, policy, values, samples.full[s, :plies].copy(), survival_targets(games.state[s], sides)
         )

@@ -89,3 +89,44 @@ def test_grow_doubles_at_least_and_keeps_the_games() -> None:
     games.grow(25)
     assert games.room == 25
     assert games.moves(0) == [str(games.board(0).peek())]
+
+
+MIXED = (RULES, RuleSet(no_capture_draw=6), RuleSet(rank_order="dog_over_wolf"), RuleSet(trapped_attacker="keeps_rank"))
+
+
+@pytest.mark.parametrize("many", [True, False])
+def test_each_game_of_a_mixed_batch_plays_its_own_rules(many: bool) -> None:
+    """Game i of a batch mixing rule sets is game i of a batch playing its rule set alone, ply by ply:
+    masks, observations, outcomes and a Board handed out."""
+    n = 8
+    mixed = GameBatch(n, RULES, max_plies=60)
+    for i in range(n):
+        if i % 2:
+            mixed.reset(i, rules=MIXED[i % len(MIXED)])
+    mixed.reset_many(np.array([4]), mixed.start[4], rules=MIXED[2])
+    alone = {r: GameBatch(n, r, max_plies=60) for r in MIXED}
+    rules_of = [MIXED[2] if i == 4 else (MIXED[i % len(MIXED)] if i % 2 else RULES) for i in range(n)]
+    assert mixed.game_rules == rules_of
+    np.testing.assert_array_equal(mixed.game_flags, np.stack([r.flags() for r in rules_of]))
+    rng = np.random.default_rng(3)
+    while not mixed.done.all():
+        masks, obs = mixed.masks(), mixed.observations()
+        for i, r in enumerate(rules_of):
+            np.testing.assert_array_equal(masks[i], alone[r].masks([i])[0])
+            np.testing.assert_array_equal(obs[i], alone[r].observations([i])[0])
+            assert (mixed.done[i], mixed.outcome(i)) == (alone[r].done[i], alone[r].outcome(i))
+        actions = random_legal(mixed, rng)
+        for games in (mixed, *alone.values()):
+            if many:
+                games.play_many(np.where(games.done, -1, actions))
+            else:
+                for i in np.flatnonzero((actions >= 0) & ~games.done).tolist():
+                    games.play(i, int(actions[i]))
+    short = [i for i, r in enumerate(rules_of) if r.no_capture_draw == 6]
+    assert short and all(mixed.plies(i) <= 6 for i in short)  # those games end by their own no-capture rule
+    assert max(mixed.plies(i) for i in range(n) if i not in short) > 6
+    board = mixed.board(3)
+    assert board.rules == rules_of[3] != RULES
+    np.testing.assert_array_equal(board.state, mixed.state[3])
+    with pytest.raises(ValueError, match="game 0 of this GameBatch"):
+        mixed.load_board(0, board)  # game 0 plays the default rules

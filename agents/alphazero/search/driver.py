@@ -80,6 +80,10 @@ class BatchedMCTS:
 
     `tablebase`: the endgame tables the search reads when its config's ``tablebase`` is on
     (`search_tables` opens those of the rules' default location); ignored when it is off.
+
+    `flags` are the rules' flags (int64 [N_FLAGS], `RuleSet.flags`) of every slot. A GameBatch brings
+    each game's own (``game_flags``): `begin` searches each game under those, so the games of one
+    search may play different rule sets (a slot's tree is discarded when its rules change).
     """
 
     def __init__(
@@ -111,6 +115,7 @@ class BatchedMCTS:
         """The algorithm's noise, selection and outputs."""
         self.config = config = policy.config
         self.flags = np.asarray(flags, dtype=np.int64)
+        """The rules' flags of the slots' games before a GameBatch brings its own."""
         self.seed = int(seed)
         self.params = config.params()
         if config.tablebase and tablebase is None:
@@ -128,6 +133,8 @@ class BatchedMCTS:
         self.max_nodes = int(max_nodes) if max_nodes is not None else default_nodes(config.num_simulations)
         """Nodes per game's tree."""
         self._cap = -1
+        self._flags = np.zeros((0, len(self.flags)), dtype=np.int64)
+        """int64 [B, N_FLAGS]: the rules' flags each slot's search plays by (the kernels' ``flags``)."""
         if n_games is not None:
             self._allocate(n_games)
 
@@ -135,6 +142,7 @@ class BatchedMCTS:
     def _allocate(self, n: int) -> None:
         self._n = n
         self.tree = new_tree(n, self.max_nodes)
+        self._flags = np.ascontiguousarray(np.broadcast_to(self.flags, (n, len(self.flags))))
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
@@ -316,6 +324,7 @@ class BatchedMCTS:
             raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
         noise = np.broadcast_to(np.asarray(add_noise, dtype=np.bool_), (n,))
         max_sims = int(sims[idx].max())
+        self._take_rules(games, idx)
         self._grow(max_sims)
         self._widen_schedule(max_sims)
         prepare_roots(
@@ -335,6 +344,17 @@ class BatchedMCTS:
         self._searching[idx] = True
         self._starting[idx] = True
 
+    def _take_rules(self, games: Any, idx: np.ndarray) -> None:
+        """The rules of the games `idx` from `games` (``game_flags``, when it has them); a slot whose rules
+        changed starts a new tree."""
+        game_flags = getattr(games, "game_flags", None)
+        if game_flags is None:
+            return
+        changed = idx[(self._flags[idx] != game_flags[idx]).any(axis=1)]
+        if len(changed):
+            self._flags[changed] = game_flags[changed]
+            self._root_ply[changed] = -1  # prepare_roots resets their trees
+
     def step(self) -> np.ndarray:
         """One step of every search in progress: the roots of the searches just begun are evaluated (one
         evaluator call, for those not kept from the previous move), then each search selects its next
@@ -349,7 +369,7 @@ class BatchedMCTS:
         new = idx[self._starting[idx]]
         if len(new):
             # The root's own evaluation (for a root not kept from the previous search).
-            self._evaluate(evaluate_roots(tree, work, self._leaves, self.flags, self.params, tb, new, uniform))
+            self._evaluate(evaluate_roots(tree, work, self._leaves, self._flags, self.params, tb, new, uniform))
             policy.after_root_evaluation(tree, roots, new)
             record_base_visits(tree, new, self._base)
             self._sims_done[new] = 0
@@ -361,7 +381,7 @@ class BatchedMCTS:
                 work,
                 roots,
                 self._leaves,
-                self.flags,
+                self._flags,
                 self.params,
                 tb,
                 idx,
@@ -370,14 +390,16 @@ class BatchedMCTS:
             )
         elif self.rounds:
             lanes = policy.simulate_rounds(
-                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, tb, idx, self._picks
+                tree, work, roots, self._leaves, self._lanes, self._flags, self.params, tb, idx, self._picks
             )
         elif cfg.leaf_batch > 1:
             lanes = policy.simulate_lanes(
-                tree, work, roots, self._leaves, self._lanes, self.flags, self.params, tb, idx, cfg.leaf_batch
+                tree, work, roots, self._leaves, self._lanes, self._flags, self.params, tb, idx, cfg.leaf_batch
             )
         else:
-            self._evaluate(policy.simulate(tree, work, roots, self._leaves, self.flags, self.params, tb, idx, 1, False))
+            self._evaluate(
+                policy.simulate(tree, work, roots, self._leaves, self._flags, self.params, tb, idx, 1, False)
+            )
         if lanes:
             logits, values = self._call_evaluator(lanes)
             apply_lane_evaluations(tree, self._leaves, self._lanes, logits, values, lanes, not self.rounds)
@@ -408,7 +430,7 @@ class BatchedMCTS:
             tablebase_outputs(
                 self.tree,
                 self.work,
-                self.flags,
+                self._flags,
                 self.tablebase,
                 idx,
                 self.params.draw_value,

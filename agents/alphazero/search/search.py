@@ -34,6 +34,10 @@ changed.
 
 Values are from the side to move at the node they belong to; `backup`
 negates at each ply up the path.
+
+``flags`` is int64 [B, N_FLAGS] throughout: row ``b`` holds game ``b``'s rule
+flags (`envs.rules.RuleSet.flags`), so the games of one search may play
+different rule sets.
 """
 
 from __future__ import annotations
@@ -134,7 +138,7 @@ def expand(
     if tree.first_child[b, node] != UNVISITED:
         return LEAF_EVALUATE  # stopped by the depth limit
     st = work.leaf_state[b]
-    term, winner, n = K.outcome_and_moves(st, work.hist[b], work.hashes[b], flags, buf)
+    term, winner, n = K.outcome_and_moves(st, work.hist[b], work.hashes[b], flags[b], buf)
     over = term != K.TERM_NONE
     value = 0.0
     if over and winner != K.DRAW:
@@ -144,7 +148,7 @@ def expand(
     elif not over and decisive and node != ROOT and has_decisive_move(st, buf, n):
         value, over = 1.0, True
     elif not over and tablebase and node != ROOT:
-        clock = probe_clock(st, flags, tb)[3]
+        clock = probe_clock(st, flags[b], tb)[3]
         if clock == WIN or clock == LOSS:
             value, over = float(clock), True
         elif clock == DRAW:
@@ -341,14 +345,14 @@ def write_leaf(
     tree: Tree, work: Work, leaves: Leaves, b: int, leaf: int, status: int, flags: np.ndarray, k: int
 ) -> None:
     """Row `k` of `leaves`: the observation and legal mask of game `b`'s leaf (position `work.leaf_state[b]`)."""
-    encode_observation(work.leaf_state[b], work.hashes[b], flags, leaves.obs[k])
+    encode_observation(work.leaf_state[b], work.hashes[b], flags[b], leaves.obs[k])
     if status == LEAF_EXPANDED:
         leaves.mask[k, :] = False
         fc = tree.first_child[b, leaf]
         for j in range(tree.num_children[b, leaf]):
             leaves.mask[k, tree.action[b, fc + j]] = True
     else:
-        legal_action_mask(work.leaf_state[b], work.hist[b], flags, leaves.mask[k])
+        legal_action_mask(work.leaf_state[b], work.hist[b], flags[b], leaves.mask[k])
     leaves.game[k] = b
 
 
@@ -647,12 +651,13 @@ def tablebase_outputs(
         b = idx[i]
         st = work.leaf_state[b]
         st[:] = work.root_state[b]
-        wdl, dtm, _, clock = probe_clock(st, flags, tb)
+        fl = flags[b]
+        wdl, dtm, _, clock = probe_clock(st, fl, tb)
         fc = tree.first_child[b, ROOT]
         if clock == UNKNOWN or fc == UNVISITED:
             continue
-        left = flags[F_NO_CAPTURE_LIMIT] - st[K.S_CLOCK]
-        by_dtz = flags[F_NO_CAPTURE_LIMIT] > 0 and wdl != DRAW and dtm > left
+        left = fl[F_NO_CAPTURE_LIMIT] - st[K.S_CLOCK]
+        by_dtz = fl[F_NO_CAPTURE_LIMIT] > 0 and wdl != DRAW and dtm > left
         hist = work.hist[b]
         hashes = work.hashes[b]
         best = -1
@@ -663,7 +668,7 @@ def tablebase_outputs(
             if K.won_by_last_move(st):
                 key = (WIN, WIN, -1)
             else:
-                c_wdl, c_dtm, c_dtz, c_clock = probe_clock(st, flags, tb)
+                c_wdl, c_dtm, c_dtz, c_clock = probe_clock(st, fl, tb)
                 m_wdl = -c_wdl if c_wdl != UNKNOWN else UNKNOWN
                 m_clock = -c_clock if c_clock != UNKNOWN else m_wdl
                 d = (1 if cap else c_dtz + 1) if by_dtz else c_dtm + 1

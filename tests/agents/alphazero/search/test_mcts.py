@@ -806,3 +806,35 @@ def test_begin_and_step_refuse_what_would_corrupt_a_search() -> None:
     while mcts.searching.any():
         mcts.step()
     assert mcts.results(np.array([0])).action[0] >= 0
+
+
+# The start position five plies after the last capture: under a no-capture limit of 6 every move draws.
+CLOCK_5 = "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 5 3"
+SHORT = RuleSet(no_capture_draw=6)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_each_game_is_searched_under_its_own_rules(algorithm: str) -> None:
+    """A search over a batch mixing rule sets gives each game the search of a batch playing its rules alone;
+    a slot whose game changes rules at the same position starts a new tree."""
+    cfg = MCTSConfig(algorithm=algorithm, num_simulations=24)
+    ev = linear_evaluator(3)
+    rules_of = [RULES, SHORT, RuleSet(rank_order="dog_over_wolf")]
+    games = GameBatch(3, RULES, start_jfen=CLOCK_5)
+    for i, r in enumerate(rules_of):
+        games.reset(i, rules=r)
+    mcts = BatchedMCTS(ev, make_policy(cfg), FLAGS, seed=4, n_games=3)
+    out = mcts.search(games, add_noise=False)
+    for i, r in enumerate(rules_of):
+        alone = GameBatch(3, r, start_jfen=CLOCK_5)
+        ref = BatchedMCTS(ev, make_policy(cfg), r.flags(), seed=4, n_games=3).search(
+            alone, active=np.arange(3) == i, add_noise=False
+        )
+        np.testing.assert_array_equal(ref.visits[i], out.visits[i])
+        np.testing.assert_array_equal(ref.policy[i], out.policy[i])
+        assert (ref.action[i], ref.root_value[i]) == (out.action[i], out.root_value[i])
+    assert out.root_value[1] != out.root_value[0]  # every move draws under the short limit
+    games.reset(0, rules=SHORT)  # the same position (ply and hash): the default rules' tree must go
+    again = mcts.search(games, active=np.arange(3) == 0, add_noise=False)
+    np.testing.assert_array_equal(again.visits[0], out.visits[1])
+    assert again.root_value[0] == out.root_value[1]
