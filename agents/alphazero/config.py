@@ -18,6 +18,7 @@ from agents.alphazero.device import MAX_THREADS, resolve_device
 from agents.alphazero.learner import LearnerConfig
 from agents.alphazero.network import NetworkConfig
 from agents.alphazero.replay import POSITION_BYTES
+from agents.alphazero.rules_mix import RulesMixError, parse_rules_mix
 from agents.alphazero.search import MCTSConfig, migrate_flat_mcts
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
@@ -37,7 +38,7 @@ from envs.config import (
     override_key,
 )
 from envs.players import make_player
-from envs.rules import COUNTER_LIMIT, RulesConfig
+from envs.rules import COUNTER_LIMIT, DEFAULT_RULES, RulesConfig
 
 
 @dataclass
@@ -135,6 +136,12 @@ class TrainConfig:
     counters. >= 0."""
     write_games: bool = True
     """Append the self-play games to games.jsonl in the run directory."""
+    rules_mix: list[str] = field(default_factory=list)
+    """Rule sets the self-play games are drawn from, each game by its own seed: names of configs/rules/ or yaml
+    paths, each optionally weighted as NAME:WEIGHT, e.g. [default,keeps_rank:2] (keeps_rank twice as often).
+    Empty: every game plays the top-level `rules` group, which must stay at its default with a mix. The
+    evaluation runs per rule set of the mix (eval/<name>/...; eval/ladder_score and eval/elo are their means);
+    no endgame tables (mcts.tablebase, train.selfplay.tablebase_*) and no opponent games with a mix."""
 
     def __post_init__(self) -> None:
         check_range(
@@ -163,6 +170,15 @@ class TrainConfig:
                 f"{self.replay_capacity}: learning would never start"
             )
         check_choice(self, "train", WorkerBackendError, worker_backend=BACKENDS)
+        mix = parse_rules_mix(self.rules_mix)  # RulesMixError naming a bad entry
+        sp = self.selfplay
+        for key, on in (
+            ("train.selfplay.tablebase_adjudicate", sp.tablebase_adjudicate),
+            ("train.selfplay.tablebase_rescore", sp.tablebase_rescore),
+            ("train.selfplay.opponent_fraction", sp.opponent_fraction > 0),
+        ):
+            if mix and on:
+                raise RulesMixError(f"{key} cannot be used with train.rules_mix (the games play several rule sets)")
         if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
             raise ConfigError(
                 f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
@@ -241,6 +257,17 @@ class Config:
             )
         if self.name:
             check_run_name(self.name)
+        if self.train.rules_mix:
+            if self.mcts.tablebase:
+                raise RulesMixError(
+                    "mcts.tablebase cannot be used with train.rules_mix (the games play several rule sets)"
+                )
+            changed = sorted(k for k, v in self.rules.rule_set().to_dict().items() if v != DEFAULT_RULES.to_dict()[k])
+            if changed:
+                raise RulesMixError(
+                    f"train.rules_mix gives each game its rules: leave the rules group at its default "
+                    f"(rules.{changed[0]}={getattr(self.rules, changed[0])!r} is set)"
+                )
         try:
             device = resolve_device(self.device)
         except ValueError as e:

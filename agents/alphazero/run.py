@@ -35,6 +35,7 @@ from agents.alphazero.network import count_parameters
 from agents.alphazero.pools import make_selfplay_pool
 from agents.alphazero.progress import PhaseClock, format_seconds, iteration_line, log_selfplay, log_server
 from agents.alphazero.replay import ReplayBuffer
+from agents.alphazero.rules_mix import mix_state, parse_rules_mix
 from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.slots import check_shared_memory, slot_capacity
@@ -59,6 +60,7 @@ from agents.rundir import (
 )
 from agents.stopping import GracefulStop, signal_name
 from envs.config import override_key, shown
+from envs.rules import RuleSet
 from envs.seeding import derive_seed
 
 log = logging.getLogger("train")
@@ -86,7 +88,9 @@ class TrainingRun:
         init_from: Optional[dict[str, Any]],
     ) -> None:
         self.conf, self.config_yaml, self.run_dir = conf, config_yaml, run_dir
-        self.rules = conf.rules.rule_set()
+        self.mix = parse_rules_mix(conf.train.rules_mix)
+        """The rule sets the self-play games are drawn from (`train.rules_mix`; empty: `rules` alone)."""
+        self.rules = run_rules(conf)
         self.resume_path, self.resume_from, self.loaded_as = resume_path, resume_from, loaded_as
         self.init_path, self.init_from = init_path, init_from
         self.in_place = resume_from is not None and run_dir.resolve() == resume_path.parent.resolve()
@@ -140,7 +144,7 @@ class TrainingRun:
                 raise CheckpointError(
                     "init= starts a new run from given weights and resume= continues a run: give one of them"
                 )
-            check_compatible(resume_from, resume_path, network=conf.model, rules=conf.rules.rule_set())
+            check_compatible(resume_from, resume_path, network=conf.model, rules=run_rules(conf))
             # In the directory of its latest.pt, never in the run its config names (a copy would rewind it).
             run_dir = resume_dir(resume_path, Path(conf.out_dir) / conf.name if given & {"name", "out_dir"} else None)
             cfg.name, cfg.out_dir = run_dir.name, str(run_dir.parent)
@@ -153,7 +157,7 @@ class TrainingRun:
             if conf.init:
                 init_path = resolve_checkpoint_path(conf.init, conf.out_dir)
                 init_from = load_checkpoint(init_path)
-                check_compatible(init_from, init_path, network=conf.model, rules=conf.rules.rule_set())
+                check_compatible(init_from, init_path, network=conf.model, rules=run_rules(conf))
         return cls(
             conf, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path, init_from
         ), conf
@@ -265,6 +269,7 @@ class TrainingRun:
             rules=self.rules.to_dict(),
             selfplay=replace(tc.selfplay, player_name=conf.name),
             precision=conf.precision,
+            rules_mix=mix_state(self.mix),
         )
         inference = (
             InferenceSettings(
@@ -313,8 +318,17 @@ class TrainingRun:
             against = ", ".join([*ec.opponents, *(["previous"] if ec.vs_previous else [])])
             log.info("iter %d: evaluation (%d games against each of %s)", it, ec.games, against)
         elo = float(self.history["elo"])
-        return evaluate_ladder(
-            evaluator, previous, ec, conf.mcts, self.rules, conf.seed, it, device, conf.precision, elo, progress
+        if not self.mix:
+            return evaluate_ladder(
+                evaluator, previous, ec, conf.mcts, self.rules, conf.seed, it, device, conf.precision, elo, progress
+            )
+        return mixed_scores(
+            {
+                m.name: evaluate_ladder(
+                    evaluator, previous, ec, conf.mcts, m.rules, conf.seed, it, device, conf.precision, elo, progress
+                )
+                for m in self.mix
+            }
         )
 
     def log_iteration(
@@ -401,6 +415,7 @@ class TrainingRun:
             "model": model.state_dict(),
             "network": self.conf.model.to_dict(),
             "rules": self.rules.to_dict(),
+            **({"rules_mix": mix_state(self.mix)} if self.mix else {}),
             "config": self.config_yaml,
             "counters": dict(self.counters, learner_steps=learner.step_count),
             "run_id": self.run_id,
@@ -496,6 +511,23 @@ class TrainingRun:
             then = "no checkpoint was written yet, so nothing was kept: run the same command again to start afresh"
         print(f"{signal_name(stop.requested)}: stopped {when}; {then}", file=sys.stderr)
         sys.exit(stop.exit_code)
+
+
+def run_rules(conf: Config) -> RuleSet:
+    """The rule set a run's checkpoints name as theirs (``state["rules"]``): the first of its mix, else `rules`."""
+    mix = parse_rules_mix(conf.train.rules_mix)
+    return mix[0].rules if mix else conf.rules.rule_set()
+
+
+def mixed_scores(per_rules: dict[str, dict[str, float]]) -> dict[str, float]:
+    """A mixed run's evaluation: each rule set's scores as ``<name>/<key>``, with the ladder score and the running
+    Elo (what best.pt and the log read) their means over the rule sets."""
+    out = {f"{name}/{k}": v for name, scores in per_rules.items() for k, v in scores.items()}
+    for key in ("ladder_score", "elo"):
+        values = [scores[key] for scores in per_rules.values() if key in scores]
+        if values:
+            out[key] = float(sum(values) / len(values))
+    return out
 
 
 def restore_part(path: Path, part: str, action: Callable[[], Any]) -> None:

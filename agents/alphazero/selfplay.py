@@ -54,6 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.alphazero.endgames import game_table_values, rescore, table_verdicts, table_winner
+from agents.alphazero.rules_mix import MixEntry, draw_rules
 from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.alphazero.search.config import MAX_SIMULATIONS
@@ -200,6 +201,9 @@ class _Game:
         self.coin = np.random.default_rng(derive_seed(seed, "playout cap"))
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
+        self.rules: Optional[RuleSet] = None
+        """The game's rules when it plays one of a mix (None: the call's rules)."""
+        self.rules_name = ""
 
 
 class _Finished(NamedTuple):
@@ -230,9 +234,14 @@ def play_games(
     first_game: int = 0,
     opponents: Optional[Sequence[Player]] = None,
     progress: bool = False,
+    rules_mix: Sequence[MixEntry] = (),
 ) -> SelfPlayData:
     """Play games `first_game` .. `first_game + num_games - 1` as `settings` say, `settings.parallel` at a
     time, with the search `mcts` over `evaluator`.
+
+    With `rules_mix` (`rules_mix.parse_rules_mix`) each game plays the rule set it draws from its own seed
+    (`rules_mix.draw_rules`), recorded in its record; `rules` is then ignored. No endgame tables and no
+    opponent games with a mix.
 
     Game ``k`` is seeded by ``game_seed(seed, k)`` and recorded with
     ``extra["game_index"] = k``. Each game is an opponent game with
@@ -252,6 +261,7 @@ def play_games(
         first_game=first_game,
         opponents=opponents,
         progress=progress,
+        rules_mix=rules_mix,
     ).run()
 
 
@@ -277,7 +287,21 @@ class SelfPlayLoop:
         first_game: int = 0,
         opponents: Optional[Sequence[Player]] = None,
         progress: bool = False,
+        rules_mix: Sequence[MixEntry] = (),
     ) -> None:
+        if rules_mix:
+            for key, on in (
+                ("tablebase_adjudicate", settings.tablebase_adjudicate),
+                ("tablebase_rescore", settings.tablebase_rescore),
+                ("opponent_fraction", settings.opponent_fraction > 0),
+                ("mcts.tablebase", mcts.tablebase),
+            ):
+                if on:
+                    raise SelfPlayConfigError(
+                        f"{key} cannot be used with a rules mix (the games play several rule sets)"
+                    )
+            rules = rules_mix[0].rules
+        self.rules_mix = list(rules_mix)
         if num_games < 1:
             raise ValueError(f"num_games ({num_games}) must be >= 1")
         if first_game < 0:
@@ -348,6 +372,10 @@ class SelfPlayLoop:
             g.opponent = self.opponents[int(draw.integers(len(self.opponents)))]
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
             g.opponent.reset()
+        if self.rules_mix:
+            entry = draw_rules(self.rules_mix, g.seed)
+            g.rules, g.rules_name = entry.rules, entry.name
+            self.games.reset_many(np.array([slot]), self.settings.start_jfen, rules=entry.rules)
         self.slots[slot] = g
         self.occupied[slot] = True
         self.opponent_side[slot] = g.opponent_side
@@ -430,9 +458,12 @@ class SelfPlayLoop:
         sides = samples.side[s, :plies].astype(np.int64)
         adjudged = not games.done[s]  # ended by `_adjudicate`
         verdict = int(self.verdict[s]) if adjudged else UNKNOWN
+        rules = self.rules if g.rules is None else g.rules
         values, record = _finish(
-            games, s, g, sides, samples.root_value[s, :plies], self.rules, names, self.settings, verdict
+            games, s, g, sides, samples.root_value[s, :plies], rules, names, self.settings, verdict
         )
+        if g.rules is not None:
+            record.extra["rules_name"] = g.rules_name
         if self.settings.tablebase_rescore:
             assert self.tables is not None
             rescore(values, game_table_values(self.first, games.hist[s], plies, games.flags, self.tables))

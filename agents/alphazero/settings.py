@@ -8,10 +8,11 @@ takes it (see `agents.alphazero.workers` and `agents.alphazero.inference`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from agents.alphazero.device import PRECISIONS, resolve_device
 from agents.alphazero.network import NetworkConfig
+from agents.alphazero.rules_mix import mix_from_state
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, build_opponents
 from envs.config import ConfigError, check_choice, check_range
@@ -44,11 +45,14 @@ class WorkerSettings:
     """torch CPU threads in each worker process (0: torch's default)."""
     precision: str = "fp32"
     """Inference precision of the workers' network (`fp32`, `bf16`, `auto`; see device.inference_dtype)."""
+    rules_mix: Sequence[Mapping[str, Any]] = ()
+    """The rule sets each game draws its own from (`rules_mix.mix_state`'s form); empty: every game plays `rules`."""
 
     def validate(self) -> None:
         """Raise the usual ValueError subclass for a bad field or opponent spec, before any worker starts."""
         NetworkConfig.from_dict(self.network)
         MCTSConfig.from_dict(self.mcts)
+        mix_from_state(self.rules_mix)
         rules = RuleSet.from_dict(self.rules)
         if not build_opponents(self.selfplay, rules, seed=0):  # builds the opponents when they play
             for spec in self.selfplay.opponents:  # specs that would not play must still be valid

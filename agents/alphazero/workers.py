@@ -45,6 +45,7 @@ import torch
 from tqdm import tqdm
 
 from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.rules_mix import mix_from_state
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.selfplay import build_opponents, play_games
@@ -108,6 +109,7 @@ def play_range(
         first_game=first_game,
         opponents=opponents,
         progress=progress,
+        rules_mix=mix_from_state(settings.rules_mix),
     )
 
 

@@ -18,6 +18,7 @@ from agents.alphazero.learner import LearnMetrics
 from agents.alphazero.run import TrainingRun
 from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
+from envs.rules import RuleSet
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
 
@@ -78,6 +79,7 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
     assert state["counters"]["learner_steps"] == 4
     assert state["replay"]["has_contents"] and len(state["replay"]["value"]) == state["counters"]["positions"]
     assert "model:" in state["config"] and "blocks: 1" in state["config"]
+    assert "rules_mix" not in state  # a single-rule run writes the checkpoint it always wrote
     torch.load(run_dir / "latest.pt", weights_only=True)
 
 
@@ -425,3 +427,73 @@ def test_evaluation_does_not_change_the_training(tmp_path: Path) -> None:
     a, b = (load_checkpoint(tmp_path / name / "latest.pt")["model"] for name in ("e1", "e0"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert "eval/score_random" in scalars(tmp_path / "e1") and "eval/score_random" not in scalars(tmp_path / "e0")
+
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        (["train.rules_mix=[default,bogus]"], "train.rules_mix entry 'bogus': unknown rule set 'bogus'"),
+        (["train.rules_mix=[default,keeps_rank:x]"], "train.rules_mix entry 'keeps_rank:x': the weight 'x'"),
+        (["train.rules_mix=[default,keeps_rank:0]"], "train.rules_mix entry 'keeps_rank:0': the weight must be"),
+        (["train.rules_mix=[default,keeps_rank:-2]"], "train.rules_mix entry 'keeps_rank:-2': the weight must be"),
+        (
+            ["train.rules_mix=[keeps_rank,keeps_rank:2]"],
+            "'keeps_rank:2': the rule set 'keeps_rank' is in the mix twice",
+        ),
+        (["train.rules_mix=[default,keeps_rank]", "rules=enemy_rat"], "rules.jump_blocking='enemy_rat' is set"),
+        (["train.rules_mix=[default]", "rules.no_capture_draw=200"], "rules.no_capture_draw=200 is set"),
+        (["train.rules_mix=[default,keeps_rank]", "mcts.tablebase=true"], "mcts.tablebase cannot be used with"),
+        (
+            ["train.rules_mix=[default,keeps_rank]", "train.selfplay.tablebase_rescore=true"],
+            "train.selfplay.tablebase_rescore cannot be used with train.rules_mix",
+        ),
+        (
+            ["train.rules_mix=[default,keeps_rank]", "train.selfplay.tablebase_adjudicate=true"],
+            "train.selfplay.tablebase_adjudicate cannot be used with train.rules_mix",
+        ),
+    ],
+)
+def test_a_bad_rules_mix_is_refused_with_one_line_naming_the_entry(overrides: list[str], words: str) -> None:
+    message = refused(*overrides)
+    assert words in message and "\n" not in message
+
+
+def test_a_rules_mix_composes_with_weights() -> None:
+    conf = train_config.checked_config(
+        train_config.compose_config(["train.rules_mix=[default,keeps_rank:2,dog_over_wolf:0.5]"])
+    )
+    assert conf.train.rules_mix == ["default", "keeps_rank:2", "dog_over_wolf:0.5"]
+
+
+@pytest.mark.slow
+def test_a_mixed_run_evaluates_per_rule_set_records_its_mix_and_resumes(tmp_path: Path) -> None:
+    """train.rules_mix: each game's record names its rules, eval/<rules>/... per rule set of the mix, the mix in
+    every checkpoint (state["rules"] its first rule set), and the run resumes."""
+    mix = "train.rules_mix=[keeps_rank,default:2]"
+    r = run_train(*TINY, f"out_dir={tmp_path}", "name=mixed", mix)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = tmp_path / "mixed"
+    expected_mix = [
+        {"name": "keeps_rank", "weight": 1.0, "rules": RuleSet(trapped_attacker="keeps_rank").to_dict()},
+        {"name": "default", "weight": 2.0, "rules": RuleSet().to_dict()},
+    ]
+    for name in ("latest.pt", "best.pt", "iter_000002.pt"):
+        state = load_checkpoint(run / name)
+        assert state["rules_mix"] == expected_mix, name
+        assert state["rules"] == expected_mix[0]["rules"], name
+    games = list(read_jsonl(run / "games.jsonl"))
+    assert len(games) == 8 and {g.extra["rules_name"] for g in games} <= {"keeps_rank", "default"}
+    for g in games:
+        assert g.rules == expected_mix[[m["name"] for m in expected_mix].index(g.extra["rules_name"])]["rules"]
+        g.replay()  # every move legal under the game's own rules
+    tags = scalars(run)
+    for rules in ("keeps_rank", "default"):
+        for key in ("score_random", "score_previous", "elo", "ladder_score"):
+            assert [s for s, _ in tags[f"eval/{rules}/{key}"]] == [1, 2], (rules, key)
+    assert [s for s, _ in tags["eval/elo"]] == [1, 2] and "eval/score_random" not in tags
+    r = run_train(f"resume={run}", "train.iterations=3")
+    assert r.returncode == 0, r.stderr[-3000:]
+    state = load_checkpoint(run / "latest.pt")
+    assert state["counters"]["iteration"] == 3 and state["rules_mix"] == expected_mix
+    assert [s for s, _ in scalars(run)["eval/default/score_random"]] == [1, 2, 3]
+    assert len(list(read_jsonl(run / "games.jsonl"))) == 12

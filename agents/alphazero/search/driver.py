@@ -142,7 +142,7 @@ class BatchedMCTS:
     def _allocate(self, n: int) -> None:
         self._n = n
         self.tree = new_tree(n, self.max_nodes)
-        self._flags = np.ascontiguousarray(np.broadcast_to(self.flags, (n, len(self.flags))))
+        self._flags = np.tile(self.flags, (n, 1))
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)

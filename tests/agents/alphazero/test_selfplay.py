@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agents.alphazero.rules_mix import draw_rules, parse_rules_mix
 from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, play_games, value_targets
+from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, game_seed, play_games, value_targets
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from envs import Board, Move, RuleSet
@@ -398,3 +399,75 @@ def test_a_start_position_whose_counters_would_pass_their_limit_is_refused() -> 
     with pytest.raises(SelfPlayConfigError, match="would pass 30000"):
         SelfPlayConfig(start_jfen="l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 29900 1", max_plies=200)
     SelfPlayConfig(start_jfen="l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 29800 1", max_plies=200)
+
+
+def _mixed(tmp_path, parallel: int, algorithm: str = "gumbel") -> tuple[list, SelfPlayData]:
+    """Eight games drawn from a mix of the default rules, keeps_rank and a yaml file's short no-capture limit."""
+    short = tmp_path / "short.yaml"
+    short.write_text("no_capture_draw: 8\n")
+    mix = parse_rules_mix(["default", "keeps_rank:2", f"{short}:1.5"])
+    data = play_games(
+        uniform_evaluator,
+        SelfPlayConfig(parallel=parallel, max_plies=40),
+        mcts=MCTSConfig(algorithm=algorithm, num_simulations=6),
+        rules=RuleSet(),
+        num_games=8,
+        seed=3,
+        rules_mix=mix,
+    )
+    return mix, data
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_mixed_games_replay_move_for_move_under_their_own_rules(tmp_path, algorithm: str) -> None:
+    """Each game of a mixed call plays the rule set its own seed draws, and its record (through games.jsonl)
+    replays move for move under that rule set: the same observations, masks and end."""
+    mix, data = _mixed(tmp_path, 3, algorithm)
+    path = tmp_path / "games.jsonl"
+    write_jsonl(path, data.records)
+    records = list(read_jsonl(path))
+    drawn = [draw_rules(mix, game_seed(3, k)) for k in range(8)]
+    assert [RuleSet.from_dict(r.rules) for r in records] == [e.rules for e in drawn]
+    assert [r.extra["rules_name"] for r in records] == [e.name for e in drawn]
+    assert {e.name for e in drawn} == {"default", "keeps_rank", "short"}
+    row = 0
+    obs = np.zeros(OBS_SHAPE, dtype=np.float32)
+    mask = np.zeros(N_ACTIONS, dtype=np.bool_)
+    for rec in records:
+        board = Board.from_jfen(rec.start, rules=RuleSet.from_dict(rec.rules))
+        for p, m in enumerate(rec.moves):
+            encode_observation(board.state, board.hashes, board.flags, obs)
+            legal_action_mask(board.state, board.hist, board.flags, mask)
+            np.testing.assert_array_equal(data.obs[row + p], obs)
+            np.testing.assert_array_equal(data.mask[row + p], mask)
+            board.push(m)
+        assert rec.replay().jfen() == board.jfen()
+        out = board.outcome()
+        if rec.termination == "ply_cap":
+            assert out is None and len(rec.moves) == 40
+        else:
+            assert out is not None and (out.result(), out.termination.name.lower()) == (rec.result, rec.termination)
+        row += len(rec.moves)
+    assert row == len(data)
+    short = [r for r in records if r.extra["rules_name"] == "short"]
+    assert short and all(len(r.moves) <= 8 for r in short)  # no game outlives its own no-capture limit
+    assert any(r.termination == "no_capture_limit" and len(r.moves) == 8 for r in short)
+
+
+def test_a_mixed_games_rules_do_not_depend_on_its_slot(tmp_path) -> None:
+    """Game k draws its rule set from its own seed: the number of games played at once changes nothing."""
+    _, one = _mixed(tmp_path, 1)
+    _, four = _mixed(tmp_path, 4)
+    assert [(r.rules, r.moves) for r in one.records] == [(r.rules, r.moves) for r in four.records]
+
+
+def test_a_mix_refuses_the_tables_and_opponents() -> None:
+    mix = parse_rules_mix(["default", "keeps_rank"])
+    for settings, mcts in (
+        (SelfPlayConfig(tablebase_adjudicate=True), MCTSConfig()),
+        (SelfPlayConfig(tablebase_rescore=True), MCTSConfig()),
+        (SelfPlayConfig(opponents=["random"], opponent_fraction=0.5), MCTSConfig()),
+        (SelfPlayConfig(), MCTSConfig(tablebase=True)),
+    ):
+        with pytest.raises(SelfPlayConfigError, match="cannot be used with a rules mix"):
+            play_games(uniform_evaluator, settings, mcts=mcts, rules=RuleSet(), num_games=1, seed=0, rules_mix=mix)

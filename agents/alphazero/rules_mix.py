@@ -1,0 +1,89 @@
+"""A training run's mix of rule sets (`train.rules_mix`): parsed and checked, drawn per self-play game from the
+game's own seed, and written into the run's checkpoints.
+
+    mix = parse_rules_mix(["default", "keeps_rank:2"])   # keeps_rank drawn twice as often as default
+    draw_rules(mix, game_seed(seed, k)).rules              # the rules of self-play game k
+    state["rules_mix"] = mix_state(mix)                    # [{"name", "weight", "rules": RuleSet.to_dict()}, ...]
+
+An entry is a rule-set name of `configs/rules/` or a yaml path, optionally followed by ``:WEIGHT`` (a
+positive number; 1 by default). A path's name is its file name without the suffix. An empty mix means
+the run plays the single top-level `rules` group.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from envs.config import ConfigError
+from envs.rules import RuleSet, RuleSetError, load_rules
+from envs.seeding import derive_seed
+
+
+class RulesMixError(ConfigError):
+    """A bad `train.rules_mix` entry (names it)."""
+
+
+@dataclass(frozen=True)
+class MixEntry:
+    """One rule set of a mix: its name (the tag of its evaluation, ``eval/<name>/...``), its weight and rules."""
+
+    name: str
+    weight: float
+    rules: RuleSet
+
+
+def parse_rules_mix(entries: Sequence[Any]) -> list[MixEntry]:
+    """The mix of `entries` (``NAME`` or ``NAME:WEIGHT``, NAME a rule-set name or a yaml path); RulesMixError
+    naming the entry for an unknown set, a bad weight or a name given twice."""
+    if isinstance(entries, str):
+        raise RulesMixError(f"train.rules_mix={entries!r} must be a list of rule sets, e.g. [default,keeps_rank:2]")
+    mix: list[MixEntry] = []
+    for entry in entries:
+        text = str(entry).strip()
+        source, weight = text, 1.0
+        head, sep, tail = text.rpartition(":")
+        if sep:
+            source = head.strip()
+            try:
+                weight = float(tail)
+            except ValueError:
+                raise RulesMixError(
+                    f"train.rules_mix entry {text!r}: the weight {tail.strip()!r} is not a number"
+                ) from None
+            if not (math.isfinite(weight) and weight > 0):
+                raise RulesMixError(f"train.rules_mix entry {text!r}: the weight must be a positive number")
+        if not source:
+            raise RulesMixError(f"train.rules_mix entry {text!r} names no rule set")
+        try:
+            rules = load_rules(source)
+        except RuleSetError as e:
+            raise RulesMixError(f"train.rules_mix entry {text!r}: {e}") from None
+        name = Path(source).stem if source.endswith((".yaml", ".yml")) else source
+        if any(m.name == name for m in mix):
+            raise RulesMixError(f"train.rules_mix entry {text!r}: the rule set {name!r} is in the mix twice")
+        mix.append(MixEntry(name, weight, rules))
+    return mix
+
+
+def draw_rules(mix: Sequence[MixEntry], seed: int) -> MixEntry:
+    """The entry of `mix` a game seeded `seed` plays, drawn by weight from a generator of its own (so the
+    game's other draws are those of the same game without a mix)."""
+    weights = np.array([m.weight for m in mix], dtype=np.float64)
+    u = np.random.default_rng(derive_seed(seed, "rules")).random()
+    k = int(np.searchsorted(np.cumsum(weights) / weights.sum(), u, side="right"))
+    return mix[min(k, len(mix) - 1)]
+
+
+def mix_state(mix: Sequence[MixEntry]) -> list[dict[str, Any]]:
+    """The mix as plain data: a checkpoint's ``rules_mix`` entry and what travels to the self-play workers."""
+    return [{"name": m.name, "weight": float(m.weight), "rules": m.rules.to_dict()} for m in mix]
+
+
+def mix_from_state(items: Sequence[Mapping[str, Any]]) -> list[MixEntry]:
+    """The mix that `mix_state` wrote."""
+    return [MixEntry(str(d["name"]), float(d["weight"]), RuleSet.from_dict(d["rules"])) for d in items]
