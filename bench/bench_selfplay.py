@@ -7,6 +7,7 @@
     python bench/bench_selfplay.py --model uniform --games 256   # no network: the search and the game loop alone
     python bench/bench_selfplay.py --sims 32 --max-actions 4     # the default run's self-play (preset=cpu)
     python bench/bench_selfplay.py --workers 2 --backend process   # the games split over 2 local processes
+    python bench/bench_selfplay.py --before none --rules-mix default,keeps_rank,enemy_rat   # mixed beside single
 
 Each measured tree runs in its own subprocess, one after the other: this
 checkout, and each ``--before`` commit checked out as a git worktree under
@@ -30,7 +31,10 @@ shows each tree's best round, and the ratios of this tree to each other one
 follow round by round (the runs of one round are minutes apart and share
 the machine's load, which drifts more than that between rounds here) with
 their median. With ``--workers`` the games run in other processes: only the
-rates are printed. Figures only (no assertions).
+rates are printed. With ``--rules-mix`` this tree also plays its self-play
+with each game's rules drawn from that mix (`train.rules_mix`) in every
+round, beside the single-rule run, and the ratio of the two follows.
+Figures only (no assertions).
 """
 
 from __future__ import annotations
@@ -122,6 +126,13 @@ def load(group: str, name: str) -> dict:
         values = OmegaConf.to_container(OmegaConf.load(path))
         return {k: v for k, v in values.items() if k != "defaults"}  # type: ignore[union-attr]
     return read_config_file(config_dir(group) / f"{name}.yaml", group, ValueError)
+
+
+def _mix_settings(settings: Any, mix: str) -> Any:
+    """`settings` with each game's rules drawn from the comma-separated `mix` (this tree only)."""
+    from agents.alphazero.rules_mix import mix_state, parse_rules_mix
+
+    return dataclasses.replace(settings, rules_mix=mix_state(parse_rules_mix(mix.split(","))))
 
 
 def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) -> Any:
@@ -218,6 +229,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         args.precision = "fp32"
     rules = RuleSet()
     settings = _settings(model.config.to_dict(), asdict(mcts), rules.to_dict(), args)
+    if args.rules_mix:
+        settings = _mix_settings(settings, args.rules_mix)
     kernels = _Clock(outside=network)
     with make_selfplay_pool(args.backend, args.workers, settings, evaluator=evaluator) as pool:
         pool.play(model.state_dict(), seed=1, num_games=max(2, args.workers))  # compile, start the workers
@@ -232,7 +245,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "setup": f"model {args.model} ({0 if args.model == 'uniform' else count_parameters(model)} parameters), "
         f"{mcts.algorithm} {mcts.num_simulations} "
-        f"simulations, {args.parallel} games in parallel, {where}, {torch.get_num_threads()} torch threads",
+        f"simulations, {args.parallel} games in parallel, {where}, {torch.get_num_threads()} torch threads"
+        + (f", rules mix {args.rules_mix}" if args.rules_mix else ""),
         "precision": args.precision,
         "games": s["games"],
         "positions": s["positions"],
@@ -335,6 +349,12 @@ def main() -> None:
         help="rounds of all trees, alternating; the table shows each tree's best round, and the ratios "
         "of each round's pair follow",
     )
+    ap.add_argument(
+        "--rules-mix",
+        default="",
+        help="comma-separated rule sets (train.rules_mix entries, e.g. default,keeps_rank:2): this tree plays "
+        "mixed self-play too, beside its single-rule self-play",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -365,13 +385,15 @@ def main() -> None:
         args.backend,
     ]
     befores = [b for b in (args.before or [ORIGINAL_COMMIT, PYTHON_LOOP_COMMIT]) if b != "none"]
-    trees = [(f"before: {b}", worktree(b), args.before_precision or args.precision) for b in befores]
-    trees.append(("this tree", REPO, args.precision))
+    trees = [(f"before: {b}", worktree(b), args.before_precision or args.precision, []) for b in befores]
+    if args.rules_mix:
+        trees.append(("this tree, rules mix", REPO, args.precision, ["--rules-mix", args.rules_mix]))
+    trees.append(("this tree", REPO, args.precision, []))
     best: dict[str, dict[str, Any]] = {}
-    rates: dict[str, list[float]] = {label: [] for label, _, _ in trees}
+    rates: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
     for _ in range(args.rounds):
-        for label, tree, precision in trees:
-            r = run_child(tree, common + ["--precision", precision])
+        for label, tree, precision, extra in trees:
+            r = run_child(tree, common + ["--precision", precision, *extra])
             rates[label].append(r["positions"] / r["cpu"])
             if label not in best or r["positions"] / r["cpu"] > best[label]["positions"] / best[label]["cpu"]:
                 best[label] = r
@@ -381,10 +403,12 @@ def main() -> None:
         "(CPU) | network / numba / Python (wall) |"
     )
     print("| --- | --- | --- | --- | --- | --- |")
-    for label, _, _ in trees:
+    for label, _, _, _ in trees:
         print(row(f"{label} [{best[label]['precision']}]", best[label]))
+    if args.rules_mix:
+        print(best["this tree, rules mix"]["setup"])
     last = best[trees[-1][0]]
-    for label, _, _ in trees[:-1]:
+    for label, _, _, _ in trees[:-1]:
         first = best[label]
         gain = (last["positions"] / last["cpu"]) / (first["positions"] / first["cpu"])
         wall = (last["positions"] / last["wall"]) / (first["positions"] / first["wall"])

@@ -49,3 +49,19 @@ def test_the_bench_times_games_that_refill_their_slots(tmp_path: Path) -> None:
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert float(cells[1]) > 0 and float(cells[2]) > 0  # positions per CPU and per wall second
     assert cells[4].count("%") == 3
+
+
+@pytest.mark.slow  # imports torch
+def test_the_bench_times_mixed_self_play_beside_single_rule_self_play() -> None:
+    out = subprocess.run(
+        [sys.executable, "bench/bench_selfplay.py", "--model", "tiny", "--games", "3", "--parallel", "2"]
+        + ["--max-plies", "12", "--sims", "2", "--before", "none", "--rules-mix", "default,keeps_rank:2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {line.split("[")[0].strip("| ") for line in out.stdout.splitlines() if line.startswith("| this tree")}
+    assert rows == {"this tree, rules mix", "this tree"}
+    assert "rules mix default,keeps_rank:2" in out.stdout and "this tree / this tree, rules mix:" in out.stdout
