@@ -17,8 +17,8 @@ needs no state of its own beyond the step counter in the checkpoint.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Generator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, fields
 from typing import Any
@@ -262,17 +262,29 @@ def prefetched_batches(
     ends where a loop of `replay.sample` calls would leave it."""
     if steps <= 0:
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay-sample") as pool:
 
-        def draw() -> tuple[torch.Tensor, ...]:
-            return host_tensors(replay.sample(batch_size), device, survival=survival)
+    def draw(into: list[tuple[torch.Tensor, ...] | BaseException]) -> None:
+        try:
+            into.append(host_tensors(replay.sample(batch_size), device, survival=survival))
+        except BaseException as e:  # raised in the caller's thread
+            into.append(e)
 
-        nxt: Future[tuple[torch.Tensor, ...]] | None = pool.submit(draw)
-        for k in range(steps):
-            assert nxt is not None
-            host = nxt.result()
-            nxt = pool.submit(draw) if k + 1 < steps else None
-            yield on_device(host, device, survival=survival)
+    def drawing() -> tuple[threading.Thread, list[tuple[torch.Tensor, ...] | BaseException]]:
+        into: list[tuple[torch.Tensor, ...] | BaseException] = []
+        thread = threading.Thread(target=draw, args=(into,), name="replay-sample", daemon=True)
+        thread.start()
+        return thread, into
+
+    nxt = drawing()
+    for k in range(steps):
+        thread, into = nxt
+        thread.join()  # one draw at a time, in order: the next starts only once this one is done
+        host = into[0]
+        if isinstance(host, BaseException):
+            raise host
+        if k + 1 < steps:
+            nxt = drawing()
+        yield on_device(host, device, survival=survival)
 
 
 def lr_at(step: int, cfg: LearnerConfig) -> float:
