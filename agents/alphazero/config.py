@@ -111,6 +111,10 @@ class TrainConfig:
     inference_max_wait: float = 0.002
     """Seconds a batch of the inference server waits, after its first request, for the workers still busy with
     their trees (0 to 10): longer joins more leaves a call, shorter idles the device less."""
+    inference_halves: int = 1
+    """With the inference server on the process backend: 1, or 2 to keep two requests in flight per
+    self-play process (its games in two halves, one searching while the other's leaves are evaluated);
+    the games stay the same."""
     replay_capacity: int = 60000
     """Replay buffer size in positions (the newest are kept); 1 to 100000000, and at most what this
     machine's memory holds (about 1 KB a position, allocated at the start)."""
@@ -158,6 +162,7 @@ class TrainConfig:
             checkpoint_every=(1, None),
             replay_in_checkpoint_mb=(0, None),
             inference_max_wait=(0, 10),
+            inference_halves=(1, 2),
         )
         if self.selfplay.player_name != SelfPlayConfig.player_name:
             raise ConfigError(

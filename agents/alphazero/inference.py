@@ -47,6 +47,7 @@ import contextlib
 import threading
 import time
 import traceback
+from dataclasses import replace
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Iterator, Mapping, Optional, Sequence
@@ -151,31 +152,72 @@ def _serve(
             control.send(("error", traceback.format_exc()))
 
 
-def _play_served(index: int, settings: WorkerSettings, pipe: Connection, commands: Connection) -> None:
+def _play_served(index: int, settings: WorkerSettings, pipes: list[Connection], commands: Connection) -> None:
     """A self-play process: plays the game ranges sent on `commands` (None ends it), its leaves evaluated by
-    the server through its slot and `pipe`; each result or exception goes back on `commands`."""
+    the server through its slots and `pipes` (one a half of its games: `InferenceSettings.halves`); each
+    result or exception goes back on `commands`."""
     if settings.threads > 0 and torch.get_num_threads() != settings.threads:
         torch.set_num_threads(settings.threads)  # the opponents' networks, if any
     rules, mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
     slots: Optional[LeafSlots] = None
-    for name, capacity, kwargs in messages(commands):
+    halves = len(pipes)
+    evaluators: list[ServedEvaluator] = []
+    for name, capacity, parts in messages(commands):
         if slots is None or slots.name != name:
-            evaluator = None
+            evaluators = []
             if slots is not None:
                 slots.close()
-            slots = LeafSlots(index + 1, capacity, name=name)  # attaches; slots 0 .. index are all it must hold
-            evaluator = ServedEvaluator(slots.slot(index), pipe)
-        assert evaluator is not None
+            first = index * halves
+            slots = LeafSlots(first + halves, capacity, name=name)  # attaches; the slots up to ours are all it holds
+            evaluators = [ServedEvaluator(slots.slot(first + j), pipe) for j, pipe in enumerate(pipes)]
         try:
-            reply: tuple[Any, ...] = ("done", play_range(evaluator, settings, mcts, rules, **kwargs))
+            reply: tuple[Any, ...] = ("done", _play_halves(evaluators, settings, mcts, rules, parts))
         except Exception as e:
             reply = ("error", e, traceback.format_exc())
-        finally:
-            evaluator.idle()
         try:
             commands.send(reply)
         except Exception as e:  # an exception that does not pickle
             commands.send(("error", RuntimeError(repr(reply[1])), f"{type(e).__name__}: {e}"))
+
+
+def _play_halves(
+    evaluators: Sequence[ServedEvaluator],
+    settings: WorkerSettings,
+    mcts: MCTSConfig,
+    rules: RuleSet,
+    parts: Sequence[Mapping[str, Any]],
+) -> SelfPlayData:
+    """The game ranges `parts` (`play_range`'s keywords), the j-th on `evaluators[j]`: one in this thread, or
+    each in a thread of its own (double buffering: a thread waiting for the server lets the other search);
+    each evaluator tells the server when its range is over."""
+    if len(parts) == 1:
+        try:
+            return play_range(evaluators[0], settings, mcts, rules, **parts[0])
+        finally:
+            evaluators[0].idle()
+    t0 = time.perf_counter()
+    share = replace(
+        settings, selfplay=replace(settings.selfplay, parallel=-(-settings.selfplay.parallel // len(parts)))
+    )
+    results: list[Optional[SelfPlayData]] = [None] * len(parts)
+    errors: list[BaseException] = []
+
+    def half(j: int) -> None:
+        try:
+            results[j] = play_range(evaluators[j], share, mcts, rules, **parts[j])
+        except BaseException as e:  # raised in the calling thread below
+            errors.append(e)
+        finally:
+            evaluators[j].idle()
+
+    threads = [threading.Thread(target=half, args=(j,), name=f"half-{j}") for j in range(len(parts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return merge_selfplay([r for r in results if r is not None], seconds=time.perf_counter() - t0)
 
 
 class ServedPool(SelfPlayPool):
@@ -187,14 +229,15 @@ class ServedPool(SelfPlayPool):
         if workers < 1:
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
         # The largest slots a call can need (every worker at `parallel` games), checked before any process starts.
-        check_shared_memory(workers, slot_capacity(settings.selfplay.parallel, settings.mcts))
         self.settings, self.workers, self.inference = settings, workers, inference
+        self.halves = inference.halves
+        check_shared_memory(workers * self.halves, slot_capacity(self._half_games(), settings.mcts))
         self.server_counts: dict[str, float] = {}
         """The server's `LeafBatcher.take_counts` over the last call (batches, positions, mean_batch)."""
         self._slots: Optional[LeafSlots] = None
         self._broken = False
         self._control, control = Pipe()
-        pipes = [Pipe() for _ in range(workers)]  # (the client's end, the server's end)
+        pipes = [Pipe() for _ in range(workers * self.halves)]  # (the client's end, the server's end); h a worker
         self._clients: list[Child] = []
         self._commands: list[Connection] = []
         # Each end goes to its own process only (start_child closes it here), so that a death reads as
@@ -203,10 +246,11 @@ class ServedPool(SelfPlayPool):
             _serve, (settings, inference, control, [s for _, s in pipes]), name="inference-server"
         )
         try:
-            for k, (c, _) in enumerate(pipes):
+            for k in range(workers):
                 here, there = Pipe()
                 self._commands.append(here)
-                self._clients.append(start_child(_play_served, (k, settings, c, there), name=f"selfplay-{k}"))
+                ends = [c for c, _ in pipes[k * self.halves : (k + 1) * self.halves]]
+                self._clients.append(start_child(_play_served, (k, settings, ends, there), name=f"selfplay-{k}"))
         except BaseException:
             for c, _ in pipes:
                 c.close()
@@ -240,26 +284,28 @@ class ServedPool(SelfPlayPool):
             raise RuntimeError("this self-play pool is closed (or stopped by an error)")
         t0 = time.perf_counter()
         ranges = split_games(num_games, self.workers)
+        halves = [[(first + a, n) for a, n in split_games(count, self.halves)] for first, count in ranges]
+        clients = [k * self.halves + j for k, shares in enumerate(halves) for j in range(len(shares))]
         try:
-            games = min(self.settings.selfplay.parallel, max(count for _, count in ranges))
+            games = min(self._half_games(), max(n for shares in halves for _, n in shares))
             capacity = slot_capacity(games, self.settings.mcts)
             old = None
             if self._slots is None or capacity > self._slots.capacity:  # made to measure, kept while big enough
-                old, self._slots = self._slots, LeafSlots(self.workers, capacity)
+                old, self._slots = self._slots, LeafSlots(self.workers * self.halves, capacity)
             slots = self._slots
-            self._control.send((portable_state(model_state), slots.name, slots.capacity, range(len(ranges))))
+            self._control.send((portable_state(model_state), slots.name, slots.capacity, clients))
             for _, (status, *detail) in self._receive([self._control]):
                 if status == "error":
                     raise InferenceServiceError(f"the inference server (pid {self._server.pid}) failed:\n{detail[0]}")
             if old is not None:
                 old.unlink()  # the server has let go of it; a client lets go at its next call
             seeds = list(opponent_seeds) if opponent_seeds is not None else None
-            for k, (first, count) in enumerate(ranges):
+            for k, shares in enumerate(halves):
                 self._commands[k].send(
                     (
                         slots.name,
                         slots.capacity,
-                        dict(seed=seed, first_game=first, num_games=count, opponent_seeds=seeds),
+                        [dict(seed=seed, first_game=first, num_games=n, opponent_seeds=seeds) for first, n in shares],
                     )
                 )
             parts: dict[int, SelfPlayData] = {}
@@ -282,6 +328,10 @@ class ServedPool(SelfPlayPool):
             self._broken = True
             raise
         return merge_selfplay([parts[k] for k in range(len(ranges))], seconds=time.perf_counter() - t0)
+
+    def _half_games(self) -> int:
+        """The games a half of a worker plays at once (its share of `SelfPlayConfig.parallel`)."""
+        return -(-self.settings.selfplay.parallel // self.halves)
 
     def close(self) -> None:
         """Stop the processes: after their calls, or at once when a call was cut short."""

@@ -17,8 +17,9 @@ needs no state of its own beyond the step counter in the checkpoint.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from contextlib import nullcontext
+import threading
+from collections.abc import Generator, Sequence
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -216,12 +217,74 @@ class LearnMetrics:
         return out
 
 
-def _finite(tensors: list[torch.Tensor]) -> bool:
-    """Whether every entry of every floating-point tensor is finite (one max-abs per tensor, then one check)."""
+def _finite_flag(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """Whether every entry of every floating-point tensor is finite, as a bool tensor on their device (one
+    max-abs per tensor, then one check; no host sync)."""
     norms = [
         torch.linalg.vector_norm(t.detach(), ord=math.inf) for t in tensors if t.is_floating_point() and t.numel() > 0
     ]
-    return not norms or bool(torch.isfinite(torch.stack(norms)).all())
+    if not norms:
+        return torch.ones((), dtype=torch.bool, device=device)
+    return torch.isfinite(torch.stack(norms)).all()
+
+
+_FIGURES = ("policy", "value", "total", "policy_entropy", "survival")
+"""A step's figures in the order of `Learner._step`'s tensor (its gradient norm last; survival with the head only)."""
+
+
+def host_tensors(batch: Batch, device: torch.device, *, survival: bool) -> tuple[torch.Tensor, ...]:
+    """The batch as CPU tensors (obs, mask, policy, value, full search, and the survival targets when
+    `survival`), in pinned memory when `device` is CUDA (so a non-blocking copy overlaps the device's work)."""
+    arrays = [batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32), batch.full_search]
+    if survival:
+        arrays.append(batch.survival.astype(np.float32))
+    tensors = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
+    return tuple(t.pin_memory() for t in tensors) if device.type == "cuda" else tensors
+
+
+DeviceBatch = tuple[tuple[torch.Tensor, ...], "torch.Tensor | None"]
+"""A training batch on the device: (obs, mask, policy, value, full search), and the survival targets or None."""
+
+
+def on_device(host: tuple[torch.Tensor, ...], device: torch.device, *, survival: bool) -> DeviceBatch:
+    """`host_tensors`'s batch copied to `device` (non-blocking: from pinned memory on CUDA it overlaps)."""
+    moved = tuple(t.to(device, non_blocking=True) for t in host)
+    return moved[:5], moved[5] if survival else None
+
+
+def prefetched_batches(
+    replay: ReplayBuffer, steps: int, batch_size: int, device: torch.device, *, survival: bool
+) -> Generator[DeviceBatch, None, None]:
+    """`steps` samples of `replay` on `device` (`DeviceBatch`), each drawn in a background thread while
+    the one before trains.
+
+    The samples are drawn one at a time in order, and exactly `steps` of them: the replay's generator
+    ends where a loop of `replay.sample` calls would leave it."""
+    if steps <= 0:
+        return
+
+    def draw(into: list[tuple[torch.Tensor, ...] | BaseException]) -> None:
+        try:
+            into.append(host_tensors(replay.sample(batch_size), device, survival=survival))
+        except BaseException as e:  # raised in the caller's thread
+            into.append(e)
+
+    def drawing() -> tuple[threading.Thread, list[tuple[torch.Tensor, ...] | BaseException]]:
+        into: list[tuple[torch.Tensor, ...] | BaseException] = []
+        thread = threading.Thread(target=draw, args=(into,), name="replay-sample", daemon=True)
+        thread.start()
+        return thread, into
+
+    nxt = drawing()
+    for k in range(steps):
+        thread, into = nxt
+        thread.join()  # one draw at a time, in order: the next starts only once this one is done
+        host = into[0]
+        if isinstance(host, BaseException):
+            raise host
+        if k + 1 < steps:
+            nxt = drawing()
+        yield on_device(host, device, survival=survival)
 
 
 def lr_at(step: int, cfg: LearnerConfig) -> float:
@@ -321,20 +384,17 @@ class Learner:
         """Skipped steps (non-finite loss or gradient norm) since the last step taken."""
         self._params = [p for p in model.parameters()]
         self._buffers = [b for b in model.buffers()]
+        self._weights_finite: tuple[torch.Tensor, float] | None = None
+        """The last step's check that it left the weights finite (a device bool, its learning rate), not read yet."""
 
-    def _tensors(self, batch: Batch) -> tuple[torch.Tensor, ...]:
-        d = self.device
-        return tuple(
-            torch.from_numpy(np.ascontiguousarray(a)).to(d, non_blocking=True)
-            for a in (batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32), batch.full_search)
-        )
+    def _tensors(self, batch: Batch) -> DeviceBatch:
+        """The batch on the device (`DeviceBatch`)."""
+        survival = self._trains_survival()
+        return on_device(host_tensors(batch, self.device, survival=survival), self.device, survival=survival)
 
-    def _survival(self, batch: Batch) -> torch.Tensor | None:
-        """The survival targets on the device, for a network with the survival head only (None otherwise:
-        no copy on the training path of a network that would ignore them)."""
-        if not (isinstance(self.model, JungleNet) and self.model.config.survival_head):
-            return None
-        return torch.from_numpy(batch.survival.astype(np.float32)).to(self.device, non_blocking=True)
+    def _trains_survival(self) -> bool:
+        """Whether the model has the survival head (otherwise its targets are not copied to the device)."""
+        return isinstance(self.model, JungleNet) and self.model.config.survival_head
 
     def step(self, batch: Batch) -> StepMetrics:
         """One optimizer step on `batch`; its loss parts (the survival loss for a network with the survival
@@ -345,11 +405,21 @@ class Learner:
         leaves a weight non-finite, raise LearnerDivergedError. (With fp16's grad scaler, non-finite
         gradients of a finite loss are the scaler's to skip, as usual.)"""
         lr = lr_at(self.step_count, self.config)
+        figures = self._step(*self._tensors(batch))
+        self._check_weights()
+        return self._metrics([(lr, figures)])[0]
+
+    def _step(self, tensors: Sequence[torch.Tensor], survival: torch.Tensor | None) -> torch.Tensor | None:
+        """One optimizer step on a batch already on the device (`DeviceBatch`); the step's figures as one
+        device tensor (`_FIGURES`, then the gradient norm), or None for a skipped step.
+
+        One host sync: whether the loss and the gradient norm are finite, read together with whether the
+        previous step left the weights finite (that check waits for this step's read, or `_check_weights`)."""
+        obs, mask, policy, value, full = tensors
+        lr = lr_at(self.step_count, self.config)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.train()
-        obs, mask, policy, value, full = self._tensors(batch)
-        survival = self._survival(batch)
         statistics = [b.detach().clone() for b in self._buffers]  # the forward pass updates batch-norm statistics
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
@@ -365,17 +435,24 @@ class Learner:
                 self.config.survival_weight,
             )
         self.optimizer.zero_grad(set_to_none=True)
-        bad = "" if torch.isfinite(total.detach()) else "loss"
-        grad_norm = torch.tensor(0.0)
-        if not bad:
+        loss_finite = torch.isfinite(total.detach())
+        if self.scaler.is_enabled() and not self._read_flags(loss_finite)[0]:
+            # fp16: a non-finite loss must not reach the scaler (its unscale_ would then wait for an update)
+            flags = [False, True]
+        else:
+            grad_norm = torch.zeros((), device=self.device)
+            grads_finite = torch.ones((), dtype=torch.bool, device=self.device)
             self.scaler.scale(total).backward()
             if self.config.grad_clip > 0:
                 self.scaler.unscale_(self.optimizer)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self._params, self.config.grad_clip)
-                if not self.scaler.is_enabled() and not torch.isfinite(grad_norm):
-                    bad = "gradient norm"
-            elif not self.scaler.is_enabled() and not _finite([p.grad for p in self._params if p.grad is not None]):
-                bad = "gradient"
+                grads_finite = torch.isfinite(grad_norm)
+            elif not self.scaler.is_enabled():
+                grads_finite = _finite_flag([p.grad for p in self._params if p.grad is not None], self.device)
+            flags = self._read_flags(loss_finite, grads_finite)
+        bad = "loss" if not flags[0] else "" if self.scaler.is_enabled() or flags[1] else "gradient"
+        if bad == "gradient" and self.config.grad_clip > 0:
+            bad = "gradient norm"
         if bad:
             self.optimizer.zero_grad(set_to_none=True)
             for b, saved in zip(self._buffers, statistics):
@@ -387,34 +464,72 @@ class Learner:
                     f"(learning rate {lr:.3g}); the training has diverged: the learning rate "
                     f"(train.learner.lr={self.config.lr:g}) is the likely cause"
                 )
-            return StepMetrics.skipped(lr)
+            return None
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        if not _finite([*self._params, *self._buffers]):
-            raise LearnerDivergedError(
-                f"a learner step at learning rate {lr:.3g} left weights or batch-norm statistics that are not finite; "
-                "the training has diverged: the learning rate "
-                f"(train.learner.lr={self.config.lr:g}) is the likely cause"
-            )
+        self._weights_finite = (_finite_flag([*self._params, *self._buffers], self.device), lr)
         self.nonfinite_in_a_row = 0
         self.step_count += 1
-        return StepMetrics(**vars(LossParts.of(parts)), grad_norm=float(grad_norm), lr=lr)
+        names = [parts[name] for name in _FIGURES if name in parts]
+        return torch.stack([*(t.float() for t in names), grad_norm.detach().float()])
+
+    def _read_flags(self, *flags: torch.Tensor) -> list[bool]:
+        """`flags` (device bools) read in one host sync, with the weight check of the step before (raised here)."""
+        pending = self._weights_finite
+        self._weights_finite = None
+        read = torch.stack([*flags, *([pending[0]] if pending else [])]).tolist()
+        if pending and not read[-1]:
+            self._diverged(pending[1])
+        return [bool(f) for f in read[: len(flags)]]
+
+    def _check_weights(self) -> None:
+        """Read the last step's weight check now (LearnerDivergedError when the step left a weight non-finite)."""
+        if self._weights_finite is not None:
+            self._read_flags()
+
+    def _diverged(self, lr: float) -> None:
+        raise LearnerDivergedError(
+            f"a learner step at learning rate {lr:.3g} left weights or batch-norm statistics that are not finite; "
+            "the training has diverged: the learning rate "
+            f"(train.learner.lr={self.config.lr:g}) is the likely cause"
+        )
+
+    def _metrics(self, steps: list[tuple[float, torch.Tensor | None]]) -> list[StepMetrics]:
+        """The steps' figures (learning rate, `_step`'s tensor or None for a skipped step) read in one host sync."""
+        taken = [f for _, f in steps if f is not None]
+        rows = iter(torch.stack(taken).tolist() if taken else [])
+        out = []
+        for lr, figures in steps:
+            if figures is None:
+                out.append(StepMetrics.skipped(lr))
+                continue
+            row = next(rows)
+            out.append(StepMetrics(**dict(zip(_FIGURES, row[:-1])), grad_norm=row[-1], lr=lr))
+        return out
 
     def learn(self, replay: ReplayBuffer, steps: int, batch_size: int, progress: bool = False) -> LearnMetrics:
         """`steps` steps on samples of `batch_size` positions of `replay`, summed up (a progress bar with
-        `progress`)."""
-        metrics = [
-            self.step(replay.sample(batch_size))
-            for _ in tqdm(range(steps), desc="learn", unit="step", disable=not progress, leave=False)
-        ]
-        return LearnMetrics.of(metrics)
+        `progress`).
+
+        The sample of step k + 1 is drawn and copied (from pinned memory on CUDA) while step k runs, in
+        the order of a loop drawing one sample a step: the batches, and so the weights, are the same. One
+        host sync a step (`_step`); the figures stay on the device until the phase ends."""
+        figures: list[tuple[float, torch.Tensor | None]] = []
+        batches = prefetched_batches(replay, steps, batch_size, self.device, survival=self._trains_survival())
+        with closing(batches):
+            for tensors, survival in tqdm(
+                batches, total=steps, desc="learn", unit="step", disable=not progress, leave=False
+            ):
+                lr = lr_at(self.step_count, self.config)
+                figures.append((lr, self._step(tensors, survival)))
+        self._check_weights()
+        return LearnMetrics.of(self._metrics(figures))
 
     @torch.no_grad()
     def evaluate_loss(self, batch: Batch) -> LossParts:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
-        obs, mask, policy, value, full = self._tensors(batch)
-        survival = self._survival(batch)
+        (obs, mask, policy, value, full), survival = self._tensors(batch)
         _, parts = alphazero_loss(
             self.model, obs, mask, policy, value, full, self.config.value_weight, survival, self.config.survival_weight
         )

@@ -273,7 +273,11 @@ class TrainingRun:
         )
         inference = (
             InferenceSettings(
-                device=str(device), precision=conf.precision, threads=conf.threads, max_wait=tc.inference_max_wait
+                device=str(device),
+                precision=conf.precision,
+                threads=conf.threads,
+                max_wait=tc.inference_max_wait,
+                halves=tc.inference_halves,
             )
             if tc.inference_server
             else None

@@ -76,11 +76,16 @@ class InferenceSettings:
     """Seconds a batch waits, after its first request, for clients still busy with their trees."""
     threads: int = 1
     """torch CPU threads of the server process (0: torch's default); they matter for a CPU server."""
+    halves: int = 1
+    """Requests each self-play process keeps in flight (`process` backend): 1, or 2, its games in two halves,
+    each searched by a thread of its own, so that one half's trees grow while the other's leaves are on the
+    device (double buffering). The games are the same either way."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int):
-            raise InferenceSettingsError(f"inference.threads={self.threads!r} must be an integer")
-        check_range(self, "inference", InferenceSettingsError, max_wait=(0, 10), threads=(0, None))
+        for name in ("threads", "halves"):
+            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int):
+                raise InferenceSettingsError(f"inference.{name}={getattr(self, name)!r} must be an integer")
+        check_range(self, "inference", InferenceSettingsError, max_wait=(0, 10), threads=(0, None), halves=(1, 2))
         check_choice(self, "inference", InferenceSettingsError, precision=PRECISIONS)
         try:
             resolve_device(self.device)

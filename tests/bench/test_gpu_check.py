@@ -1,18 +1,19 @@
-"""bench/gpu_check.py --cpu: the GPU check's table at small sizes on CPU, every row present (figures not judged)."""
+"""bench/gpu_check.py --cpu: the GPU check's steps at small sizes on CPU, each row printed and recorded in the
+JSON file (figures not judged)."""
 
 from __future__ import annotations
 
 import importlib
-import re
+import json
+import math
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.support import ROOT
-
-NUMBER = r"\d[\d,]*"
 
 
 @pytest.fixture(scope="module")
@@ -23,29 +24,79 @@ def gpu_check() -> ModuleType:
         return importlib.import_module("gpu_check")
 
 
-@pytest.mark.slow
-def test_the_cpu_check_prints_one_table_with_every_row(gpu_check: ModuleType) -> None:
-    run = subprocess.run(
-        [sys.executable, "bench/gpu_check.py", "--cpu"], cwd=ROOT, capture_output=True, text=True, timeout=900
+def _check(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "bench/gpu_check.py", "--cpu", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
+
+
+def _records(path: Path) -> list[dict]:
+    records = json.loads(path.read_text())
+    assert isinstance(records, list)
+    return records
+
+
+def test_the_quick_steps_print_their_rows_and_append_them_to_the_json_file(
+    tmp_path: Path, gpu_check: ModuleType
+) -> None:
+    out = tmp_path / "check.json"
+    run = _check("--steps", "device,shm,inference", "--json", str(out), timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    lines = run.stdout.strip().splitlines()
-    assert lines[0].startswith("gpu_check --cpu:")
-    table = [line for line in lines if line.startswith("|")]
-    assert len(table) == len(lines) - 1 >= 2, run.stdout  # nothing but the heading line and the table
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
+    records = _records(out)
     plan = gpu_check.CPU
-    expected = [(f"inference {m}", f"batch {b}") for m in plan.models for b in plan.batches]
-    expected += [("self-play", gpu_check.processes(w)) for w in plan.processes] + [("training", "")]
-    assert len(rows) == len(expected), run.stdout
-    for (check, setting, result), (what, where) in zip(rows, expected):
-        assert check.startswith(what) and setting.startswith(where), (check, setting)
-        assert result, check
-    # The first figures of each part are measured whatever the machine's load (the budgets cut later rows).
-    inference, selfplay, training = rows[0][2], rows[len(plan.models) * len(plan.batches)][2], rows[-1][2]
-    assert re.fullmatch(rf"fp32 {NUMBER} · bf16 ({NUMBER}|.+) · compile .+ positions/s", inference), inference
-    assert re.match(rf"{NUMBER} positions/s, mean server batch {NUMBER}", selfplay), selfplay
-    assert re.match(r"total \d+\.\d+ -> \d+\.\d+, policy .* value .*\((not )?falling\)", training), training
+    assert [r["step"] for r in records] == ["device", "shm"] + ["inference"] * (len(plan.models) * len(plan.batches))
+    for r in records:
+        assert f"| {r['check']} | {r['setting']} | {r['result']} |" in run.stdout  # printed as it ended
+        assert r["device"] == "cpu" and r["commit"] and r["step_seconds"] >= 0
+    assert records[0]["figures"]["torch"] and records[0]["figures"]["numba"]
+    shm = records[1]["figures"]
+    assert shm["size_mb"] > 0 and shm["need_mb"] > 0 and isinstance(shm["enough"], bool)
+    for r in records[2:]:
+        got = r["figures"]
+        assert got["fp32"] > 0 and got["forward_only"] > 0 and 0 <= got["host_copy_share"] < 1
+        assert {"bf16", "chlast", "compile"} <= set(got)
+    again = _check("--steps", "device", "--json", str(out), timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _records(out)[:-1] == records and _records(out)[-1]["step"] == "device"  # appended, nothing lost
+
+
+def test_an_unknown_step_or_a_json_file_that_is_not_a_list_is_refused_in_one_line(tmp_path: Path) -> None:
+    run = _check("--steps", "device,speed", timeout=120)
+    assert run.returncode == 2 and "unknown step(s) speed" in run.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    run = _check("--steps", "device", "--json", str(bad), timeout=120)
+    assert run.returncode != 0 and "error: --json" in run.stderr and bad.read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_every_step_of_the_cpu_check_records_its_rows(tmp_path: Path, gpu_check: ModuleType) -> None:
+    out = tmp_path / "check.json"
+    run = _check("--json", str(out))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    records = _records(out)
+    by_step: dict[str, list[dict]] = {}
+    for r in records:
+        by_step.setdefault(r["step"], []).append(r)
+    assert list(by_step) == list(gpu_check.STEPS)
+    plan = gpu_check.CPU
+    assert [r["setting"] for r in by_step["warm-up"]] == ["first process", "second process"]
+    # The first figures of each step are measured whatever the machine's load (budgets cut later rows only).
+    assert by_step["warm-up"][0]["figures"]["seconds"] > 0
+    served = by_step["selfplay"]
+    assert [r["setting"] for r in served] == [gpu_check.processes(w) for w in plan.processes]
+    assert served[0]["figures"]["positions_per_s"] > 0 and served[0]["figures"]["mean_batch"] >= 1
+    assert by_step["inprocess"][0]["figures"]["positions_per_s"] > 0
+    training = by_step["training"][0]["figures"]
+    assert training["iterations"] == 3 and len(training["loss_total"]) == 3
+    assert training["loss_finite"] and all(math.isfinite(t) for t in training["loss_total"])
+    assert training["learner_ms_per_step"] and all(m > 0 for m in training["learner_ms_per_step"])
+    assert training["loads_on_cpu"], by_step["training"][0]["result"]
+    assert isinstance(training["loss_falling"], bool)
 
 
 def test_the_table_is_one_markdown_table(gpu_check: ModuleType) -> None:

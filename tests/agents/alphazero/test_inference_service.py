@@ -591,3 +591,31 @@ def test_the_server_counts_are_logged_as_scalars_and_one_line() -> None:
     assert (
         line == "iter 7: inference server: 4 batches, mean 10 positions (largest 16), mean wait 1.5 ms, 3.2 ms a batch"
     )
+
+
+@pytest.mark.slow
+def test_two_halves_in_flight_per_process_play_the_games_of_one_request_in_flight() -> None:
+    """Double buffering (`InferenceSettings.halves=2`): each process searches two halves of its games in turn,
+    one half's request in flight while the other grows its trees; the games are those of one request in
+    flight, and the server evaluates exactly as many leaves."""
+    s = settings()
+    torch.manual_seed(4)
+    weights = build_network(TINY).state_dict()
+    results, counts = [], []
+    for halves in (1, 2):
+        with make_selfplay_pool("process", 2, s, inference=replace(FP32, halves=halves)) as pool:
+            results.append(pool.play(weights, seed=9, num_games=7))
+            counts.append(pool.server_counts["positions"])
+            assert pool._slots is not None and pool._slots.clients == 2 * halves  # a slot and a pipe a half
+    assert_same_games(results[1], results[0])
+    assert counts[1] == counts[0] > 0
+    with pytest.raises(InferenceSettingsError, match="halves=3"):
+        InferenceSettings(halves=3)
+
+
+def test_train_config_sets_the_halves_in_flight() -> None:
+    conf = train_config.checked_config(train_config.compose_config(["train.inference_halves=2"]))
+    assert conf.train.inference_halves == 2
+    assert train_config.checked_config(train_config.compose_config([])).train.inference_halves == 1
+    with pytest.raises(ValueError, match=r"train.inference_halves=3 must lie in \[1, 2\]"):
+        train_config.checked_config(train_config.compose_config(["train.inference_halves=3"]))

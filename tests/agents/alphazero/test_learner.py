@@ -271,3 +271,40 @@ def test_the_replay_buffer_refuses_non_finite_targets() -> None:
         with pytest.raises(ReplayError, match="NaN or infinity"):
             buf.add(batch.obs, batch.mask, policy, value)
     assert buf.add_count == before
+
+
+@pytest.mark.parametrize("survival_head", [False, True], ids=["plain", "survival"])
+def test_a_prefetched_learning_phase_trains_on_the_batches_a_sampling_loop_draws(survival_head: bool) -> None:
+    """`learn` prefetches each sample while the step before runs: its batches are those of a loop drawing
+    one sample a step (in that order, and no more: the replay's generator ends in the same state), and
+    the weights, optimizer state and figures after the phase equal the loop's exactly."""
+    config = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, survival_head=survival_head)
+    boards = _random_positions(48, seed=7)
+    runs = []
+    for prefetch in (False, True):
+        torch.manual_seed(0)
+        buf = ReplayBuffer(64, seed=11)
+        _fill(buf, boards)
+        model = build_network(config)
+        learner = Learner(model, LearnerConfig(lr=0.01, warmup_steps=2), device=torch.device("cpu"))
+        drawn: list[Batch] = []
+        sample = buf.sample
+
+        def recording(batch_size: int, sample=sample, drawn=drawn) -> Batch:  # type: ignore[no-untyped-def]
+            drawn.append(sample(batch_size))
+            return drawn[-1]
+
+        buf.sample = recording  # type: ignore[method-assign]
+        if prefetch:
+            summary = learner.learn(buf, 5, 16)
+        else:
+            summary = LearnMetrics.of([learner.step(buf.sample(16)) for _ in range(5)])
+        runs.append((drawn, summary, _snapshot(model), learner.optimizer.state_dict(), buf.rng.random()))
+    (loop_batches, loop_summary, loop_weights, loop_opt, loop_next), (batches, summary, weights, opt, nxt) = runs
+    assert len(batches) == len(loop_batches) == 5 and nxt == loop_next
+    for ours, theirs in zip(batches, loop_batches):
+        for name in ("obs", "mask", "policy", "value", "full_search", "survival"):
+            np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
+    assert summary == loop_summary and summary.steps == 5 and (summary.survival is not None) == survival_head
+    assert all(torch.equal(weights[k], loop_weights[k]) for k in loop_weights)
+    assert repr(opt["state"]) == repr(loop_opt["state"])
