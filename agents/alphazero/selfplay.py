@@ -108,6 +108,10 @@ class SelfPlayConfig:
     """Blend of the value target: (1 - w) * game result + w * the position's own root search value
     (the z/q mix), in [0, 1]; 0 trains on results alone. Opponents' positions (no search) keep the result.
     0.5 by default: with results alone the value head learned next to nothing (docs/results.md)."""
+    random_plies: int = 0
+    """The first `random_plies` plies of every game (the opponents' included) are uniformly random legal moves
+    drawn from the game's own seed, for opening diversity; the searches still run there, so those positions
+    train as usual (the search's policy, the game's result). 0 to 30000; 0: every move by the search."""
     draw_score: float = 0.0
     """Value target of a game drawn by the rules (repetition, no-capture limit) or cut and scored as a draw:
     draw_score times the material balance at its end, (the side's pieces - the opponent's) / 8, from each
@@ -151,6 +155,7 @@ class SelfPlayConfig:
             max_plies=(1, COUNTER_LIMIT),
             cheap_simulations=(0, MAX_SIMULATIONS),
             bootstrap_plies=(1, COUNTER_LIMIT),
+            random_plies=(0, COUNTER_LIMIT),
             playout_cap_fraction=(0, 1),
             opponent_fraction=(0, 1),
             value_q_weight=(0, 1),
@@ -205,6 +210,8 @@ class _Game:
         self.index = index
         self.seed = seed
         self.coin = np.random.default_rng(derive_seed(seed, "playout cap"))
+        self.opening = np.random.default_rng(derive_seed(seed, "random plies"))
+        """Draws the game's random opening moves (`SelfPlayConfig.random_plies`)."""
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
         self.rules: Optional[RuleSet] = None
@@ -410,11 +417,27 @@ class SelfPlayLoop:
         record_samples(self.samples, moved, games.state, out.policy, out.root_value, self.full, self.searched)
         self.actions[:] = -1
         self.actions[moved] = out.action[moved]
+        if self.settings.random_plies > 0:
+            self._random_opening_moves(moved)
         games.play_many(self.actions)
         self.search.advance_many(moved, self.actions)
         ended = games.done[moved] | self._adjudicate(moved)
         for s in moved[ended | (self.opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
             self._serve(s)  # in slot order, as players expect
+
+    def _random_opening_moves(self, moved: np.ndarray) -> None:
+        """In `actions`, a uniformly random legal move (from each game's own generator) for the games of `moved`
+        still in their first `random_plies` plies."""
+        games = self.games
+        opening = moved[games.state[moved, K.S_PLY] < self.settings.random_plies]
+        if len(opening) == 0:
+            return
+        masks = games.masks(opening)
+        for row, s in enumerate(opening.tolist()):
+            g = self.slots[s]
+            assert g is not None
+            legal = np.flatnonzero(masks[row])
+            self.actions[s] = legal[int(g.opening.integers(len(legal)))]
 
     def _serve(self, s: int) -> None:
         """Slot `s` between two of the network's searches: the opponent's moves while it is to move,
@@ -431,7 +454,11 @@ class SelfPlayLoop:
                     self.samples, np.array([s]), games.state, self.no_policy, self.no_value, self.neither, self.neither
                 )
                 side = games.side_to_move(s)
-                action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
+                if games.state[s, K.S_PLY] < self.settings.random_plies:
+                    legal = np.flatnonzero(games.masks(np.array([s]))[0])
+                    action = int(legal[int(g.opening.integers(len(legal)))])
+                else:
+                    action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
                 self.search.advance(s, action)
                 continue

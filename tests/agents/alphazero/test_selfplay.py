@@ -520,3 +520,30 @@ def test_drawn_self_play_games_with_a_lead_train_towards_the_side_ahead() -> Non
         np.testing.assert_allclose(values[0::2], 0.8 * lead / 8, rtol=1e-6)
         np.testing.assert_allclose(values[1::2], -0.8 * lead / 8, rtol=1e-6)
     assert drawn >= 1 and ahead >= 1
+
+
+def test_random_plies_open_each_game_with_its_own_random_moves() -> None:
+    # Games with random_plies differ from the searched games in their first moves, are the same for the same
+    # seed in any number of parallel slots, and keep the search's later play legal and recorded.
+    def openings(parallel: int, random_plies: int) -> list[tuple[str, ...]]:
+        data = play_games(
+            uniform_evaluator,
+            SelfPlayConfig(parallel=parallel, max_plies=30, random_plies=random_plies),
+            mcts=MCTSConfig(num_simulations=8),
+            rules=RULES,
+            num_games=6,
+            seed=4,
+        )
+        assert len(data.value) == sum(len(r.moves) for r in data.records)
+        for rec in data.records:  # every game replays under the rules
+            board = Board.from_jfen(rec.start, RULES)
+            for m in rec.moves:
+                board.push(m)
+        return [tuple(r.moves[:6]) for r in data.records]
+
+    searched, random6 = openings(6, 0), openings(6, 6)
+    assert random6 == openings(2, 6)
+    assert sum(a != b for a, b in zip(searched, random6)) >= 5
+    assert len(set(random6)) == 6
+    with pytest.raises(SelfPlayConfigError, match="random_plies"):
+        SelfPlayConfig(random_plies=-1)
