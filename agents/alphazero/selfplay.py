@@ -108,6 +108,15 @@ class SelfPlayConfig:
     """Blend of the value target: (1 - w) * game result + w * the position's own root search value
     (the z/q mix), in [0, 1]; 0 trains on results alone. Opponents' positions (no search) keep the result.
     0.5 by default: with results alone the value head learned next to nothing (docs/results.md)."""
+    random_plies: int = 0
+    """The first `random_plies` plies of every game (the opponents' included) are uniformly random legal moves
+    drawn from the game's own seed, for opening diversity; the searches still run there, so those positions
+    train as usual (the search's policy, the game's result). 0 to 30000; 0: every move by the search."""
+    draw_score: float = 0.0
+    """Value target of a game drawn by the rules (repetition, no-capture limit) or cut and scored as a draw:
+    draw_score times the material balance at its end, (the side's pieces - the opponent's) / 8, from each
+    position's side to move, in place of 0; so a side ahead on the board learns that repeating throws its
+    lead away. In [0, 1]; 0 scores every draw 0."""
     draw_contempt: float = 0.0
     """Contempt for draws in self-play: each move's search values a drawn end (repetition, no-capture
     limit) at -draw_contempt for its side to move (`MCTSConfig.draw_value`), so both sides steer away
@@ -146,10 +155,12 @@ class SelfPlayConfig:
             max_plies=(1, COUNTER_LIMIT),
             cheap_simulations=(0, MAX_SIMULATIONS),
             bootstrap_plies=(1, COUNTER_LIMIT),
+            random_plies=(0, COUNTER_LIMIT),
             playout_cap_fraction=(0, 1),
             opponent_fraction=(0, 1),
             value_q_weight=(0, 1),
             draw_contempt=(0, 1),
+            draw_score=(0, 1),
         )
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         if isinstance(self.opponents, str):
@@ -199,6 +210,8 @@ class _Game:
         self.index = index
         self.seed = seed
         self.coin = np.random.default_rng(derive_seed(seed, "playout cap"))
+        self.opening = np.random.default_rng(derive_seed(seed, "random plies"))
+        """Draws the game's random opening moves (`SelfPlayConfig.random_plies`)."""
         self.opponent: Optional[Player] = None
         self.opponent_side = -1
         self.rules: Optional[RuleSet] = None
@@ -404,11 +417,27 @@ class SelfPlayLoop:
         record_samples(self.samples, moved, games.state, out.policy, out.root_value, self.full, self.searched)
         self.actions[:] = -1
         self.actions[moved] = out.action[moved]
+        if self.settings.random_plies > 0:
+            self._random_opening_moves(moved)
         games.play_many(self.actions)
         self.search.advance_many(moved, self.actions)
         ended = games.done[moved] | self._adjudicate(moved)
         for s in moved[ended | (self.opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
             self._serve(s)  # in slot order, as players expect
+
+    def _random_opening_moves(self, moved: np.ndarray) -> None:
+        """In `actions`, a uniformly random legal move (from each game's own generator) for the games of `moved`
+        still in their first `random_plies` plies."""
+        games = self.games
+        opening = moved[games.state[moved, K.S_PLY] < self.settings.random_plies]
+        if len(opening) == 0:
+            return
+        masks = games.masks(opening)
+        for row, s in enumerate(opening.tolist()):
+            g = self.slots[s]
+            assert g is not None
+            legal = np.flatnonzero(masks[row])
+            self.actions[s] = legal[int(g.opening.integers(len(legal)))]
 
     def _serve(self, s: int) -> None:
         """Slot `s` between two of the network's searches: the opponent's moves while it is to move,
@@ -425,7 +454,11 @@ class SelfPlayLoop:
                     self.samples, np.array([s]), games.state, self.no_policy, self.no_value, self.neither, self.neither
                 )
                 side = games.side_to_move(s)
-                action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
+                if games.state[s, K.S_PLY] < self.settings.random_plies:
+                    legal = np.flatnonzero(games.masks(np.array([s]))[0])
+                    action = int(legal[int(g.opening.integers(len(legal)))])
+                else:
+                    action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
                 self.search.advance(s, action)
                 continue
@@ -499,7 +532,12 @@ class SelfPlayLoop:
 
 
 def value_targets(
-    sides: np.ndarray, root_value: np.ndarray, winner: int, truncated: bool, settings: SelfPlayConfig
+    sides: np.ndarray,
+    root_value: np.ndarray,
+    winner: int,
+    truncated: bool,
+    settings: SelfPlayConfig,
+    balance: float = 0.0,
 ) -> np.ndarray:
     """float32 [n] value targets of a finished game's positions, each from its side to move.
 
@@ -507,21 +545,29 @@ def value_targets(
     opponent moved), `winner` the kernels' winner (RED, BLUE or DRAW) of a game that ended by the
     rules. A cut game (`truncated`) bootstraps its result from the mean root value of its last
     `bootstrap_plies` searched positions (``truncated_value="search"``), or scores 0 (``"draw"``).
-    `value_q_weight` then blends each position's own root value in."""
+    A draw scores `draw_score` times `balance`, the final material balance from Red ((Red's pieces -
+    Blue's) / 8, `material_balance`). `value_q_weight` then blends each position's own root value in."""
     red = sides == K.RED
+    drawn = settings.draw_score * balance
     if truncated:
         searched = np.flatnonzero(~np.isnan(root_value))[-settings.bootstrap_plies :]
         if settings.truncated_value == "draw" or len(searched) == 0:
-            red_result = 0.0
+            red_result = drawn
         else:  # root values seen from Red, averaged
             red_result = float(np.mean(np.where(red[searched], root_value[searched], -root_value[searched])))
     else:
-        red_result = 0.0 if winner == K.DRAW else (1.0 if winner == K.RED else -1.0)
+        red_result = drawn if winner == K.DRAW else (1.0 if winner == K.RED else -1.0)
     values = np.where(red, red_result, -red_result)
     w = settings.value_q_weight
     if w > 0:
         values = np.where(np.isnan(root_value), values, (1.0 - w) * values + w * np.nan_to_num(root_value))
     return values.astype(np.float32)
+
+
+def material_balance(final: np.ndarray) -> float:
+    """(Red's pieces on the board - Blue's) / 8 in the kernel state `final`, in [-1, 1]."""
+    alive = final[K.S_PIECES : K.S_PIECES + 16].reshape(2, 8) >= 0  # [colour, animal - 1]
+    return float(int(alive[K.RED].sum()) - int(alive[K.BLUE].sum())) / 8.0
 
 
 def survival_targets(final: np.ndarray, sides: np.ndarray) -> np.ndarray:
@@ -552,7 +598,9 @@ def _finish(
         term, winner = -1, table_winner(verdict, int(games.state[s, K.S_SIDE]))
     else:
         term, winner = games.outcome(s)
-    values = value_targets(sides, root_value, winner, bool(games.truncated[s]), settings)
+    values = value_targets(
+        sides, root_value, winner, bool(games.truncated[s]), settings, material_balance(games.state[s])
+    )
     if verdict != UNKNOWN:
         result, termination = RESULT_OF_WINNER[winner], "tablebase"
     elif games.truncated[s]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -471,3 +473,77 @@ def test_a_mix_refuses_the_tables_and_opponents() -> None:
     ):
         with pytest.raises(SelfPlayConfigError, match="cannot be used with a rules mix"):
             play_games(uniform_evaluator, settings, mcts=mcts, rules=RuleSet(), num_games=1, seed=0, rules_mix=mix)
+
+
+def test_a_draw_scores_the_material_balance_with_draw_score() -> None:
+    sides = np.array([K.RED, K.BLUE, K.RED], dtype=np.int64)
+    q = np.full(3, np.nan, dtype=np.float32)
+    scored = SelfPlayConfig(draw_score=0.5, value_q_weight=0.0)
+    # Red two pieces up at the end: Red's positions +0.5 * 2/8, Blue's the negation.
+    np.testing.assert_allclose(value_targets(sides, q, K.DRAW, False, scored, 0.25), [0.125, -0.125, 0.125])
+    np.testing.assert_allclose(
+        value_targets(sides, q, K.DRAW, True, SelfPlayConfig(draw_score=0.5, truncated_value="draw"), -0.25),
+        [-0.125, 0.125, -0.125],
+    )
+    # A decisive game keeps its result; without draw_score a draw stays 0.
+    np.testing.assert_array_equal(value_targets(sides, q, K.BLUE, False, scored, 0.25), [-1, 1, -1])
+    np.testing.assert_array_equal(value_targets(sides, q, K.DRAW, False, SelfPlayConfig(), 0.25), [0, 0, 0])
+    with pytest.raises(SelfPlayConfigError, match="draw_score"):
+        SelfPlayConfig(draw_score=-0.1)
+
+
+def test_drawn_self_play_games_with_a_lead_train_towards_the_side_ahead() -> None:
+    # Red's Lion and Rat against Blue's lone Lion: the games that repeat end a piece up for Red, so with
+    # draw_score every Red position of a drawn game gets a positive target, every Blue one the negation.
+    start = "6l/7/7/7/7/7/7/7/L5R r 0 1"
+    settings = SelfPlayConfig(parallel=8, max_plies=60, draw_score=0.8, value_q_weight=0.0, truncated_value="draw")
+    data = play_games(
+        uniform_evaluator,
+        dataclasses.replace(settings, start_jfen=start),
+        mcts=MCTSConfig(num_simulations=8),
+        rules=RuleSet(),
+        num_games=8,
+        seed=3,
+    )
+    row, drawn, ahead = 0, 0, 0
+    for rec in data.records:
+        values = data.value[row : row + len(rec.moves)]
+        row += len(rec.moves)
+        if rec.result != "1/2-1/2":
+            continue
+        drawn += 1
+        final = Board.from_jfen(start, RuleSet())
+        for m in rec.moves:
+            final.push(m)
+        lead = len(final.pieces(K.RED)) - len(final.pieces(K.BLUE))
+        ahead += lead != 0
+        np.testing.assert_allclose(values[0::2], 0.8 * lead / 8, rtol=1e-6)
+        np.testing.assert_allclose(values[1::2], -0.8 * lead / 8, rtol=1e-6)
+    assert drawn >= 1 and ahead >= 1
+
+
+def test_random_plies_open_each_game_with_its_own_random_moves() -> None:
+    # Games with random_plies differ from the searched games in their first moves, are the same for the same
+    # seed in any number of parallel slots, and keep the search's later play legal and recorded.
+    def openings(parallel: int, random_plies: int) -> list[tuple[str, ...]]:
+        data = play_games(
+            uniform_evaluator,
+            SelfPlayConfig(parallel=parallel, max_plies=30, random_plies=random_plies),
+            mcts=MCTSConfig(num_simulations=8),
+            rules=RULES,
+            num_games=6,
+            seed=4,
+        )
+        assert len(data.value) == sum(len(r.moves) for r in data.records)
+        for rec in data.records:  # every game replays under the rules
+            board = Board.from_jfen(rec.start, RULES)
+            for m in rec.moves:
+                board.push(m)
+        return [tuple(r.moves[:6]) for r in data.records]
+
+    searched, random6 = openings(6, 0), openings(6, 6)
+    assert random6 == openings(2, 6)
+    assert sum(a != b for a, b in zip(searched, random6)) >= 5
+    assert len(set(random6)) == 6
+    with pytest.raises(SelfPlayConfigError, match="random_plies"):
+        SelfPlayConfig(random_plies=-1)
