@@ -213,8 +213,8 @@ def check_compatible(
 ) -> None:
     """Raise CheckpointError when the checkpoint's network shape or rule set differ from the given ones."""
     if network is not None:
-        try:  # through NetworkConfig: a key newer than the checkpoint counts at its default
-            stored = NetworkConfig.from_dict(dict(state["network"])).to_dict()
+        try:  # through NetworkConfig: a key newer than the checkpoint counts at its default (its time's, for planes)
+            stored = NetworkConfig.from_stored(dict(state["network"])).to_dict()
         except ValueError as e:
             raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
         diff = _differences(stored, network.to_dict())
@@ -285,7 +285,7 @@ def check_weights(state: Mapping[str, Any], path: PathLike) -> NetworkConfig:
     bounds, and matching the stored tensors name for name and shape for shape (the expected shapes come
     from a network on the meta device, which allocates nothing). CheckpointError naming the difference."""
     try:
-        shape = NetworkConfig.from_dict(dict(state["network"]))
+        shape = NetworkConfig.from_stored(dict(state["network"]))
     except (ValueError, TypeError) as e:
         raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
     weights = state["model"]
