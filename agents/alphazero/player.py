@@ -93,7 +93,9 @@ class CheckpointPlayer:
         self.trained_rules = trained_rule_sets(state, file)
         """The (name, RuleSet) pairs the network was trained on (`checkpoint.trained_rule_sets`)."""
         if rules is not None and not any_rules and all(r != rules for _, r in self.trained_rules):
-            raise CheckpointError(rules_refusal(self.trained_rules, rules, file) + "; any_rules=true plays them anyway")
+            raise CheckpointError(
+                rules_refusal(self.trained_rules, rules, file) + "; any_rules=true plays other rules anyway"
+            )
         self.rules = rules if rules is not None else self.trained_rules[0][1]
         self.path = str(file)
         self.name = name or "checkpoint"  # make_player names it by its spec
