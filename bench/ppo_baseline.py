@@ -6,7 +6,7 @@
     tensorboard --logdir runs/ppo
 
 Two phases, one network: MaskablePPO (an MLP over the flattened
-``[24, 9, 7]`` planes, invalid actions masked through `JungleEnv.action_masks`)
+``[32, 9, 7]`` planes, invalid actions masked through `JungleEnv.action_masks`)
 learns against ``random``, then goes on against ``alphabeta:level=beginner``;
 the agent's colour is drawn at every episode (``agent_side="random"``) and the
 reward is the game's, +1/-1/0 at the end. After each phase the deterministic

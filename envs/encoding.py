@@ -31,7 +31,27 @@ cfile]`` with ``csq = crank * 7 + cfile`` (row 0 is the mover's back rank):
 22    (occurrences of this position so far - 1) / 2, capped at 1
       (constant plane: 0, 0.5, 1)
 23    1 when Blue is to move (the real colour; constant plane)
+24-31 the rule set (`envs.rules.RuleSet`), one constant plane a field, 0 under
+      the default rules, so a network can play several rule sets (as KataGo
+      reads Go's rules):
+24    1 under ``rank_order=dog_over_wolf``
+25    1 under ``river_rats=rats_ignore_water``
+26    1 under ``jump_blocking=enemy_rat``
+27    1 under ``trapped_attacker=keeps_rank``
+28    1 under ``repetition=off``
+29    a longer no-capture limit: ``1 - 120 / limit`` for a limit above 120,
+      1 when the rule is off (``no_capture_draw=0``), else 0
+30    a shorter no-capture limit: ``1 - limit / 120`` for a limit below 120
+      (the rule on), else 0
+31    1 under ``anti_chase=7-3+17-5``
 ====  =====================================================================
+
+Planes 24-31 are read from the `flags` that `encode_observation` takes
+(`rule_planes` gives their values), so equal rule sets give
+equal inputs and every field that changes play changes one plane; the
+no-capture limit takes two planes so that every limit (1 to the largest)
+gives its own pair of values in [0, 1]. Planes 0-23 are those of networks
+made before the rule planes, which read only those (`LEGACY_PLANES`).
 
 The left-right mirror (file a <-> g) is a symmetry of the rules; in the
 canonical frame it maps ``cfile -> 6 - cfile`` and swaps directions 1 and 3
@@ -44,10 +64,26 @@ import numpy as np
 from numba import njit
 
 from envs import kernels as K
-from envs.rules import F_NO_CAPTURE_LIMIT
+from envs.rules import (
+    F_ANTI_CHASE,
+    F_DOG_OVER_WOLF,
+    F_ENEMY_RAT_BLOCKS,
+    F_KEEPS_RANK,
+    F_NO_CAPTURE_LIMIT,
+    F_RATS_IGNORE_WATER,
+    F_REPETITION_DRAW,
+)
 
 N_ACTIONS = 252
-N_PLANES = 24
+RULE_FIRST_PLANE = 24
+"""The first of the rule planes (24-31, module doc)."""
+N_RULE_PLANES = 8
+LEGACY_PLANES = RULE_FIRST_PLANE
+"""Planes of the observation before the rule planes: what a network of that time reads (planes 0-23)."""
+N_PLANES = RULE_FIRST_PLANE + N_RULE_PLANES
+DEFAULT_NO_CAPTURE_LIMIT = 120
+"""The no-capture limit that planes 29-30 measure from (RULES.md's default), and that plane 21 divides
+by when the rule is off."""
 OBS_SHAPE = (N_PLANES, K.N_RANKS, K.N_FILES)
 
 
@@ -138,6 +174,33 @@ def _fill_plane(out: np.ndarray, plane: int, value: float) -> None:
             out[plane, r, f] = value
 
 
+@njit(cache=True, inline="always")
+def rule_value(flags: np.ndarray, k: int) -> float:
+    """The value of rule plane ``RULE_FIRST_PLANE + k`` (module doc) under the kernels' `flags`
+    (`envs.rules.RuleSet.flags`)."""
+    if k == 0:
+        return 1.0 if flags[F_DOG_OVER_WOLF] else 0.0
+    if k == 1:
+        return 1.0 if flags[F_RATS_IGNORE_WATER] else 0.0
+    if k == 2:
+        return 1.0 if flags[F_ENEMY_RAT_BLOCKS] else 0.0
+    if k == 3:
+        return 1.0 if flags[F_KEEPS_RANK] else 0.0
+    if k == 4:
+        return 0.0 if flags[F_REPETITION_DRAW] else 1.0
+    limit = flags[F_NO_CAPTURE_LIMIT]
+    if k == 5:
+        return 1.0 if limit <= 0 else max(0.0, 1.0 - DEFAULT_NO_CAPTURE_LIMIT / limit)
+    if k == 6:
+        return 0.0 if limit <= 0 else max(0.0, 1.0 - limit / DEFAULT_NO_CAPTURE_LIMIT)
+    return 1.0 if flags[F_ANTI_CHASE] else 0.0
+
+
+def rule_planes(flags: np.ndarray) -> np.ndarray:
+    """float32 [8]: the values of rule planes 24-31 under the kernels' `flags` (`envs.rules.RuleSet.flags`)."""
+    return np.array([rule_value(flags, k) for k in range(N_RULE_PLANES)], np.float32)
+
+
 @njit(cache=True)
 def encode_observation(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray, out: np.ndarray) -> None:
     """Fill float32 `out[N_PLANES, 9, 7]` for the side to move (see module doc).
@@ -157,11 +220,13 @@ def encode_observation(st: np.ndarray, hashes: np.ndarray, flags: np.ndarray, ou
                 out[plane0 + a, csq // 7, csq % 7] = 1.0
     limit = flags[F_NO_CAPTURE_LIMIT]
     if limit <= 0:
-        limit = 120
+        limit = DEFAULT_NO_CAPTURE_LIMIT
     _fill_plane(out, 21, min(st[K.S_CLOCK] / limit, 1.0))
     reps = K.repetition_count(st, hashes)
     _fill_plane(out, 22, min((reps - 1) / 2.0, 1.0))
     _fill_plane(out, 23, 1.0 if side == K.BLUE else 0.0)
+    for k in range(N_RULE_PLANES):
+        _fill_plane(out, RULE_FIRST_PLANE + k, rule_value(flags, k))
 
 
 # Left-right mirror of an action index (canonical frame).

@@ -82,7 +82,7 @@ class LegalActionSpace(spaces.Discrete):
 class JungleEnv(gym.Env[np.ndarray, np.int64]):
     """Jungle (Dou Shou Qi) for reinforcement learning, with action masks.
 
-    **Observation** — float32 ``[24, 9, 7]`` planes in the *canonical frame*
+    **Observation** — float32 ``[32, 9, 7]`` planes in the *canonical frame*
     of the side to move: for Red the board as it is, for Blue the board
     rotated 180 degrees (which maps the terrain and the start position onto
     themselves), so the mover's den is always at row 0, column 3. Indexed
@@ -90,7 +90,8 @@ class JungleEnv(gym.Env[np.ndarray, np.int64]):
     lies in [0, 1]. The planes (listed in `envs.encoding`, which builds
     them): 0-7 the mover's pieces Rat..Elephant, 8-15 the opponent's, 16
     water, 17-18 the mover's and the opponent's traps, 19-20 the dens, 21 the
-    no-capture clock, 22 the repetition count, 23 the colour to move.
+    no-capture clock, 22 the repetition count, 23 the colour to move, 24-31
+    the rule set (constant planes, all 0 under the default rules).
 
     **Actions** — ``Discrete(252)``: ``action = from_square * 4 + direction``
     in the mover's canonical frame (square = row * 7 + column as above;

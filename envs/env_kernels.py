@@ -11,7 +11,7 @@ Shared outputs (the caller allocates them):
 * ``moves``: int64[MAX_MOVES] scratch for move generation;
 * ``mask``: int8[252], 1 for the legal actions of the side to move, all 0
   once the game is over;
-* ``obs``: float32[24, 9, 7], `envs.encoding.encode_observation` of the side
+* ``obs``: float32[32, 9, 7], `envs.encoding.encode_observation` of the side
   to move;
 * ``text``: uint8[>= JFEN_MAX], the position's JFEN in ASCII.
 

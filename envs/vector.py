@@ -2,7 +2,7 @@
 
     >>> import gymnasium as gym, envs
     >>> venv = gym.make_vec("Jungle-v0", num_envs=4096, vectorization_mode="vector_entry_point")
-    >>> obs, info = venv.reset(seed=0)                    # obs float32 [4096, 24, 9, 7]
+    >>> obs, info = venv.reset(seed=0)                    # obs float32 [4096, 32, 9, 7]
     >>> actions = venv.action_space.sample()              # a legal action per game
     >>> obs, rewards, terminated, truncated, info = venv.step(actions)
     >>> info["action_mask"].shape                         # int8 [4096, 252]
@@ -17,7 +17,7 @@ against N independent `Jungle-v0` fed the same actions. What is batched:
   first observation with reward 0, ``terminated`` and ``truncated`` False.
 * **Opponents** — ``opponent=None`` self-play (rewards to the side that just
   moved); ``"random"``, a uniformly random legal reply drawn inside the same
-  numba call; or a batched policy, a callable ``(obs [M, 24, 9, 7], mask
+  numba call; or a batched policy, a callable ``(obs [M, 32, 9, 7], mask
   [M, 252]) -> actions [M]`` called once per step on the M games whose
   opponent is to move (for instance a frozen copy of the learner). With an
   opponent, rewards are from the agent's view and ``agent_side`` is
@@ -76,7 +76,7 @@ from envs.notation import START_JFEN, Move, Side, state_to_jfen
 from envs.rules import RulesLike, resolve_rules
 
 BatchedPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""An opponent for the vector env: ``(obs [M, 24, 9, 7], mask int8 [M, 252]) -> actions [M]``."""
+"""An opponent for the vector env: ``(obs [M, 32, 9, 7], mask int8 [M, 252]) -> actions [M]``."""
 
 TERMINATIONS = ("", *(t.name.lower() for t in sorted(Termination, key=lambda t: t.value)), "ply_cap")
 """Names of the ``info["termination"]`` codes (the kernels' TERM_* codes, then `TERM_PLY_CAP`), as

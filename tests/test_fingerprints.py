@@ -6,6 +6,10 @@ vector env, a tournament, a tiny training run) and compares a digest of what
 came out with the golden one recorded before. A digest is the first 16 hex
 digits of a SHA-256 over the JSON of the ints and strings (floats rounded to 5
 decimals) and over the bytes of the arrays (float arrays rounded likewise).
+A test that digests observations keeps a second golden, recorded before the
+rule planes (`envs.encoding` planes 24-31) were appended, of its observations
+cut to planes 0-23: that those stay equal shows the games and the older planes
+did not change.
 
 The networks run in float32 on one torch thread, so no bf16 or thread-count
 choice enters. The goldens are those of the machine they were recorded on: a
@@ -37,6 +41,7 @@ from agents.arena.records import GameRecord
 from agents.arena.tournament import run_tournament
 from envs import Board, RuleSet
 from envs.batch import GameBatch
+from envs.encoding import LEGACY_PLANES, OBS_SHAPE
 from envs.players import make_player
 from envs.vector import JungleVectorEnv
 from tests.support import ROOT
@@ -49,10 +54,12 @@ TINY_NET = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2
 
 
 class Digest:
-    """A SHA-256 fed JSON values and arrays (each with its dtype and shape); floats rounded to `DECIMALS`."""
+    """A SHA-256 fed JSON values and arrays (each with its dtype and shape); floats rounded to `DECIMALS`.
+    `legacy`: observations (arrays ending in the observation's shape) cut to planes 0-23 first."""
 
-    def __init__(self) -> None:
+    def __init__(self, legacy: bool = False) -> None:
         self._hash = hashlib.sha256()
+        self.legacy = legacy
 
     def add(self, *values: Any) -> "Digest":
         for value in values:
@@ -63,6 +70,8 @@ class Digest:
         return self
 
     def _array(self, a: np.ndarray) -> None:
+        if self.legacy and a.shape[-3:] == OBS_SHAPE:
+            a = a[..., :LEGACY_PLANES, :, :]
         self._hash.update(f"{a.dtype.str}{a.shape}".encode())
         if a.dtype.kind == "f":
             a = np.round(a.astype(np.float64), DECIMALS) + 0.0  # + 0.0: -0.0 reads as 0.0
@@ -70,6 +79,21 @@ class Digest:
 
     def hex(self) -> str:
         return self._hash.hexdigest()[:16]
+
+
+class Digests:
+    """A `Digest` of everything and one of the same with the observations cut to planes 0-23 (module doc)."""
+
+    def __init__(self) -> None:
+        self.full, self.legacy = Digest(), Digest(legacy=True)
+
+    def add(self, *values: Any) -> "Digests":
+        self.full.add(*values)
+        self.legacy.add(*values)
+        return self
+
+    def hex(self) -> tuple[str, str]:
+        return self.full.hex(), self.legacy.hex()
 
 
 def _plain(value: Any) -> Any:
@@ -103,7 +127,7 @@ def seeded_evaluator(seed: int) -> Any:
 class Recorded:
     """An evaluator that digests every call it gets and answers (the positions a match's searches saw)."""
 
-    def __init__(self, evaluator: Any, digest: Digest) -> None:
+    def __init__(self, evaluator: Any, digest: Digests) -> None:
         self.evaluator = evaluator
         self.digest = digest
 
@@ -187,12 +211,16 @@ def test_searches_with_reuse(name: str) -> None:
 # --------------------------------------------------------------------------------------------
 # evaluation matches
 # --------------------------------------------------------------------------------------------
-MATCH_GOLDEN = {"network": "98cc929f52f7bef4", "alphabeta": "f0aea37b099c3b4e"}
+MATCH_GOLDEN = {
+    "network": ("c4b248cbe0e443c3", "98cc929f52f7bef4"),
+    "alphabeta": ("69518a6511002079", "f0aea37b099c3b4e"),
+}
+"""(the digest, the digest with the observations cut to planes 0-23: recorded before the rule planes)."""
 
 
 def test_match_of_two_networks() -> None:
     """Two seeded networks' searches in a match from random openings: every position searched, and the score."""
-    digest = Digest()
+    digest = Digests()
     a = Searcher(Recorded(seeded_evaluator(1), digest), MCTSConfig(algorithm="gumbel"), 8, name="a")
     b = Searcher(Recorded(seeded_evaluator(2), digest), MCTSConfig(algorithm="puct"), 8, name="b")
     result = play_match(a, b, games=4, rules=RuleSet(), seed=4, max_plies=80, opening_plies=2)
@@ -201,7 +229,7 @@ def test_match_of_two_networks() -> None:
 
 
 def test_match_against_alphabeta() -> None:
-    digest = Digest()
+    digest = Digests()
     searcher = Searcher(Recorded(seeded_evaluator(1), digest), MCTSConfig(algorithm="gumbel"), 8)
     result = play_vs_spec(
         searcher, "alphabeta:depth=1", games=4, rules=RuleSet(), seed=6, max_plies=80, opening_plies=2
@@ -244,7 +272,12 @@ def first_legal(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.argmax(mask != 0, axis=1)
 
 
-VECTOR_GOLDEN = {"self_play": "307c4796fb7dd479", "random": "293428722d126ff8", "policy": "e6af492e88f4d1de"}
+VECTOR_GOLDEN = {
+    "self_play": ("0d0f2d35eea363fd", "307c4796fb7dd479"),
+    "random": ("0808d2161b482b3a", "293428722d126ff8"),
+    "policy": ("7b84b79d6a246795", "e6af492e88f4d1de"),
+}
+"""As `MATCH_GOLDEN`: (the digest, the one of planes 0-23 recorded before the rule planes)."""
 OPPONENTS: dict[str, dict[str, Any]] = {
     "self_play": {"opponent": None},
     "random": {"opponent": "random", "agent_side": "random"},
@@ -258,7 +291,7 @@ def test_vector_env_steps(name: str) -> None:
     venv = JungleVectorEnv(num_envs=32, max_plies=60, **OPPONENTS[name])
     obs, info = venv.reset(seed=7)
     venv.action_space.seed(7)
-    digest = Digest().add(obs, *(info[k] for k in sorted(info)), sorted(info))
+    digest = Digests().add(obs, *(info[k] for k in sorted(info)), sorted(info))
     for _ in range(200):
         obs, rewards, terminated, truncated, info = venv.step(venv.action_space.sample())
         digest.add(obs, rewards, terminated, truncated, *(info[k] for k in sorted(info)), sorted(info))
@@ -295,7 +328,9 @@ def test_tournament() -> None:
 # --------------------------------------------------------------------------------------------
 # a tiny training run
 # --------------------------------------------------------------------------------------------
-TRAIN_GOLDEN = "9d88b3877e85287d"
+TRAIN_GOLDEN = ("56937e746f7266be", "9d88b3877e85287d")
+"""(the digest, the one with the stem's weights cut to planes 0-23: recorded before the rule planes, whose
+weights stay 0 in a run under the default rules, where those planes are 0)."""
 
 
 @pytest.mark.slow
@@ -323,9 +358,15 @@ def test_tiny_training_run(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     run = tmp_path / "fingerprint"
     games = [json.loads(line) for line in (run / "games.jsonl").read_text().splitlines()]
-    digest = Digest().add([[g["moves"], g["result"], g["termination"], g["extra"]] for g in games])
+    digest, legacy = Digest(), Digest()
+    for d in (digest, legacy):
+        d.add([[g["moves"], g["result"], g["termination"], g["extra"]] for g in games])
     state = torch.load(run / "latest.pt", map_location="cpu", weights_only=True)
-    digest.add({k: v for k, v in state["counters"].items() if k != "seconds"})
+    for d in (digest, legacy):
+        d.add({k: v for k, v in state["counters"].items() if k != "seconds"})
+    stem = state["model"]["stem.0.weight"]
+    assert not stem[:, LEGACY_PLANES:].any()
     for key in sorted(state["model"]):
         digest.add(key, state["model"][key])
-    assert digest.hex() == TRAIN_GOLDEN
+        legacy.add(key, stem[:, :LEGACY_PLANES] if key == "stem.0.weight" else state["model"][key])
+    assert (digest.hex(), legacy.hex()) == TRAIN_GOLDEN

@@ -44,7 +44,7 @@ def evaluate_together(
     evaluator: BatchEvaluator, requests: Sequence[tuple[np.ndarray, ...]]
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """One `evaluator` call for several requests, each the evaluator's arguments for n_i positions (obs
-    [n_i, 24, 9, 7] and mask [n_i, 252], or their packed forms); each request's (logits [n_i, 252], value
+    [n_i, 32, 9, 7] and mask [n_i, 252], or their packed forms); each request's (logits [n_i, 252], value
     [n_i]) in order."""
     if len(requests) == 1:
         return [evaluator(*requests[0])]
@@ -85,7 +85,7 @@ class LeafBatcher:
 
     def evaluate(self, client: Hashable, *arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`client`'s (logits [n, 252], value [n]) for its leaves: the evaluator's arguments for them (obs
-        [n, 24, 9, 7] and mask [n, 252], or their packed forms)."""
+        [n, 32, 9, 7] and mask [n, 252], or their packed forms)."""
         request = _Request(arrays)
         with self._cond:
             self._active.add(client)

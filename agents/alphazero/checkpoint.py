@@ -5,7 +5,9 @@ A checkpoint is a dict of tensors and plain containers::
     format        "jungle-zero/1"
     model         state_dict of the network
     network       NetworkConfig as a dict (the shape; checked on load)
-    rules         RuleSet as a dict (checked on load)
+    rules         RuleSet as a dict (checked on load; with a mix, its first rule set)
+    rules_mix     [{"name", "weight", "rules": RuleSet as a dict}, ...]: the rule sets a run with
+                  ``train.rules_mix`` trained on (only such runs write it; `trained_rule_sets`)
     config        the full training config as a YAML string ("" if none)
     counters      {"iteration", "learner_steps", "positions", "games", ...}
     run_id        the id of the run that wrote it (agents.rundir; checkpoints of train.py)
@@ -43,7 +45,7 @@ from agents.alphazero import shipped
 from agents.alphazero.network import JungleNet, NetworkConfig, build_network
 from agents.alphazero.search.config import MCTSConfig
 from agents.io import PathLike, atomic_write_bytes
-from envs.rules import RuleSet
+from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError, load_rules, rule_set_names
 
 FORMAT = "jungle-zero/1"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -213,17 +215,26 @@ def check_compatible(
 ) -> None:
     """Raise CheckpointError when the checkpoint's network shape or rule set differ from the given ones."""
     if network is not None:
-        try:  # through NetworkConfig: a key newer than the checkpoint counts at its default
-            stored = NetworkConfig.from_dict(dict(state["network"])).to_dict()
+        try:  # through NetworkConfig: a key newer than the checkpoint counts at its default (its time's, for planes)
+            stored = NetworkConfig.from_stored(dict(state["network"])).to_dict()
         except ValueError as e:
             raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
         diff = _differences(stored, network.to_dict())
         if diff:
             raise CheckpointError(f"checkpoint {str(path)!r} holds another network shape ({diff})")
     if rules is not None:
-        diff = _differences(dict(state["rules"]), rules.to_dict())
-        if diff:
-            raise CheckpointError(f"checkpoint {str(path)!r} was trained under another rule set ({diff})")
+        trained = trained_rule_sets(state, path)
+        if all(r != rules for _, r in trained):
+            raise CheckpointError(rules_refusal(trained, rules, path))
+
+
+def rules_refusal(trained: list[tuple[str, RuleSet]], rules: RuleSet, path: PathLike) -> str:
+    """The one line refusing `rules` for a checkpoint trained on `trained` (`trained_rule_sets`): the mix named,
+    and how `rules` differ from its first rule set."""
+    diff = _differences(trained[0][1].to_dict(), rules.to_dict())
+    names = ", ".join(name for name, _ in trained)
+    mix = f"its rule set {names}" if len(trained) == 1 else f"its mix of rule sets {names}"
+    return f"checkpoint {str(path)!r} was trained under another rule set ({mix}; {diff})"
 
 
 def _differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
@@ -285,7 +296,7 @@ def check_weights(state: Mapping[str, Any], path: PathLike) -> NetworkConfig:
     bounds, and matching the stored tensors name for name and shape for shape (the expected shapes come
     from a network on the meta device, which allocates nothing). CheckpointError naming the difference."""
     try:
-        shape = NetworkConfig.from_dict(dict(state["network"]))
+        shape = NetworkConfig.from_stored(dict(state["network"]))
     except (ValueError, TypeError) as e:
         raise CheckpointError(f"checkpoint {str(path)!r} holds an unreadable network shape: {e}") from None
     weights = state["model"]
@@ -328,6 +339,42 @@ def stored_mcts(config_yaml: Any, path: str) -> MCTSConfig:
 
 def rules_of(state: Mapping[str, Any]) -> RuleSet:
     return RuleSet.from_dict(dict(state["rules"]))
+
+
+def rule_set_name(rules: RuleSet) -> str:
+    """The name of the set of `configs/rules/` that equals `rules` (``default`` first), else ``custom``."""
+    if rules == DEFAULT_RULES:
+        return "default"
+    for name in rule_set_names():
+        try:
+            if load_rules(name) == rules:
+                return name
+        except RuleSetError:
+            continue
+    return "custom"
+
+
+def trained_rule_sets(state: Mapping[str, Any], path: PathLike = "") -> list[tuple[str, RuleSet]]:
+    """The (name, RuleSet) pairs a checkpoint was trained on, in the order of its mix: its ``rules_mix`` when
+    it has one (a run with ``train.rules_mix``), else its one rule set named by `rule_set_name`. CheckpointError
+    naming the file when the mix is malformed."""
+    mix = state.get("rules_mix")
+    if mix is None:
+        rules = rules_of(state)
+        return [(rule_set_name(rules), rules)]
+    where = f"checkpoint {str(path)!r}: its rules_mix" if path else "a checkpoint's rules_mix"
+    if not isinstance(mix, (list, tuple)) or not mix:
+        raise CheckpointError(f"{where} is not a non-empty list of rule sets")
+    trained = []
+    for entry in mix:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("rules"), Mapping):
+            raise CheckpointError(f"{where} holds {entry!r}, not a mapping with name, weight and rules")
+        try:
+            rules = RuleSet.from_dict(dict(entry["rules"]))
+        except RuleSetError as e:
+            raise CheckpointError(f"{where}: {e}") from None
+        trained.append((str(entry.get("name") or rule_set_name(rules)), rules))
+    return trained
 
 
 # -- random generator states ---------------------------------------------------------------

@@ -37,6 +37,7 @@ from envs.config import (
     hydra_error_line,
     override_key,
 )
+from envs.encoding import LEGACY_PLANES
 from envs.players import make_player
 from envs.rules import COUNTER_LIMIT, DEFAULT_RULES, RulesConfig
 
@@ -394,6 +395,8 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
         stored = stored_config(stored_yaml, path)
         if isinstance(stored.get("mcts"), DictConfig):  # the flat search keys of earlier versions, into their nodes
             stored.mcts = migrate_flat_mcts(stored.mcts)
+        if isinstance(stored.get("model"), DictConfig) and "input_planes" not in stored.model:
+            stored.model.input_planes = LEGACY_PLANES  # a run started before the rule planes keeps its network
         stored = OmegaConf.merge(OmegaConf.structured(Config), stored)
     except OmegaConfBaseException as e:
         raise CheckpointError(

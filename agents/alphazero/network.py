@@ -1,6 +1,12 @@
 """The policy/value network: a residual tower over the canonical observation.
 
-Input ``obs [B, 24, 9, 7]`` float32 (`envs.encoding`, side to move's frame).
+Input ``obs [B, 32, 9, 7]`` float32 (`envs.encoding`, side to move's frame).
+The rules reach the network as the observation's constant rule planes 24-31,
+through the stem convolution like every other plane (docs/performance.md
+has the measured choice against a linear layer from the rule vector). A
+network reads the first `NetworkConfig.input_planes` planes: 32 for a new
+one; 24 (`envs.encoding.LEGACY_PLANES`) for one stored before the rule planes,
+which plays exactly as it did (`NetworkConfig.from_stored`).
 Output ``(logits [B, 252], value)`` where ``value`` is ``[B]`` in [-1, 1]
 (``value_head="scalar"``, tanh) or ``[B, 3]`` win/draw/loss logits
 (``value_head="wdl"``). Values are always from the side to move.
@@ -28,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from envs.config import ConfigError, check_choice, check_range, config_kwargs, shown
-from envs.encoding import N_ACTIONS, N_PLANES, OBS_SHAPE
+from envs.encoding import LEGACY_PLANES, N_ACTIONS, N_PLANES, OBS_SHAPE
 
 VALUE_HEADS = ("scalar", "wdl")
 
@@ -37,7 +43,13 @@ class NetworkShapeError(ConfigError):
     """A network configuration that cannot be built (names the bad field)."""
 
 
-SHAPE_BOUNDS = {"blocks": (0, 64), "channels": (1, 512), "value_hidden": (1, 4096), "policy_channels": (1, 256)}
+SHAPE_BOUNDS = {
+    "blocks": (0, 64),
+    "channels": (1, 512),
+    "value_hidden": (1, 4096),
+    "policy_channels": (1, 256),
+    "input_planes": (LEGACY_PLANES, N_PLANES),
+}
 """The sizes a network may have (`NetworkConfig`'s docstrings): the largest is about 1.2 GB of float32
 weights, so a checkpoint's stated shape is checked against them before anything is built."""
 
@@ -60,6 +72,9 @@ class NetworkConfig:
     survival_head: bool = False
     """An auxiliary head predicting which of the 16 pieces survive to the game's end (trained by the
     learner, unused by the search); off: the network is exactly the plain policy/value one."""
+    input_planes: int = N_PLANES
+    """Observation planes the network reads, the first ones (`envs.encoding`): 32, the rule planes
+    included, or 24, without them (a network stored before the rule planes); 24 to 32."""
 
     def __post_init__(self) -> None:
         for key in SHAPE_BOUNDS:
@@ -76,6 +91,14 @@ class NetworkConfig:
         """Build from a mapping (a Hydra node or a checkpoint); unknown keys are errors, missing ones take
         their defaults (a checkpoint older than `survival_head` has none)."""
         return cls(**config_kwargs(cls, values, "network", NetworkShapeError))
+
+    @classmethod
+    def from_stored(cls, values: Mapping[str, Any]) -> "NetworkConfig":
+        """`from_dict` of a checkpoint's stored shape: one stored before `input_planes` existed reads the 24
+        planes of its time (`envs.encoding.LEGACY_PLANES`), so it loads and plays as it did."""
+        values = dict(values)
+        values.setdefault("input_planes", LEGACY_PLANES)
+        return cls.from_dict(values)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,7 +133,7 @@ class JungleNet(nn.Module):
         self.config = config
         c = config.channels
         squares = OBS_SHAPE[1] * OBS_SHAPE[2]
-        self.stem = nn.Sequential(nn.Conv2d(N_PLANES, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+        self.stem = nn.Sequential(_stem_conv(config.input_planes, c), nn.BatchNorm2d(c), nn.ReLU())
         self.tower = nn.Sequential(*[ResidualBlock(c) for _ in range(config.blocks)])
         pc = config.policy_channels
         self.policy_conv = nn.Sequential(nn.Conv2d(c, pc, 1, bias=False), nn.BatchNorm2d(pc), nn.ReLU())
@@ -134,20 +157,40 @@ class JungleNet(nn.Module):
             return logits, v
         return logits, torch.tanh(v.squeeze(-1))
 
+    def _stem(self, obs: torch.Tensor) -> torch.Tensor:
+        """The stem of the planes this network reads (the first `NetworkConfig.input_planes`)."""
+        planes = self.config.input_planes
+        return self.stem(obs if obs.shape[1] == planes else obs[:, :planes])
+
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs [B, 24, 9, 7] -> (logits [B, 252], value [B] tanh or WDL logits [B, 3])."""
-        return self._heads(self.tower(self.stem(obs)))
+        """obs [B, 32, 9, 7] -> (logits [B, 252], value [B] tanh or WDL logits [B, 3])."""
+        return self._heads(self.tower(self._stem(obs)))
 
     def forward_with_survival(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """obs [B, 24, 9, 7] -> (logits [B, 252], value as `forward`, survival logits [B, 16]): piece k
+        """obs [B, 32, 9, 7] -> (logits [B, 252], value as `forward`, survival logits [B, 16]): piece k
         (observation plane k, the mover's first) is still on the board at the game's end.
 
         NetworkShapeError when the network was built without `NetworkConfig.survival_head`."""
         if self.survival_conv is None or self.survival_fc is None:
             raise NetworkShapeError("this network has no survival head (NetworkConfig.survival_head is false)")
-        x = self.tower(self.stem(obs))
+        x = self.tower(self._stem(obs))
         logits, v = self._heads(x)
         return logits, v, self.survival_fc(self.survival_conv(x).flatten(1))
+
+
+def _stem_conv(planes: int, channels: int) -> nn.Conv2d:
+    """The stem's 3x3 convolution of `planes` observation planes: the first 24 drawn as a 24-plane convolution
+    draws them, the rule planes' weights 0. So a fresh network of a seed is the one that seed gave before the
+    rule planes (the same games), and the rule planes' weights grow only where the rules vary in training."""
+    legacy = nn.Conv2d(LEGACY_PLANES, channels, 3, padding=1, bias=False)
+    if planes == LEGACY_PLANES:
+        return legacy
+    device = legacy.weight.device  # the meta device where a checkpoint's shape is checked (allocates nothing)
+    conv = nn.utils.skip_init(nn.Conv2d, planes, channels, 3, padding=1, bias=False, device=device)
+    with torch.no_grad():
+        conv.weight.zero_()
+        conv.weight[:, :LEGACY_PLANES] = legacy.weight
+    return conv
 
 
 def build_network(config: NetworkConfig | Mapping[str, Any]) -> JungleNet:

@@ -2,9 +2,10 @@
 
 An observation (`envs.encoding`) is mostly zeros and constants: sixteen
 one-hot piece planes, five terrain planes that are the same in every
-position (the canonical frame maps the terrain onto itself), and three
-planes that hold one value everywhere. A dense 3x3 convolution over its 24
-planes costs 24 x 9 multiply-adds per output channel and square, about a
+position (the canonical frame maps the terrain onto itself), and eleven
+planes that hold one value everywhere (the counters, the colour, the rule
+set). A dense 3x3 convolution over its 32
+planes costs 32 x 9 multiply-adds per output channel and square, about a
 tenth of the ``small`` network's work, and the dense input needs two copies
 first (float32 to bf16, then to channels-last). Here the same sum is built
 from what the planes hold, in float32, by a numba kernel:
@@ -72,13 +73,13 @@ def stem_relu_bf16(
 ) -> None:
     """ReLU(conv3x3(obs) + bias) of every position, rounded to bf16 bits, channels-last.
 
-    obs [n, P, 63] float32; rows [P, 3, 3C]: kernel row kr's taps of plane p in the order they meet a
-    contiguous run of output squares (kf = 2, 1, 0); init_static / init_plain [PAD_SQUARES * C]: the
-    bias with and without the static planes' contribution, bordered layout; ones [P, PAD_SQUARES * C]:
-    each plane's contribution when it is all ones; static_ref [S, 63]: the static planes
-    static_first .. static_first + S - 1 that init_static holds; out [n, 63 * C] uint16 (bf16 bits).
+    obs [n, >= P, 63] float32 (planes from P on are not read); rows [P, 3, 3C]: kernel row kr's taps of
+    plane p in the order they meet a contiguous run of output squares (kf = 2, 1, 0); init_static /
+    init_plain [PAD_SQUARES * C]: the bias with and without the static planes' contribution, bordered
+    layout; ones [P, PAD_SQUARES * C]: each plane's contribution when it is all ones; static_ref [S, 63]:
+    the static planes static_first .. static_first + S - 1 that init_static holds; out [n, 63 * C] uint16 (bf16 bits).
     """
-    n, planes = obs.shape[0], obs.shape[1]
+    n, planes = obs.shape[0], rows.shape[0]  # a network of fewer planes reads the first ones
     span = rows.shape[2]
     length = init_plain.shape[0]
     c = length // PAD_SQUARES
@@ -140,28 +141,35 @@ def stem_relu_bf16(
 
 class PlaneStem:
     """The stem convolution `conv` (3x3, padding 1, with bias; a batch-norm-folded bf16 copy's) plus its
-    ReLU, from float32 observations [n, 24, 9, 7] to a bf16 channels-last tensor [n, C, 9, 7]."""
+    ReLU, from float32 observations [n, 32, 9, 7] to a bf16 channels-last tensor [n, C, 9, 7]; a convolution
+    of the first P < 32 planes (a network stored before the rule planes) reads those only."""
 
     def __init__(self, conv: nn.Conv2d) -> None:
         weight = conv.weight.detach().float().cpu()
-        if weight.shape[1:] != (N_PLANES, 3, 3) or conv.padding != (1, 1) or conv.bias is None:
-            raise ValueError(f"PlaneStem takes a 3x3 convolution of the {N_PLANES} planes with padding 1 and a bias")
+        planes = weight.shape[1]
+        if (
+            not TERRAIN_FIRST_PLANE + len(TERRAIN_PLANES) <= planes <= N_PLANES
+            or weight.shape[2:] != (3, 3)
+            or conv.padding != (1, 1)
+            or conv.bias is None
+        ):
+            raise ValueError(
+                f"PlaneStem takes a 3x3 convolution of at most the {N_PLANES} planes with padding 1 and a bias"
+            )
         c = weight.shape[0]
         self.channels = c
-        rows = np.zeros((N_PLANES, 3, 3 * c), np.float32)
+        rows = np.zeros((planes, 3, 3 * c), np.float32)
         for kr in range(3):
             for j, kf in enumerate((2, 1, 0)):
                 rows[:, kr, j * c : (j + 1) * c] = weight[:, :, kr, kf].T.numpy()
         self.rows = rows
         bias = conv.bias.detach().float().cpu()[:, None, None].expand(c, RANKS, FILES)
         n_static = len(TERRAIN_PLANES)
-        terrain = torch.zeros(1, N_PLANES, RANKS, FILES)
+        terrain = torch.zeros(1, planes, RANKS, FILES)
         terrain[0, TERRAIN_FIRST_PLANE : TERRAIN_FIRST_PLANE + n_static] = torch.from_numpy(TERRAIN_PLANES)
         with torch.no_grad():
             terrain_map = F.conv2d(terrain, weight, padding=1)[0]
-            ones = F.conv2d(
-                torch.eye(N_PLANES)[:, :, None, None].expand(N_PLANES, N_PLANES, RANKS, FILES), weight, padding=1
-            )
+            ones = F.conv2d(torch.eye(planes)[:, :, None, None].expand(planes, planes, RANKS, FILES), weight, padding=1)
         self.init_plain = self._bordered(bias)
         self.init_static = self._bordered(bias + terrain_map)
         self.ones = np.stack([self._bordered(m) for m in ones])

@@ -21,7 +21,10 @@ rate measured so far says it ends within the budget (at least one round runs);
 fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
 ``mcts.gumbel.c_scale``); ``tablebase`` ``true`` searches with the endgame tables as proven results
 (``mcts.tablebase``: their default location, built with ``python -m envs tablebase build``; default
-``false``). A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
+``false``); ``any_rules`` ``true`` plays rules the network was not trained on (zero-shot experiments;
+default ``false``: the player is built for the game's rules, which must be one of the rule sets the
+checkpoint was trained on, `checkpoint.trained_rule_sets`, else it is refused with a line naming them).
+A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
 `TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
 stops looking at other replies; a smaller c_scale keeps it looking (docs/search.md, "Search by time").
@@ -38,7 +41,14 @@ from typing import Any, Optional
 
 import torch
 
-from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path, rules_of, stored_mcts
+from agents.alphazero.checkpoint import (
+    CheckpointError,
+    load_model,
+    resolve_checkpoint_path,
+    rules_refusal,
+    stored_mcts,
+    trained_rule_sets,
+)
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
@@ -71,15 +81,22 @@ class CheckpointPlayer:
         max_actions: Optional[int] = None,
         c_scale: Optional[float] = None,
         tablebase: bool = False,
+        any_rules: bool = False,
     ) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
-        self.model, state = load_model(file, rules=rules, device=device_t)
+        self.model, state = load_model(file, device=device_t)
         self.device = device_t
         """Where the network runs (a tournament refuses to fork worker processes from a parent using CUDA)."""
-        self.rules = rules if rules is not None else rules_of(state)
+        self.trained_rules = trained_rule_sets(state, file)
+        """The (name, RuleSet) pairs the network was trained on (`checkpoint.trained_rule_sets`)."""
+        if rules is not None and not any_rules and all(r != rules for _, r in self.trained_rules):
+            raise CheckpointError(
+                rules_refusal(self.trained_rules, rules, file) + "; any_rules=true plays other rules anyway"
+            )
+        self.rules = rules if rules is not None else self.trained_rules[0][1]
         self.path = str(file)
         self.name = name or "checkpoint"  # make_player names it by its spec
         if time > 0:
@@ -184,6 +201,7 @@ def make_checkpoint_player(
         "max_actions",
         "c_scale",
         "tablebase",
+        "any_rules",
     }
     unknown = sorted(set(options) - known)
     if unknown:
@@ -224,6 +242,9 @@ def make_checkpoint_player(
     tablebase = str(options.get("tablebase", "false")).lower()
     if tablebase not in ("true", "false"):
         raise PlayerSpecError(f"player 'checkpoint': tablebase={options['tablebase']!r} must be true or false")
+    any_rules = str(options.get("any_rules", "false")).lower()
+    if any_rules not in ("true", "false"):
+        raise PlayerSpecError(f"player 'checkpoint': any_rules={options['any_rules']!r} must be true or false")
     algorithm = options.get("algorithm")
     if algorithm is not None:
         check_choice(options, where, PlayerSpecError, algorithm=ALGORITHMS)
@@ -247,6 +268,7 @@ def make_checkpoint_player(
         max_actions=max_actions,
         c_scale=c_scale,
         tablebase=tablebase == "true",
+        any_rules=any_rules == "true",
     )
 
 

@@ -8,14 +8,18 @@ of the 16 pieces (observation planes 0-15: the mover's, then the
 opponent's) survive to the game's end, the survival head's target.
 
 Observations are stored compactly: planes 0-20 are 0/1 and packed to bits,
-planes 21-23 are constant per position (see `envs.encoding`) and stored as
-three floats; policies are stored as float16. A position costs about 0.9 KB,
+planes 21-31 (the counters, the colour and the rule set) are constant per
+position (see `envs.encoding`) and stored as eleven floats; policies are
+stored as float16. A position costs about 0.9 KB,
 so a 100 000-position buffer is ~90 MB and fits in a checkpoint.
 
 A replay state saved before survival targets existed loads with each
 position's survival taken from its own observation (the pieces on the board
 there): an over-estimate, since pieces captured later in the game count as
 surviving, which the newer positions added after the resume soon outweigh.
+One saved before the rule planes (three constant planes a position) loads
+with the rule planes at 0, the default rules' values: the run it resumes
+trains a network that reads planes 0-23 only (`envs.encoding.LEGACY_PLANES`).
 
 Sampling mirrors each position left-right with probability 1/2 (a symmetry
 of the rules): planes flip files, and the policy and mask are permuted by
@@ -56,7 +60,7 @@ class ReplayError(ValueError):
 
 @dataclass
 class Batch:
-    """A training batch (numpy): obs [B,24,9,7] f32, mask [B,252] bool, policy [B,252] f32,
+    """A training batch (numpy): obs [B,32,9,7] f32, mask [B,252] bool, policy [B,252] f32,
     value [B] f32 (outcome, mover's view), full_search [B] bool, survival [B,16] f32 (1: piece k of
     observation plane k is on the board at the game's end)."""
 
@@ -72,7 +76,7 @@ class Batch:
 
 
 def pack_observations(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """obs [n,24,9,7] -> (bits uint8 [n, 166], scalars float32 [n, 3])."""
+    """obs [n,32,9,7] -> (bits uint8 [n, 166], scalars float32 [n, 11])."""
     n = len(obs)
     bits = np.packbits(obs[:, :_BINARY_PLANES].reshape(n, -1) > 0.5, axis=1)
     scalars = np.ascontiguousarray(obs[:, _BINARY_PLANES:, 0, 0], dtype=np.float32)
@@ -98,7 +102,7 @@ def pieces_on_board(bits: np.ndarray) -> np.ndarray:
 
 
 def unpack_observations(bits: np.ndarray, scalars: np.ndarray) -> np.ndarray:
-    """Inverse of `pack_observations` -> float32 [n, 24, 9, 7]."""
+    """Inverse of `pack_observations` -> float32 [n, 32, 9, 7]."""
     n = len(bits)
     out = np.empty((n,) + OBS_SHAPE, dtype=np.float32)
     out[:, :_BINARY_PLANES] = np.unpackbits(bits, axis=1, count=_BITS).reshape(n, _BINARY_PLANES, *OBS_SHAPE[1:])
@@ -141,7 +145,7 @@ class ReplayBuffer:
         full_search: np.ndarray | None = None,
         survival: np.ndarray | None = None,
     ) -> None:
-        """Append n positions: obs [n,24,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
+        """Append n positions: obs [n,32,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
         (default all True), survival [n,16] (nonzero: the piece survives the game; default the pieces on
         the board in `obs`). ReplayError, adding nothing, for a wrong shape or a non-finite entry."""
         n = len(obs)
@@ -253,8 +257,15 @@ class ReplayBuffer:
                 raise ReplayError(
                     f"replay state holds {n} positions but counts {self.add_count} added (capacity {self.capacity})"
                 )
-            for name in ("bits", "scalars", "mask", "policy", "value", "full_search"):
+            for name in ("bits", "mask", "policy", "value", "full_search"):
                 getattr(self, name)[:n] = state[name].numpy()
+            scalars = state["scalars"].numpy()
+            if scalars.ndim != 2 or not 0 < scalars.shape[1] <= self.scalars.shape[1]:
+                raise ReplayError(
+                    f"replay state's constant planes are {list(scalars.shape)}, not [{n}, {self.scalars.shape[1]}]"
+                )
+            self.scalars[:n] = 0.0  # saved before the rule planes: those at the default rules' 0 (module doc)
+            self.scalars[:n, : scalars.shape[1]] = scalars
             if "survival" in state:
                 self.survival[:n] = state["survival"].numpy()
             else:  # saved before survival targets: the pieces on the board at each position (module doc)

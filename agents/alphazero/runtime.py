@@ -119,12 +119,14 @@ class FusedCPUForward:
         return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Observations as a bf16 channels-last tensor [n, 24, 9, 7] -> (logits [n, 252], value)."""
+        """Observations as a bf16 channels-last tensor [n, 32, 9, 7] -> (logits [n, 252], value)."""
         w, b = self.stem_conv
+        if x.shape[1] != w.shape[1]:  # a network of the planes before the rule planes reads those only
+            x = x[:, : w.shape[1]].contiguous(memory_format=torch.channels_last)
         return self._tower_and_heads(self.conv(x, w, b, _SAME, _ONE, _ONE, 1, "relu", [], ""))
 
     def from_planes(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """`__call__` of float32 observations [n, 24, 9, 7] (a numpy array): the stem from the planes'
+        """`__call__` of float32 observations [n, 32, 9, 7] (a numpy array): the stem from the planes'
         nonzero entries (`PlaneStem`), with no input copies."""
         return self._tower_and_heads(self.stem(obs))
 
@@ -205,8 +207,8 @@ inside self-play, where the search's own arrays share the cache (docs/performanc
 
 
 def unpack_on_device(bits: torch.Tensor, scalars: torch.Tensor) -> torch.Tensor:
-    """Packed observations (`replay.pack_observations`: bits uint8 [n, 166], scalars float32 [n, 3]) on a
-    device -> float32 [n, 24, 9, 7] on that device, the numbers of `replay.unpack_observations`."""
+    """Packed observations (`replay.pack_observations`: bits uint8 [n, 166], scalars float32 [n, 11]) on a
+    device -> float32 [n, 32, 9, 7] on that device, the numbers of `replay.unpack_observations`."""
     n = bits.shape[0]
     out = torch.empty((n, *OBS_SHAPE), dtype=torch.float32, device=bits.device)
     out[:, :BINARY_PLANES] = _unpack_bits(bits, BINARY_PLANES * OBS_SHAPE[1] * OBS_SHAPE[2]).view(
@@ -240,7 +242,7 @@ class _Evaluation:
         self.chunk = CPU_CHUNK if self.device.type == "cpu" else None
 
     def planes(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(masked logits [n, 252], value [n]) of float32 observations [n, 24, 9, 7] and masks [n, 252]."""
+        """(masked logits [n, 252], value [n]) of float32 observations [n, 32, 9, 7] and masks [n, 252]."""
         return self._chunks(self._planes, obs, mask)
 
     def packed(self, bits: np.ndarray, scalars: np.ndarray, mask_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -322,7 +324,7 @@ class _Evaluation:
 def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32") -> Evaluator:
     """Wrap `model` as an `Evaluator` for the search: batched, no grad, inference mode.
 
-    Returns ``fn(obs [n, 24, 9, 7] float32, mask [n, 252] bool) ->
+    Returns ``fn(obs [n, 32, 9, 7] float32, mask [n, 252] bool) ->
     (masked logits [n, 252] float32, value [n] float32 in [-1, 1])``, values
     from the side to move; NonFiniteOutputError when the network gives a NaN or infinite output (diverged
     weights never play garbage silently). The network runs as a batch-norm-fused copy in the
@@ -334,7 +336,7 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
 
 
 PackedEvaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""``fn(bits uint8 [n, 166], scalars float32 [n, 3], mask bits uint8 [n, 32]) -> (logits [n, 252], value [n])``."""
+"""``fn(bits uint8 [n, 166], scalars float32 [n, 11], mask bits uint8 [n, 32]) -> (logits [n, 252], value [n])``."""
 
 
 def make_packed_evaluator(

@@ -111,7 +111,7 @@ def _replay(
 def game_samples(
     samples: Samples, b: int, first: np.ndarray, hist: np.ndarray, plies: int, flags: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(obs float32 [plies, 24, 9, 7], mask bool [plies, 252], policy float32 [plies, 252]) of the game in
+    """(obs float32 [plies, 32, 9, 7], mask bool [plies, 252], policy float32 [plies, 252]) of the game in
     slot `b`, which started from the position `first` and whose moves are `hist[:plies]` (the kernels'
     history rows of the slot)."""
     obs = np.zeros((plies,) + OBS_SHAPE, dtype=np.float32)

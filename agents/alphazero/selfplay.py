@@ -3,7 +3,7 @@
     settings = SelfPlayConfig(parallel=4, max_plies=200)
     data = play_games(uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=16), rules=RuleSet(),
                       num_games=8, seed=0)
-    data.obs.shape, data.policy.shape, data.value.shape    # (N, 24, 9, 7), (N, 252), (N,)
+    data.obs.shape, data.policy.shape, data.value.shape    # (N, 32, 9, 7), (N, 252), (N,)
 
 `SelfPlayConfig` is the one list of self-play settings: `play_games` reads
 it, the workers of `agents.alphazero.workers` carry it, and train.py's

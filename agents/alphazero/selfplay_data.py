@@ -120,7 +120,7 @@ class SelfPlayData:
     """N positions of self-play (game by game, in game-index order) and the games' records."""
 
     obs: np.ndarray
-    """float32 [N, 24, 9, 7]: observations, side to move's frame."""
+    """float32 [N, 32, 9, 7]: observations, side to move's frame."""
     mask: np.ndarray
     """bool [N, 252]: legal actions."""
     policy: np.ndarray

@@ -48,7 +48,7 @@ class Slot(NamedTuple):
     bits: np.ndarray
     """uint8 [capacity, 166], the observations' 0/1 planes (`replay.pack_observations`), written by the client."""
     scalars: np.ndarray
-    """float32 [capacity, 3], the observations' constant planes, written by the client."""
+    """float32 [capacity, 11], the observations' constant planes, written by the client."""
     mask: np.ndarray
     """uint8 [capacity, 32], the legal masks as bits (`replay.pack_masks`), written by the client."""
     logits: np.ndarray

@@ -17,12 +17,16 @@ undid meanwhile). The server runs the jobs in worker processes
 
 The page's opponents are data: `LEVELS` lists the named ones (a shipped
 network becomes a level with one more entry), and `bounded_spec` caps any
-spec the page accepts to a time per move.
+spec the page accepts to a time per move. A game is played under the rule
+set the person chose in the lobby (`game_rules`); a level of a network plays
+the rule sets that network was trained on (`Level.rule_sets`) and refuses
+others (`check_level_rules`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import secrets
 from dataclasses import dataclass
@@ -38,7 +42,7 @@ from envs import kernels as K
 from envs.board import Board, IllegalMoveError
 from envs.notation import FILE_NAMES, SQUARE_NAMES, START_JFEN, InvalidMoveError, Move, Side
 from envs.players import PlayerSpecError, known_kinds, parse_spec
-from envs.rules import RuleSet, RuleSetError
+from envs.rules import RuleSet, RuleSetError, load_rules, rule_set_names
 from envs.seeding import derive_seed
 
 MODES = ("computer", "two_players")
@@ -85,8 +89,86 @@ class Level:
         except shipped.ShippedError:  # no manifest (an install without the shipped files) or no such entry
             return False
 
+    def rule_sets(self) -> Optional[list[tuple[str, RuleSet]]]:
+        """The (name, RuleSet) pairs a network level plays: its manifest entry's ``rules`` for a shipped network
+        (a name or a list of names of `configs/rules/`), else those its checkpoint was trained on
+        (`checkpoint.trained_rule_sets`, read once per file version); None for a level that plays any rules."""
+        kind, options = parse_spec(self.spec)
+        if kind != "checkpoint":
+            return None
+        path = options.get("path", "")
+        if path.startswith(shipped.PREFIX):
+            names = shipped.network(path).entry.get("rules", "default")
+            return [(name, _named_rules(name)) for name in ([names] if isinstance(names, str) else names)]
+        return _trained_rule_sets(Path(path))
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "spec": self.spec, "about": self.about, "seconds": self.seconds}
+        rule_sets = self.rule_sets()
+        return {
+            "name": self.name,
+            "label": self.label,
+            "spec": self.spec,
+            "about": self.about,
+            "seconds": self.seconds,
+            "rules": None if rule_sets is None else [name for name, _ in rule_sets],
+        }
+
+
+_TRAINED: dict[tuple[str, int, int], list[tuple[str, RuleSet]]] = {}
+"""`Level.rule_sets` of checkpoint files read so far, by (path, size, mtime)."""
+
+
+def _trained_rule_sets(path: Path) -> list[tuple[str, RuleSet]]:
+    from agents.alphazero.checkpoint import load_checkpoint, resolve_checkpoint_path, trained_rule_sets
+
+    file = resolve_checkpoint_path(path)
+    stat = file.stat()
+    key = (str(file), stat.st_size, stat.st_mtime_ns)
+    if key not in _TRAINED:
+        _TRAINED[key] = trained_rule_sets(load_checkpoint(file), file)
+    return _TRAINED[key]
+
+
+@functools.lru_cache(maxsize=None)
+def _rule_set_names() -> tuple[str, ...]:
+    """`rule_set_names`, read once: the server answers with no file descriptor to spare."""
+    return tuple(rule_set_names())
+
+
+@functools.lru_cache(maxsize=None)
+def _named_rules(name: str) -> RuleSet:
+    """`load_rules` of a set of `configs/rules/`, read once."""
+    return load_rules(name)
+
+
+def game_rules(name: Any) -> tuple[str, RuleSet]:
+    """The rule set the lobby names (a set of `configs/rules/`) -> (its name, its RuleSet); PlayError naming the
+    known sets otherwise."""
+    known = _rule_set_names()
+    if not isinstance(name, str) or name not in known:
+        raise PlayError(f"rules {str(name)[:80]!r} is not a rule set of the page ({', '.join(known)})")
+    return name, _named_rules(name)
+
+
+def rule_set_choices(name: str, rules: RuleSet) -> list[dict[str, Any]]:
+    """The lobby's rule sets: the server's own (`name`, `rules`) first, then every set of `configs/rules/`; each
+    with its rules and ranks (what the rules panel shows)."""
+    choices = [(name, rules)] + [(n, _named_rules(n)) for n in _rule_set_names() if n != name]
+    return [{"name": n, "rules": r.to_dict(), "ranks": list(r.ranks())} for n, r in choices]
+
+
+def check_level_rules(opponent: Any, rules: RuleSet, rules_name: str) -> None:
+    """PlayError when `opponent` names a level whose network was not trained on `rules` (naming the rule sets
+    it plays); nothing for any other opponent."""
+    for level in LEVELS:
+        if opponent == level.name:
+            rule_sets = level.rule_sets()
+            if rule_sets is not None and all(r != rules for _, r in rule_sets):
+                names = ", ".join(name for name, _ in rule_sets)
+                raise PlayError(
+                    f"the {level.name} level plays the rule sets {names}, not {rules_name}: choose one of those "
+                    "rule sets or another level"
+                )
 
 
 LEVELS: tuple[Level, ...] = (

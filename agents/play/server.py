@@ -7,9 +7,11 @@
 API (JSON bodies; every error is `{"error": "..."}`: 400 bad input, 403 not
 from the page, 404 unknown, 405 method, 411/413/415 body refused):
 
-    GET  /api/info                     rule set in force, terrain, levels, paces, hints per game, the last game,
+    GET  /api/info                     rule set in force, the lobby's rule sets, terrain, levels (a network's with
+                                       the rule sets it plays), paces, hints per game, the last game,
                                        `preparing` while the computer warms up
-    POST /api/games                    {mode, human, opponent, pace, start?, seed?} -> a new game's view (201)
+    POST /api/games                    {mode, human, opponent, pace, rules?, start?, seed?} -> a new game's view
+                                       (201), under the rule set `rules` names (default: the server's)
     GET  /api/games/last               the saved game (404 if none) - "continue last game"
     GET  /api/games/<id>               the game's view (`thinking` while the computer chooses, `preparing` while
                                        that waits for its warm-up, `computer_error`, `save_error`)
@@ -89,7 +91,10 @@ from agents.play.game import (
     PlayGame,
     UnknownGameError,
     available_levels,
+    check_level_rules,
+    game_rules,
     replay_frames,
+    rule_set_choices,
     terrain,
     warm_up_jobs,
 )
@@ -251,9 +256,13 @@ class GameStore:
             return view
 
     def create(self, body: dict[str, Any]) -> PlayGame:
-        allowed = {"mode", "human", "opponent", "pace", "start", "seed"}
+        allowed = {"mode", "human", "opponent", "pace", "start", "seed", "rules"}
         _only(body, allowed, "new-game")
         opponent = body.get("opponent", self.default_opponent)
+        chosen = body.get("rules", self.rules_name)  # the server's own rule set (maybe a file of one's own) or a set
+        rules_name, rules = (self.rules_name, self.rules) if chosen == self.rules_name else game_rules(chosen)
+        if body.get("mode", "computer") == "computer":
+            check_level_rules(opponent, rules, rules_name)
         # The command line's opponent is trusted; one typed on the page must be a checkpoint of ours.
         dirs = None if opponent == self.default_opponent else self.checkpoint_dirs
         game = PlayGame.new(
@@ -261,8 +270,8 @@ class GameStore:
             human=body.get("human", "red"),
             opponent=opponent,
             pace=body.get("pace", self.default_pace),
-            rules=self.rules,
-            rules_name=self.rules_name,
+            rules=rules,
+            rules_name=rules_name,
             start=body.get("start"),
             seed=body.get("seed"),
             checkpoint_dirs=dirs,
@@ -440,6 +449,7 @@ class GameStore:
                 "ranks": list(self.rules.ranks()),
                 "terrain": terrain(),
                 "levels": [level.to_dict() for level in available_levels()],
+                "rule_sets": rule_set_choices(self.rules_name, self.rules),
                 "modes": list(MODES),
                 "paces": list(PACES),
                 "hints_per_game": HINTS_PER_GAME,

@@ -10,7 +10,7 @@
 
 * **Agents** — ``player_0`` plays Red (moves first from the start position),
   ``player_1`` Blue.
-* **Observation** — a dict: ``observation``, the float32 ``[24, 9, 7]``
+* **Observation** — a dict: ``observation``, the float32 ``[32, 9, 7]``
   planes of `Jungle-v0` (`envs.encoding`) seen from that agent's side, and
   ``action_mask``, int8 ``[252]``, the agent's legal actions (all 0 when it
   is not its turn or the game is over). `observe(agent)` gives any agent's

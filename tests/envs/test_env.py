@@ -60,7 +60,7 @@ def test_check_env_versus_opponent() -> None:
 def test_make_and_spaces() -> None:
     env = gym.make("Jungle-v0", rules={"rank_order": "dog_over_wolf"}, max_plies=50)
     assert env.unwrapped.rules == RuleSet(rank_order="dog_over_wolf")
-    assert env.observation_space.shape == OBS_SHAPE == (24, 9, 7)
+    assert env.observation_space.shape == OBS_SHAPE == (32, 9, 7)
     assert env.action_space == gym.spaces.Discrete(252)
     obs, info = env.reset(seed=1)
     assert obs.dtype == np.float32 and env.observation_space.contains(obs)

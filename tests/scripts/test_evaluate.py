@@ -444,3 +444,30 @@ def test_a_tournament_game_at_the_counters_limit_is_a_ply_cap_draw() -> None:
     assert (rec.termination, rec.result, len(rec.moves)) == ("ply_cap", "1/2-1/2", 2)
     board = rec.replay()
     assert board.jfen().endswith(" r 30000 2") and board.at_counter_limit()
+
+
+@pytest.mark.slow  # a checkpoint player: torch and a network in the subprocess
+def test_a_tournament_under_one_variant_plays_a_mixed_checkpoint_under_it_and_refuses_one_outside(
+    tmp_path: Path,
+) -> None:
+    """`rules=keeps_rank` with a network trained on a mix holding it: every game under keeps_rank; a variant
+    outside the mix is refused in one line naming the mix, before any game."""
+    from tests.support.checkpoints import mixed_checkpoint
+
+    net = mixed_checkpoint(tmp_path / "mix.pt", ["default", "keeps_rank"])
+    players = f'players=["checkpoint:path={net},sims=2,device=cpu","alphabeta:depth=1"]'
+    out = tmp_path / "out"
+    code, err = evaluate_tournament(tmp_path, players, "games_per_pair=2", "rules=keeps_rank", f"out_dir={out}")
+    assert code == 0, err
+    wanted = RuleSet(trapped_attacker="keeps_rank").to_dict()
+    assert json.loads((out / "tournament.json").read_text())["rules"] == wanted
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 2 and all(g.rules == wanted for g in games)
+    assert all(g.replay().rules == RuleSet.from_dict(wanted) for g in games)
+    code, err = evaluate_tournament(
+        tmp_path, players, "games_per_pair=2", "rules=dog_over_wolf", f"out_dir={tmp_path / 'refused'}"
+    )
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), err
+    assert "another rule set (its mix of rule sets default, keeps_rank;" in lines[0] and "any_rules=true" in lines[0]
+    assert not (tmp_path / "refused" / "games.jsonl").exists()

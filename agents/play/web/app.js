@@ -706,8 +706,18 @@ function fillLevels() {
   for (const level of state.info.levels) {
     const o = document.createElement("option");
     o.value = level.name;
-    o.textContent = `${level.label}: ${level.about}`;
+    // A network's level plays the rule sets it was trained on, and says which.
+    const plays = level.rules ? ` (rules: ${level.rules.join(", ")})` : "";
+    o.textContent = `${level.label}: ${level.about}${plays}`;
     sel.appendChild(o);
+  }
+  const rules = $("ng-rules");
+  rules.innerHTML = "";
+  for (const set of state.info.rule_sets) {
+    const o = document.createElement("option");
+    o.value = set.name;
+    o.textContent = set.name;
+    rules.appendChild(o);
   }
   const custom = document.createElement("option");
   custom.value = "custom";
@@ -732,6 +742,8 @@ function restoreChoices() {
   $("ng-spec").value = c.spec || "";
   $("ng-spec").hidden = $("ng-opponent").value !== "custom";
   if (info.paces.includes(c.pace)) $("ng-pace").value = c.pace;
+  const ruleNames = info.rule_sets.map((r) => r.name);
+  $("ng-rules").value = ruleNames.includes(c.rules) ? c.rules : info.rules_name;
   $("computer-options").disabled = c.mode !== "computer";
 }
 
@@ -761,7 +773,9 @@ async function startGame(ev) {
   const choice = {
     mode, opponent: $("ng-opponent").value, spec: $("ng-spec").value.trim(),
     side: document.querySelector('input[name="side"]:checked').value, pace: $("ng-pace").value,
+    rules: $("ng-rules").value,
   };
+  body.rules = choice.rules;
   if (mode === "computer") {
     body.opponent = choice.opponent === "custom" ? choice.spec : choice.opponent;
     body.human = choice.side;
@@ -933,6 +947,11 @@ function wire() {
   $("ng-cancel").addEventListener("click", hideNewGame);
   $("btn-continue").addEventListener("click", () => continueLast(false));
   $("ng-opponent").addEventListener("change", () => { $("ng-spec").hidden = $("ng-opponent").value !== "custom"; });
+  // The rules panel shows the rule set chosen for the next game while the lobby is open.
+  $("ng-rules").addEventListener("change", () => {
+    const set = state.info.rule_sets.find((r) => r.name === $("ng-rules").value);
+    if (set) renderRules(set.name, set.rules, set.ranks);
+  });
   document.querySelectorAll('input[name="mode"]').forEach((r) => r.addEventListener("change", () => {
     $("computer-options").disabled = document.querySelector('input[name="mode"]:checked').value !== "computer";
   }));
