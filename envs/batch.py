@@ -7,7 +7,7 @@ by the rules (`outcome`) or when ``max_plies`` plies have been played
 Observations and legal-action masks of many games come from one numba call.
 
     >>> games = GameBatch(4, RuleSet())
-    >>> obs, mask = games.observations(), games.masks()      # [4, 24, 9, 7], [4, 252]
+    >>> obs, mask = games.observations(), games.masks()      # [4, 32, 9, 7], [4, 252]
     >>> games.play(0, int(np.flatnonzero(mask[0])[0]))
 
 This is the one bridge between these arrays and `envs.Board`:
@@ -264,7 +264,7 @@ class GameBatch:
         return np.atleast_1d(np.asarray(idx, dtype=np.int64))
 
     def observations(self, idx: IndexLike = None) -> np.ndarray:
-        """Observations float32 [n, 24, 9, 7] of games `idx` (default all), from the side to move."""
+        """Observations float32 [n, 32, 9, 7] of games `idx` (default all), from the side to move."""
         ix = self._index(idx)
         out = np.empty((len(ix),) + OBS_SHAPE, dtype=np.float32)
         encode_batch(self.state, self.hashes, self.game_flags, ix, out)

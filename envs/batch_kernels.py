@@ -45,7 +45,7 @@ self-play, `OPP_RANDOM` uniformly random legal replies drawn here,
 =================  ===================================================
 
 `Outputs`, written for every game a call touches: ``obs`` float32
-``[N, 24, 9, 7]``, ``masks`` int8 ``[N, 252]`` (all 0 once a game is over),
+``[N, 32, 9, 7]``, ``masks`` int8 ``[N, 252]`` (all 0 once a game is over),
 ``rewards`` float64 ``[N]`` (from the agent's view; in self-play from the
 side that just moved), ``terminated`` / ``truncated`` bool ``[N]``,
 ``side_rewards`` float32 ``[N, 2]`` (red, blue), ``terminations`` int8
@@ -130,7 +130,7 @@ class Outputs(NamedTuple):
 # --- the batch's kernels -------------------------------------------------------------
 @njit(cache=True)
 def encode_batch(state: np.ndarray, hashes: np.ndarray, flags: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """`out[k]` = observation of game `idx[k]` (float32 [n, 24, 9, 7]) under its flags `flags[idx[k]]`."""
+    """`out[k]` = observation of game `idx[k]` (float32 [n, 32, 9, 7]) under its flags `flags[idx[k]]`."""
     for k in range(idx.shape[0]):
         i = idx[k]
         encode_observation(state[i], hashes[i], flags[i], out[k])

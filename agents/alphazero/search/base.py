@@ -10,7 +10,7 @@ import numpy as np
 from envs.encoding import N_ACTIONS
 
 Evaluator = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""(obs float32 [n, 24, 9, 7], mask bool [n, 252]) -> (logits float32 [n, 252], value float32 [n]).
+"""(obs float32 [n, 32, 9, 7], mask bool [n, 252]) -> (logits float32 [n, 252], value float32 [n]).
 
 The value is from the view of the side to move in each position, in [-1, 1].
 Logits of illegal actions are ignored (the search reads only legal ones). The

@@ -69,7 +69,7 @@ class Roots(NamedTuple):
 class Leaves(NamedTuple):
     """The leaves of one simulation step that need the evaluator: rows 0..k-1."""
 
-    obs: np.ndarray  # float32 [B, 24, 9, 7]
+    obs: np.ndarray  # float32 [B, 32, 9, 7]
     mask: np.ndarray  # bool [B, 252]
     game: np.ndarray  # int64 [B]: the game whose path ends at the leaf
 
