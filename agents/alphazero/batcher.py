@@ -188,7 +188,8 @@ class InferenceServer:
             torch.set_num_threads(server.threads)
         self.device = resolve_device(server.device)
         self.model = build_network(NetworkConfig.from_dict(settings.network)).to(self.device).eval()
-        self.batcher = LeafBatcher(make_packed_evaluator(self.model, self.device, server.precision), server.max_wait)
+        evaluator = make_packed_evaluator(self.model, self.device, server.precision, compile=server.compile)
+        self.batcher = LeafBatcher(evaluator, server.max_wait)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (between calls, or with every batch held back)."""
