@@ -226,7 +226,7 @@ class Config:
     compile: bool = False
     """torch.compile the networks where the time goes: the inference server's (or this process's self-play
     and evaluation network), its batches padded up to a few sizes, and the learner's forward pass and loss;
-    compiled once a shape, not again at new weights (GPU runs; each shape compiles for tens of seconds)."""
+    compiled once a shape, not again at new weights (GPU runs; slow to start: the shapes compile first)."""
     threads: int = 1
     """torch CPU threads (0: torch's default), 0 to `MAX_THREADS` (1024). One is fastest for self-play's
     small batches on a busy CPU."""
