@@ -45,7 +45,7 @@ if __name__ == "__main__":  # the imports below take seconds: a Ctrl-C meanwhile
 import logging
 import random
 import time
-from typing import Any, Optional
+from typing import Optional
 
 import hydra
 import numpy as np
@@ -106,7 +106,7 @@ def run(cfg: DictConfig) -> None:
     #    claim it: this process alone writes to it, only what it wrote is touched, logs cut back) --------
     device = resolve_device(conf.device)
     model = build_network(conf.model).to(device)
-    learner = Learner(model, tc.learner, device=device, amp=conf.amp)
+    learner = Learner(model, tc.learner, device=device, amp=conf.amp, compile=conf.compile)
     replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=conf.seed)
     previous = build_network(conf.model).to(device)  # the network of the previous evaluation
     try:
@@ -114,8 +114,7 @@ def run(cfg: DictConfig) -> None:
         training.claim()
     except ValueError as e:  # a damaged part of the checkpoint, a second writer
         refuse("train.py", e)
-    net: Any = torch.compile(model) if conf.compile else model
-    evaluator = make_evaluator(net, device, conf.precision)
+    evaluator = make_evaluator(model, device, conf.precision, compile=conf.compile)
     pool = training.selfplay_pool(evaluator, device)  # checks the settings (opponent specs included) before any game
     training.open_writer()
 

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from bench_network import make_runners, rate
 
+from agents.alphazero.batcher import tail_mean_batch
 from agents.alphazero.config import checked_config, compose_config
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
@@ -362,13 +363,20 @@ def selfplay_rows(plan: Plan) -> list[Row]:
             seconds = time.perf_counter() - t0
         positions = int(data.stats.positions)
         batch = pool.server_counts.get("mean_batch", 0.0)
+        tail = pool.server_counts.get("tail_mean_batch", 0.0)
         rows.append(
             Row(
                 f"served self-play {_what(conf, plan)}",
                 processes(w),
-                f"{positions / seconds:,.0f} positions/s, mean server batch {batch:,.0f} "
+                f"{positions / seconds:,.0f} positions/s, mean server batch {batch:,.0f} (last tenth {tail:,.0f}) "
                 f"({positions} positions in {seconds:.1f} s)",
-                {"processes": w, "positions_per_s": positions / seconds, "mean_batch": batch, "seconds": seconds},
+                {
+                    "processes": w,
+                    "positions_per_s": positions / seconds,
+                    "mean_batch": batch,
+                    "tail_mean_batch": tail,
+                    "seconds": seconds,
+                },
             )
         )
     return rows
@@ -382,19 +390,29 @@ def inprocess_rows(plan: Plan) -> list[Row]:
     torch.manual_seed(0)
     model = build_network(conf.model).to(device).eval()
     what = f"in-process self-play {_what(conf, plan)}"
-    with make_selfplay_pool("inprocess", 0, settings, evaluator=make_evaluator(model, device, conf.precision)) as pool:
+    evaluate = make_evaluator(model, device, conf.precision)
+    sizes: list[int] = []
+
+    def counted(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sizes.append(len(obs))
+        return evaluate(obs, mask)
+
+    with make_selfplay_pool("inprocess", 0, settings, evaluator=counted) as pool:
         weights = model.state_dict()
         pool.play(weights, seed=1, num_games=2)  # the device's first calls
+        sizes.clear()
         t0 = time.perf_counter()
         data = pool.play(weights, seed=0, num_games=plan.games)
         seconds = time.perf_counter() - t0
     positions = int(data.stats.positions)
+    mean, tail = sum(sizes) / max(1, len(sizes)), tail_mean_batch(sizes)
     return [
         Row(
             what,
             "1 process",
-            f"{positions / seconds:,.0f} positions/s ({positions} positions in {seconds:.1f} s)",
-            {"positions_per_s": positions / seconds, "seconds": seconds},
+            f"{positions / seconds:,.0f} positions/s, mean batch {mean:,.0f} (last tenth {tail:,.0f}) "
+            f"({positions} positions in {seconds:.1f} s)",
+            {"positions_per_s": positions / seconds, "mean_batch": mean, "tail_mean_batch": tail, "seconds": seconds},
         )
     ]
 

@@ -54,6 +54,19 @@ def evaluate_together(
     return [(logits[e - n : e], value[e - n : e]) for e, n in zip(ends, sizes)]
 
 
+TAIL_SHARE = 0.1
+"""The share of a period's last batches whose mean `tail_mean_batch` reports (how small an iteration's
+batches get as its games end)."""
+
+
+def tail_mean_batch(sizes: Sequence[int], share: float = TAIL_SHARE) -> float:
+    """The mean of the last `share` of `sizes` (at least one; 0 for none): the batches of an iteration's end."""
+    if not sizes:
+        return 0.0
+    tail = sizes[-max(1, round(len(sizes) * share)) :]
+    return sum(tail) / len(tail)
+
+
 class LeafBatcher:
     """Joins the leaf batches that clients submit from their own threads into single evaluator calls.
 
@@ -80,8 +93,8 @@ class LeafBatcher:
         self._thread.start()
 
     @staticmethod
-    def _zero() -> dict[str, float]:
-        return {"batches": 0, "positions": 0, "max_batch": 0, "wait": 0.0, "seconds": 0.0}
+    def _zero() -> dict[str, Any]:
+        return {"batches": 0, "positions": 0, "max_batch": 0, "wait": 0.0, "seconds": 0.0, "sizes": []}
 
     def evaluate(self, client: Hashable, *arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`client`'s (logits [n, 252], value [n]) for its leaves: the evaluator's arguments for them (obs
@@ -129,6 +142,7 @@ class LeafBatcher:
                 c["batches"] += 1
                 c["positions"] += positions
                 c["max_batch"] = max(c["max_batch"], positions)
+                c["sizes"].append(positions)
                 c["wait"] += started - batch[0].since
                 c["seconds"] += seconds
                 self._busy = False
@@ -165,7 +179,8 @@ class LeafBatcher:
     def take_counts(self) -> dict[str, float]:
         """Since the last call: the batches and positions evaluated, the mean and largest batch, the mean wait
         of a batch's oldest request before the batch ran and the mean time of a batch on the device (both in
-        milliseconds); the counts restart."""
+        milliseconds), and the mean batch of the last `TAIL_SHARE` of the batches (`tail_mean_batch`: an
+        iteration's end, where its games run out); the counts restart."""
         with self._cond:
             c, self._counts = self._counts, self._zero()
         batches = c["batches"]
@@ -176,6 +191,7 @@ class LeafBatcher:
             "max_batch": c["max_batch"],
             "mean_wait_ms": 1000 * c["wait"] / batches if batches else 0.0,
             "mean_batch_ms": 1000 * c["seconds"] / batches if batches else 0.0,
+            "tail_mean_batch": tail_mean_batch(c["sizes"]),
         }
 
 
@@ -188,7 +204,8 @@ class InferenceServer:
             torch.set_num_threads(server.threads)
         self.device = resolve_device(server.device)
         self.model = build_network(NetworkConfig.from_dict(settings.network)).to(self.device).eval()
-        self.batcher = LeafBatcher(make_packed_evaluator(self.model, self.device, server.precision), server.max_wait)
+        evaluator = make_packed_evaluator(self.model, self.device, server.precision, compile=server.compile)
+        self.batcher = LeafBatcher(evaluator, server.max_wait)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (between calls, or with every batch held back)."""

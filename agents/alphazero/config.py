@@ -225,7 +225,9 @@ class Config:
     (bf16 where the device computes it natively: CUDA, CPUs with AVX512-BF16 or AMX; see
     agents.alphazero.device.inference_dtype). The learner keeps fp32 master weights."""
     compile: bool = False
-    """torch.compile the network (GPU runs; slow to start)."""
+    """torch.compile the networks where the time goes: the inference server's (or this process's self-play
+    and evaluation network), its batches padded up to a few sizes, and the learner's forward pass and loss;
+    compiled once a shape, not again at new weights (GPU runs; slow to start: the shapes compile first)."""
     threads: int = 1
     """torch CPU threads (0: torch's default), 0 to `MAX_THREADS` (1024). One is fastest for self-play's
     small batches on a busy CPU."""

@@ -360,10 +360,17 @@ class Learner:
     AMP (`amp=True`, see `device.autocast_dtype`): on CUDA bf16 autocast where
     supported, else fp16 autocast with a GradScaler; on a CPU with native bf16,
     bf16 autocast; otherwise float32. The weights and optimizer state stay float32.
+
+    `compile=True`: the forward pass and loss (`alphazero_loss`) run through `torch.compile`, one graph for
+    the training batch's shape (and one for `evaluate_loss`); the optimizer updates the weights in place,
+    which compiles nothing again.
     """
 
-    def __init__(self, model: nn.Module, config: LearnerConfig, *, device: torch.device, amp: bool = False) -> None:
+    def __init__(
+        self, model: nn.Module, config: LearnerConfig, *, device: torch.device, amp: bool = False, compile: bool = False
+    ) -> None:
         self.model = model
+        self._loss = torch.compile(alphazero_loss, dynamic=False) if compile else alphazero_loss
         self.config = config
         self.device = device
         self.step_count = 0
@@ -423,7 +430,7 @@ class Learner:
         statistics = [b.detach().clone() for b in self._buffers]  # the forward pass updates batch-norm statistics
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
-            total, parts = alphazero_loss(
+            total, parts = self._loss(
                 self.model,
                 obs,
                 mask,
@@ -530,7 +537,7 @@ class Learner:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
         (obs, mask, policy, value, full), survival = self._tensors(batch)
-        _, parts = alphazero_loss(
+        _, parts = self._loss(
             self.model, obs, mask, policy, value, full, self.config.value_weight, survival, self.config.survival_weight
         )
         return LossParts.of(parts)

@@ -85,7 +85,7 @@ def log_selfplay(writer: SummaryWriter, it: int, s: SelfPlayStats, seconds: floa
             writer.add_scalar("selfplay/opponent_score", s.opponent_score, it)
 
 
-SERVER_TAGS = ("batches", "mean_batch", "max_batch", "mean_wait_ms", "mean_batch_ms")
+SERVER_TAGS = ("batches", "mean_batch", "max_batch", "mean_wait_ms", "mean_batch_ms", "tail_mean_batch")
 """The inference server's counts of an iteration (`batcher.LeafBatcher.take_counts`) logged as ``perf/server_*``."""
 
 
@@ -94,10 +94,10 @@ def log_server(writer: SummaryWriter, it: int, counts: Mapping[str, float]) -> s
     for name in SERVER_TAGS:
         if name in counts:
             writer.add_scalar(f"perf/server_{name}", counts[name], it)
-    batches, mean, largest, wait, batch_ms = (float(counts.get(name, 0)) for name in SERVER_TAGS)
+    batches, mean, largest, wait, batch_ms, tail = (float(counts.get(name, 0)) for name in SERVER_TAGS)
     return (
-        f"iter {it}: inference server: {batches:.0f} batches, mean {mean:.0f} positions (largest {largest:.0f}), "
-        f"mean wait {wait:.1f} ms, {batch_ms:.1f} ms a batch"
+        f"iter {it}: inference server: {batches:.0f} batches, mean {mean:.0f} positions (largest {largest:.0f}, "
+        f"last tenth {tail:.0f}), mean wait {wait:.1f} ms, {batch_ms:.1f} ms a batch"
     )
 
 

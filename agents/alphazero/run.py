@@ -278,6 +278,7 @@ class TrainingRun:
                 threads=conf.threads,
                 max_wait=tc.inference_max_wait,
                 halves=tc.inference_halves,
+                compile=conf.compile,
             )
             if tc.inference_server
             else None

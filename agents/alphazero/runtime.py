@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import bisect
 import copy
 import operator
-from typing import Any, Callable, cast
+from typing import Any, Callable, Optional, Sequence, cast
 
 import numpy as np
 import torch
@@ -157,6 +158,15 @@ def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) ->
 _VERSION = operator.attrgetter("_version")
 
 
+def _allow_graphs(count: int) -> None:
+    """Let torch.compile keep at least `count` graphs of one function: its recompile limit (8 by default)
+    counts the graphs of every module of a class together, and past it the calls run uncompiled."""
+    import torch._dynamo
+
+    config: Any = torch._dynamo.config
+    config.recompile_limit = max(int(config.recompile_limit), count)
+
+
 class _InferenceCopies:
     """Fused copies of a live model per dtype, made again whenever its weights change.
 
@@ -167,36 +177,57 @@ class _InferenceCopies:
     them walks the module tree, a few percent of a self-play call): a
     parameter replaced by another tensor object is not seen, so build a new
     evaluator after such surgery.
+
+    With `compile`, each dtype's copy is made once and run through `torch.compile`; new weights are
+    folded into a fresh copy whose tensors are then copied into the compiled one's in place, so the
+    compiled graphs (one a batch shape) stay valid and nothing compiles again.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device) -> None:
+    def __init__(self, model: nn.Module, device: torch.device, compile: bool = False) -> None:
         self.model = model
         self.device = device
+        self.compile = compile
         self._tensors = [*model.parameters(), *model.buffers()]
         self._key: tuple[int, ...] = ()
         self._copies: dict[torch.dtype, Callable[..., Any]] = {}
+        self._modules: dict[torch.dtype, nn.Module] = {}
+        """With `compile`: the module under each dtype's compiled copy, whose tensors take new weights."""
 
     def _version(self) -> tuple[int, ...]:
         return (*map(_VERSION, self._tensors), *map(torch.Tensor.data_ptr, self._tensors))
 
     def get(self, dtype: torch.dtype) -> Callable[..., Any]:
-        """The forward pass of the current weights' fused copy in `dtype` (`for_inference`)."""
+        """The forward pass of the current weights' fused copy in `dtype` (`for_inference`, or compiled)."""
         key = self._version()
         if key != self._key:
-            self._copies.clear()
             self._key = key
-        if dtype not in self._copies:
-            if isinstance(self.model, JungleNet):
-                fused: nn.Module = fuse_for_inference(self.model)
+            if self.compile:
+                for held, module in self._modules.items():
+                    module.load_state_dict(self._folded(held).state_dict())  # in place: keeps the tensors' layout
             else:
-                fused = copy.deepcopy(self.model).eval()
-            fused = fused.to(self.device, dtype=dtype)
-            if channels_last(self.device, dtype):
-                for module in fused.modules():
-                    if isinstance(module, nn.Conv2d):
-                        module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last)
-            self._copies[dtype] = for_inference(fused, self.device, dtype)
+                self._copies.clear()
+        if dtype not in self._copies:
+            fused = self._folded(dtype)
+            if self.compile:
+                self._modules[dtype] = fused
+                self._copies[dtype] = torch.compile(fused, dynamic=False)
+            else:
+                self._copies[dtype] = for_inference(fused, self.device, dtype)
         return self._copies[dtype]
+
+    def _folded(self, dtype: torch.dtype) -> nn.Module:
+        """A copy of the model's current weights in `dtype` on the device, batch norm folded (a `JungleNet`),
+        its convolution weights channels-last where the device runs `dtype` so."""
+        if isinstance(self.model, JungleNet):
+            fused: nn.Module = fuse_for_inference(self.model)
+        else:
+            fused = copy.deepcopy(self.model).eval()
+        fused = fused.to(self.device, dtype=dtype)
+        if channels_last(self.device, dtype):
+            for module in fused.modules():
+                if isinstance(module, nn.Conv2d):
+                    module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last)
+        return fused
 
 
 CPU_CHUNK = 128
@@ -204,6 +235,47 @@ CPU_CHUNK = 128
 
 Past a few hundred positions the activations leave the core's cache; 128 was the fastest part
 inside self-play, where the search's own arrays share the cache (docs/performance.md)."""
+
+
+CUDA_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+"""The batch sizes a compiled evaluator pads its calls up to on a GPU (`bucket_parts`): each is one
+compiled graph, so torch.compile never compiles a new shape past these; a larger call runs in parts."""
+CPU_BUCKETS = (16, 32, 64, 128)
+"""`CUDA_BUCKETS` on a CPU, up to `CPU_CHUNK`."""
+
+
+class BucketError(ValueError):
+    """Bad batch buckets: they must be increasing positive integers."""
+
+
+def check_buckets(buckets: Sequence[int]) -> tuple[int, ...]:
+    """`buckets` as a tuple; BucketError unless they are one or more increasing positive integers."""
+    sizes = tuple(buckets)
+    if (
+        not sizes
+        or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in sizes)
+        or list(sizes) != sorted(set(sizes))
+    ):
+        raise BucketError(f"batch buckets {list(sizes)!r} must be increasing positive integers")
+    return sizes
+
+
+def bucket_for(n: int, buckets: Sequence[int]) -> int:
+    """The smallest bucket that holds `n` rows (1 <= n <= the largest bucket)."""
+    i = bisect.bisect_left(buckets, n)
+    if n < 1 or i == len(buckets):
+        raise BucketError(f"a batch of {n} rows has no bucket among {list(buckets)!r}")
+    return buckets[i]
+
+
+def bucket_parts(n: int, buckets: Sequence[int]) -> list[tuple[int, int]]:
+    """`n` rows as consecutive parts (rows, padded rows): parts of the largest bucket while more than it
+    is left, then the rest padded to its bucket (`bucket_for`). Each part is one network call of a
+    bucket's shape, so the padding is less than the smallest bucket or the rest's own rows."""
+    largest = buckets[-1]
+    parts = [(largest, largest)] * ((n - 1) // largest) if n > 0 else []
+    rest = n - largest * len(parts)
+    return parts + ([(rest, bucket_for(rest, buckets))] if rest > 0 else [])
 
 
 def unpack_on_device(bits: torch.Tensor, scalars: torch.Tensor) -> torch.Tensor:
@@ -233,12 +305,25 @@ class _Evaluation:
     """The work of `make_evaluator` and `make_packed_evaluator`: a model's fused copies on a device, fed
     float32 planes or their packed form."""
 
-    def __init__(self, model: nn.Module, device: torch.device | str, precision: str) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        device: torch.device | str,
+        precision: str,
+        compile: bool = False,
+        buckets: Optional[Sequence[int]] = None,
+    ) -> None:
         self.device = torch.device(device) if isinstance(device, str) else device
         self.precision = precision
         inference_dtype(self.device, precision, 1)  # reject an unknown precision now, not at the first call
         cuda_defaults(self.device)
-        self.copies = _InferenceCopies(model, self.device)
+        if buckets is None and compile:
+            buckets = CPU_BUCKETS if self.device.type == "cpu" else CUDA_BUCKETS
+        self.buckets = check_buckets(buckets) if buckets is not None else ()
+        """The batch sizes each network call is padded up to (none: each call runs at its own size)."""
+        if compile:
+            _allow_graphs(2 * 2 * len(self.buckets))  # a graph a bucket, for two dtypes of two networks
+        self.copies = _InferenceCopies(model, self.device, compile)
         self.chunk = CPU_CHUNK if self.device.type == "cpu" else None
 
     def planes(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -256,17 +341,25 @@ class _Evaluation:
             return np.zeros((0, N_ACTIONS), np.float32), np.zeros(0, np.float32)
         dtype = inference_dtype(self.device, self.precision, n)
         net = self.copies.get(dtype)
-        with torch.inference_mode():
-            if self.chunk is None or n <= self.chunk:
-                return run(net, dtype, *arrays)
+        if self.buckets:
+            sizes = [rows for rows, _ in bucket_parts(n, self.buckets)]  # each padded to its bucket (`_forward`)
+        elif self.chunk is None or n <= self.chunk:
+            sizes = [n]
+        else:
             parts = -(-n // self.chunk)
             size = -(-n // parts)  # equal parts: 300 rows run as 150 + 150, not 256 + 44
+            sizes = [size] * (n // size) + ([n % size] if n % size else [])
+        with torch.inference_mode():
+            if len(sizes) == 1:
+                return run(net, dtype, *arrays)
             logits = np.empty((n, N_ACTIONS), np.float32)
             value = np.empty(n, np.float32)
-            for start in range(0, n, size):
+            start = 0
+            for size in sizes:
                 logits[start : start + size], value[start : start + size] = run(
                     net, dtype, *(a[start : start + size] for a in arrays)
                 )
+                start += size
             return logits, value
 
     def _to_device(self, a: np.ndarray, dtype: Any) -> torch.Tensor:
@@ -276,7 +369,7 @@ class _Evaluation:
         self, net: Callable[..., Any], dtype: torch.dtype, obs: np.ndarray, mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         m = self._to_device(mask, np.bool_)
-        if isinstance(net, FusedCPUForward):  # the stem from the planes' nonzero entries, no input copies
+        if isinstance(net, FusedCPUForward) and not self.buckets:  # the stem from the planes' nonzero entries
             logits, v = net.from_planes(obs)
         else:
             logits, v = self._forward(net, dtype, self._to_device(obs, np.float32))
@@ -285,7 +378,7 @@ class _Evaluation:
     def _packed(
         self, net: Callable[..., Any], dtype: torch.dtype, bits: np.ndarray, scalars: np.ndarray, mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        if isinstance(net, FusedCPUForward):  # it reads numpy planes: unpacked here, on the CPU it runs on
+        if isinstance(net, FusedCPUForward) and not self.buckets:  # it reads numpy planes: unpacked here
             return self._planes(net, dtype, unpack_observations(bits, scalars), unpack_masks(mask))
         x = unpack_on_device(self._to_device(bits, np.uint8), self._to_device(scalars, np.float32))
         logits, v = self._forward(net, dtype, x)
@@ -294,11 +387,16 @@ class _Evaluation:
     def _forward(
         self, net: Callable[..., Any], dtype: torch.dtype, x: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`net` of float32 observations `x` on the device, in `dtype` and its layout."""
+        """`net` of float32 observations `x` on the device, in `dtype` and its layout; with `buckets`, run
+        on `x` padded with rows of zeros up to its bucket, those rows' outputs dropped."""
+        n = len(x)
         x = x.to(dtype)  # then the layout: two copies, faster here than one that converts and reorders at once
+        if self.buckets and bucket_for(n, self.buckets) > n:
+            x = F.pad(x, (0, 0, 0, 0, 0, 0, 0, bucket_for(n, self.buckets) - n))
         if channels_last(self.device, dtype):
             x = x.contiguous(memory_format=torch.channels_last)
-        return cast(tuple[torch.Tensor, torch.Tensor], net(x))
+        logits, v = cast(tuple[torch.Tensor, torch.Tensor], net(x))
+        return (logits[:n], v[:n]) if len(logits) > n else (logits, v)
 
     def _outputs(self, logits: torch.Tensor, v: torch.Tensor, m: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """The masked float32 logits and the value in [-1, 1] on the host; NonFiniteOutputError for a NaN or
@@ -321,7 +419,14 @@ class _Evaluation:
         return host_logits, host_value
 
 
-def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32") -> Evaluator:
+def make_evaluator(
+    model: nn.Module,
+    device: torch.device | str = "cpu",
+    precision: str = "fp32",
+    *,
+    compile: bool = False,
+    buckets: Optional[Sequence[int]] = None,
+) -> Evaluator:
     """Wrap `model` as an `Evaluator` for the search: batched, no grad, inference mode.
 
     Returns ``fn(obs [n, 32, 9, 7] float32, mask [n, 252] bool) ->
@@ -331,8 +436,13 @@ def make_evaluator(model: nn.Module, device: torch.device | str = "cpu", precisi
     dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's
     weights as they are
     trained. Outputs are always float32.
+
+    `compile`: the copy runs through `torch.compile`, each call padded up to one of `buckets` (by default
+    `CUDA_BUCKETS`, or `CPU_BUCKETS` on a CPU) so that every call is one of a few compiled shapes, and new
+    weights are copied into the compiled copy without compiling again. `buckets` without `compile`: the
+    same padding, uncompiled (the same outputs as without it).
     """
-    return _Evaluation(model, device, precision).planes
+    return _Evaluation(model, device, precision, compile, buckets).planes
 
 
 PackedEvaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -340,9 +450,15 @@ PackedEvaluator = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarra
 
 
 def make_packed_evaluator(
-    model: nn.Module, device: torch.device | str = "cpu", precision: str = "fp32"
+    model: nn.Module,
+    device: torch.device | str = "cpu",
+    precision: str = "fp32",
+    *,
+    compile: bool = False,
+    buckets: Optional[Sequence[int]] = None,
 ) -> PackedEvaluator:
     """`make_evaluator` fed packed observations (`replay.pack_observations`) and masks (`replay.pack_masks`),
     unpacked on `device`: the inference server's, whose batches would otherwise cross to the device as
-    float32 planes. The same outputs as `make_evaluator` of the unpacked arrays, bit for bit."""
-    return _Evaluation(model, device, precision).packed
+    float32 planes. The same outputs as `make_evaluator` of the unpacked arrays, bit for bit (`compile` and
+    `buckets` as there)."""
+    return _Evaluation(model, device, precision, compile, buckets).packed

@@ -80,8 +80,13 @@ class InferenceSettings:
     """Requests each self-play process keeps in flight (`process` backend): 1, or 2, its games in two halves,
     each searched by a thread of its own, so that one half's trees grow while the other's leaves are on the
     device (double buffering). The games are the same either way."""
+    compile: bool = False
+    """Run the server's network through `torch.compile`, its batches padded up to a few sizes
+    (`runtime.CUDA_BUCKETS`) so that it compiles once a size, and not again when the weights change."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.compile, bool):
+            raise InferenceSettingsError(f"inference.compile={self.compile!r} must be true or false")
         for name in ("threads", "halves"):
             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int):
                 raise InferenceSettingsError(f"inference.{name}={getattr(self, name)!r} must be an integer")

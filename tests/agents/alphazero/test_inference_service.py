@@ -18,7 +18,7 @@ import torch
 
 from agents.alphazero import config as train_config
 from agents.alphazero import slots as slots_module
-from agents.alphazero.batcher import LeafBatcher
+from agents.alphazero.batcher import LeafBatcher, tail_mean_batch
 from agents.alphazero.inference import WorkerDiedError
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
@@ -171,6 +171,18 @@ def test_one_device_thread_runs_every_batch_and_the_waits_are_counted() -> None:
     counts = batcher.take_counts()
     assert counts["positions"] == 12 and counts["max_batch"] <= 4
     assert counts["mean_wait_ms"] >= 50 * 0.9, counts  # the batches waited for "late"
+
+
+def test_the_counts_say_how_small_the_last_tenth_of_the_batches_got() -> None:
+    """A client alone sends 20 batches of 10 positions, then 10 as its games end (3 each); the last tenth
+    of the 30 batches (3) are the small ones."""
+    batcher = LeafBatcher(rows_evaluator([]), max_wait=30.0)
+    for n in [10] * 20 + [3] * 10:
+        batcher.evaluate("alone", *leaves(0, n))
+    counts = batcher.take_counts()
+    assert counts["batches"] == 30 and counts["mean_batch"] == 230 / 30 and counts["tail_mean_batch"] == 3.0
+    assert batcher.take_counts()["tail_mean_batch"] == 0.0  # the counts restart
+    assert tail_mean_batch([8, 6, 4, 2], share=0.5) == 3.0 and tail_mean_batch([5], share=0.1) == 5.0
 
 
 def test_train_config_sets_the_server_wait() -> None:
@@ -579,6 +591,7 @@ def test_the_server_counts_are_logged_as_scalars_and_one_line() -> None:
         "max_batch": 16,
         "mean_wait_ms": 1.5,
         "mean_batch_ms": 3.25,
+        "tail_mean_batch": 2.5,
     }
     line = log_server(writer, 7, counts)  # type: ignore[arg-type]
     assert writer.scalars == {
@@ -587,9 +600,11 @@ def test_the_server_counts_are_logged_as_scalars_and_one_line() -> None:
         "perf/server_max_batch": 16,
         "perf/server_mean_wait_ms": 1.5,
         "perf/server_mean_batch_ms": 3.25,
+        "perf/server_tail_mean_batch": 2.5,
     }
     assert (
-        line == "iter 7: inference server: 4 batches, mean 10 positions (largest 16), mean wait 1.5 ms, 3.2 ms a batch"
+        line == "iter 7: inference server: 4 batches, mean 10 positions (largest 16, last tenth 2), mean wait 1.5 ms, "
+        "3.2 ms a batch"
     )
 
 
