@@ -20,6 +20,7 @@ def make_selfplay_pool(
     evaluator: Optional[Evaluator] = None,
     address: str = "",
     inference: Optional[InferenceSettings] = None,
+    first_game: int = 0,
 ) -> SelfPlayPool:
     """A pool of `workers` self-play workers on `backend` (`BACKENDS`); ``workers=0`` or ``inprocess``
     plays in this process on `evaluator` (default: a CPU copy of the network).
@@ -27,12 +28,18 @@ def make_selfplay_pool(
     With `inference` the workers (``process`` or ``ray``, at least one) send their leaves to one inference
     server on ``inference.device`` instead of holding a network (`agents.alphazero.inference`).
     Checks the backend, the count and the settings (opponent specs included) before any worker starts;
-    `address` is the Ray cluster to join (``""``: a local one)."""
+    `address` is the Ray cluster to join (``""``: a local one). ``settings.selfplay.carry_over`` (games kept in
+    play from call to call, numbered from `first_game`) is built for this process only."""
     check_choice({"backend": backend}, "self-play ", WorkerBackendError, backend=BACKENDS)
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise WorkerBackendError(f"self-play workers={workers!r} must be an integer")
     check_range({"workers": workers}, "self-play ", WorkerBackendError, workers=(0, None))
     settings.validate()
+    if settings.selfplay.carry_over and (inference is not None or (backend != "inprocess" and workers > 0)):
+        raise WorkerBackendError(
+            f"carry_over keeps the games in play in this process only: it needs workers=0 or the inprocess backend "
+            f"without an inference server (got {workers} on {backend!r}{' with a server' if inference else ''})"
+        )
     if inference is not None:
         if backend == "inprocess" or workers == 0:
             raise WorkerBackendError(
@@ -43,7 +50,7 @@ def make_selfplay_pool(
             return ServedPool(settings, workers, inference)
         return RayServedPool(settings, workers, inference, address)
     if backend == "inprocess" or workers == 0:
-        return InProcessPool(settings, evaluator)
+        return InProcessPool(settings, evaluator, first_game)
     if backend == "process":
         return ProcessPool(settings, workers)
     return RayPool(settings, workers, address)

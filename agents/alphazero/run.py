@@ -109,6 +109,8 @@ class TrainingRun:
         """The resumed run stopped before the evaluation of its last iteration."""
         self.server_counts: dict[str, float] = {}
         """The inference server's counts of the last self-play call (`play_iteration`; empty without one)."""
+        self.next_game = 0
+        """With train.selfplay.carry_over: the index of the next game the pool starts (a resumed run's first)."""
         self.saved = (0, False)
         """What latest.pt holds: (iteration, its evaluation still to do)."""
         self.checkpointed = self.in_place
@@ -284,7 +286,13 @@ class TrainingRun:
             else None
         )
         pool = make_selfplay_pool(
-            tc.worker_backend, tc.workers, settings, evaluator=evaluator, address=tc.ray_address, inference=inference
+            tc.worker_backend,
+            tc.workers,
+            settings,
+            evaluator=evaluator,
+            address=tc.ray_address,
+            inference=inference,
+            first_game=int(self.counters.get("next_game", 0)),
         )
         log.info(
             "run %s: %s, %d parameters, device %s, %s search with %d simulations, self-play %s",
@@ -301,16 +309,22 @@ class TrainingRun:
 
     def play_iteration(self, pool: SelfPlayPool, model: torch.nn.Module, it: int, progress: bool) -> SelfPlayData:
         """Iteration `it`'s self-play games with the weights of `model` (a share against the opponents, each
-        seeded from the run's seed and the iteration). Changes nothing of the run's."""
+        seeded from the run's seed and the iteration; with carry_over, the next games to finish of the run's,
+        numbered and seeded over the run). Changes nothing of the run's."""
         seed, tc = self.conf.seed, self.conf.train
+        carry = tc.selfplay.carry_over
         data = pool.play(
             model.state_dict(),
-            seed=derive_seed(seed, "selfplay", it),
+            seed=derive_seed(seed, "selfplay") if carry else derive_seed(seed, "selfplay", it),
             num_games=tc.games_per_iteration,
-            opponent_seeds=[derive_seed(seed, "opponent", k, it) for k in range(len(tc.selfplay.opponents))],
+            opponent_seeds=[
+                derive_seed(seed, "opponent", k) if carry else derive_seed(seed, "opponent", k, it)
+                for k in range(len(tc.selfplay.opponents))
+            ],
             progress=progress,
         )
         self.server_counts = dict(getattr(pool, "server_counts", {}))  # logged with the games (`played`)
+        self.next_game = getattr(pool, "next_game", 0)  # counted with the games (`played`)
         return data
 
     def evaluate(
@@ -368,6 +382,8 @@ class TrainingRun:
         if self.conf.train.write_games:
             append_jsonl(self.run_dir / "games.jsonl", data.records)
         s = data.stats
+        if self.conf.train.selfplay.carry_over:  # a resumed run starts new games after those started so far
+            self.counters["next_game"] = int(self.next_game)
         self.counters["positions"] += int(s.positions)
         self.counters["games"] += int(s.games)
         self.counters["simulations"] += int(s.simulations)
@@ -546,11 +562,11 @@ def restore_part(path: Path, part: str, action: Callable[[], Any]) -> None:
 
 
 def checked_counters(counters: Any) -> dict[str, Any]:
-    """A checkpoint's counters (iteration, positions, games, simulations: integers >= 0; seconds: a finite
+    """A checkpoint's counters (iteration, positions, games, simulations, next_game: integers >= 0; seconds: a finite
     number); ValueError naming the first that is not."""
     if not isinstance(counters, dict):
         raise TypeError(f"a mapping is expected, got {type(counters).__name__}")
-    for key in ("iteration", "positions", "games", "simulations", "learner_steps"):
+    for key in ("iteration", "positions", "games", "simulations", "learner_steps", "next_game"):
         value = counters.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{key}={shown(value)} is not an integer >= 0")

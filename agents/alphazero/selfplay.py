@@ -12,7 +12,9 @@ it, the workers of `agents.alphazero.workers` carry it, and train.py's
 Each position played yields (observation, legal mask, search policy, final
 outcome from the view of the side to move there, and which pieces are still
 on the board when the game ends, ordered from that side: `survival_targets`). A game slot that finishes
-is refilled with the next game until `num_games` have started, then idles.
+is refilled with the next game until `num_games` have started, then idles
+(with `SelfPlayConfig.carry_over` it always starts the next one, and the
+loop's `play_next` hands back a number of finished games, the rest playing on).
 Game ``k`` draws its search noise, its playout-cap coin and its opponent from
 generators seeded by ``game_seed(seed, k)``, whatever slot it runs in, and the
 output lists the games by index. Games are numbered from `first_game`, so a
@@ -145,6 +147,13 @@ class SelfPlayConfig:
     """The value target of every recorded position the endgame tables hold is their exact result for its
     side to move (+1, 0, -1 under the no-capture rule at its clock), in place of the game's result and
     the search's blend (`value_q_weight`). Same tables as `tablebase_adjudicate`."""
+    carry_over: bool = False
+    """Keep the games in play from one training iteration to the next (`SelfPlayLoop.play_next`): an
+    iteration ends once its number of games have finished (those carried over counting first), every slot
+    whose game ends starts the next game at once, the games are numbered over the run, and a carried game's
+    search goes on with the new weights; so the network's batches stay full at an iteration's end. Off:
+    each iteration plays its own games, from all starting at once to the last one's end. Self-play in the
+    trainer's process only (train.workers=0)."""
 
     def __post_init__(self) -> None:
         check_range(
@@ -229,6 +238,10 @@ class _Finished(NamedTuple):
     value: np.ndarray
     full_search: np.ndarray
     survival: np.ndarray
+    truncated: bool
+    """Cut at `SelfPlayConfig.max_plies`."""
+    opponent_point: Optional[float]
+    """The network's score in an opponent game (None: self-play)."""
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -286,7 +299,8 @@ class SelfPlayLoop:
     game starts) and begins its next search at once, while the others go on. A game is the same as in
     lockstep (its noise, coins and opponent come from its own seed); only the network's batches differ.
     Python touches the batch a fixed number of times per step; it goes game by game only for opponents'
-    moves and for games that end. `run` plays the games once."""
+    moves and for games that end. `run` plays the games once; with `SelfPlayConfig.carry_over`, `play_next`
+    plays them on from call to call."""
 
     def __init__(
         self,
@@ -350,8 +364,16 @@ class SelfPlayLoop:
         self.started = first_game
         self.end = first_game + num_games
         self.finished: dict[int, _Finished] = {}
-        self.stats = SelfPlayStats()  # the counts; `_data` fills in the rest
-        self.opponent_points: list[float] = []
+        self.order: list[int] = []
+        """The indices of `finished` in the order the games ended."""
+        self.carry = settings.carry_over
+        """Games go on from one `play_next` call to the next; a slot whose game ends always starts another."""
+        self.target: Optional[int] = None
+        """The finished games that end this `play_next` call (None: `run` plays every game)."""
+        self.pending: list[int] = []
+        """Slots whose game ended (or whose opponent is to move) once the call had its games: served first next call."""
+        self.begun = False
+        self.stats = SelfPlayStats()  # the simulations; `_data` fills in the rest
         self.full = np.zeros(n, dtype=np.bool_)  # each search's playout-cap draw: a full (noisy) search or a cheap one
         self.actions = np.full(n, -1, dtype=np.int64)
         self.searched = np.ones(n, dtype=np.bool_)  # the network's positions: searched; an opponent's: neither
@@ -361,7 +383,10 @@ class SelfPlayLoop:
         self.bar: Optional[tqdm] = None
 
     def run(self) -> SelfPlayData:
-        """Play the games; their positions in game-index order, their records and stats."""
+        """Play the games; their positions in game-index order, their records and stats. With
+        `SelfPlayConfig.carry_over`: the first `num_games` to finish (`play_next`), the others left in play."""
+        if self.carry:
+            return self.play_next(self.num_games)
         for s in range(len(self.slots)):
             self._start_game(s)
         self.bar = tqdm(total=self.num_games, desc="self-play", unit="game", disable=not self.progress)
@@ -373,7 +398,51 @@ class SelfPlayLoop:
             if len(moved):
                 self._play_moves(moved)
         self.bar.close()
-        return self._data(time.perf_counter() - self.t0)
+        return self._data(time.perf_counter() - self.t0, self.order)
+
+    def play_next(self, count: int, progress: Optional[bool] = None) -> SelfPlayData:
+        """With `SelfPlayConfig.carry_over`: the next `count` games to finish (those that ended after the last
+        call had its games first), their positions in game-index order; the games in play stay in their slots,
+        trees and records for the next call, and searches them with whatever the evaluator is then. Game
+        indices run on from call to call (from `first_game`), each game seeded by its index alone."""
+        if not self.carry:
+            raise ValueError("play_next needs SelfPlayConfig.carry_over=True (without it, run plays the games once)")
+        if count < 1:
+            raise ValueError(f"count ({count}) must be >= 1")
+        if self.begun:  # the first call's seconds count the set-up, as `run`'s do
+            self.t0, self.stats = time.perf_counter(), SelfPlayStats()
+        self.target = count
+        show = self.progress if progress is None else progress
+        self.bar = tqdm(
+            total=count, initial=min(len(self.order), count), desc="self-play", unit="game", disable=not show
+        )
+        if not self.begun:
+            self.begun = True
+            for s in range(len(self.slots)):
+                self._start_game(s)
+            waiting = list(range(len(self.slots)))  # an opponent may open a game
+        else:
+            waiting, self.pending = self.pending, []
+        for s in waiting:
+            self._serve_or_defer(s)
+        while len(self.order) < count:
+            self._begin_searches()
+            moved = self.search.step()
+            if len(moved):
+                self._play_moves(moved)
+        self.bar.close()
+        taken, self.order = self.order[:count], self.order[count:]
+        data = self._data(time.perf_counter() - self.t0, taken)
+        for k in taken:
+            del self.finished[k]
+        return data
+
+    def _serve_or_defer(self, s: int) -> None:
+        """`_serve` slot `s`, or, once this `play_next` call has its games, leave it for the next call."""
+        if self.target is not None and len(self.order) >= self.target:
+            self.pending.append(s)
+        else:
+            self._serve(s)
 
     def _start_game(self, slot: int) -> None:
         """Game `started` into `slot` (its position and tree are reset afterwards, with the others')."""
@@ -423,7 +492,7 @@ class SelfPlayLoop:
         self.search.advance_many(moved, self.actions)
         ended = games.done[moved] | self._adjudicate(moved)
         for s in moved[ended | (self.opponent_side[moved] == games.state[moved, K.S_SIDE])].tolist():
-            self._serve(s)  # in slot order, as players expect
+            self._serve_or_defer(s)  # in slot order, as players expect
 
     def _random_opening_moves(self, moved: np.ndarray) -> None:
         """In `actions`, a uniformly random legal move (from each game's own generator) for the games of `moved`
@@ -463,7 +532,7 @@ class SelfPlayLoop:
                 self.search.advance(s, action)
                 continue
             self._finish_game(s, g)
-            if self.started >= self.end:
+            if not self.carry and self.started >= self.end:
                 self.slots[s] = None
                 self.occupied[s] = False
                 return
@@ -482,8 +551,8 @@ class SelfPlayLoop:
         return ~self.games.done[idx] & (self.verdict[idx] != UNKNOWN)
 
     def _finish_game(self, s: int, g: _Game) -> None:
-        """The record, training rows and counts of game `g`, over in slot `s`."""
-        games, samples, name, stats = self.games, self.samples, self.settings.player_name, self.stats
+        """The record and training rows of game `g`, over in slot `s`."""
+        games, samples, name = self.games, self.samples, self.settings.player_name
         names = (name, name)
         if g.opponent is not None:
             names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
@@ -500,28 +569,43 @@ class SelfPlayLoop:
         if self.settings.tablebase_rescore:
             assert self.tables is not None
             rescore(values, game_table_values(self.first, games.hist[s], plies, games.flags, self.tables))
+        point: Optional[float] = None
         if g.opponent is not None:
             mine = np.flatnonzero(sides != g.opponent_side)
-            self.opponent_points.append(0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5)
+            point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
         obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.game_flags[s])
         self.finished[g.index] = _Finished(
-            record, obs, mask, policy, values, samples.full[s, :plies].copy(), survival_targets(games.state[s], sides)
+            record,
+            obs,
+            mask,
+            policy,
+            values,
+            samples.full[s, :plies].copy(),
+            survival_targets(games.state[s], sides),
+            bool(games.truncated[s]),
+            point,
         )
-        if record.result == "1-0":
-            stats.red_wins += 1
-        elif record.result == "0-1":
-            stats.blue_wins += 1
-        else:
-            stats.draws += 1
-        stats.truncated += int(games.truncated[s])
-        stats.terminations[str(record.termination)] = stats.terminations.get(str(record.termination), 0) + 1
+        self.order.append(g.index)
         assert self.bar is not None
         self.bar.update(1)
 
-    def _data(self, seconds: float) -> SelfPlayData:
-        """The finished games' rows in game-index order, their records and the call's stats."""
-        done = [self.finished[k] for k in sorted(self.finished)]
-        stats, points = self.stats, self.opponent_points
+    def _data(self, seconds: float, indices: Sequence[int]) -> SelfPlayData:
+        """The rows of the finished games `indices` (in the order they ended) in game-index order, their records
+        and the call's stats."""
+        stats, points = self.stats, []
+        for k in indices:  # counted in the order the games ended
+            d = self.finished[k]
+            if d.record.result == "1-0":
+                stats.red_wins += 1
+            elif d.record.result == "0-1":
+                stats.blue_wins += 1
+            else:
+                stats.draws += 1
+            stats.truncated += int(d.truncated)
+            stats.terminations[str(d.record.termination)] = stats.terminations.get(str(d.record.termination), 0) + 1
+            if d.opponent_point is not None:
+                points.append(d.opponent_point)
+        done = [self.finished[k] for k in sorted(indices)]
         stats.games = len(done)
         stats.positions = int(sum(len(d.value) for d in done))
         stats.full_search_positions = int(sum(int(d.full_search.sum()) for d in done))

@@ -48,7 +48,7 @@ from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.rules_mix import mix_from_state
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.selfplay import build_opponents, play_games
+from agents.alphazero.selfplay import SelfPlayLoop, build_opponents, play_games
 from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
 from agents.alphazero.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
 from agents.pool import WorkerPool
@@ -188,14 +188,24 @@ class SelfPlayPool:
 
 
 class InProcessPool(SelfPlayPool):
-    """No workers: the games run here, on `evaluator` (the trainer's, on its device) or on a CPU worker."""
+    """No workers: the games run here, on `evaluator` (the trainer's, on its device) or on a CPU worker.
 
-    def __init__(self, settings: WorkerSettings, evaluator: Optional[Evaluator] = None) -> None:
+    With ``settings.selfplay.carry_over`` the pool keeps one `SelfPlayLoop` from call to call: each call
+    returns the next `num_games` games to finish, the others stay in play (searched on with the next call's
+    weights), the games numbered from `first_game` over the calls, all seeded from the first call's `seed`.
+    A call cut short (an error, a stop signal) drops the games in play: the next call starts new ones, from
+    `next_game`."""
+
+    def __init__(self, settings: WorkerSettings, evaluator: Optional[Evaluator] = None, first_game: int = 0) -> None:
         self.settings = settings
         self.evaluator = evaluator
         self.worker = SelfPlayWorker(settings, own_process=False) if evaluator is None else None
         self.rules = RuleSet.from_dict(settings.rules)
         self.mcts = MCTSConfig.from_dict(settings.mcts)
+        self.loop: Optional[SelfPlayLoop] = None
+        """The games carried over from the last call (carry_over)."""
+        self.next_game = first_game
+        """With carry_over: the index of the next game to start (after those started so far)."""
 
     def play(
         self,
@@ -206,6 +216,8 @@ class InProcessPool(SelfPlayPool):
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
     ) -> SelfPlayData:
+        if self.settings.selfplay.carry_over:
+            return self._play_on(model_state, seed, num_games, opponent_seeds, progress)
         if self.worker is not None:
             return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
         assert self.evaluator is not None
@@ -220,6 +232,45 @@ class InProcessPool(SelfPlayPool):
             opponent_seeds=opponent_seeds,
             progress=progress,
         )
+
+    def _play_on(
+        self,
+        model_state: Mapping[str, Any],
+        seed: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]],
+        progress: bool,
+    ) -> SelfPlayData:
+        """The next `num_games` games to finish of the carried-over loop (made at the first call), on the weights
+        `model_state`."""
+        if self.worker is not None:
+            self.worker.load_weights(model_state)
+            evaluator = self.worker.evaluator
+        else:
+            assert self.evaluator is not None
+            evaluator = self.evaluator  # follows the trainer's model
+        if self.loop is None:
+            self.loop = SelfPlayLoop(
+                evaluator,
+                self.settings.selfplay,
+                mcts=self.mcts,
+                rules=self.rules,
+                num_games=num_games,
+                seed=seed,
+                first_game=self.next_game,
+                opponents=build_opponents(self.settings.selfplay, self.rules, seed, opponent_seeds),
+                progress=progress,
+                rules_mix=mix_from_state(self.settings.rules_mix),
+            )
+        elif seed != self.loop.seed:
+            raise ValueError(f"the carried-over games are seeded {self.loop.seed}, not {seed}")
+        try:
+            data = self.loop.play_next(num_games, progress)
+        except BaseException:  # the loop is halfway through a step: its games in play are dropped
+            self.loop = None
+            raise
+        self.next_game = self.loop.started
+        return data
 
 
 class ProcessPool(SelfPlayPool):
