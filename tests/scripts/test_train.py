@@ -497,3 +497,27 @@ def test_a_mixed_run_evaluates_per_rule_set_records_its_mix_and_resumes(tmp_path
     assert state["counters"]["iteration"] == 3 and state["rules_mix"] == expected_mix
     assert [s for s, _ in scalars(run)["eval/default/score_random"]] == [1, 2, 3]
     assert len(list(read_jsonl(run / "games.jsonl"))) == 12
+
+
+@pytest.mark.slow
+def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games(tmp_path: Path) -> None:
+    # Games carried over from iteration to iteration are numbered over the run: each iteration records
+    # exactly its games, no index twice; a resumed run drops the games that were in play and starts new
+    # ones after every game started before its checkpoint.
+    carry = [*TINY, f"out_dir={tmp_path}", "name=carry", "train.selfplay.carry_over=true", "train.eval.every=100"]
+    r = run_train(*carry)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_dir = tmp_path / "carry"
+    before = list(read_jsonl(run_dir / "games.jsonl"))
+    next_game = load_checkpoint(run_dir / "latest.pt")["counters"]["next_game"]
+    r = run_train(f"resume={run_dir}", "train.iterations=3")
+    assert r.returncode == 0, r.stderr[-3000:]
+    games = list(read_jsonl(run_dir / "games.jsonl"))
+    assert games[: len(before)] == before
+    indices = [g.extra["game_index"] for g in games]
+    assert len(indices) == len(set(indices)) == 3 * 4
+    assert [g.extra["iteration"] for g in games] == [1] * 4 + [2] * 4 + [3] * 4
+    assert max(indices[:8]) < next_game <= min(indices[8:])
+    assert next_game > 8  # games were in play at the checkpoint
+    r = run_train(*TINY, f"out_dir={tmp_path}", "name=refused", "train.selfplay.carry_over=true", "train.workers=2")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "carry_over" in r.stderr
