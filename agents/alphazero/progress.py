@@ -127,7 +127,9 @@ def iteration_line(
         parts.append("self-play and learning done before the stop")
     shown = []
     for key, score in scores.items():
-        if key.startswith("score_"):
+        if key.endswith("/ladder_score"):  # a mixed run: each rule set's ladder score (its opponents in TensorBoard)
+            shown.append(f"{key[: -len('/ladder_score')]} {score:.2f}")
+        elif key.startswith("score_"):
             tag = key[len("score_") :]
             low, high = scores.get(f"low_{tag}"), scores.get(f"high_{tag}")
             shown.append(

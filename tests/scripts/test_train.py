@@ -415,6 +415,10 @@ def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
     }
     line = iteration_line(30, 60, None, 1.0, 0, LearnMetrics(), scores)
     assert "eval: alphabeta_depth2 0.25 [0.11-0.45] random 1.00" in line
+    # A mixed run's scores come per rule set (`run.mixed_scores`): the line gives each rule set's ladder score.
+    mixed = {"default/ladder_score": 0.5, "default/score_random": 1.0, "keeps_rank/ladder_score": 0.25, "elo": 700.0}
+    line = iteration_line(30, 60, None, 1.0, 0, LearnMetrics(), mixed)
+    assert "eval: default 0.50 keeps_rank 0.25 elo 700" in line
 
 
 @pytest.mark.slow
