@@ -185,10 +185,10 @@ class TrainConfig:
         ):
             if mix and on:
                 raise RulesMixError(f"{key} cannot be used with train.rules_mix (the games play several rule sets)")
-        if sp.carry_over and self.workers > 0 and self.worker_backend != "inprocess":
+        if sp.carry_over and self.workers > 0 and self.worker_backend == "ray":
             raise ConfigError(
-                f"train.selfplay.carry_over=true keeps the games in play in the trainer's process: it needs "
-                f"train.workers=0 (got {self.workers} on {self.worker_backend!r})"
+                f"train.selfplay.carry_over=true keeps the games in play in local processes: it needs "
+                f"train.workers=0 or train.worker_backend=process (got {self.workers} on 'ray')"
             )
         if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
             raise ConfigError(

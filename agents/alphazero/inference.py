@@ -72,7 +72,15 @@ from agents.alphazero.slots import (
     check_shared_memory,
     slot_capacity,
 )
-from agents.alphazero.workers import SelfPlayPool, play_range, portable_state, split_games, start_ray
+from agents.alphazero.workers import (
+    CarriedGames,
+    SelfPlayPool,
+    next_game_after,
+    play_range,
+    portable_state,
+    split_games,
+    start_ray,
+)
 from agents.child import Child, ChildDiedError, messages, receive, start_child
 from envs.rules import RuleSet
 
@@ -155,23 +163,25 @@ def _serve(
 def _play_served(index: int, settings: WorkerSettings, pipes: list[Connection], commands: Connection) -> None:
     """A self-play process: plays the game ranges sent on `commands` (None ends it), its leaves evaluated by
     the server through its slots and `pipes` (one a half of its games: `InferenceSettings.halves`); each
-    result or exception goes back on `commands`."""
+    result or exception goes back on `commands`. With carry_over each half keeps its games in play between
+    calls (a `CarriedGames`, searching through whatever slots the process holds at the time)."""
     if settings.threads > 0 and torch.get_num_threads() != settings.threads:
         torch.set_num_threads(settings.threads)  # the opponents' networks, if any
     rules, mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
     slots: Optional[LeafSlots] = None
     halves = len(pipes)
-    evaluators: list[ServedEvaluator] = []
+    evaluators: list[ServedEvaluator] = []  # replaced in place: the carried games look them up at each batch
+    carried: list[Optional[CarriedGames]] = [None] * halves
     for name, capacity, parts in messages(commands):
         if slots is None or slots.name != name:
-            evaluators = []
+            evaluators.clear()
             if slots is not None:
                 slots.close()
             first = index * halves
             slots = LeafSlots(first + halves, capacity, name=name)  # attaches; the slots up to ours are all it holds
-            evaluators = [ServedEvaluator(slots.slot(first + j), pipe) for j, pipe in enumerate(pipes)]
+            evaluators.extend(ServedEvaluator(slots.slot(first + j), pipe) for j, pipe in enumerate(pipes))
         try:
-            reply: tuple[Any, ...] = ("done", _play_halves(evaluators, settings, mcts, rules, parts))
+            reply: tuple[Any, ...] = ("done", *_play_halves(evaluators, settings, mcts, rules, parts, carried))
         except Exception as e:
             reply = ("error", e, traceback.format_exc())
         try:
@@ -180,31 +190,55 @@ def _play_served(index: int, settings: WorkerSettings, pipes: list[Connection], 
             commands.send(("error", RuntimeError(repr(reply[1])), f"{type(e).__name__}: {e}"))
 
 
+def _play_part(
+    evaluators: Sequence[ServedEvaluator],
+    j: int,
+    settings: WorkerSettings,
+    mcts: MCTSConfig,
+    rules: RuleSet,
+    part: Mapping[str, Any],
+    carried: list[Optional[CarriedGames]],
+) -> tuple[SelfPlayData, Optional[int]]:
+    """Half `j`'s games `part` on `evaluators[j]`: a range (`play_range`'s keywords), or with carry_over the next
+    ``num_games`` to finish of its carried games (numbered from ``first_game`` by ``stride``) and the index of
+    the next game they would start."""
+    if not settings.selfplay.carry_over:
+        return play_range(evaluators[j], settings, mcts, rules, **part), None
+    games = carried[j]
+    if games is None:
+        games = carried[j] = CarriedGames(
+            settings, lambda obs, mask: evaluators[j](obs, mask), part["first_game"], part["stride"]
+        )
+    return games.play(part["seed"], part["num_games"], part["opponent_seeds"]), games.next_game
+
+
 def _play_halves(
     evaluators: Sequence[ServedEvaluator],
     settings: WorkerSettings,
     mcts: MCTSConfig,
     rules: RuleSet,
     parts: Sequence[Mapping[str, Any]],
-) -> SelfPlayData:
-    """The game ranges `parts` (`play_range`'s keywords), the j-th on `evaluators[j]`: one in this thread, or
-    each in a thread of its own (double buffering: a thread waiting for the server lets the other search);
-    each evaluator tells the server when its range is over."""
-    if len(parts) == 1:
+    carried: list[Optional[CarriedGames]],
+) -> tuple[SelfPlayData, list[Optional[int]]]:
+    """The game ranges `parts` (`_play_part`'s), the j-th on `evaluators[j]`: one in this thread, or each in a
+    thread of its own (double buffering: a thread waiting for the server lets the other search); each
+    evaluator tells the server when its range is over. The games, and with carry_over each half's next index."""
+    # With carry_over a half keeps its share of the games at every call, however many halves the call asks.
+    halves = len(evaluators) if settings.selfplay.carry_over else len(parts)
+    if halves == 1:
         try:
-            return play_range(evaluators[0], settings, mcts, rules, **parts[0])
+            data, after = _play_part(evaluators, 0, settings, mcts, rules, parts[0], carried)
+            return data, [after]
         finally:
             evaluators[0].idle()
     t0 = time.perf_counter()
-    share = replace(
-        settings, selfplay=replace(settings.selfplay, parallel=-(-settings.selfplay.parallel // len(parts)))
-    )
-    results: list[Optional[SelfPlayData]] = [None] * len(parts)
+    share = replace(settings, selfplay=replace(settings.selfplay, parallel=-(-settings.selfplay.parallel // halves)))
+    results: list[Optional[tuple[SelfPlayData, Optional[int]]]] = [None] * len(parts)
     errors: list[BaseException] = []
 
     def half(j: int) -> None:
         try:
-            results[j] = play_range(evaluators[j], share, mcts, rules, **parts[j])
+            results[j] = _play_part(evaluators, j, share, mcts, rules, parts[j], carried)
         except BaseException as e:  # raised in the calling thread below
             errors.append(e)
         finally:
@@ -217,7 +251,8 @@ def _play_halves(
         t.join()
     if errors:
         raise errors[0]
-    return merge_selfplay([r for r in results if r is not None], seconds=time.perf_counter() - t0)
+    done = [r for r in results if r is not None]
+    return merge_selfplay([d for d, _ in done], seconds=time.perf_counter() - t0), [a for _, a in done]
 
 
 class ServedPool(SelfPlayPool):
@@ -225,12 +260,20 @@ class ServedPool(SelfPlayPool):
 
     backend = "process"
 
-    def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings) -> None:
+    def __init__(
+        self, settings: WorkerSettings, workers: int, inference: InferenceSettings, first_game: int = 0
+    ) -> None:
         if workers < 1:
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
         # The largest slots a call can need (every worker at `parallel` games), checked before any process starts.
         self.settings, self.workers, self.inference = settings, workers, inference
         self.halves = inference.halves
+        self.carry = settings.selfplay.carry_over
+        self.first_game = self.next_game = first_game
+        """With carry_over: half j of worker w (loop ``l = w * halves + j``) plays the games `first_game + l`,
+        ``+ workers * halves`` ... over the calls; `next_game` is above every game started so far."""
+        self._started: dict[int, int] = {}
+        """With carry_over: each loop's next index, as its last call reported it."""
         check_shared_memory(workers * self.halves, slot_capacity(self._half_games(), settings.mcts))
         self.server_counts: dict[str, float] = {}
         """The server's `LeafBatcher.take_counts` over the last call (batches, positions, mean_batch)."""
@@ -288,6 +331,8 @@ class ServedPool(SelfPlayPool):
         clients = [k * self.halves + j for k, shares in enumerate(halves) for j in range(len(shares))]
         try:
             games = min(self._half_games(), max(n for shares in halves for _, n in shares))
+            if self.carry:  # carried games keep the slots of their first call: made for a full half at once
+                games = self._half_games()
             capacity = slot_capacity(games, self.settings.mcts)
             old = None
             if self._slots is None or capacity > self._slots.capacity:  # made to measure, kept while big enough
@@ -300,14 +345,13 @@ class ServedPool(SelfPlayPool):
             if old is not None:
                 old.unlink()  # the server has let go of it; a client lets go at its next call
             seeds = list(opponent_seeds) if opponent_seeds is not None else None
+            loops = self.workers * self.halves
             for k, shares in enumerate(halves):
-                self._commands[k].send(
-                    (
-                        slots.name,
-                        slots.capacity,
-                        [dict(seed=seed, first_game=first, num_games=n, opponent_seeds=seeds) for first, n in shares],
-                    )
-                )
+                calls = [dict(seed=seed, first_game=first, num_games=n, opponent_seeds=seeds) for first, n in shares]
+                if self.carry:  # the count alone: the indices are the loop's own
+                    for j, call in enumerate(calls):
+                        call.update(first_game=self.first_game + k * self.halves + j, stride=loops)
+                self._commands[k].send((slots.name, slots.capacity, calls))
             parts: dict[int, SelfPlayData] = {}
             with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
                 for k, (status, *detail) in self._receive(self._commands[: len(ranges)]):
@@ -320,6 +364,9 @@ class ServedPool(SelfPlayPool):
                         error.add_note(f"in self-play worker {k} (pid {self._clients[k].pid}):\n{remote}")
                         raise error
                     parts[k] = detail[0]
+                    for j, after in enumerate(detail[1]):
+                        if after is not None:
+                            self._started[k * self.halves + j] = after
                     bar.update(len(parts[k].records))
             self._control.send((None, slots.name, slots.capacity, ()))  # asks for the call's batch counts
             for _, (status, *detail) in self._receive([self._control]):
@@ -327,6 +374,8 @@ class ServedPool(SelfPlayPool):
         except BaseException:  # a death, a worker's error, a stop signal: results may still be on the way
             self._broken = True
             raise
+        if self.carry:
+            self.next_game = next_game_after(self.first_game, loops, list(self._started.values()))
         return merge_selfplay([parts[k] for k in range(len(ranges))], seconds=time.perf_counter() - t0)
 
     def _half_games(self) -> int:

@@ -29,16 +29,17 @@ def make_selfplay_pool(
     server on ``inference.device`` instead of holding a network (`agents.alphazero.inference`).
     Checks the backend, the count and the settings (opponent specs included) before any worker starts;
     `address` is the Ray cluster to join (``""``: a local one). ``settings.selfplay.carry_over`` (games kept in
-    play from call to call, numbered from `first_game`) is built for this process only."""
+    play from call to call, numbered from `first_game`) is built for this process and the ``process`` backend
+    (with or without a server), not for ``ray``."""
     check_choice({"backend": backend}, "self-play ", WorkerBackendError, backend=BACKENDS)
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise WorkerBackendError(f"self-play workers={workers!r} must be an integer")
     check_range({"workers": workers}, "self-play ", WorkerBackendError, workers=(0, None))
     settings.validate()
-    if settings.selfplay.carry_over and (inference is not None or (backend != "inprocess" and workers > 0)):
+    if settings.selfplay.carry_over and backend == "ray" and workers > 0:
         raise WorkerBackendError(
-            f"carry_over keeps the games in play in this process only: it needs workers=0 or the inprocess backend "
-            f"without an inference server (got {workers} on {backend!r}{' with a server' if inference else ''})"
+            f"carry_over keeps the games in play in this process or local worker processes: it needs workers=0 or "
+            f"the inprocess or process backend (got {workers} on 'ray'{' with a server' if inference else ''})"
         )
     if inference is not None:
         if backend == "inprocess" or workers == 0:
@@ -47,10 +48,10 @@ def make_selfplay_pool(
                 f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})"
             )
         if backend == "process":
-            return ServedPool(settings, workers, inference)
+            return ServedPool(settings, workers, inference, first_game)
         return RayServedPool(settings, workers, inference, address)
     if backend == "inprocess" or workers == 0:
         return InProcessPool(settings, evaluator, first_game)
     if backend == "process":
-        return ProcessPool(settings, workers)
+        return ProcessPool(settings, workers, first_game)
     return RayPool(settings, workers, address)

@@ -315,6 +315,7 @@ class SelfPlayLoop:
         opponents: Optional[Sequence[Player]] = None,
         progress: bool = False,
         rules_mix: Sequence[MixEntry] = (),
+        stride: int = 1,
     ) -> None:
         if rules_mix:
             for key, on in (
@@ -333,6 +334,8 @@ class SelfPlayLoop:
             raise ValueError(f"num_games ({num_games}) must be >= 1")
         if first_game < 0:
             raise ValueError(f"first_game ({first_game}) must be >= 0")
+        if stride < 1 or (stride > 1 and not settings.carry_over):
+            raise ValueError(f"stride ({stride}) must be >= 1, and 1 without carry_over")
         if opponents is None:
             opponents = build_opponents(settings, rules, seed)
         if settings.opponent_fraction > 0 and not opponents:
@@ -362,6 +365,8 @@ class SelfPlayLoop:
         # Game k's playout-cap coins, one per ply, drawn ahead at its start from its own generator.
         self.coins = np.ones((n, settings.max_plies), dtype=np.float64)
         self.started = first_game
+        self.stride = stride
+        """The step between the indices of the games this loop starts (carry_over: one loop of several)."""
         self.end = first_game + num_games
         self.finished: dict[int, _Finished] = {}
         self.order: list[int] = []
@@ -404,7 +409,8 @@ class SelfPlayLoop:
         """With `SelfPlayConfig.carry_over`: the next `count` games to finish (those that ended after the last
         call had its games first), their positions in game-index order; the games in play stay in their slots,
         trees and records for the next call, and searches them with whatever the evaluator is then. Game
-        indices run on from call to call (from `first_game`), each game seeded by its index alone."""
+        indices run on from call to call (`first_game`, `first_game + stride`, ...), each game seeded by its index
+        alone."""
         if not self.carry:
             raise ValueError("play_next needs SelfPlayConfig.carry_over=True (without it, run plays the games once)")
         if count < 1:
@@ -447,7 +453,7 @@ class SelfPlayLoop:
     def _start_game(self, slot: int) -> None:
         """Game `started` into `slot` (its position and tree are reset afterwards, with the others')."""
         g = _Game(self.started, game_seed(self.seed, self.started))
-        self.started += 1
+        self.started += self.stride
         draw = np.random.default_rng(derive_seed(g.seed, "opponent game"))
         opponent_fraction = self.settings.opponent_fraction
         if opponent_fraction > 0 and draw.random() < opponent_fraction:

@@ -27,6 +27,12 @@ workers hold no network: they send their leaf batches to one inference
 server that owns the device and evaluates the leaves of all of them in large
 batches (`agents.alphazero.inference`; the pipeline for a GPU machine).
 
+With ``settings.selfplay.carry_over`` (not on ``ray``) each worker keeps its games in
+play from call to call (`CarriedGames`; `SelfPlayWorker.play_on`): each call asks
+worker ``w`` of ``W`` for its share of the call's games, and it numbers its games
+``first_game + w``, ``+ W`` ... over the calls (one loop a half of a served worker:
+``W`` counts the halves); the pool's `next_game` lies above every game started.
+
 Opponents are the player specs of the `SelfPlayConfig`, built inside each
 worker, seeded by the `opponent_seeds` of the call. A player with its own random generator or
 memory (a noisy alpha-beta) is shared by the games of one worker, so its
@@ -127,6 +133,8 @@ class SelfPlayWorker:
         self.model = build_network(NetworkConfig.from_dict(settings.network))
         self.model.eval()
         self.evaluator = make_evaluator(self.model, "cpu", settings.precision)
+        self.carried: Optional[CarriedGames] = None
+        """With carry_over: this worker's games kept in play between calls (`play_on`)."""
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (tensors on any device, or numpy arrays)."""
@@ -156,6 +164,29 @@ class SelfPlayWorker:
             opponent_seeds=opponent_seeds,
             progress=progress,
         )
+
+    def play_on(
+        self,
+        model_state: Optional[Mapping[str, Any]],
+        seed: int,
+        first_game: int,
+        stride: int,
+        count: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+    ) -> tuple[SelfPlayData, int]:
+        """With carry_over: load `model_state` (None: keep the weights) and return the next `count` games to
+        finish of this worker's carried games (indices `first_game`, `first_game + stride`, ... over the
+        calls) and the index of the next game it would start."""
+        if model_state is not None:
+            self.load_weights(model_state)
+        if self.carried is None:
+            self.carried = CarriedGames(self.settings, self.evaluator, first_game, stride)
+        elif self.carried.stride != stride or self.carried.next_game % stride != first_game % stride:
+            raise ValueError(
+                f"this worker carries the games {self.carried.next_game % stride} mod {self.carried.stride}, "
+                f"not {first_game % stride} mod {stride}"
+            )
+        return self.carried.play(seed, count, opponent_seeds), self.carried.next_game
 
 
 class SelfPlayPool:
@@ -187,10 +218,61 @@ class SelfPlayPool:
         self.close()
 
 
+class CarriedGames:
+    """One `SelfPlayLoop` kept from call to call (``settings.selfplay.carry_over``): each `play` returns the next
+    `count` games to finish, the others stay in play. The loop, made at the first call on `evaluator`, numbers
+    its games `first_game`, `first_game + stride`, ... over the calls (``stride`` loops of several processes
+    interleave their indices), all seeded from the first call's seed. A call cut short (an error, a stop
+    signal) drops the games in play: the next call starts new ones, from `next_game`."""
+
+    def __init__(self, settings: WorkerSettings, evaluator: Evaluator, first_game: int = 0, stride: int = 1) -> None:
+        self.settings, self.evaluator, self.stride = settings, evaluator, stride
+        self.rules = RuleSet.from_dict(settings.rules)
+        self.mcts = MCTSConfig.from_dict(settings.mcts)
+        self.loop: Optional[SelfPlayLoop] = None
+        """The games carried over from the last call."""
+        self.next_game = first_game
+        """The index of the next game to start (after those started so far)."""
+
+    def play(
+        self, seed: int, count: int, opponent_seeds: Optional[Sequence[int]] = None, progress: bool = False
+    ) -> SelfPlayData:
+        """The next `count` games to finish, searched on with whatever the evaluator is now."""
+        if self.loop is None:
+            self.loop = SelfPlayLoop(
+                self.evaluator,
+                self.settings.selfplay,
+                mcts=self.mcts,
+                rules=self.rules,
+                num_games=count,
+                seed=seed,
+                first_game=self.next_game,
+                opponents=build_opponents(self.settings.selfplay, self.rules, seed, opponent_seeds),
+                progress=progress,
+                rules_mix=mix_from_state(self.settings.rules_mix),
+                stride=self.stride,
+            )
+        elif seed != self.loop.seed:
+            raise ValueError(f"the carried-over games are seeded {self.loop.seed}, not {seed}")
+        try:
+            data = self.loop.play_next(count, progress)
+        except BaseException:  # the loop is halfway through a step: its games in play are dropped
+            self.loop = None
+            raise
+        self.next_game = self.loop.started
+        return data
+
+
+def next_game_after(first_game: int, stride: int, started: Sequence[int]) -> int:
+    """The lowest index above every game started by `stride` interleaved loops (the l-th numbering its games
+    ``first_game + l``, ``+ stride`` ...) whose next indices are `started`: where a resumed run starts."""
+    return max([first_game, *(k - stride + 1 for k in started)])
+
+
 class InProcessPool(SelfPlayPool):
     """No workers: the games run here, on `evaluator` (the trainer's, on its device) or on a CPU worker.
 
-    With ``settings.selfplay.carry_over`` the pool keeps one `SelfPlayLoop` from call to call: each call
+    With ``settings.selfplay.carry_over`` the pool keeps one `CarriedGames` from call to call: each call
     returns the next `num_games` games to finish, the others stay in play (searched on with the next call's
     weights), the games numbered from `first_game` over the calls, all seeded from the first call's `seed`.
     A call cut short (an error, a stop signal) drops the games in play: the next call starts new ones, from
@@ -202,10 +284,20 @@ class InProcessPool(SelfPlayPool):
         self.worker = SelfPlayWorker(settings, own_process=False) if evaluator is None else None
         self.rules = RuleSet.from_dict(settings.rules)
         self.mcts = MCTSConfig.from_dict(settings.mcts)
-        self.loop: Optional[SelfPlayLoop] = None
+        games = self.worker.evaluator if self.worker is not None else evaluator  # follows the trainer's model
+        assert games is not None
+        self.carried = CarriedGames(settings, games, first_game)
         """The games carried over from the last call (carry_over)."""
-        self.next_game = first_game
+
+    @property
+    def loop(self) -> Optional[SelfPlayLoop]:
+        """The carried-over loop (None before the first call, or after one cut short)."""
+        return self.carried.loop
+
+    @property
+    def next_game(self) -> int:
         """With carry_over: the index of the next game to start (after those started so far)."""
+        return self.carried.next_game
 
     def play(
         self,
@@ -217,7 +309,9 @@ class InProcessPool(SelfPlayPool):
         progress: bool = False,
     ) -> SelfPlayData:
         if self.settings.selfplay.carry_over:
-            return self._play_on(model_state, seed, num_games, opponent_seeds, progress)
+            if self.worker is not None:
+                self.worker.load_weights(model_state)
+            return self.carried.play(seed, num_games, opponent_seeds, progress)
         if self.worker is not None:
             return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
         assert self.evaluator is not None
@@ -233,53 +327,20 @@ class InProcessPool(SelfPlayPool):
             progress=progress,
         )
 
-    def _play_on(
-        self,
-        model_state: Mapping[str, Any],
-        seed: int,
-        num_games: int,
-        opponent_seeds: Optional[Sequence[int]],
-        progress: bool,
-    ) -> SelfPlayData:
-        """The next `num_games` games to finish of the carried-over loop (made at the first call), on the weights
-        `model_state`."""
-        if self.worker is not None:
-            self.worker.load_weights(model_state)
-            evaluator = self.worker.evaluator
-        else:
-            assert self.evaluator is not None
-            evaluator = self.evaluator  # follows the trainer's model
-        if self.loop is None:
-            self.loop = SelfPlayLoop(
-                evaluator,
-                self.settings.selfplay,
-                mcts=self.mcts,
-                rules=self.rules,
-                num_games=num_games,
-                seed=seed,
-                first_game=self.next_game,
-                opponents=build_opponents(self.settings.selfplay, self.rules, seed, opponent_seeds),
-                progress=progress,
-                rules_mix=mix_from_state(self.settings.rules_mix),
-            )
-        elif seed != self.loop.seed:
-            raise ValueError(f"the carried-over games are seeded {self.loop.seed}, not {seed}")
-        try:
-            data = self.loop.play_next(num_games, progress)
-        except BaseException:  # the loop is halfway through a step: its games in play are dropped
-            self.loop = None
-            raise
-        self.next_game = self.loop.started
-        return data
-
 
 class ProcessPool(SelfPlayPool):
     """`workers` persistent local processes (``spawn``: safe with torch and numba), each one `SelfPlayWorker`."""
 
     backend = "process"
 
-    def __init__(self, settings: WorkerSettings, workers: int) -> None:
+    def __init__(self, settings: WorkerSettings, workers: int, first_game: int = 0) -> None:
         self.workers = workers
+        self.carry = settings.selfplay.carry_over
+        self.first_game = self.next_game = first_game
+        """With carry_over: worker w plays the games `first_game + w`, `+ workers` ... over the calls; `next_game`
+        is above every game started so far."""
+        self._started: dict[int, int] = {}
+        """With carry_over: each worker's next index, as its last call reported it."""
         self._pool: Optional[WorkerPool] = WorkerPool(workers, SelfPlayWorker, settings, role="self-play worker")
 
     @property
@@ -301,12 +362,27 @@ class ProcessPool(SelfPlayPool):
         t0 = time.perf_counter()
         weights = portable_state(model_state)
         seeds = list(opponent_seeds) if opponent_seeds is not None else None
-        calls = [(weights, seed, first, count, seeds) for first, count in split_games(num_games, self.workers)]
+        shares = split_games(num_games, self.workers)
+        calls: list[tuple[Any, ...]]
+        if self.carry:  # call w goes to worker w: the pool is idle between calls, and closed after one cut short
+            calls = [(weights, seed, self.first_game + w, self.workers, n, seeds) for w, (_, n) in enumerate(shares)]
+        else:
+            calls = [(weights, seed, first, count, seeds) for first, count in shares]
         parts: dict[int, SelfPlayData] = {}
-        with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
-            for k, part in self._pool.run("play", calls):  # a worker's error is raised here
-                parts[k] = part
-                bar.update(len(part.records))
+        try:
+            with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:
+                for k, part in self._pool.run("play_on" if self.carry else "play", calls):  # a worker's error too
+                    if self.carry:
+                        part, self._started[k] = part
+                    parts[k] = part
+                    bar.update(len(part.records))
+        except BaseException:
+            if self.carry and self._pool is not None:  # the games in play go with the workers (see `next_game`)
+                self._pool.close(at_once=True)
+                self._pool = None
+            raise
+        if self.carry:
+            self.next_game = next_game_after(self.first_game, self.workers, list(self._started.values()))
         return merge_selfplay([parts[k] for k in range(len(calls))], seconds=time.perf_counter() - t0)
 
     def close(self) -> None:

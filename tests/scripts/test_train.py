@@ -504,12 +504,20 @@ def test_a_mixed_run_evaluates_per_rule_set_records_its_mix_and_resumes(tmp_path
 
 
 @pytest.mark.slow
-def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "where",
+    [[], ["train.workers=2", "train.inference_server=true", "train.inference_halves=2"]],
+    ids=["inprocess", "served"],
+)
+def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games(
+    tmp_path: Path, where: list[str]
+) -> None:
     # Games carried over from iteration to iteration are numbered over the run: each iteration records
     # exactly its games, no index twice; a resumed run drops the games that were in play and starts new
-    # ones after every game started before its checkpoint.
-    carry = [*TINY, f"out_dir={tmp_path}", "name=carry", "train.selfplay.carry_over=true", "train.eval.every=100"]
-    r = run_train(*carry)
+    # ones after every game started before its checkpoint. In the trainer's process, and on served worker
+    # processes (two halves each: four loops interleaving their indices).
+    carry = [*TINY, *where, f"out_dir={tmp_path}", "name=carry", "train.selfplay.carry_over=true"]
+    r = run_train(*carry, "train.eval.every=100")
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = tmp_path / "carry"
     before = list(read_jsonl(run_dir / "games.jsonl"))
@@ -523,5 +531,6 @@ def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games
     assert [g.extra["iteration"] for g in games] == [1] * 4 + [2] * 4 + [3] * 4
     assert max(indices[:8]) < next_game <= min(indices[8:])
     assert next_game > 8  # games were in play at the checkpoint
-    r = run_train(*TINY, f"out_dir={tmp_path}", "name=refused", "train.selfplay.carry_over=true", "train.workers=2")
+    refused = ["train.selfplay.carry_over=true", "train.workers=2", "train.worker_backend=ray"]
+    r = run_train(*TINY, f"out_dir={tmp_path}", "name=refused", *refused)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "carry_over" in r.stderr

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from agents.alphazero.config import TrainConfig
-from agents.alphazero.network import NetworkConfig
+from agents.alphazero.inference import ServedPool
+from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayLoop, play_games
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.alphazero.settings import InferenceSettings, WorkerBackendError, WorkerSettings
-from agents.alphazero.workers import InProcessPool
+from agents.alphazero.workers import InProcessPool, next_game_after
 from envs import RuleSet
 from envs.config import ConfigError
 from tests.support.evaluators import EvaluatorFn, counted, linear_evaluator
+from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
 MCTS = MCTSConfig(algorithm="puct", num_simulations=6)
@@ -131,9 +136,9 @@ def test_play_next_needs_carry_over() -> None:
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 
 
-def _worker_settings(carry_over: bool = True) -> WorkerSettings:
+def _worker_settings(carry_over: bool = True, parallel: int = 4) -> WorkerSettings:
     return WorkerSettings(
-        network=TINY.to_dict(), mcts=asdict(MCTS), rules=RULES.to_dict(), selfplay=_settings(carry_over)
+        network=TINY.to_dict(), mcts=asdict(MCTS), rules=RULES.to_dict(), selfplay=_settings(carry_over, parallel)
     )
 
 
@@ -181,16 +186,136 @@ def test_the_weights_of_each_call_search_the_carried_games() -> None:
     assert not set(_indices(first)) & set(_indices(second))
 
 
-def test_carry_over_is_refused_where_it_is_not_built() -> None:
-    for backend, workers, inference in (
-        ("process", 2, None),
-        ("ray", 2, None),
-        ("process", 2, InferenceSettings(device="cpu")),
-    ):
+def test_carry_over_is_refused_on_ray() -> None:
+    for inference in (None, InferenceSettings(device="cpu")):
         with pytest.raises(WorkerBackendError, match="carry_over") as e:
-            make_selfplay_pool(backend, workers, _worker_settings(), inference=inference)
+            make_selfplay_pool("ray", 2, _worker_settings(), inference=inference)
         assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match="train.selfplay.carry_over") as e:
-        TrainConfig(workers=2, selfplay=SelfPlayConfig(carry_over=True))
+        TrainConfig(workers=2, worker_backend="ray", selfplay=SelfPlayConfig(carry_over=True))
     assert "\n" not in str(e.value)
+    TrainConfig(workers=2, worker_backend="process", selfplay=SelfPlayConfig(carry_over=True))
     assert isinstance(make_selfplay_pool("inprocess", 0, _worker_settings()), InProcessPool)
+
+
+def test_interleaved_loops_number_their_games_apart() -> None:
+    # Three loops numbering their games 5 + l, 5 + l + 3, ...: no index twice, and `next_game_after` lies above
+    # every game started (where a resumed run starts its new games).
+    loops = [
+        SelfPlayLoop(
+            linear_evaluator(3),
+            _settings(True),
+            mcts=MCTS,
+            rules=RULES,
+            num_games=2,
+            seed=SEED,
+            first_game=5 + j,
+            stride=3,
+        )
+        for j in range(3)
+    ]
+    started: list[int] = []
+    for j, loop in enumerate(loops):
+        mine = [k for _ in range(2) for k in _indices(loop.play_next(2))] + [g.index for g in loop.slots if g]
+        assert sorted(mine) == list(range(5 + j, loop.started, 3))  # its own indices, each once, none lost
+        started += mine
+    assert len(set(started)) == len(started) > 3 * 4
+    after = next_game_after(5, 3, [loop.started for loop in loops])
+    assert after > max(started) and after - 3 <= max(started)
+    assert next_game_after(5, 3, []) == 5
+    with pytest.raises(ValueError, match="stride"):
+        SelfPlayLoop(linear_evaluator(3), _settings(False), mcts=MCTS, rules=RULES, num_games=2, seed=SEED, stride=2)
+
+
+# --------------------------------------------------------------------------------------------
+# Worker processes, with and without the inference server
+# --------------------------------------------------------------------------------------------
+ROUNDING = 1e-5
+"""The network's last-bit rounding by batch size, in search policies and values (see test_inference_service)."""
+SERVED = InferenceSettings(device="cpu", precision="fp32", max_wait=1.0)
+"""A batch waits for every client in play (as a GPU's server does, its clients never far behind): its size is
+then the clients' requests', not the machine's timing."""
+
+
+def _assert_the_games_played_alone(data: SelfPlayData, net: torch.nn.Module) -> None:
+    """Every game of `data` is the one played on its own from its index on `net`: move for move, position for
+    position, its search outputs within `ROUNDING`."""
+    evaluator = make_evaluator(net, "cpu", "fp32")
+    for k, index in enumerate(_indices(data)):
+        alone = play_games(
+            evaluator, _settings(False, parallel=1), mcts=MCTS, rules=RULES, num_games=1, seed=SEED, first_game=index
+        )
+        assert data.records[k].to_json() == alone.records[0].to_json()
+        assert data.records[k].replay().jfen() == alone.records[0].replay().jfen()
+        for name in ("obs", "mask", "full_search"):
+            np.testing.assert_array_equal(getattr(data, name)[_rows(data, k)], getattr(alone, name), err_msg=name)
+        for name in ("policy", "value"):
+            np.testing.assert_allclose(
+                getattr(data, name)[_rows(data, k)], getattr(alone, name), rtol=0, atol=ROUNDING, err_msg=name
+            )
+
+
+def _three_iterations(
+    pool: Any, weights: dict[str, torch.Tensor], loops: int, games: int
+) -> tuple[list[SelfPlayData], list[float]]:
+    """Three calls of `games` carried games on `pool` (`loops` of them interleaving their indices): exactly the
+    iteration's games each, no index twice, every loop's games played, `next_game` above them all. The calls'
+    games and the server's `tail_mean_batch` of each (none without a server)."""
+    calls, tails = [], []
+    for _ in range(3):
+        calls.append(pool.play(weights, seed=SEED, num_games=games))
+        tails += [c["tail_mean_batch"] for c in [getattr(pool, "server_counts", {})] if c]
+    returned = [k for data in calls for k in _indices(data)]
+    for data in calls:
+        assert len(data.records) == data.stats.games == games
+        assert len(data.value) == data.stats.positions == sum(len(r.moves) for r in data.records)
+    assert len(returned) == len(set(returned)) == 3 * games
+    assert max(returned) >= games  # games of later iterations started while others played on
+    assert {k % loops for k in returned} == set(range(loops))  # every loop played
+    assert pool.next_game > max(returned)
+    return calls, tails
+
+
+def _tiny_network() -> torch.nn.Module:
+    torch.manual_seed(4)
+    net = build_network(TINY)
+    net.eval()
+    return net
+
+
+@pytest.mark.slow
+def test_process_workers_carry_their_games_and_a_new_pool_starts_after_them() -> None:
+    net = _tiny_network()
+    weights = net.state_dict()
+    pool: Any
+    with make_selfplay_pool("process", 2, _worker_settings()) as pool:
+        calls, _ = _three_iterations(pool, weights, loops=2, games=PER_ITERATION)
+        after = pool.next_game
+    for data in calls:
+        _assert_the_games_played_alone(data, net)
+    # A resumed run's pool: new games, after every game the first one started.
+    with make_selfplay_pool("process", 2, _worker_settings(), first_game=after) as again:
+        resumed = again.play(weights, seed=SEED, num_games=PER_ITERATION)
+    assert min(_indices(resumed)) >= after and len(resumed.records) == PER_ITERATION
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("halves", [1, 2])
+def test_served_workers_carry_their_games_and_keep_the_servers_batches_wide(halves: int) -> None:
+    # 16 games an iteration on 2 processes of 8 slots (4 a half): every loop full at every call.
+    net = _tiny_network()
+    weights = net.state_dict()
+    served = replace(SERVED, halves=halves)
+    pool: Any
+    with make_selfplay_pool("process", 2, _worker_settings(parallel=8), inference=served) as pool:
+        assert isinstance(pool, ServedPool)
+        calls, tails_on = _three_iterations(pool, weights, loops=2 * halves, games=16)
+        assert pool._slots is not None and pool._slots.clients == 2 * halves
+    for data in calls:
+        _assert_the_games_played_alone(data, net)
+    tails_off = []  # without carry_over each call's last batches shrink as its games run out
+    with make_selfplay_pool("process", 2, _worker_settings(False, parallel=8), inference=served) as pool:
+        for it in range(3):
+            pool.play(weights, seed=SEED + it, num_games=16)
+            tails_off.append(pool.server_counts["tail_mean_batch"])
+    assert len(tails_on) == 3 and sum(tails_on) > 1.4 * sum(tails_off)
