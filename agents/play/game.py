@@ -184,6 +184,15 @@ LEVELS: tuple[Level, ...] = (
         seconds=5.0,
     ),
     Level("expert", "Expert", "alphabeta:level=expert", "alpha-beta, 6 plies"),
+    # One network for six rule variants (checkpoints/shipped/manifest.json lists them): the level that plays
+    # the lobby's variants; the others above play any rule set (alpha-beta) or the default rules only.
+    Level(
+        "variants",
+        "Network, variants",
+        "checkpoint:path=shipped:variants-40,time=1,leaf_batch=8",
+        "one shipped AlphaZero network for six rule variants, 1 s a move",
+        seconds=5.0,
+    ),
 )
 """The page's named opponents, weakest first."""
 

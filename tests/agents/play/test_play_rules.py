@@ -21,7 +21,17 @@ def test_the_lobby_offers_every_rule_set_and_a_game_starts_under_the_chosen_one(
     assert chosen["rules"] == load_rules("dog_over_wolf").to_dict() and chosen["ranks"][3:5] == [4, 3]
     network = next(lv for lv in info["levels"] if lv["name"] == "network")
     assert network["rules"] == ["default"]  # the shipped network's manifest entry
-    assert all(lv["rules"] is None for lv in info["levels"] if lv["name"] != "network")  # alpha-beta: any rules
+    variants = next(lv for lv in info["levels"] if lv["name"] == "variants")
+    assert variants["rules"] == [
+        "default",
+        "keeps_rank",
+        "enemy_rat",
+        "rats_ignore_water",
+        "dog_over_wolf",
+        "anti_chase",
+    ]
+    alphabeta = [lv for lv in info["levels"] if lv["spec"].startswith("alphabeta:")]
+    assert len(alphabeta) == 3 and all(lv["rules"] is None for lv in alphabeta)  # alpha-beta: any rules
     v = client.new(rules="dog_over_wolf", opponent="random")
     assert v["rules_name"] == "dog_over_wolf" and v["rules"] == load_rules("dog_over_wolf").to_dict()
     assert client.new()["rules_name"] == "default"  # no choice: the server's rule set

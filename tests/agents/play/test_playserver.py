@@ -47,9 +47,14 @@ def test_page_and_static_files_are_served(client: Client) -> None:
 def test_info_describes_rules_and_choices(client: Client) -> None:
     info = client.call("GET", "/api/info")
     assert info["rules"] == RuleSet().to_dict() and info["rules_name"] == "default"
-    assert [lv["name"] for lv in info["levels"]] == ["beginner", "normal", "network", "expert"]
+    assert [lv["name"] for lv in info["levels"]] == ["beginner", "normal", "network", "expert", "variants"]
     assert info["levels"][2]["spec"].startswith("checkpoint:path=shipped:")
     assert info["levels"][3]["spec"] == "alphabeta:level=expert" and info["levels"][2]["seconds"] > 0
+    # The level list says which rule sets each network level plays: the strongest network the default rules,
+    # the variants network the six of its mix; alpha-beta any.
+    assert info["levels"][2]["rules"] == ["default"] and info["levels"][3]["rules"] is None
+    mix = ["default", "keeps_rank", "enemy_rat", "rats_ignore_water", "dog_over_wolf", "anti_chase"]
+    assert info["levels"][4]["rules"] == mix
     terrain = info["terrain"]
     assert len(terrain["squares"]) == 63 and terrain["squares"][0] == "a1" and len(terrain["water"]) == 12
     assert terrain["dens"] == {"d1": "red", "d9": "blue"} and terrain["traps"]["d8"] == "blue"
