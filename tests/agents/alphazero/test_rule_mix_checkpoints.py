@@ -20,8 +20,10 @@ MIX = ("default", "keeps_rank", "enemy_rat")
 def test_trained_rule_sets_of_a_mix_and_of_one_rule_set(tmp_path: Path) -> None:
     path = mixed_checkpoint(tmp_path / "mix.pt", MIX)
     assert trained_rule_sets(load_checkpoint(path)) == [(name, load_rules(name)) for name in MIX]
-    for net in shipped.networks():  # one rule set each: named by the set of configs/rules/ it equals
-        assert trained_rule_sets(load_checkpoint(net.path)) == [("default", RuleSet())]
+    for net in shipped.networks():  # one rule set each, named by the set of configs/rules/ it equals; or its mix
+        expected = net.entry.get("rules", "default")
+        names = [expected] if isinstance(expected, str) else expected
+        assert trained_rule_sets(load_checkpoint(net.path)) == [(name, load_rules(name)) for name in names]
     state = load_checkpoint(path)
     del state["rules_mix"]
     state["rules"] = load_rules("dog_over_wolf").to_dict()
