@@ -15,9 +15,8 @@ from torch._dynamo.testing import CompileCounter
 
 import agents.alphazero.runtime as runtime
 from agents.alphazero.batcher import InferenceServer
-from agents.alphazero.learner import Learner, LearnerConfig
 from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.replay import ReplayBuffer, pack_masks, pack_observations
+from agents.alphazero.replay import pack_masks, pack_observations
 from agents.alphazero.runtime import (
     BucketError,
     bucket_for,
@@ -27,7 +26,7 @@ from agents.alphazero.runtime import (
     make_packed_evaluator,
 )
 from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerSettings
-from tests.agents.alphazero.test_learner import _fill, _random_positions, _snapshot
+from tests.agents.alphazero.test_learner import _seeded_learner, _snapshot
 from tests.support.positions import position_batch
 
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
@@ -230,15 +229,9 @@ def test_the_compiled_server_takes_new_weights_without_compiling(counter: Compil
 def test_the_compiled_learner_trains_as_the_eager_one_with_one_graph_a_mode(
     counter: CompileCounter, survival_head: bool
 ) -> None:
-    config = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, survival_head=survival_head)
-    boards = _random_positions(48, seed=7)
     runs = []
     for compile in (False, True):
-        torch.manual_seed(0)
-        buf = ReplayBuffer(64, seed=11)
-        _fill(buf, boards)
-        model = build_network(config)
-        learner = Learner(model, LearnerConfig(lr=0.01, warmup_steps=2), device=torch.device("cpu"), compile=compile)
+        buf, model, learner = _seeded_learner(survival_head, compile=compile)
         summary = learner.learn(buf, 5, 16)
         runs.append((summary, learner.evaluate_loss(buf.sample(16)), _snapshot(model)))
     (eager_summary, eager_loss, eager_weights), (summary, loss, weights) = runs

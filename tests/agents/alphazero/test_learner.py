@@ -1,5 +1,7 @@
 """The learner lowers the loss; the replay buffer's mirror augmentation agrees with the rules."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -181,6 +183,21 @@ def _fixed_batch(seed: int = 6) -> tuple[ReplayBuffer, Batch]:
     return buf, buf.get(np.arange(32))
 
 
+def _seeded_learner(survival_head: bool, **learner_options: Any) -> tuple[ReplayBuffer, torch.nn.Module, Learner]:
+    """The same small setting for runs that must learn alike: a buffer of 48 seeded positions, a fresh 1-block
+    network and its learner, all from fixed seeds (each call builds them anew, equal to the last)."""
+    config = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, survival_head=survival_head)
+    torch.manual_seed(0)
+    buf = ReplayBuffer(64, seed=11)
+    _fill(buf, _random_positions(48, seed=7))
+    model = build_network(config)
+    return (
+        buf,
+        model,
+        Learner(model, LearnerConfig(lr=0.01, warmup_steps=2), device=torch.device("cpu"), **learner_options),
+    )
+
+
 def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
@@ -278,15 +295,9 @@ def test_a_prefetched_learning_phase_trains_on_the_batches_a_sampling_loop_draws
     """`learn` prefetches each sample while the step before runs: its batches are those of a loop drawing
     one sample a step (in that order, and no more: the replay's generator ends in the same state), and
     the weights, optimizer state and figures after the phase equal the loop's exactly."""
-    config = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, survival_head=survival_head)
-    boards = _random_positions(48, seed=7)
     runs = []
     for prefetch in (False, True):
-        torch.manual_seed(0)
-        buf = ReplayBuffer(64, seed=11)
-        _fill(buf, boards)
-        model = build_network(config)
-        learner = Learner(model, LearnerConfig(lr=0.01, warmup_steps=2), device=torch.device("cpu"))
+        buf, model, learner = _seeded_learner(survival_head)
         drawn: list[Batch] = []
         sample = buf.sample
 
