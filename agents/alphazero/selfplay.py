@@ -227,6 +227,11 @@ class _Game:
         """The game's rules when it plays one of a mix (None: the call's rules)."""
         self.rules_name = ""
 
+    def random_move(self, mask: np.ndarray) -> int:
+        """A uniformly random action of the legal `mask` [252] from the game's opening generator."""
+        legal = np.flatnonzero(mask)
+        return int(legal[int(self.opening.integers(len(legal)))])
+
 
 class _Finished(NamedTuple):
     """A finished game's record and training rows (`SelfPlayData`'s fields, one game)."""
@@ -511,8 +516,7 @@ class SelfPlayLoop:
         for row, s in enumerate(opening.tolist()):
             g = self.slots[s]
             assert g is not None
-            legal = np.flatnonzero(masks[row])
-            self.actions[s] = legal[int(g.opening.integers(len(legal)))]
+            self.actions[s] = g.random_move(masks[row])
 
     def _serve(self, s: int) -> None:
         """Slot `s` between two of the network's searches: the opponent's moves while it is to move,
@@ -530,8 +534,7 @@ class SelfPlayLoop:
                 )
                 side = games.side_to_move(s)
                 if games.state[s, K.S_PLY] < self.settings.random_plies:
-                    legal = np.flatnonzero(games.masks(np.array([s]))[0])
-                    action = int(legal[int(g.opening.integers(len(legal)))])
+                    action = g.random_move(games.masks(np.array([s]))[0])
                 else:
                     action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
                 games.play(s, action)
