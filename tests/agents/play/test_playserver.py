@@ -270,6 +270,7 @@ def test_a_shipped_network_becomes_a_level_with_one_entry(
             "normal",
             "network",
             "expert",
+            "variants",
             "master",
         ]  # ghost: no file yet
         assert levels[-1]["seconds"] == 4.0
