@@ -179,7 +179,7 @@ LEVELS: tuple[Level, ...] = (
     Level(
         "network",
         "Network",
-        "checkpoint:path=shipped:default-180,time=1,leaf_batch=8",
+        "checkpoint:path=shipped:random6-120,time=1,leaf_batch=8",
         "the strongest shipped AlphaZero network, 1 s a move",
         seconds=5.0,
     ),
