@@ -102,8 +102,8 @@ FLAT = [net for net in shipped.networks() if "gumbel" not in _stored_mcts(net)]
 
 
 def test_the_networks_shipped_before_the_split_are_the_flat_ones() -> None:
-    # The six networks shipped before the search settings were split by algorithm store them flat; a later one
-    # (variants-40) stores the nested layout, and its player reads it as it is.
+    # The six networks shipped before the search settings were split by algorithm store them flat; the later ones
+    # (variants-40, random6-120) store the nested layout, and their players read it as it is.
     assert {net.name for net in FLAT} >= {"default-60", "default-120", "default-180"} and len(FLAT) == 6
     for net in shipped.networks():
         if net not in FLAT:
