@@ -42,7 +42,7 @@ from agents.alphazero.evaluation import spec_tag  # noqa: E402
 from agents.io import atomic_write_bytes  # noqa: E402
 
 DEFAULT_RATINGS = Path(__file__).resolve().parent / "ladder_ratings.json"
-WIDTH, HEIGHT = 900, 460
+WIDTH, HEIGHT = 1000, 470
 LN10_400 = math.log(10.0) / 400.0
 
 
@@ -195,7 +195,7 @@ def run_curve(run_dir: Path, ratings: dict[str, float], cores: float, records: O
         raise CurveError(f"{str(run_dir)!r}: no {what}")
     points = []
     for step in sorted(by_step):
-        scores = by_step[step]
+        scores = {spec: by_step[step][spec] for spec in ratings if spec in by_step[step]}  # weakest first
         elo, se = fixed_opponent_elo([(ratings[spec], s, n) for spec, (s, n) in scores.items()])
         hours = minutes.get(step, 0.0) / 60.0 * cores
         points.append(Point(step, hours, elo, elo - 1.96 * se, elo + 1.96 * se, scores))
@@ -208,7 +208,7 @@ def render(curves: dict[str, list[Point]], ratings: dict[str, float], title: str
     img = Image.new("RGB", (WIDTH * s, HEIGHT * s), PAPER)
     draw = ImageDraw.Draw(img)
     title_font, label_font, tick_font = _font(17 * s), _font(13 * s), _font(12 * s)
-    left, right, top, bottom = 70 * s, 650 * s, 48 * s, (HEIGHT - 64) * s
+    left, right, top, bottom = 70 * s, 700 * s, 64 * s, (HEIGHT - 64) * s
     pts = [p for c in curves.values() for p in c]
     y_lo = math.floor((min(p.low for p in pts) - 50) / 100) * 100
     y_hi = math.ceil((max(p.high for p in pts) + 50) / 100) * 100
@@ -254,7 +254,7 @@ def render(curves: dict[str, list[Point]], ratings: dict[str, float], title: str
         for x, y in xy:
             r = 4.5 * s
             draw.ellipse([(x - r, y - r), (x + r, y + r)], fill=colour, outline=PAPER, width=s)
-    lx, ly = right + 90 * s, top
+    lx, ly = right + 100 * s, top
     for i, (name, colour) in enumerate(zip(curves, PALETTE)):
         y = ly + 24 * i * s
         draw.line([(lx, y), (lx + 22 * s, y)], fill=colour, width=3 * s)
