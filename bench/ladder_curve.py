@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from PIL import Image, ImageDraw  # noqa: E402
-from plot_run import GRID, INK, PALETTE, PAPER, SCALE, _font, cumulative_minutes, read_scalars  # noqa: E402
+from plot_run import GRID, INK, PALETTE, PAPER, SCALE, _font, cumulative_minutes, draw_curve, read_scalars  # noqa: E402
 
 from agents.alphazero.evaluation import spec_tag  # noqa: E402
 from agents.io import atomic_write_bytes  # noqa: E402
@@ -248,12 +248,7 @@ def render(curves: dict[str, list[Point]], ratings: dict[str, float], title: str
     for points, colour in zip(curves.values(), PALETTE):
         for p in points:
             draw.line([(px(p.cpu_hours), py(p.low)), (px(p.cpu_hours), py(p.high))], fill=colour, width=s)
-        xy = [(px(p.cpu_hours), py(p.elo)) for p in points]
-        if len(xy) > 1:
-            draw.line(xy, fill=colour, width=3 * s, joint="curve")
-        for x, y in xy:
-            r = 4.5 * s
-            draw.ellipse([(x - r, y - r), (x + r, y + r)], fill=colour, outline=PAPER, width=s)
+        draw_curve(draw, [(px(p.cpu_hours), py(p.elo)) for p in points], colour, s)
     lx, ly = right + 100 * s, top
     for i, (name, colour) in enumerate(zip(curves, PALETTE)):
         y = ly + 24 * i * s

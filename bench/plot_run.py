@@ -120,6 +120,15 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
         return ImageFont.load_default()
 
 
+def draw_curve(draw: ImageDraw.ImageDraw, xy: list[tuple[float, float]], colour: tuple[int, int, int], s: int) -> None:
+    """A line through the pixel points `xy` with a dot on each, at drawing scale `s`."""
+    if len(xy) > 1:
+        draw.line(xy, fill=colour, width=3 * s, joint="curve")
+    for x, y in xy:
+        r = 4.5 * s
+        draw.ellipse([(x - r, y - r), (x + r, y + r)], fill=colour, outline=PAPER, width=s)
+
+
 def render(
     series: dict[str, list[tuple[int, float]]],
     title: str,
@@ -169,11 +178,7 @@ def render(
                 low, high = bars[it]
                 x = px(it)
                 draw.line([(x, py(min(max(low, 0.0), 1.0))), (x, py(min(max(high, 0.0), 1.0)))], fill=colour, width=s)
-        if len(xy) > 1:
-            draw.line(xy, fill=colour, width=3 * s, joint="curve")
-        for x, y in xy:
-            r = 4.5 * s
-            draw.ellipse([(x - r, y - r), (x + r, y + r)], fill=colour, outline=PAPER, width=s)
+        draw_curve(draw, xy, colour, s)
 
     lx, ly = right + 24 * s, top
     draw.text((lx, ly), "score against", fill=INK, font=label_font)
