@@ -39,6 +39,7 @@ from PIL import Image, ImageDraw  # noqa: E402
 from plot_run import GRID, INK, PALETTE, PAPER, SCALE, _font, cumulative_minutes, draw_curve, read_scalars  # noqa: E402
 
 from agents.alphazero.evaluation import spec_tag  # noqa: E402
+from agents.arena.ratings import expected_score  # noqa: E402
 from agents.io import atomic_write_bytes  # noqa: E402
 
 DEFAULT_RATINGS = Path(__file__).resolve().parent / "ladder_ratings.json"
@@ -83,6 +84,16 @@ def load_ratings(path: Path) -> dict[str, float]:
         raise CurveError(f"{str(path)!r}: every rating must be a number") from None
 
 
+def _slope_and_information(scores: Sequence[tuple[float, float, float]], elo: float) -> tuple[float, float]:
+    """The log-likelihood's first derivative in `elo` and its Fisher information, for (opponent Elo, score, games)."""
+    grad = info = 0.0
+    for r, s, n in scores:
+        p = expected_score(elo - r)
+        grad += n * (s - p) * LN10_400
+        info += n * p * (1 - p) * LN10_400**2
+    return grad, info
+
+
 def fixed_opponent_elo(results: Sequence[tuple[float, float, float]], iterations: int = 60) -> tuple[float, float]:
     """The maximum-likelihood Elo of one player against opponents of fixed Elo, and its standard error.
 
@@ -98,17 +109,13 @@ def fixed_opponent_elo(results: Sequence[tuple[float, float, float]], iterations
     elif points <= 0:
         scores = [(r, 0.5 / games, n) for r, _, n in results]
     elo = sum(r * n for r, _, n in results) / games
-    for _ in range(iterations):  # Newton on d logL / d elo = sum n (s - p) ln10/400
-        grad = info = 0.0
-        for r, s, n in scores:
-            p = 1.0 / (1.0 + 10.0 ** ((r - elo) / 400.0))
-            grad += n * (s - p) * LN10_400
-            info += n * p * (1 - p) * LN10_400**2
+    grad, info = _slope_and_information(scores, elo)
+    for _ in range(iterations):  # Newton's method on the log-likelihood's slope
         step = grad / info
         elo += max(-400.0, min(400.0, step))
+        grad, info = _slope_and_information(scores, elo)
         if abs(step) < 1e-6:
             break
-    info = sum(n * (p := 1.0 / (1.0 + 10.0 ** ((r - elo) / 400.0))) * (1 - p) * LN10_400**2 for r, _, n in scores)
     return elo, 1.0 / math.sqrt(info)
 
 
