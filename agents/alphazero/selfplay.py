@@ -77,6 +77,7 @@ RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
 
 
 TRUNCATED_VALUES = ("search", "draw")
+CONTEMPT_SIDES = ("both", "one")
 """Value targets of a game cut at `SelfPlayConfig.max_plies` (see `truncated_value`)."""
 
 
@@ -124,6 +125,10 @@ class SelfPlayConfig:
     limit) at -draw_contempt for its side to move (`MCTSConfig.draw_value`), so both sides steer away
     from repetitions that pure self-play otherwise settles into. The value targets keep the result
     (a draw is 0); evaluation searches are not affected. In [0, 1]."""
+    contempt_sides: str = "both"
+    """Who holds `draw_contempt`: ``both`` sides of every game, or ``one``: in each game one colour (drawn
+    from the game's seed, either with even odds) searches with the contempt and the other values a draw at 0,
+    as the rules do; so one side has to play for a win while the other may take a draw it is offered."""
     playout_cap_fraction: float = 0.0
     """Fraction of moves searched cheaply (playout-cap randomisation), in [0, 1]; those positions train
     the value only."""
@@ -172,6 +177,7 @@ class SelfPlayConfig:
             draw_score=(0, 1),
         )
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
+        check_choice(self, "train.selfplay", SelfPlayConfigError, contempt_sides=CONTEMPT_SIDES)
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
         start = parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
@@ -350,7 +356,7 @@ class SelfPlayLoop:
         self.num_games, self.progress = num_games, progress
         n = min(settings.parallel, num_games)
         self.games = GameBatch(n, rules, start_jfen=settings.start_jfen, max_plies=settings.max_plies)
-        if settings.draw_contempt:
+        if settings.draw_contempt and settings.contempt_sides == "both":
             mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
         self.mcts = mcts
         self.tables = (
@@ -367,6 +373,9 @@ class SelfPlayLoop:
         self.slots: list[Optional[_Game]] = [None] * n
         self.occupied = np.zeros(n, dtype=np.bool_)
         self.opponent_side = np.full(n, -1, dtype=np.int64)
+        self.contempt_side = np.full(n, -1, dtype=np.int64)
+        """The colour searching with `draw_contempt` in each slot's game (contempt_sides=one; -1: none)."""
+        self.draw_values = np.zeros(n, dtype=np.float64)
         # Game k's playout-cap coins, one per ply, drawn ahead at its start from its own generator.
         self.coins = np.ones((n, settings.max_plies), dtype=np.float64)
         self.started = first_game
@@ -472,6 +481,8 @@ class SelfPlayLoop:
         self.slots[slot] = g
         self.occupied[slot] = True
         self.opponent_side[slot] = g.opponent_side
+        if self.settings.draw_contempt and self.settings.contempt_sides == "one":
+            self.contempt_side[slot] = int(np.random.default_rng(derive_seed(g.seed, "contempt side")).integers(2))
         if self.settings.playout_cap_fraction > 0:
             self.coins[slot] = g.coin.random(self.settings.max_plies)
         self.search.reseed(slot, g.seed)
@@ -487,7 +498,12 @@ class SelfPlayLoop:
             ply = np.minimum(self.games.state[begin, K.S_PLY], settings.max_plies - 1)
             full[begin] = self.coins[begin, ply] >= settings.playout_cap_fraction
         sims = np.where(full, self.mcts.num_simulations, settings.cheap_simulations)
-        self.search.begin(self.games, begin, add_noise=full, num_simulations=sims)
+        draws = None
+        if settings.draw_contempt and settings.contempt_sides == "one":
+            draws = self.draw_values
+            to_move = self.games.state[begin, K.S_SIDE]
+            draws[begin] = np.where(to_move == self.contempt_side[begin], -float(settings.draw_contempt), 0.0)
+        self.search.begin(self.games, begin, add_noise=full, num_simulations=sims, draw_value=draws)
         self.stats.simulations += int(sims[begin].sum())
 
     def _play_moves(self, moved: np.ndarray) -> None:
@@ -575,6 +591,8 @@ class SelfPlayLoop:
         )
         if g.rules is not None:
             record.extra["rules_name"] = g.rules_name
+        if self.contempt_side[s] >= 0:
+            record.extra["contempt_side"] = "red" if self.contempt_side[s] == K.RED else "blue"
         if self.settings.tablebase_rescore:
             assert self.tables is not None
             rescore(values, game_table_values(self.first, games.hist[s], plies, games.flags, self.tables))

@@ -146,6 +146,8 @@ class BatchedMCTS:
         self._rngs = [np.random.default_rng(derive_seed(self.seed, "slot", b)) for b in range(n)]
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
+        self._tree_draw = np.zeros(n, dtype=np.float64)
+        """The draw value (to its root's side to move) of the last search in each slot's tree."""
         rows = n * self.policy.leaves_per_call(self.rounds)
         self._leaves = Leaves(
             obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
@@ -242,6 +244,7 @@ class BatchedMCTS:
             path=np.zeros((n, depth + 1), dtype=np.int32),
             depth=np.zeros(n, dtype=np.int32),
             leaf_status=np.zeros(n, dtype=np.int8),
+            draw_value=np.zeros(n, dtype=np.float64),
         )
 
     def reseed(self, game_index: int, seed: int) -> None:
@@ -264,7 +267,13 @@ class BatchedMCTS:
 
     # -- searching ---------------------------------------------------------------------
     def search(
-        self, games: Any, active: Optional[np.ndarray] = None, *, add_noise: Any = True, num_simulations: Any = None
+        self,
+        games: Any,
+        active: Optional[np.ndarray] = None,
+        *,
+        add_noise: Any = True,
+        num_simulations: Any = None,
+        draw_value: Any = None,
     ) -> SearchOutput:
         """Search the active, unfinished games of `games` (default: all unfinished) in lockstep.
 
@@ -274,7 +283,10 @@ class BatchedMCTS:
         deterministic. `num_simulations` (an int, or int [B] per game)
         overrides the config's count: games with fewer simulations sit out the
         last steps, so cheap playout-capped searches share the evaluator
-        batches of the full ones.
+        batches of the full ones. `draw_value` (a float, or float [B] per
+        game, each in [-1, 1]) overrides the config's worth of a drawn end
+        to the root's side to move (`MCTSConfig.draw_value`), so one batch
+        can search a contempt for draws on one side of a game only.
 
         The same as `begin` for those games, `step` until none is searching, then `results`; so it
         refuses to run while searches started by `begin` are still going."""
@@ -285,7 +297,7 @@ class BatchedMCTS:
             )
         act = ~games.done if active is None else (np.asarray(active, dtype=np.bool_) & ~games.done)
         idx = np.flatnonzero(act).astype(np.int64)
-        self.begin(games, idx, add_noise=add_noise, num_simulations=num_simulations)  # makes the slots
+        self.begin(games, idx, add_noise=add_noise, num_simulations=num_simulations, draw_value=draw_value)
         while self._searching.any():
             self.step()
         return self.results(idx)
@@ -295,11 +307,19 @@ class BatchedMCTS:
         """bool [B]: the games whose search `begin` started and `step` has not finished (a copy)."""
         return np.zeros(0, dtype=np.bool_) if self._n is None else self._searching.copy()
 
-    def begin(self, games: Any, idx: np.ndarray, *, add_noise: Any = True, num_simulations: Any = None) -> None:
+    def begin(
+        self,
+        games: Any,
+        idx: np.ndarray,
+        *,
+        add_noise: Any = True,
+        num_simulations: Any = None,
+        draw_value: Any = None,
+    ) -> None:
         """Start the searches of the games `idx` (int, unfinished, not searching) from their positions in
         `games` now; `step` runs them, beside any started earlier, and says which have finished.
 
-        `add_noise` and `num_simulations` as in `search` (a value, or one per game slot). The games must
+        `add_noise`, `num_simulations` and `draw_value` as in `search` (a value, or one per game slot). The games must
         not be played until their search has finished: the search copied their positions. Searches
         started at different times share the evaluator's calls, so a game whose search ends early
         plays its move and starts the next one while the others go on (the pipelined self-play of
@@ -323,8 +343,19 @@ class BatchedMCTS:
         if sims[idx].min() < 0:
             raise ValueError(f"num_simulations must be >= 0, got {sims[idx].min()}")
         noise = np.broadcast_to(np.asarray(add_noise, dtype=np.bool_), (n,))
+        draws = np.broadcast_to(
+            np.asarray(self.params.draw_value if draw_value is None else draw_value, dtype=np.float64), (n,)
+        )
+        if not np.all(np.abs(draws[idx]) <= 1.0):
+            raise ValueError(f"draw_value must be in [-1, 1], got {draws[idx].tolist()}")
         max_sims = int(sims[idx].max())
         self._take_rules(games, idx)
+        # A kept subtree holds drawn ends valued for the last search's root side: it serves this search
+        # only if that value, seen from the other side (the turn has passed), is this search's.
+        stale = idx[draws[idx] != -self._tree_draw[idx]]
+        self._root_ply[stale] = -1  # prepare_roots resets their trees
+        self._tree_draw[idx] = draws[idx]
+        self.work.draw_value[idx] = draws[idx]
         self._grow(max_sims)
         self._widen_schedule(max_sims)
         prepare_roots(
@@ -433,7 +464,6 @@ class BatchedMCTS:
                 self._flags,
                 self.tablebase,
                 idx,
-                self.params.draw_value,
                 out.action,
                 out.root_value,
             )
@@ -472,12 +502,10 @@ class BatchedMCTS:
         `actions[b]` (int [B]; -1 clears the tree). A proven root (a decisive move) is searched afresh."""
         if self._n is None:
             return
-        # Draws valued for one side (draw_value) would mislead the other side's search: a move hands
-        # the turn over, so such a tree is not kept.
         idx = np.asarray(idx, dtype=np.int64)
         if self._searching[idx].any():
             raise ValueError(f"games {idx[self._searching[idx]].tolist()} are searching: finish the search first")
-        keep = bool(self.config.reuse_tree) and self.params.draw_value == 0.0
+        keep = bool(self.config.reuse_tree)
         advance_trees(
             self.tree,
             self.work,

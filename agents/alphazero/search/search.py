@@ -119,14 +119,13 @@ def expand(
     buf: np.ndarray,
     tb: TablebaseArrays,
     decisive: bool = False,
-    draw_value: float = 0.0,
     tablebase: bool = False,
 ) -> int:
     """Expand leaf `node` of game `b` (position `work.leaf_state[b]`); return a LEAF_* code.
 
     Judges the end of the game first (`kernels.outcome_and_moves`); a
     terminal node keeps its exact value (side to move's view) in raw_value.
-    A draw is worth `draw_value` to the root's side to move (0 by the rules).
+    A draw is worth `work.draw_value[b]` to the root's side to move (0 by the rules).
     With `decisive`, a non-root node whose side to move can win at once is
     terminal too, value +1 (a proven win, not a game end). With `tablebase`, so
     is a non-root node the tables `tb` hold, with its result under the
@@ -141,6 +140,7 @@ def expand(
     term, winner, n = K.outcome_and_moves(st, work.hist[b], work.hashes[b], flags[b], buf)
     over = term != K.TERM_NONE
     value = 0.0
+    draw_value = work.draw_value[b]
     if over and winner != K.DRAW:
         value = 1.0 if winner == st[K.S_SIDE] else -1.0
     elif over and draw_value != 0.0:
@@ -304,7 +304,7 @@ def expand_leaf(
 ) -> int:
     """`expand` game `b`'s leaf (the end of its current path); a terminal one is backed up at once (and
     proven with the solver). Returns the LEAF_* code."""
-    status = expand(tree, work, b, leaf, flags, buf, tb, params.decisive, params.draw_value, params.tablebase)
+    status = expand(tree, work, b, leaf, flags, buf, tb, params.decisive, params.tablebase)
     if status == LEAF_TERMINAL:
         backup(tree, work, b, tree.raw_value[b, leaf])
         if params.solver:
@@ -635,7 +635,6 @@ def tablebase_outputs(
     flags: np.ndarray,
     tb: TablebaseArrays,
     idx: np.ndarray,
-    draw_value: float,
     action: np.ndarray,
     value: np.ndarray,
 ) -> None:
@@ -646,7 +645,7 @@ def tablebase_outputs(
     the result under the clock, then the table result, then the quickest win or the longest loss, by
     dtm, or by dtz when the clock leaves fewer plies than dtm; ties go to the first generated. A search
     alone, even with every child proven, could keep choosing among equal wins and never make progress.
-    The value is the root's result (a draw: `draw_value`), from its side to move."""
+    The value is the root's result (a draw: the search's `work.draw_value`), from its side to move."""
     for i in range(idx.shape[0]):
         b = idx[i]
         st = work.leaf_state[b]
@@ -680,4 +679,4 @@ def tablebase_outputs(
                 best = c
         if best >= 0:
             action[b] = tree.action[b, best]
-            value[b] = draw_value if clock == DRAW else float(clock)
+            value[b] = work.draw_value[b] if clock == DRAW else float(clock)

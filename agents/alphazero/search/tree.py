@@ -53,6 +53,7 @@ class Work(NamedTuple):
     path: np.ndarray  # int32 [B, max_depth + 1]: nodes from the root to the leaf
     depth: np.ndarray  # int32 [B]: length of the current path in plies
     leaf_status: np.ndarray  # int8 [B]: LEAF_* (search.py) of the leaf awaiting the evaluator
+    draw_value: np.ndarray  # float64 [B]: a drawn end's worth to the root's side to move in this search
 
 
 class Roots(NamedTuple):

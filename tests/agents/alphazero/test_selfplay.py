@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents.alphazero.rules_mix import draw_rules, parse_rules_mix
-from agents.alphazero.search import GumbelConfig, MCTSConfig, uniform_evaluator
+from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, uniform_evaluator
 from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, game_seed, play_games, value_targets
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
@@ -547,3 +547,35 @@ def test_random_plies_open_each_game_with_its_own_random_moves() -> None:
     assert len(set(random6)) == 6
     with pytest.raises(SelfPlayConfigError, match="random_plies"):
         SelfPlayConfig(random_plies=-1)
+
+
+def test_contempt_on_one_side_searches_that_side_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # contempt_sides=one: each game's contempt colour (in its record) searches with draws at -c, the other at 0.
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    begin = BatchedMCTS.begin
+
+    def spy(self, games, idx, **kw):
+        draws = np.broadcast_to(np.asarray(kw["draw_value"], dtype=np.float64), (games.n,))
+        seen.append((games.state[idx, K.S_SIDE].copy(), draws[idx].copy(), np.asarray(idx).copy()))
+        return begin(self, games, idx, **kw)
+
+    monkeypatch.setattr(BatchedMCTS, "begin", spy)
+    settings = SelfPlayConfig(
+        parallel=8, max_plies=40, draw_contempt=0.4, contempt_sides="one", start_jfen="6l/7/7/7/7/7/7/7/L6 r 0 1"
+    )
+    data = play_games(
+        uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RuleSet(), num_games=8, seed=3
+    )
+    sides = [rec.extra["contempt_side"] for rec in data.records]
+    assert set(sides) == {"red", "blue"}
+    # Every game has a slot of its own (parallel = num_games): slot i plays game i.
+    contempt = {i: (K.RED if sides[i] == "red" else K.BLUE) for i in range(8)}
+    held = free = 0
+    for to_move, draws, idx in seen:
+        for side, value, slot in zip(to_move, draws, idx):
+            mine = side == contempt[int(slot)]
+            assert value == pytest.approx(-0.4 if mine else 0.0)
+            held, free = held + mine, free + (not mine)
+    assert held > 0 and free > 0
+    with pytest.raises(SelfPlayConfigError, match="contempt_sides"):
+        SelfPlayConfig(contempt_sides="neither")

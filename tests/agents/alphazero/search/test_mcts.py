@@ -700,7 +700,6 @@ def test_a_draw_value_keeps_no_subtree_across_moves() -> None:
     assert out.visits[0, a] > 1
     games.play(0, a)
     mcts.advance(0, a)
-    assert mcts.root_visits(0) == 0
     assert mcts.search(games, num_simulations=10).visits[0].sum() == 10
     with pytest.raises(MCTSConfigError, match="draw_value"):
         MCTSConfig(draw_value=-2.0)
@@ -838,3 +837,52 @@ def test_each_game_is_searched_under_its_own_rules(algorithm: str) -> None:
     again = mcts.search(games, active=np.arange(3) == 0, add_noise=False)
     np.testing.assert_array_equal(again.visits[0], out.visits[1])
     assert again.root_value[0] == out.root_value[1]
+
+
+def _shuffled_to_a_repetition(n: int) -> tuple[GameBatch, int]:
+    """`n` games where Blue's g6g7 would repeat the start position a third time (a draw), and that action."""
+    games = GameBatch(n, RULES)
+    for i in range(n):
+        for m in ["a3a4", "g7g6", "a4a3", "g6g7", "a3a4", "g7g6", "a4a3"]:
+            games.play(i, action_of_state(games, i, m))
+    return games, action_of_state(games, 0, "g6g7")
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_draw_value_per_game_searches_as_the_config_would(algorithm: str) -> None:
+    # One batch, contempt in game 0 and draw seeking in game 1: each search is the one its draw value alone gives.
+    games, repeat = _shuffled_to_a_repetition(2)
+    per_game = np.array([-0.5, 0.5])
+    config = MCTSConfig(algorithm=algorithm, num_simulations=200, gumbel=GumbelConfig(max_actions=64))
+    mixed = BatchedMCTS(uniform_evaluator, make_policy(config), FLAGS, seed=0)
+    out = mixed.search(games, add_noise=False, draw_value=per_game)
+    for b, value in enumerate(per_game):
+        alone = BatchedMCTS(
+            uniform_evaluator, make_policy(dataclasses.replace(config, draw_value=float(value))), FLAGS, seed=0
+        )
+        ref = alone.search(games, add_noise=False)
+        np.testing.assert_array_equal(out.visits[b], ref.visits[b])
+        assert out.root_value[b] == pytest.approx(ref.root_value[b])
+    c = _child(mixed, ROOT, repeat)  # game 0's: from its side to move, Red, the draw is worth +0.5
+    assert mixed.tree.terminal[0, c] and mixed.tree.raw_value[0, c] == pytest.approx(0.5)
+    assert out.action[0] != repeat and out.action[1] == repeat
+    with pytest.raises(ValueError, match="draw_value"):
+        mixed.search(games, draw_value=np.array([0.0, 1.5]))
+
+
+def test_a_subtree_is_kept_only_where_the_draw_values_agree() -> None:
+    # The tree after a move serves the next search when its drawn ends are worth the same to both searches:
+    # no draw value in either (game 0), or a draw value d for one side and -d for the other (game 1, the
+    # same zero-sum game); a contempt on one side only (game 2) starts the next search afresh.
+    games = GameBatch(3, RULES)
+    config = MCTSConfig(algorithm="gumbel", num_simulations=32, gumbel=GumbelConfig(max_actions=4))
+    mcts = BatchedMCTS(linear_evaluator(), make_policy(config), FLAGS, seed=0)
+    out = mcts.search(games, add_noise=False, draw_value=np.array([0.0, -0.2, -0.2]))
+    actions = out.action.copy()
+    assert (out.visits[np.arange(3), actions] > 1).all()
+    for i in range(3):
+        games.play(i, int(actions[i]))
+    mcts.advance_many(np.arange(3), actions)
+    again = mcts.search(games, add_noise=False, num_simulations=10, draw_value=np.array([0.0, 0.2, 0.0]))
+    sums = again.visits.sum(axis=1)
+    assert sums[0] > 10 and sums[1] > 10 and sums[2] == 10
