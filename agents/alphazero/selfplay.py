@@ -47,7 +47,6 @@ rarely makes, which pure self-play with little compute learns to meet late.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple, Optional, Sequence
@@ -77,8 +76,9 @@ RESULT_OF_WINNER = {K.RED: "1-0", K.BLUE: "0-1", K.DRAW: "1/2-1/2"}
 
 
 TRUNCATED_VALUES = ("search", "draw")
-CONTEMPT_SIDES = ("both", "one")
 """Value targets of a game cut at `SelfPlayConfig.max_plies` (see `truncated_value`)."""
+CONTEMPT_SIDES = ("both", "one")
+"""Who searches with `SelfPlayConfig.draw_contempt` (see `contempt_sides`)."""
 
 
 class SelfPlayConfigError(ConfigError):
@@ -122,7 +122,7 @@ class SelfPlayConfig:
     lead away. In [0, 1]; 0 scores every draw 0."""
     draw_contempt: float = 0.0
     """Contempt for draws in self-play: each move's search values a drawn end (repetition, no-capture
-    limit) at -draw_contempt for its side to move (`MCTSConfig.draw_value`), so both sides steer away
+    limit) at -draw_contempt for its side to move (the search's draw value), so both sides steer away
     from repetitions that pure self-play otherwise settles into. The value targets keep the result
     (a draw is 0); evaluation searches are not affected. In [0, 1]."""
     contempt_sides: str = "both"
@@ -356,8 +356,6 @@ class SelfPlayLoop:
         self.num_games, self.progress = num_games, progress
         n = min(settings.parallel, num_games)
         self.games = GameBatch(n, rules, start_jfen=settings.start_jfen, max_plies=settings.max_plies)
-        if settings.draw_contempt and settings.contempt_sides == "both":
-            mcts = dataclasses.replace(mcts, draw_value=-float(settings.draw_contempt))
         self.mcts = mcts
         self.tables = (
             default_tablebase(rules).arrays if settings.tablebase_adjudicate or settings.tablebase_rescore else None
@@ -498,11 +496,11 @@ class SelfPlayLoop:
             ply = np.minimum(self.games.state[begin, K.S_PLY], settings.max_plies - 1)
             full[begin] = self.coins[begin, ply] >= settings.playout_cap_fraction
         sims = np.where(full, self.mcts.num_simulations, settings.cheap_simulations)
-        draws = None
-        if settings.draw_contempt and settings.contempt_sides == "one":
+        draws = None  # the search config's draw value
+        if settings.draw_contempt:
             draws = self.draw_values
-            to_move = self.games.state[begin, K.S_SIDE]
-            draws[begin] = np.where(to_move == self.contempt_side[begin], -float(settings.draw_contempt), 0.0)
+            held = settings.contempt_sides == "both" or self.games.state[begin, K.S_SIDE] == self.contempt_side[begin]
+            draws[begin] = np.where(held, -float(settings.draw_contempt), 0.0)
         self.search.begin(self.games, begin, add_noise=full, num_simulations=sims, draw_value=draws)
         self.stats.simulations += int(sims[begin].sum())
 
