@@ -79,6 +79,8 @@ def log_selfplay(writer: SummaryWriter, it: int, s: SelfPlayStats, seconds: floa
     writer.add_scalar("selfplay/red_wins", s.red_wins / games, it)
     writer.add_scalar("selfplay/blue_wins", s.blue_wins / games, it)
     writer.add_scalar("selfplay/draws", s.draws / games, it)
+    if s.left_out:
+        writer.add_scalar("selfplay/left_out_positions", s.left_out, it)
     if opponents:
         writer.add_scalar("selfplay/opponent_games", s.opponent_games, it)
         if s.opponent_games:
@@ -117,7 +119,7 @@ def iteration_line(
         parts.append(
             f"{s.games} games {s.positions} positions ({s.positions / max(seconds, 1e-9):.0f} pos/s, "
             f"{s.simulations / max(seconds, 1e-9):.0f} sims/s, len {s.mean_length:.0f}, red/blue/draw "
-            f"{s.red_wins}/{s.blue_wins}/{s.draws})"
+            f"{s.red_wins}/{s.blue_wins}/{s.draws}{f', {s.left_out} positions of draws left out' if s.left_out else ''})"
         )
         parts.append(
             f"{steps} steps loss {or_nan(metrics.total):.3f} (policy "

@@ -129,6 +129,11 @@ class SelfPlayConfig:
     """Who holds `draw_contempt`: ``both`` sides of every game, or ``one``: in each game one colour (drawn
     from the game's seed, either with even odds) searches with the contempt and the other values a draw at 0,
     as the rules do; so one side has to play for a win while the other may take a draw it is offered."""
+    draw_keep: float = 1.0
+    """Fraction of the games without a winner (drawn by the rules, cut at `max_plies`, or drawn by the tables)
+    whose positions train: each such game's positions go to the replay buffer or are all left out, by a coin
+    drawn from the game's seed; left out, the game is still recorded and counted (`SelfPlayStats.left_out`).
+    In [0, 1]; 1 trains on every game, 0 on decisive games only."""
     playout_cap_fraction: float = 0.0
     """Fraction of moves searched cheaply (playout-cap randomisation), in [0, 1]; those positions train
     the value only."""
@@ -175,6 +180,7 @@ class SelfPlayConfig:
             value_q_weight=(0, 1),
             draw_contempt=(0, 1),
             draw_score=(0, 1),
+            draw_keep=(0, 1),
         )
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         check_choice(self, "train.selfplay", SelfPlayConfigError, contempt_sides=CONTEMPT_SIDES)
@@ -253,6 +259,8 @@ class _Finished(NamedTuple):
     """Cut at `SelfPlayConfig.max_plies`."""
     opponent_point: Optional[float]
     """The network's score in an opponent game (None: self-play)."""
+    left_out: int = 0
+    """Positions played and not kept as rows (`SelfPlayConfig.draw_keep`); the rows are then empty."""
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -599,17 +607,11 @@ class SelfPlayLoop:
             mine = np.flatnonzero(sides != g.opponent_side)
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
         obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.game_flags[s])
-        self.finished[g.index] = _Finished(
-            record,
-            obs,
-            mask,
-            policy,
-            values,
-            samples.full[s, :plies].copy(),
-            survival_targets(games.state[s], sides),
-            bool(games.truncated[s]),
-            point,
-        )
+        rows = (obs, mask, policy, values, samples.full[s, :plies].copy(), survival_targets(games.state[s], sides))
+        left_out = 0
+        if record.result == "1/2-1/2" and not keeps_draw(g.seed, self.settings.draw_keep):
+            rows, left_out = tuple(r[:0] for r in rows), plies
+        self.finished[g.index] = _Finished(record, *rows, bool(games.truncated[s]), point, left_out)
         self.order.append(g.index)
         assert self.bar is not None
         self.bar.update(1)
@@ -632,12 +634,20 @@ class SelfPlayLoop:
                 points.append(d.opponent_point)
         done = [self.finished[k] for k in sorted(indices)]
         stats.games = len(done)
-        stats.positions = int(sum(len(d.value) for d in done))
+        stats.left_out = int(sum(d.left_out for d in done))
+        stats.positions = int(sum(len(d.value) for d in done)) + stats.left_out
         stats.full_search_positions = int(sum(int(d.full_search.sum()) for d in done))
         stats.seconds = seconds
         stats.opponent_games = len(points)
         stats.opponent_score = float(np.mean(points)) if points else float("nan")
         return SelfPlayData.joined(done, [d.record for d in done], stats)
+
+
+def keeps_draw(seed: int, keep: float) -> bool:
+    """Whether the positions of a game without a winner, seeded `seed`, train (`SelfPlayConfig.draw_keep`)."""
+    if keep >= 1.0:
+        return True
+    return bool(np.random.default_rng(derive_seed(seed, "draw keep")).random() < keep)
 
 
 def value_targets(

@@ -37,6 +37,9 @@ class SelfPlayStats:
     draws: int = 0
     truncated: int = 0
     """Games cut at `SelfPlayConfig.max_plies` (counted among the draws)."""
+    left_out: int = 0
+    """Positions played (counted in `positions`) but not among the rows: drawn games that
+    `SelfPlayConfig.draw_keep` leaves out of training."""
     opponent_games: int = 0
     opponent_score: float = math.nan
     """The network's mean score (1 win, 0.5 draw, 0 loss) in its opponent games; NaN when there were none."""
@@ -92,6 +95,7 @@ class SelfPlayStats:
             blue_wins=sum(p.blue_wins for p in parts),
             draws=sum(p.draws for p in parts),
             truncated=sum(p.truncated for p in parts),
+            left_out=sum(p.left_out for p in parts),
             opponent_games=opponent_games,
             opponent_score=points / opponent_games if opponent_games else math.nan,
             terminations=terminations,

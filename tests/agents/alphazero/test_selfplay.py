@@ -9,7 +9,14 @@ import pytest
 
 from agents.alphazero.rules_mix import draw_rules, parse_rules_mix
 from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError, game_seed, play_games, value_targets
+from agents.alphazero.selfplay import (
+    SelfPlayConfig,
+    SelfPlayConfigError,
+    game_seed,
+    keeps_draw,
+    play_games,
+    value_targets,
+)
 from agents.alphazero.selfplay_data import SelfPlayData
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from envs import Board, Move, RuleSet
@@ -579,3 +586,33 @@ def test_contempt_on_one_side_searches_that_side_only(monkeypatch: pytest.Monkey
     assert held > 0 and free > 0
     with pytest.raises(SelfPlayConfigError, match="contempt_sides"):
         SelfPlayConfig(contempt_sides="neither")
+
+
+def test_draw_keep_leaves_drawn_games_out_of_the_rows_only() -> None:
+    # draw_keep: the same games are played and recorded; a drawn game's positions are all kept or all left
+    # out, by a coin from its seed; decisive games always train; positions still count those left out.
+    def run(keep: float):
+        settings = SelfPlayConfig(parallel=16, max_plies=30, draw_keep=keep, start_jfen="6l/7/7/3e3/7/7/7/7/L6 r 0 1")
+        return play_games(
+            uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RuleSet(), num_games=16, seed=5
+        )
+
+    full, half, none = run(1.0), run(0.5), run(0.0)
+    assert [r.moves for r in half.records] == [r.moves for r in full.records] == [r.moves for r in none.records]
+    drawn = [r.result == "1/2-1/2" for r in full.records]
+    assert 0 < sum(drawn) < len(drawn)
+    plies = [int(r.extra["plies"]) for r in full.records]
+    starts = np.concatenate([[0], np.cumsum(plies)])
+    kept = [not d or keeps_draw(r.seed, 0.5) for d, r in zip(drawn, full.records)]
+    assert 0 < sum(k for k, d in zip(kept, drawn) if d) < sum(drawn)  # the coin keeps some draws, not all
+    for data, keeps in ((half, kept), (none, [not d for d in drawn])):
+        rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in range(16) if keeps[i]])
+        np.testing.assert_array_equal(data.value, full.value[rows])
+        np.testing.assert_array_equal(data.obs, full.obs[rows])
+        np.testing.assert_array_equal(data.policy, full.policy[rows])
+        assert data.stats.positions == full.stats.positions == len(full)
+        assert data.stats.left_out == len(full) - len(rows) > 0
+        assert data.stats.draws == full.stats.draws
+    assert full.stats.left_out == 0
+    with pytest.raises(SelfPlayConfigError, match="draw_keep"):
+        SelfPlayConfig(draw_keep=1.5)
