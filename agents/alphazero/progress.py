@@ -116,10 +116,11 @@ def iteration_line(
     whose self-play and learning ran before a stop)."""
     parts = [f"iter {it}/{iterations}"]
     if s is not None:
+        left_out = f", {s.left_out} positions of draws left out" if s.left_out else ""
         parts.append(
             f"{s.games} games {s.positions} positions ({s.positions / max(seconds, 1e-9):.0f} pos/s, "
             f"{s.simulations / max(seconds, 1e-9):.0f} sims/s, len {s.mean_length:.0f}, red/blue/draw "
-            f"{s.red_wins}/{s.blue_wins}/{s.draws}{f', {s.left_out} positions of draws left out' if s.left_out else ''})"
+            f"{s.red_wins}/{s.blue_wins}/{s.draws}{left_out})"
         )
         parts.append(
             f"{steps} steps loss {or_nan(metrics.total):.3f} (policy "

@@ -607,11 +607,14 @@ class SelfPlayLoop:
             mine = np.flatnonzero(sides != g.opponent_side)
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
         obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.game_flags[s])
-        rows = (obs, mask, policy, values, samples.full[s, :plies].copy(), survival_targets(games.state[s], sides))
+        full, survival = samples.full[s, :plies].copy(), survival_targets(games.state[s], sides)
         left_out = 0
         if record.result == "1/2-1/2" and not keeps_draw(g.seed, self.settings.draw_keep):
-            rows, left_out = tuple(r[:0] for r in rows), plies
-        self.finished[g.index] = _Finished(record, *rows, bool(games.truncated[s]), point, left_out)
+            obs, mask, policy, values, full, survival = (r[:0] for r in (obs, mask, policy, values, full, survival))
+            left_out = plies
+        self.finished[g.index] = _Finished(
+            record, obs, mask, policy, values, full, survival, bool(games.truncated[s]), point, left_out
+        )
         self.order.append(g.index)
         assert self.bar is not None
         self.bar.update(1)
