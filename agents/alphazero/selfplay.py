@@ -606,14 +606,19 @@ class SelfPlayLoop:
         if g.opponent is not None:
             mine = np.flatnonzero(sides != g.opponent_side)
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
-        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], plies, games.game_flags[s])
-        full, survival = samples.full[s, :plies].copy(), survival_targets(games.state[s], sides)
-        left_out = 0
-        if record.result == "1/2-1/2" and not keeps_draw(g.seed, self.settings.draw_keep):
-            obs, mask, policy, values, full, survival = (r[:0] for r in (obs, mask, policy, values, full, survival))
-            left_out = plies
+        kept = plies if record.result != "1/2-1/2" or keeps_draw(g.seed, self.settings.draw_keep) else 0
+        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], kept, games.game_flags[s])
         self.finished[g.index] = _Finished(
-            record, obs, mask, policy, values, full, survival, bool(games.truncated[s]), point, left_out
+            record,
+            obs,
+            mask,
+            policy,
+            values[:kept],
+            samples.full[s, :kept].copy(),
+            survival_targets(games.state[s], sides[:kept]),
+            bool(games.truncated[s]),
+            point,
+            plies - kept,
         )
         self.order.append(g.index)
         assert self.bar is not None
