@@ -13,10 +13,11 @@ games a level from the run's config.yaml), which runs higher than a gauntlet fro
 openings. Its rating is the maximum-likelihood Elo against those levels with their
 ratings held fixed (logistic model, draws as half a point; a clean sweep counted half a
 game short), with a 95% interval from the likelihood's curvature. x = CPU-hours at the
-end of that iteration: the run's wall clock (its `perf/seconds_*` summed) times
-`--cores`, the cores the run kept busy. Prints one table row per point and draws every
-run into one PNG (Pillow), the rated levels as dashed lines; written atomically to --out.
-A run with no point exits with status 2 and says why.
+end of that iteration: the CPU seconds the run's processes spent (its `perf/cpu_seconds`
+summed, true on a shared machine too) or, for a run that did not measure them, its wall
+clock (its `perf/seconds_*` summed) times `--cores`, the cores it kept busy. Prints one
+table row per point and draws every run into one PNG (Pillow), the rated levels as dashed
+lines; written atomically to --out. A run with no point exits with status 2 and says why.
 """
 
 from __future__ import annotations
@@ -36,7 +37,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from PIL import Image, ImageDraw  # noqa: E402
-from plot_run import GRID, INK, PALETTE, PAPER, SCALE, _font, cumulative_minutes, draw_curve, read_scalars  # noqa: E402
+from plot_run import (  # noqa: E402
+    GRID,
+    INK,
+    PALETTE,
+    PAPER,
+    SCALE,
+    _font,
+    cumulative_cpu_hours,
+    cumulative_minutes,
+    draw_curve,
+    read_scalars,
+)
 
 from agents.alphazero.evaluation import spec_tag  # noqa: E402
 from agents.arena.ratings import expected_score  # noqa: E402
@@ -182,7 +194,7 @@ def run_curve(run_dir: Path, ratings: dict[str, float], cores: float, records: O
     if not run_dir.is_dir():
         raise CurveError(f"run directory {str(run_dir)!r} does not exist")
     scalars = read_scalars(run_dir)
-    minutes = cumulative_minutes(scalars)
+    minutes, cpu = cumulative_minutes(scalars), cumulative_cpu_hours(scalars)
     by_step: dict[int, dict[str, tuple[float, int]]] = {}
     if records is None:
         games = run_games_per_level(run_dir)
@@ -204,7 +216,7 @@ def run_curve(run_dir: Path, ratings: dict[str, float], cores: float, records: O
     for step in sorted(by_step):
         scores = {spec: by_step[step][spec] for spec in ratings if spec in by_step[step]}  # weakest first
         elo, se = fixed_opponent_elo([(ratings[spec], s, n) for spec, (s, n) in scores.items()])
-        hours = minutes.get(step, 0.0) / 60.0 * cores
+        hours = cpu.get(step, 0.0) if cpu is not None else minutes.get(step, 0.0) / 60.0 * cores
         points.append(Point(step, hours, elo, elo - 1.96 * se, elo + 1.96 * se, scores))
     return points
 
@@ -275,7 +287,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="evaluate.py results.json (or a folder of them) with gauntlets of the runs' checkpoints",
     )
     parser.add_argument("--search", default="sims=128", help="the checkpoints' search options in the results to use")
-    parser.add_argument("--cores", type=float, default=2.0, help="cores each run kept busy (CPU-hours = wall x cores)")
+    parser.add_argument(
+        "--cores",
+        type=float,
+        default=2.0,
+        help="cores a run without perf/cpu_seconds kept busy (CPU-hours = wall x cores)",
+    )
     parser.add_argument("--ratings", type=Path, default=DEFAULT_RATINGS, help="the ladder's fixed ratings")
     parser.add_argument("--label", action="append", default=[], help="legend name of each run, in order")
     parser.add_argument("--out", type=Path, default=Path("ladder-curve.png"), help="PNG path")

@@ -95,6 +95,20 @@ def cumulative_minutes(scalars: Series) -> dict[int, float]:
     return out
 
 
+def cumulative_cpu_hours(scalars: Series) -> Optional[dict[int, float]]:
+    """CPU-hours at the end of each iteration, the running sum of `perf/cpu_seconds` (the run's process tree as
+    measured); None unless every iteration with a wall clock has one (a run of an older kit, or off Linux)."""
+    cpu = dict(scalars.get("perf/cpu_seconds", []))
+    walls = {step for tag, points in scalars.items() if tag.startswith("perf/seconds_") for step, _ in points}
+    if not cpu or set(cpu) != walls:
+        return None
+    out, total = {}, 0.0
+    for step in sorted(cpu):
+        total += cpu[step]
+        out[step] = total / 3600.0
+    return out
+
+
 def select_tags(scalars: Series, tags: Optional[Sequence[str]]) -> list[str]:
     """The score tags to draw: those asked for (each must exist), else every `eval/score_*` but `previous`."""
     if tags:

@@ -13,6 +13,7 @@ checkpoint, plus the evaluations still due.
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 if TYPE_CHECKING:
@@ -22,6 +23,43 @@ if TYPE_CHECKING:
     from agents.alphazero.selfplay_data import SelfPlayStats
 
 PHASES = ("selfplay", "learn", "eval", "checkpoint")
+PROC = "/proc"
+
+
+def process_tree_cpu_seconds(root: Optional[int] = None, proc: str = PROC) -> Optional[float]:
+    """CPU seconds (user + system) spent so far by process `root` (default: this one) and its descendants, the
+    workers, inference server and evaluation pools of a run included, alive or already waited for: what the
+    run has cost the machine, whatever else shares it. Read from Linux's /proc; None where there is none."""
+    root = os.getpid() if root is None else root
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, "stat"), "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone between the listing and the read, or not a process
+        # after the command's ")": state ppid ... utime stime cutime cstime are fields 11-14 (0-based)
+        pid, ppid = int(name), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        times[pid] = sum(int(v) for v in fields[11:15]) / tick
+    if root not in times:
+        return None
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total
+
+
 EVERY_ITERATION = ("selfplay", "learn", "checkpoint")
 
 

@@ -33,7 +33,14 @@ from agents.alphazero.evaluation import evaluate_ladder
 from agents.alphazero.learner import Learner, LearnMetrics
 from agents.alphazero.network import count_parameters
 from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.progress import PhaseClock, format_seconds, iteration_line, log_selfplay, log_server
+from agents.alphazero.progress import (
+    PhaseClock,
+    format_seconds,
+    iteration_line,
+    log_selfplay,
+    log_server,
+    process_tree_cpu_seconds,
+)
 from agents.alphazero.replay import ReplayBuffer
 from agents.alphazero.rules_mix import mix_state, parse_rules_mix
 from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
@@ -103,6 +110,9 @@ class TrainingRun:
         self.parts: Optional[tuple[torch.nn.Module, Learner, ReplayBuffer, torch.nn.Module]] = None
         """The model, learner, replay buffer and previous network the checkpoints hold (`restore`)."""
         self.counters: dict[str, Any] = {"iteration": 0, "positions": 0, "games": 0, "simulations": 0, "seconds": 0.0}
+        self.counters["cpu_seconds"] = 0.0
+        self.cpu_mark = process_tree_cpu_seconds()
+        """This process tree's CPU seconds when the last iteration's were counted (None: no /proc to read)."""
         self.history: dict[str, Any] = {"elo": 0.0, "best_score": -1.0}
         self.clock = PhaseClock()
         self.pending_eval = False
@@ -407,6 +417,11 @@ class TrainingRun:
         self.writer.add_scalar("perf/seconds_learn", time.time() - learning, it)
         self.counters["iteration"] = it
         self.counters["seconds"] += time.time() - started
+        cpu = process_tree_cpu_seconds()
+        if cpu is not None and self.cpu_mark is not None:  # since the last count: the evaluation and checkpoint before
+            self.counters["cpu_seconds"] += cpu - self.cpu_mark
+            self.writer.add_scalar("perf/cpu_seconds", cpu - self.cpu_mark, it)
+        self.cpu_mark = cpu
 
     def evaluated(self, it: int, scores: dict[str, float], started: float) -> None:
         """Iteration `it`'s evaluation (since `started`): the running Elo, the logs, and the network the next
@@ -562,17 +577,18 @@ def restore_part(path: Path, part: str, action: Callable[[], Any]) -> None:
 
 
 def checked_counters(counters: Any) -> dict[str, Any]:
-    """A checkpoint's counters (iteration, positions, games, simulations, next_game: integers >= 0; seconds: a finite
-    number); ValueError naming the first that is not."""
+    """A checkpoint's counters (iteration, positions, games, simulations, next_game: integers >= 0; seconds and
+    cpu_seconds: finite numbers); ValueError naming the first that is not."""
     if not isinstance(counters, dict):
         raise TypeError(f"a mapping is expected, got {type(counters).__name__}")
     for key in ("iteration", "positions", "games", "simulations", "learner_steps", "next_game"):
         value = counters.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{key}={shown(value)} is not an integer >= 0")
-    seconds = counters.get("seconds", 0.0)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
-        raise ValueError(f"seconds={shown(seconds)} is not a finite number")
+    for key in ("seconds", "cpu_seconds"):
+        seconds = counters.get(key, 0.0)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+            raise ValueError(f"{key}={shown(seconds)} is not a finite number")
     return counters
 
 

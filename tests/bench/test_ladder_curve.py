@@ -130,6 +130,28 @@ def test_without_results_the_in_training_evaluations_are_rated(
     assert "alphabeta:depth=1 0.75 of 30" in row and "previous" not in row
 
 
+def test_a_run_that_measured_its_cpu_seconds_is_placed_by_them_not_by_wall_times_cores(
+    curve: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    walls = [(s, 60.0) for s in range(1, 6)]  # 5 minutes of wall clock: 0.17 CPU-hours on two cores
+    scores = {"eval/score_alphabeta_depth1": [(5, 0.75)], "eval/score_alphabeta_depth3": [(5, 0.25)]}
+    shared = make_run(
+        tmp_path,
+        "shared",
+        {**scores, "perf/seconds_selfplay": walls, "perf/cpu_seconds": [(s, 72.0) for s in range(1, 6)]},
+    )
+    gap = make_run(
+        tmp_path,
+        "gap",
+        {**scores, "perf/seconds_selfplay": walls, "perf/cpu_seconds": [(s, 72.0) for s in range(2, 6)]},
+    )
+    argv = ["--ratings", str(ratings_file(tmp_path)), "--out", str(tmp_path / "c.png")]
+    assert curve.main([str(shared), str(gap), *argv]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| shared", "| gap"))]
+    assert rows[0].startswith("| shared | 5 | 0.10 | +1200 [")  # 5 x 72 CPU seconds, whatever the wall clock
+    assert rows[1].startswith("| gap | 5 | 0.17 | +1200 [")  # iteration 1 unmeasured: the wall clock for all
+
+
 def test_a_run_without_points_or_a_bad_ratings_file_is_refused_in_one_line(
     curve: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

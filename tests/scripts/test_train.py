@@ -67,6 +67,7 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
         "eval/score_random",
         "eval/elo",
         "perf/seconds_selfplay",
+        "perf/cpu_seconds",
     ):
         assert [s for s, _ in tags[tag]] == [1, 2], tag
     # Each score comes with its 95% interval.
@@ -77,6 +78,8 @@ def test_a_tiny_run_writes_events_checkpoints_and_games(run_dir: Path) -> None:
     state = load_checkpoint(run_dir / "latest.pt")
     assert state["counters"]["iteration"] == 2
     assert state["counters"]["learner_steps"] == 4
+    cpu = [v for _, v in tags["perf/cpu_seconds"]]  # the run's processes' CPU seconds, iteration by iteration
+    assert all(v > 0 for v in cpu) and state["counters"]["cpu_seconds"] == pytest.approx(sum(cpu), rel=1e-5)
     assert state["replay"]["has_contents"] and len(state["replay"]["value"]) == state["counters"]["positions"]
     assert "model:" in state["config"] and "blocks: 1" in state["config"]
     assert "rules_mix" not in state  # a single-rule run writes the checkpoint it always wrote
@@ -91,6 +94,8 @@ def test_resume_continues_the_step_counter(run_dir: Path) -> None:
     assert state["counters"]["iteration"] == 3
     assert state["counters"]["learner_steps"] == 6
     tags = scalars(run_dir)
+    cpu = [v for _, v in tags["perf/cpu_seconds"]]  # the resumed sitting adds to the first one's
+    assert len(cpu) == 3 and state["counters"]["cpu_seconds"] == pytest.approx(sum(cpu), rel=1e-5)
     assert [s for s, _ in tags["loss/total"]] == [1, 2, 3]
     assert [s for s, _ in tags["eval/score_random"]] == [1, 2, 3]
 
