@@ -16,8 +16,9 @@ game short), with a 95% interval from the likelihood's curvature. x = CPU-hours 
 end of that iteration: the CPU seconds the run's processes spent (its `perf/cpu_seconds`
 summed, true on a shared machine too) or, for a run that did not measure them, its wall
 clock (its `perf/seconds_*` summed) times `--cores`, the cores it kept busy. Prints one
-table row per point and draws every run into one PNG (Pillow), the rated levels as dashed
-lines; written atomically to --out. A run with no point exits with status 2 and says why.
+table row per point (its wall clock hours beside) and draws every run into one PNG
+(Pillow), the rated levels as dashed lines; written atomically to --out. A run with no
+point exits with status 2 and says why.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Point:
 
     step: int
     cpu_hours: float
+    wall_hours: float
     elo: float
     low: float
     high: float
@@ -217,7 +219,8 @@ def run_curve(run_dir: Path, ratings: dict[str, float], cores: float, records: O
         scores = {spec: by_step[step][spec] for spec in ratings if spec in by_step[step]}  # weakest first
         elo, se = fixed_opponent_elo([(ratings[spec], s, n) for spec, (s, n) in scores.items()])
         hours = cpu.get(step, 0.0) if cpu is not None else minutes.get(step, 0.0) / 60.0 * cores
-        points.append(Point(step, hours, elo, elo - 1.96 * se, elo + 1.96 * se, scores))
+        wall = minutes.get(step, 0.0) / 60.0
+        points.append(Point(step, hours, wall, elo, elo - 1.96 * se, elo + 1.96 * se, scores))
     return points
 
 
@@ -311,12 +314,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CurveError as e:
         print(f"ladder_curve.py: error: {e}", file=sys.stderr)
         return 2
-    print("| run | iteration | CPU-hours | Elo (ladder) [95% CI] | scores |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| run | iteration | CPU-hours | wall hours | Elo (ladder) [95% CI] | scores |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, points in curves.items():
         for p in points:
             scores = ", ".join(f"{spec} {s:.2f} of {n}" for spec, (s, n) in p.scores.items())
-            print(f"| {name} | {p.step} | {p.cpu_hours:.2f} | {p.elo:+.0f} [{p.low:+.0f}, {p.high:+.0f}] | {scores} |")
+            interval = f"{p.elo:+.0f} [{p.low:+.0f}, {p.high:+.0f}]"
+            print(f"| {name} | {p.step} | {p.cpu_hours:.2f} | {p.wall_hours:.2f} | {interval} | {scores} |")
     buf = io.BytesIO()
     source = "gauntlets" if records is not None else "in-training evaluations"
     render(curves, ratings, f"Strength by CPU-hour on the alpha-beta ladder's Elo ({source})").save(

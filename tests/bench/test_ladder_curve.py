@@ -101,10 +101,10 @@ def test_gauntlets_of_a_runs_checkpoints_become_points_by_cpu_hour(
     assert curve.main([*argv, "--out", str(out)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| my-run")]
     assert len(rows) == 2
-    assert rows[0].startswith("| my-run | 10 | 0.67 | +1000 [")  # 10 iterations of 2 min, two cores
+    assert rows[0].startswith("| my-run | 10 | 0.67 | 0.33 | +1000 [")  # 10 iterations of 2 min, two cores
     assert "alphabeta:depth=1 0.50 of 20" in rows[0]
     elo20 = 1200.0 + elo_from_score((27 + 2) / 40)  # 13-2-5 and 14-2-4 against depth 2
-    assert rows[1].startswith(f"| my-run | 20 | 1.33 | {elo20:+.0f} [")
+    assert rows[1].startswith(f"| my-run | 20 | 1.33 | 0.67 | {elo20:+.0f} [")
     assert "alphabeta:depth=2 0.72 of 40" in rows[1] and "depth=4" not in rows[1]
     with Image.open(out) as img:
         assert img.format == "PNG" and img.size == (curve.WIDTH, curve.HEIGHT)
@@ -126,7 +126,7 @@ def test_without_results_the_in_training_evaluations_are_rated(
     )
     assert curve.main([str(run), "--ratings", str(ratings_file(tmp_path)), "--out", str(tmp_path / "c.png")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| r |"))
-    assert row.startswith("| r | 5 | 0.17 | +1200 [")  # symmetric about depth 2; 5 minutes on two cores
+    assert row.startswith("| r | 5 | 0.17 | 0.08 | +1200 [")  # symmetric about depth 2; 5 minutes on two cores
     assert "alphabeta:depth=1 0.75 of 30" in row and "previous" not in row
 
 
@@ -148,8 +148,8 @@ def test_a_run_that_measured_its_cpu_seconds_is_placed_by_them_not_by_wall_times
     argv = ["--ratings", str(ratings_file(tmp_path)), "--out", str(tmp_path / "c.png")]
     assert curve.main([str(shared), str(gap), *argv]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| shared", "| gap"))]
-    assert rows[0].startswith("| shared | 5 | 0.10 | +1200 [")  # 5 x 72 CPU seconds, whatever the wall clock
-    assert rows[1].startswith("| gap | 5 | 0.17 | +1200 [")  # iteration 1 unmeasured: the wall clock for all
+    assert rows[0].startswith("| shared | 5 | 0.10 | 0.08 | +1200 [")  # 5 x 72 CPU seconds, whatever the wall clock
+    assert rows[1].startswith("| gap | 5 | 0.17 | 0.08 | +1200 [")  # iteration 1 unmeasured: the wall clock for all
 
 
 def test_a_run_without_points_or_a_bad_ratings_file_is_refused_in_one_line(
