@@ -174,12 +174,11 @@ def check_level_rules(opponent: Any, rules: RuleSet, rules_name: str) -> None:
 LEVELS: tuple[Level, ...] = (
     Level("beginner", "Beginner", "alphabeta:level=beginner", "alpha-beta, 1 ply, one move in five at random"),
     Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
-    # The strongest entry of checkpoints/shipped/manifest.json, 1 s a move: between the 3-ply level and the
-    # 6-ply one (its strength: docs/results.md).
+    # The strongest entry of checkpoints/shipped/manifest.json, 1 s a move (its strength: docs/results.md).
     Level(
         "network",
         "Network",
-        "checkpoint:path=shipped:random6-120,time=1,leaf_batch=8",
+        "checkpoint:path=shipped:campaign-1084,time=1,leaf_batch=8",
         "the strongest shipped AlphaZero network, 1 s a move",
         seconds=5.0,
     ),
