@@ -2,6 +2,7 @@
 
     from agents.alphazero import shipped
     [net.name for net in shipped.networks()]          # what ships, strongest first
+    shipped.strongest().name                          # the first of them for the default rules
     shipped.resolve("shipped:default-180")            # -> .../checkpoints/shipped/default-180.pt
     make_player("checkpoint:path=shipped:default-180,time=1,leaf_batch=8")
 
@@ -106,6 +107,18 @@ def network(name: str, manifest: Optional[Path] = None) -> ShippedNetwork:
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise ShippedError(f"no shipped network {name!r}; {hint}shipped: {', '.join(known)}")
+
+
+def strongest(rules: str = "default", manifest: Optional[Path] = None) -> ShippedNetwork:
+    """The first entry of the manifest (strongest first) trained on the rule set `rules` alone; ShippedError if
+    the manifest is missing, malformed or has none."""
+    nets = networks(manifest)
+    for net in nets:
+        if net.entry.get("rules", "default") == rules:
+            return net
+    raise ShippedError(
+        f"no shipped network plays the rule set {rules!r} alone; shipped: {', '.join(n.name for n in nets)}"
+    )
 
 
 def resolve(path: str) -> Path:

@@ -171,14 +171,23 @@ def check_level_rules(opponent: Any, rules: RuleSet, rules_name: str) -> None:
                 )
 
 
+def _strongest_network(manifest: Optional[Path] = None) -> str:
+    """The ``shipped:<name>`` of `shipped.strongest` (so that shipping a stronger network moves the page's
+    network level with it); without a readable manifest a name that `Level.available` refuses."""
+    try:
+        return shipped.strongest(manifest=manifest).spec_path
+    except shipped.ShippedError:
+        return shipped.PREFIX + "strongest"
+
+
 LEVELS: tuple[Level, ...] = (
     Level("beginner", "Beginner", "alphabeta:level=beginner", "alpha-beta, 1 ply, one move in five at random"),
     Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
-    # The strongest entry of checkpoints/shipped/manifest.json, 1 s a move (its strength: docs/results.md).
+    # The manifest's strongest network for the default rules (its first such entry), 1 s a move.
     Level(
         "network",
         "Network",
-        "checkpoint:path=shipped:campaign-1084,time=1,leaf_batch=8",
+        f"checkpoint:path={_strongest_network()},time=1,leaf_batch=8",
         "the strongest shipped AlphaZero network, 1 s a move",
         seconds=5.0,
     ),

@@ -62,6 +62,28 @@ def test_the_play_pages_network_level_is_a_manifest_entry() -> None:
     assert not ghost.available()
 
 
+def test_the_network_level_plays_the_manifests_first_entry_for_the_default_rules(tmp_path: Path) -> None:
+    (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
+    first = next(net for net in NETWORKS if net.entry.get("rules", "default") == "default")
+    assert f"path={first.spec_path}," in level.spec and shipped.strongest() == first
+
+    def entry(name: str, rules: object) -> dict[str, object]:
+        return {"name": name, "file": f"{name}.pt", "sha256": "", "what": "", "commands": [], "strength": []} | (
+            {"rules": rules} if rules else {}
+        )
+
+    manifest = tmp_path / "manifest.json"
+    order = [entry("mix", ["default", "keeps_rank"]), entry("b", None), entry("a", "default")]
+    manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": order}))
+    assert shipped.strongest(manifest=manifest).name == "b"  # a rule mix is skipped; no "rules" is default
+    assert play_game._strongest_network(manifest) == "shipped:b"
+    with pytest.raises(shipped.ShippedError, match="no shipped network plays the rule set 'keeps_rank' alone"):
+        shipped.strongest("keeps_rank", manifest)
+    # Without a readable manifest the level names no entry and is not offered.
+    spec = f"checkpoint:path={play_game._strongest_network(tmp_path / 'none.json')},time=1"
+    assert not play_game.Level("network", "Network", spec, "").available()
+
+
 def test_a_missing_or_malformed_manifest_is_named(tmp_path: Path) -> None:
     with pytest.raises(shipped.ShippedError, match="does not exist"):
         shipped.networks(tmp_path / "manifest.json")
