@@ -325,6 +325,9 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel.max_actions == 4
+    sp = default.train.selfplay  # the default run's recipe (configs/train/default.yaml; docs/results.md)
+    assert (default.train.iterations, default.train.workers, default.train.learner.total_steps) == (150, 2, 80000)
+    assert (sp.random_plies, sp.draw_contempt, sp.contempt_sides, sp.draw_keep) == (6, 0.3, "one", 0.2)
     gpu = train_config.checked_config(
         train_config.compose_config(["preset=gpu", "device=cpu"])
     )  # preset=gpu asks for cuda
