@@ -279,7 +279,7 @@ def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> No
 
 def test_train_config_switches_the_server_on_for_workers_only() -> None:
     with pytest.raises(ValueError, match="inference_server=true .* needs train.workers >= 1"):
-        train_config.checked_config(train_config.compose_config(["train.inference_server=true"]))
+        train_config.checked_config(train_config.compose_config(["train.inference_server=true", "train.workers=0"]))
     conf = train_config.checked_config(train_config.compose_config(["train.inference_server=true", "train.workers=2"]))
     assert conf.train.inference_server and conf.train.workers == 2
     gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))
