@@ -21,7 +21,10 @@ rate measured so far says it ends within the budget (at least one round runs);
 fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
 ``mcts.gumbel.c_scale``); ``tablebase`` ``true`` searches with the endgame tables as proven results
 (``mcts.tablebase``: their default location, built with ``python -m envs tablebase build``; default
-``false``); ``any_rules`` ``true`` plays rules the network was not trained on (zero-shot experiments;
+``false``); ``reuse`` ``true`` keeps the search tree from one move to the next: the subtree under the move
+played and the opponent's reply becomes the next search's tree, so its visits come on top of the new
+simulations (default ``false``: every move is searched from an empty tree); ``any_rules`` ``true``
+plays rules the network was not trained on (zero-shot experiments;
 default ``false``: the player is built for the game's rules, which must be one of the rule sets the
 checkpoint was trained on, `checkpoint.trained_rule_sets`, else it is refused with a line naming them).
 A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
@@ -57,7 +60,7 @@ from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.config import check_choice, check_range
-from envs.encoding import N_ACTIONS, action_to_move
+from envs.encoding import N_ACTIONS, action_to_move, move_to_action
 from envs.players import PlayerSpecError, register_player
 
 
@@ -82,6 +85,7 @@ class CheckpointPlayer:
         c_scale: Optional[float] = None,
         tablebase: bool = False,
         any_rules: bool = False,
+        reuse: bool = False,
     ) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
@@ -111,7 +115,7 @@ class CheckpointPlayer:
             algorithm=stored.algorithm if algorithm is None else algorithm,
             gumbel=dataclasses.replace(stored.gumbel, **gumbel),
             num_simulations=int(sims),
-            reuse_tree=False,
+            reuse_tree=bool(reuse),
             leaf_batch=int(leaf_batch),
             tablebase=bool(tablebase),
         )
@@ -129,25 +133,45 @@ class CheckpointPlayer:
         )
         self.last_simulations = 0
         """Simulations of the last move's search."""
+        self.last_visits = 0
+        """Root visits of the last move's search: its simulations and, with `reuse`, the kept subtree's."""
         self.last_value = 0.0
         """The root value of the last search, from the view of the side that was to move."""
         self._games: Optional[GameBatch] = None
+        self._after: Optional[tuple[int, int]] = None
+        """With `reuse`: (ply, side) of the position after this player's last move, whose tree is kept."""
 
     def select_move(self, board: Board) -> Move:
         games = self._batch_for(board)
         games.load_board(0, board)
         if games.done[0]:
             raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
+        self._follow(board)
         out = self._timed_search(games) if self.time > 0 else self.search.search(games, add_noise=False)
         if self.time <= 0:
             self.last_simulations = self.mcts.num_simulations
         self.last_value = float(out.root_value[0])
-        return Move.from_int(int(action_to_move(games.state[0], int(out.action[0]))))
+        self.last_visits = self.search.root_visits(0)
+        action = int(out.action[0])
+        if self.mcts.reuse_tree:
+            self.search.advance(0, action)
+            self._after = (board.ply + 1, 1 - int(board.side_to_move))
+        return Move.from_int(int(action_to_move(games.state[0], action)))
+
+    def _follow(self, board: Board) -> None:
+        """With `reuse`, move the kept tree on by the opponent's reply when `board` is the position one ply
+        after this player's last move; otherwise (no reuse, a new game, moves taken back) start afresh.
+        The search checks the kept root against the position too, so a wrong guess costs only the tree."""
+        after, self._after = self._after, None
+        if after is not None and board.ply == after[0] + 1 and board.move_stack:
+            reply = board.move_stack[-1].to_int()
+            self.search.advance(0, int(move_to_action(reply, after[1])))
+        else:
+            self.search.advance(0, -1)
 
     def _timed_search(self, games: GameBatch) -> SearchOutput:
         """Rounds of `sims` simulations on one tree while the next round fits in `time` seconds."""
         start = time.perf_counter()
-        self.search.advance(0, -1)  # a fresh tree for this position
         rounds = 0
         while True:
             out = self.search.search(games, add_noise=False)
@@ -160,6 +184,7 @@ class CheckpointPlayer:
         return out
 
     def reset(self) -> None:
+        self._after = None
         self.search.advance(0, -1)
 
     def _batch_for(self, board: Board) -> GameBatch:
@@ -202,6 +227,7 @@ def make_checkpoint_player(
         "c_scale",
         "tablebase",
         "any_rules",
+        "reuse",
     }
     unknown = sorted(set(options) - known)
     if unknown:
@@ -245,6 +271,9 @@ def make_checkpoint_player(
     any_rules = str(options.get("any_rules", "false")).lower()
     if any_rules not in ("true", "false"):
         raise PlayerSpecError(f"player 'checkpoint': any_rules={options['any_rules']!r} must be true or false")
+    reuse = str(options.get("reuse", "false")).lower()
+    if reuse not in ("true", "false"):
+        raise PlayerSpecError(f"player 'checkpoint': reuse={options['reuse']!r} must be true or false")
     algorithm = options.get("algorithm")
     if algorithm is not None:
         check_choice(options, where, PlayerSpecError, algorithm=ALGORITHMS)
@@ -269,6 +298,7 @@ def make_checkpoint_player(
         c_scale=c_scale,
         tablebase=tablebase == "true",
         any_rules=any_rules == "true",
+        reuse=reuse == "true",
     )
 
 

@@ -204,3 +204,46 @@ def test_tablebase_option_plays_the_tables_best_move(tmp_path: Path, monkeypatch
     board = Board("6c/7/7/7/7/7/7/7/L6 r 0 1")  # the Lion wins in 15 plies
     assert player.select_move(board) in tables.probe(board).best_moves
     assert player.last_value == 1.0
+
+
+def _visits_after_a_reply(spec: str, board: Board, take_back: bool = False) -> tuple[int, int]:
+    """Root visits of the first search, and of the search after the player's move and the opponent's
+    reply (the reply the player's own tree found likeliest, so its subtree is large)."""
+    player = make_player(spec, seed=0)
+    assert isinstance(player, CheckpointPlayer)
+    first = player.select_move(board)
+    first_visits = player.last_visits
+    board.push(first)
+    reply = make_player(f"checkpoint:path={SHIPPED},sims=16", seed=0).select_move(board)
+    board.push(reply)
+    if take_back:
+        board.pop()
+        board.pop()
+        board.push(next(m for m in board.legal_moves if m != first))
+        board.push(next(iter(board.legal_moves)))
+    player.select_move(board)
+    return first_visits, player.last_visits
+
+
+def test_reuse_keeps_the_tree_of_the_move_and_the_reply() -> None:
+    """With ``reuse=true`` the search after the player's move and the opponent's reply starts from the
+    subtree it had grown there: more root visits than its own simulations. Without it, or when the game
+    took another course (moves taken back), the search starts from an empty tree."""
+    spec = f"checkpoint:path={SHIPPED},sims=64"
+    first, kept = _visits_after_a_reply(spec + ",reuse=true", Board())
+    assert first <= 65 and kept > 65
+    assert _visits_after_a_reply(spec, Board())[1] <= 65
+    assert _visits_after_a_reply(spec + ",reuse=true", Board(), take_back=True)[1] <= 65
+    with pytest.raises(PlayerSpecError, match="reuse='yes' must be true or false"):
+        make_player(f"{spec},reuse=yes")
+
+
+def test_reuse_is_forgotten_by_reset() -> None:
+    """`reset` (a new game) drops the kept tree: the same position then gets the same fresh search."""
+    player = make_player(f"checkpoint:path={SHIPPED},sims=32,reuse=true", seed=0)
+    assert isinstance(player, CheckpointPlayer)
+    board = Board()
+    first = player.select_move(board)
+    player.reset()
+    assert player.select_move(board) == first
+    assert player.last_visits <= 33
