@@ -21,7 +21,9 @@ rate measured so far says it ends within the budget (at least one round runs);
 fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
 ``mcts.gumbel.c_scale``); ``tablebase`` ``true`` searches with the endgame tables as proven results
 (``mcts.tablebase``: their default location, built with ``python -m envs tablebase build``; default
-``false``); ``reuse`` ``true`` keeps the search tree from one move to the next: the subtree under the move
+``false``); ``draw_value`` the worth of a drawn end to the player, in [-1, 1] (default: the run's own
+``mcts.draw_value``; below 0 a contempt for draws, as self-play's ``draw_contempt``); ``reuse``
+``true`` keeps the search tree from one move to the next: the subtree under the move
 played and the opponent's reply becomes the next search's tree, so its visits come on top of the new
 simulations (default ``false``: every move is searched from an empty tree); ``any_rules`` ``true``
 plays rules the network was not trained on (zero-shot experiments;
@@ -86,6 +88,7 @@ class CheckpointPlayer:
         tablebase: bool = False,
         any_rules: bool = False,
         reuse: bool = False,
+        draw_value: Optional[float] = None,
     ) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
@@ -118,6 +121,7 @@ class CheckpointPlayer:
             reuse_tree=bool(reuse),
             leaf_batch=int(leaf_batch),
             tablebase=bool(tablebase),
+            draw_value=stored.draw_value if draw_value is None else float(draw_value),
         )
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
@@ -147,7 +151,11 @@ class CheckpointPlayer:
         if games.done[0]:
             raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
         self._follow(board)
-        out = self._timed_search(games) if self.time > 0 else self.search.search(games, add_noise=False)
+        out = (
+            self._timed_search(games)
+            if self.time > 0
+            else self.search.search(games, add_noise=False, draw_value=self.mcts.draw_value)
+        )
         if self.time <= 0:
             self.last_simulations = self.mcts.num_simulations
         self.last_value = float(out.root_value[0])
@@ -174,7 +182,7 @@ class CheckpointPlayer:
         start = time.perf_counter()
         rounds = 0
         while True:
-            out = self.search.search(games, add_noise=False)
+            out = self.search.search(games, add_noise=False, draw_value=self.mcts.draw_value)
             rounds += 1
             spent = time.perf_counter() - start
             room = self.search.max_nodes - int(self.search.tree.num_nodes[0])
@@ -228,6 +236,7 @@ def make_checkpoint_player(
         "tablebase",
         "any_rules",
         "reuse",
+        "draw_value",
     }
     unknown = sorted(set(options) - known)
     if unknown:
@@ -245,10 +254,11 @@ def make_checkpoint_player(
         leaf_batch = int(options.get("leaf_batch", 1))
         max_actions = int(options["max_actions"]) if "max_actions" in options else None
         c_scale = float(options["c_scale"]) if "c_scale" in options else None
+        draw_value = float(options["draw_value"]) if "draw_value" in options else None
     except ValueError:
         raise PlayerSpecError(
             f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
-            f"number of seconds and c_scale a number, got {options}"
+            f"number of seconds and c_scale and draw_value numbers, got {options}"
         ) from None
     where = "player 'checkpoint': "
     numbers = {"sims": sims, "threads": threads, "time": seconds, "leaf_batch": leaf_batch, "max_actions": max_actions}
@@ -271,6 +281,8 @@ def make_checkpoint_player(
     any_rules = str(options.get("any_rules", "false")).lower()
     if any_rules not in ("true", "false"):
         raise PlayerSpecError(f"player 'checkpoint': any_rules={options['any_rules']!r} must be true or false")
+    if draw_value is not None and not -1 <= draw_value <= 1:
+        raise PlayerSpecError(f"player 'checkpoint': draw_value={draw_value} must lie in [-1, 1]")
     reuse = str(options.get("reuse", "false")).lower()
     if reuse not in ("true", "false"):
         raise PlayerSpecError(f"player 'checkpoint': reuse={options['reuse']!r} must be true or false")
@@ -299,6 +311,7 @@ def make_checkpoint_player(
         tablebase=tablebase == "true",
         any_rules=any_rules == "true",
         reuse=reuse == "true",
+        draw_value=draw_value,
     )
 
 

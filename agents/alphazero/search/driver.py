@@ -147,7 +147,8 @@ class BatchedMCTS:
         self._root_ply = np.full(n, -1, dtype=np.int64)
         self._root_hash = np.zeros(n, dtype=np.uint64)
         self._tree_draw = np.zeros(n, dtype=np.float64)
-        """The draw value (to its root's side to move) of the last search in each slot's tree."""
+        """The draw value of each slot's tree to its root's side to move (the last search's, turned over by
+        each `advance` since)."""
         rows = n * self.policy.leaves_per_call(self.rounds)
         self._leaves = Leaves(
             obs=np.zeros((rows,) + OBS_SHAPE, dtype=np.float32),
@@ -350,9 +351,9 @@ class BatchedMCTS:
             raise ValueError(f"draw_value must be in [-1, 1], got {draws[idx].tolist()}")
         max_sims = int(sims[idx].max())
         self._take_rules(games, idx)
-        # A kept subtree holds drawn ends valued for the last search's root side: it serves this search
-        # only if that value, seen from the other side (the turn has passed), is this search's.
-        stale = idx[draws[idx] != -self._tree_draw[idx]]
+        # A kept subtree holds drawn ends valued for the last search's root side, seen from this root's side
+        # (`advance` turns it over with each move): it serves this search only if that is this search's value.
+        stale = idx[draws[idx] != self._tree_draw[idx]]
         self._root_ply[stale] = -1  # prepare_roots resets their trees
         self._tree_draw[idx] = draws[idx]
         self.work.draw_value[idx] = draws[idx]
@@ -506,6 +507,7 @@ class BatchedMCTS:
         if self._searching[idx].any():
             raise ValueError(f"games {idx[self._searching[idx]].tolist()} are searching: finish the search first")
         keep = bool(self.config.reuse_tree)
+        self._tree_draw[idx] = -self._tree_draw[idx]  # the turn passes: a draw's worth to the new root side
         advance_trees(
             self.tree,
             self.work,

@@ -247,3 +247,15 @@ def test_reuse_is_forgotten_by_reset() -> None:
     player.reset()
     assert player.select_move(board) == first
     assert player.last_visits <= 33
+
+
+def test_draw_value_sets_the_players_worth_of_a_draw() -> None:
+    """``draw_value`` overrides the run's own (0 for the shipped networks) and is refused outside [-1, 1];
+    a kept tree serves the next search with the same contempt (the turn has come back to the player)."""
+    assert make_player(f"checkpoint:path={SHIPPED},sims=8", seed=0).mcts.draw_value == 0.0
+    spec = f"checkpoint:path={SHIPPED},sims=64,draw_value=-0.3"
+    assert make_player(spec, seed=0).mcts.draw_value == -0.3
+    assert _visits_after_a_reply(spec + ",reuse=true", Board())[1] > 65
+    for bad in ("draw_value=-1.5", "draw_value=much"):
+        with pytest.raises(PlayerSpecError, match="draw_value"):
+            make_player(f"checkpoint:path={SHIPPED},{bad}")

@@ -886,3 +886,21 @@ def test_a_subtree_is_kept_only_where_the_draw_values_agree() -> None:
     again = mcts.search(games, add_noise=False, num_simulations=10, draw_value=np.array([0.0, 0.2, 0.0]))
     sums = again.visits.sum(axis=1)
     assert sums[0] > 10 and sums[1] > 10 and sums[2] == 10
+
+
+def test_a_draw_value_keeps_its_subtree_when_the_turn_comes_back() -> None:
+    # A player with a contempt for draws searches each of its positions with the same draw value: the tree
+    # after its move and the reply (two advances) serves it, as does the same position searched again.
+    games = GameBatch(1, RULES)
+    config = MCTSConfig(algorithm="gumbel", num_simulations=32, gumbel=GumbelConfig(max_actions=4))
+    mcts = BatchedMCTS(linear_evaluator(), make_policy(config), FLAGS, seed=0)
+    out = mcts.search(games, add_noise=False, draw_value=-0.2)
+    assert mcts.search(games, add_noise=False, num_simulations=10, draw_value=-0.2).visits[0].sum() == 42
+    for _ in range(2):
+        a = int(out.action[0])
+        games.play(0, a)
+        mcts.advance(0, a)
+        out = mcts.search(games, add_noise=False, num_simulations=32, draw_value=0.2 if _ == 0 else -0.2)
+    assert out.visits[0].sum() > 32
+    fresh = mcts.search(games, add_noise=False, num_simulations=10, draw_value=0.0)
+    assert fresh.visits[0].sum() == 10
