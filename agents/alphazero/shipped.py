@@ -56,6 +56,13 @@ class ShippedNetwork:
         return SHIPPED_DIR / self.file
 
     @property
+    def rule_set_names(self) -> tuple[str, ...]:
+        """The rule sets (names of `configs/rules/`) it plays: its entry's ``rules``, a name or a list of names
+        (default: ``default``)."""
+        names = self.entry.get("rules", "default")
+        return (names,) if isinstance(names, str) else tuple(names)
+
+    @property
     def spec_path(self) -> str:
         """What a player spec's ``path=`` takes for it."""
         return PREFIX + self.name
@@ -114,7 +121,7 @@ def strongest(rules: str = "default", manifest: Optional[Path] = None) -> Shippe
     the manifest is missing, malformed or has none."""
     nets = networks(manifest)
     for net in nets:
-        if net.entry.get("rules", "default") == rules:
+        if net.rule_set_names == (rules,):
             return net
     raise ShippedError(
         f"no shipped network plays the rule set {rules!r} alone; shipped: {', '.join(n.name for n in nets)}"

@@ -98,8 +98,7 @@ class Level:
             return None
         path = options.get("path", "")
         if path.startswith(shipped.PREFIX):
-            names = shipped.network(path).entry.get("rules", "default")
-            return [(name, _named_rules(name)) for name in ([names] if isinstance(names, str) else names)]
+            return [(name, _named_rules(name)) for name in shipped.network(path).rule_set_names]
         return _trained_rule_sets(Path(path))
 
     def to_dict(self) -> dict[str, Any]:

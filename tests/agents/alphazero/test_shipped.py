@@ -64,7 +64,7 @@ def test_the_play_pages_network_level_is_a_manifest_entry() -> None:
 
 def test_the_network_level_plays_the_manifests_first_entry_for_the_default_rules(tmp_path: Path) -> None:
     (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
-    first = next(net for net in NETWORKS if net.entry.get("rules", "default") == "default")
+    first = next(net for net in NETWORKS if net.rule_set_names == ("default",))
     assert f"path={first.spec_path}," in level.spec and shipped.strongest() == first
 
     def entry(name: str, rules: object) -> dict[str, object]:
@@ -75,6 +75,8 @@ def test_the_network_level_plays_the_manifests_first_entry_for_the_default_rules
     manifest = tmp_path / "manifest.json"
     order = [entry("mix", ["default", "keeps_rank"]), entry("b", None), entry("a", "default")]
     manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": order}))
+    names = [net.rule_set_names for net in shipped.networks(manifest)]
+    assert names == [("default", "keeps_rank"), ("default",), ("default",)]
     assert shipped.strongest(manifest=manifest).name == "b"  # a rule mix is skipped; no "rules" is default
     assert play_game._strongest_network(manifest) == "shipped:b"
     with pytest.raises(shipped.ShippedError, match="no shipped network plays the rule set 'keeps_rank' alone"):
