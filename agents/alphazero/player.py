@@ -151,11 +151,7 @@ class CheckpointPlayer:
         if games.done[0]:
             raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
         self._follow(board)
-        out = (
-            self._timed_search(games)
-            if self.time > 0
-            else self.search.search(games, add_noise=False, draw_value=self.mcts.draw_value)
-        )
+        out = self._timed_search(games) if self.time > 0 else self.search.search(games, add_noise=False)
         if self.time <= 0:
             self.last_simulations = self.mcts.num_simulations
         self.last_value = float(out.root_value[0])
@@ -182,7 +178,7 @@ class CheckpointPlayer:
         start = time.perf_counter()
         rounds = 0
         while True:
-            out = self.search.search(games, add_noise=False, draw_value=self.mcts.draw_value)
+            out = self.search.search(games, add_noise=False)
             rounds += 1
             spent = time.perf_counter() - start
             room = self.search.max_nodes - int(self.search.tree.num_nodes[0])
@@ -275,17 +271,8 @@ def make_checkpoint_player(
         check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
     if c_scale is not None and not 0 < c_scale <= 100:
         raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
-    tablebase = str(options.get("tablebase", "false")).lower()
-    if tablebase not in ("true", "false"):
-        raise PlayerSpecError(f"player 'checkpoint': tablebase={options['tablebase']!r} must be true or false")
-    any_rules = str(options.get("any_rules", "false")).lower()
-    if any_rules not in ("true", "false"):
-        raise PlayerSpecError(f"player 'checkpoint': any_rules={options['any_rules']!r} must be true or false")
-    if draw_value is not None and not -1 <= draw_value <= 1:
-        raise PlayerSpecError(f"player 'checkpoint': draw_value={draw_value} must lie in [-1, 1]")
-    reuse = str(options.get("reuse", "false")).lower()
-    if reuse not in ("true", "false"):
-        raise PlayerSpecError(f"player 'checkpoint': reuse={options['reuse']!r} must be true or false")
+    if draw_value is not None:
+        check_range({"draw_value": draw_value}, where, PlayerSpecError, draw_value=(-1, 1))
     algorithm = options.get("algorithm")
     if algorithm is not None:
         check_choice(options, where, PlayerSpecError, algorithm=ALGORITHMS)
@@ -308,11 +295,19 @@ def make_checkpoint_player(
         leaf_batch=leaf_batch,
         max_actions=max_actions,
         c_scale=c_scale,
-        tablebase=tablebase == "true",
-        any_rules=any_rules == "true",
-        reuse=reuse == "true",
+        tablebase=_flag(options, "tablebase"),
+        any_rules=_flag(options, "any_rules"),
+        reuse=_flag(options, "reuse"),
         draw_value=draw_value,
     )
+
+
+def _flag(options: dict[str, Any], name: str) -> bool:
+    """A true/false option (default false); PlayerSpecError for anything else."""
+    value = str(options.get(name, "false")).lower()
+    if value not in ("true", "false"):
+        raise PlayerSpecError(f"player 'checkpoint': {name}={options[name]!r} must be true or false")
+    return value == "true"
 
 
 register_player("checkpoint", make_checkpoint_player)
