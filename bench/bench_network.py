@@ -11,6 +11,8 @@ Paths (the network's forward pass alone, numpy in and out, on the same weights a
   auto      fused in the dtype `inference_dtype(precision="auto")` picks for the batch:
             what self-play and evaluation run (`make_evaluator(precision="auto")`)
   chlast    the fused fp32 copy in channels-last memory format
+  kernels   the fused fp32 copy through oneDNN's fused convolutions (`FusedCPUForward`): what
+            `make_evaluator(precision="auto")` runs in float32 on a CPU (CPU only)
   compile   the fused fp32 copy through `torch.compile` (inductor; compile time excluded)
   onnxrt    the fused copy exported to ONNX, run by ONNX Runtime (the `onnx` extra), fp32
 
@@ -32,11 +34,11 @@ import torch
 
 from agents.alphazero.device import inference_dtype
 from agents.alphazero.network import NetworkConfig, build_network, count_parameters
-from agents.alphazero.runtime import fuse_for_inference
+from agents.alphazero.runtime import FusedCPUForward, for_inference, fuse_for_inference
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
-PATHS = ("fp32", "fused", "bf16", "auto", "chlast", "compile", "onnxrt")
+PATHS = ("fp32", "fused", "bf16", "auto", "chlast", "kernels", "compile", "onnxrt")
 Runner = Callable[[np.ndarray, np.ndarray], object]
 
 
@@ -55,6 +57,12 @@ def _torch_runner(
             return logits.float().cpu().numpy(), value.float().cpu().numpy()
 
     return run
+
+
+def _kernels_runner(kernels: FusedCPUForward, obs: np.ndarray, mask: np.ndarray) -> object:
+    with torch.inference_mode():
+        logits, value = kernels.from_planes(obs)
+        return logits.float().numpy(), value.float().numpy()
 
 
 def _onnx_runner(net: torch.nn.Module) -> Optional[Runner]:
@@ -104,6 +112,14 @@ def make_runners(model: torch.nn.Module, device: torch.device, paths: list[str])
             runners[path] = _torch_runner(
                 fuse_for_inference(model).to(device, memory_format=torch.channels_last), device, channels_last=True
             )
+        elif path == "kernels":
+            if device.type != "cpu":
+                continue
+            kernels = for_inference(fuse_for_inference(model), device, torch.float32, fast_fp32=True)
+            if not isinstance(kernels, FusedCPUForward):
+                print("  (kernels unavailable: this torch has no oneDNN fused convolutions)")
+                continue
+            runners[path] = partial(_kernels_runner, kernels)
         elif path == "compile":
             try:
                 compiled = torch.compile(fuse_for_inference(model).to(device), dynamic=False)

@@ -28,7 +28,9 @@ played and the opponent's reply becomes the next search's tree, so its visits co
 simulations (default ``false``: every move is searched from an empty tree); ``any_rules`` ``true``
 plays rules the network was not trained on (zero-shot experiments;
 default ``false``: the player is built for the game's rules, which must be one of the rule sets the
-checkpoint was trained on, `checkpoint.trained_rule_sets`, else it is refused with a line naming them).
+checkpoint was trained on, `checkpoint.trained_rule_sets`, else it is refused with a line naming them);
+``cache`` positions whose network answers the player remembers (`CachedEvaluator`: a repeated position,
+within a search or from an earlier move's, costs no network call; default `DEFAULT_CACHE`, 0 none).
 A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
 `TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
@@ -57,6 +59,7 @@ from agents.alphazero.checkpoint import (
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
+from agents.alphazero.search.cache import MAX_CACHE_ENTRIES, CachedEvaluator
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs import Board, Move, RuleSet
 from envs import kernels as K
@@ -64,6 +67,10 @@ from envs.batch import GameBatch
 from envs.config import check_choice, check_range
 from envs.encoding import N_ACTIONS, action_to_move, move_to_action
 from envs.players import PlayerSpecError, register_player
+
+DEFAULT_CACHE = 1 << 15
+"""Positions a checkpoint player remembers unless told otherwise (about 36 MB; a few dozen moves' searches
+at 0.5 s a move)."""
 
 
 class CheckpointPlayer:
@@ -89,6 +96,7 @@ class CheckpointPlayer:
         any_rules: bool = False,
         reuse: bool = False,
         draw_value: Optional[float] = None,
+        cache: int = DEFAULT_CACHE,
     ) -> None:
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
@@ -126,8 +134,10 @@ class CheckpointPlayer:
         self.time = float(time)
         """Seconds per move (0: a fixed `sims` per move)."""
         self.evaluator = make_evaluator(self.model, device_t, precision)
+        self.cache = CachedEvaluator(self.evaluator, cache) if cache > 0 else None
+        """The evaluation cache (`cache` positions; None without): its `hits` and `misses` count positions."""
         self.search = BatchedMCTS(
-            self.evaluator,
+            self.cache if self.cache is not None else self.evaluator,
             make_policy(self.mcts),
             self.rules.flags(),
             seed=0 if seed is None else seed,
@@ -233,6 +243,7 @@ def make_checkpoint_player(
         "any_rules",
         "reuse",
         "draw_value",
+        "cache",
     }
     unknown = sorted(set(options) - known)
     if unknown:
@@ -251,13 +262,21 @@ def make_checkpoint_player(
         max_actions = int(options["max_actions"]) if "max_actions" in options else None
         c_scale = float(options["c_scale"]) if "c_scale" in options else None
         draw_value = float(options["draw_value"]) if "draw_value" in options else None
+        cache = int(options.get("cache", DEFAULT_CACHE))
     except ValueError:
         raise PlayerSpecError(
-            f"player 'checkpoint': sims, threads, leaf_batch and max_actions must be integers, time a "
+            f"player 'checkpoint': sims, threads, leaf_batch, max_actions and cache must be integers, time a "
             f"number of seconds and c_scale and draw_value numbers, got {options}"
         ) from None
     where = "player 'checkpoint': "
-    numbers = {"sims": sims, "threads": threads, "time": seconds, "leaf_batch": leaf_batch, "max_actions": max_actions}
+    numbers = {
+        "sims": sims,
+        "threads": threads,
+        "time": seconds,
+        "leaf_batch": leaf_batch,
+        "max_actions": max_actions,
+        "cache": cache,
+    }
     check_range(
         numbers,
         where,
@@ -266,6 +285,7 @@ def make_checkpoint_player(
         threads=(0, MAX_THREADS),
         time=(0, 3600),
         leaf_batch=(1, MAX_LEAF_BATCH),
+        cache=(0, MAX_CACHE_ENTRIES),
     )
     if max_actions is not None:
         check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
@@ -299,6 +319,7 @@ def make_checkpoint_player(
         any_rules=_flag(options, "any_rules"),
         reuse=_flag(options, "reuse"),
         draw_value=draw_value,
+        cache=cache,
     )
 
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.alphazero.device import channels_last, cuda_defaults, inference_dtype
+from agents.alphazero.device import channels_last, cuda_defaults, inference_dtype, native_bf16
 from agents.alphazero.network import JungleNet, ResidualBlock, mask_logits, scalar_value
 from agents.alphazero.planestem import PlaneStem
 from agents.alphazero.replay import BINARY_PLANES, unpack_masks, unpack_observations
@@ -80,8 +80,10 @@ class FusedCPUForward:
     stem's output from their nonzero entries (`PlaneStem`): the evaluator's path, without the dense
     first convolution and the input copies."""
 
-    def __init__(self, net: "JungleNet", ops: Any) -> None:
+    def __init__(self, net: "JungleNet", ops: Any, small: Optional[nn.Module] = None) -> None:
         self.net = net
+        self.small = small
+        """The module that runs calls of fewer than `FUSED_FP32_MIN_BATCH` positions (None: the kernels run all)."""
         self.conv = ops._convolution_pointwise.default
         self.conv_add = ops._convolution_pointwise.binary
         # Every tensor the pass reads, looked up once: module attribute lookups are a measurable share of a call.
@@ -102,7 +104,10 @@ class FusedCPUForward:
         self.value_fc1 = (self._channels_last_inputs(value_fc1.weight, 2), value_fc1.bias)
         self.value_fc2 = (value_fc2.weight, value_fc2.bias)
         self.wdl = net.config.value_head == "wdl"
-        self.stem = PlaneStem(cast(nn.Conv2d, net.stem[0]))
+        stem = cast(nn.Conv2d, net.stem[0])
+        self.stem = PlaneStem(stem) if stem.weight.dtype == torch.bfloat16 else None
+        """The bf16 stem from the planes' nonzero entries (`PlaneStem`); None in float32, whose stem is the
+        dense fused convolution."""
 
     @staticmethod
     def _weights(conv: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
@@ -120,15 +125,21 @@ class FusedCPUForward:
         return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Observations as a bf16 channels-last tensor [n, 32, 9, 7] -> (logits [n, 252], value)."""
+        """Observations as a tensor [n, 32, 9, 7] in the copy's dtype (channels-last saves a copy) ->
+        (logits [n, 252], value)."""
+        if self.small is not None and len(x) < FUSED_FP32_MIN_BATCH:
+            return cast(tuple[torch.Tensor, torch.Tensor], self.small(x))
         w, b = self.stem_conv
         if x.shape[1] != w.shape[1]:  # a network of the planes before the rule planes reads those only
-            x = x[:, : w.shape[1]].contiguous(memory_format=torch.channels_last)
+            x = x[:, : w.shape[1]]
+        x = x.contiguous(memory_format=torch.channels_last)
         return self._tower_and_heads(self.conv(x, w, b, _SAME, _ONE, _ONE, 1, "relu", [], ""))
 
     def from_planes(self, obs: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """`__call__` of float32 observations [n, 32, 9, 7] (a numpy array): the stem from the planes'
-        nonzero entries (`PlaneStem`), with no input copies."""
+        """`__call__` of float32 observations [n, 32, 9, 7] (a numpy array): in bf16 the stem from the
+        planes' nonzero entries (`PlaneStem`), with no input copies; in float32 the planes as they are."""
+        if self.stem is None:
+            return self(torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)))
         return self._tower_and_heads(self.stem(obs))
 
     def _tower_and_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -146,13 +157,42 @@ class FusedCPUForward:
         return logits, torch.tanh(v.squeeze(-1))
 
 
-def for_inference(fused: nn.Module, device: torch.device, dtype: torch.dtype) -> Callable[..., Any]:
-    """What runs a folded copy (`fuse_for_inference`) in `dtype` on `device`: `FusedCPUForward` for a
-    `JungleNet` in bf16 on a CPU (channels-last, `channels_last`) where torch has the fused ops, else
-    the module itself."""
-    cpu_bf16 = device.type == "cpu" and channels_last(device, dtype)
-    ops = _conv_pointwise_ops() if isinstance(fused, JungleNet) and cpu_bf16 else None
-    return fused if ops is None else FusedCPUForward(cast(JungleNet, fused), ops)
+FUSED_FP32_MIN_BATCH = 4
+"""Fewest positions a float32 call runs through `FusedCPUForward`'s kernels; a smaller call runs the
+module, which is faster there (bench/bench_network.py, the ``fast`` column; docs/performance.md)."""
+
+
+def for_inference(
+    fused: nn.Module, device: torch.device, dtype: torch.dtype, fast_fp32: bool = False
+) -> Callable[..., Any]:
+    """What runs a folded copy (`fuse_for_inference`) in `dtype` on `device`, a `JungleNet` on a CPU where
+    torch has the fused ops: `FusedCPUForward` in bf16 where the CPU runs oneDNN's bf16 convolutions
+    (`onednn_bf16`; the copy channels-last, `channels_last`), and with `fast_fp32` in float32 too (a
+    channels-last copy of the weights for the kernels, the module itself for calls of fewer than
+    `FUSED_FP32_MIN_BATCH` positions); else the module itself. The kernels compute the module's
+    function to float rounding, but not bit for bit: float32 without `fast_fp32` is the reference."""
+    if not isinstance(fused, JungleNet) or device.type != "cpu":
+        return fused
+    ops = _conv_pointwise_ops()
+    if ops is None:
+        return fused
+    if dtype == torch.bfloat16 and onednn_bf16():
+        return FusedCPUForward(fused, ops)
+    if dtype == torch.float32 and fast_fp32:
+        kernels = copy.deepcopy(fused)
+        for module in kernels.modules():
+            if isinstance(module, nn.Conv2d):
+                module.weight.data = module.weight.data.contiguous(memory_format=torch.channels_last)
+        return FusedCPUForward(kernels, ops, small=fused)
+    return fused
+
+
+def onednn_bf16() -> bool:
+    """Whether this CPU runs oneDNN's bf16 convolutions, which need AVX-512 (BW, VL and DQ) or AVX-NE-CONVERT;
+    on others oneDNN refuses them and bf16 runs the module's own, slower kernels. (AVX-NE-CONVERT alone
+    is not asked for: such a CPU runs the module.)"""
+    cpu = getattr(torch, "cpu", None)
+    return bool(getattr(cpu, "_is_avx512_supported", lambda: False)()) or native_bf16(torch.device("cpu"))
 
 
 _VERSION = operator.attrgetter("_version")
@@ -183,10 +223,11 @@ class _InferenceCopies:
     compiled graphs (one a batch shape) stay valid and nothing compiles again.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device, compile: bool = False) -> None:
+    def __init__(self, model: nn.Module, device: torch.device, compile: bool = False, fast_fp32: bool = False) -> None:
         self.model = model
         self.device = device
         self.compile = compile
+        self.fast_fp32 = fast_fp32
         self._tensors = [*model.parameters(), *model.buffers()]
         self._key: tuple[int, ...] = ()
         self._copies: dict[torch.dtype, Callable[..., Any]] = {}
@@ -212,7 +253,7 @@ class _InferenceCopies:
                 self._modules[dtype] = fused
                 self._copies[dtype] = torch.compile(fused, dynamic=False)
             else:
-                self._copies[dtype] = for_inference(fused, self.device, dtype)
+                self._copies[dtype] = for_inference(fused, self.device, dtype, fast_fp32=self.fast_fp32)
         return self._copies[dtype]
 
     def _folded(self, dtype: torch.dtype) -> nn.Module:
@@ -323,7 +364,7 @@ class _Evaluation:
         """The batch sizes each network call is padded up to (none: each call runs at its own size)."""
         if compile:
             _allow_graphs(2 * 2 * len(self.buckets))  # a graph a bucket, for two dtypes of two networks
-        self.copies = _InferenceCopies(model, self.device, compile)
+        self.copies = _InferenceCopies(model, self.device, compile, fast_fp32=precision == "auto")
         self.chunk = CPU_CHUNK if self.device.type == "cpu" else None
 
     def planes(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -434,8 +475,9 @@ def make_evaluator(
     from the side to move; NonFiniteOutputError when the network gives a NaN or infinite output (diverged
     weights never play garbage silently). The network runs as a batch-norm-fused copy in the
     dtype `inference_dtype` picks (`precision`: ``fp32``, ``bf16`` or ``auto``); the copy follows the model's
-    weights as they are
-    trained. Outputs are always float32.
+    weights as they are trained. Outputs are always float32. ``auto`` also runs float32 on a CPU through
+    oneDNN's fused kernels (`for_inference`'s `fast_fp32`), the module's function to float rounding;
+    ``fp32`` runs the module itself, the reference that fixed-seed games are recorded with.
 
     `compile`: the copy runs through `torch.compile`, each call padded up to one of `buckets` (by default
     `CUDA_BUCKETS`, or `CPU_BUCKETS` on a CPU) so that every call is one of a few compiled shapes, and new

@@ -10,7 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from agents.alphazero import shipped
-from agents.alphazero.player import TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
+from agents.alphazero.player import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
 from agents.alphazero.search.tree import ROOT
 from envs import Board, RuleSet
 from envs.players import PlayerSpecError, make_player
@@ -168,6 +168,7 @@ def test_bad_time_and_leaf_batch_are_refused() -> None:
         ("sims=100000000", "sims=100000000 must lie in [1, 100000]"),
         ("threads=100000", "threads=100000 must lie in [0, 1024]"),
         ("time=nan", "time=nan"),
+        ("cache=-1", "cache=-1 must lie in [0, 4194304]"),
         ("device=gpu9", "unknown device 'gpu9'"),
         ("device=cuda:99", "device='cuda:99' is not available"),
     ],
@@ -259,3 +260,26 @@ def test_draw_value_sets_the_players_worth_of_a_draw() -> None:
     for bad in ("draw_value=-1.5", "draw_value=much"):
         with pytest.raises(PlayerSpecError, match="draw_value"):
             make_player(f"checkpoint:path={SHIPPED},{bad}")
+
+
+def test_the_cache_saves_network_calls_and_keeps_the_moves() -> None:
+    """By default the player remembers `DEFAULT_CACHE` positions' network answers: over six moves, searched
+    afresh each time, it plays what a player without the cache (``cache=0``) plays, while the network sees
+    fewer positions (a repeat within a search or from the previous move's costs none)."""
+    cached = make_player(f"checkpoint:path={SHIPPED},sims=48", seed=0)
+    plain = make_player(f"checkpoint:path={SHIPPED},sims=48,cache=0", seed=0)
+    assert isinstance(cached, CheckpointPlayer) and isinstance(plain, CheckpointPlayer)
+    assert plain.cache is None and cached.cache is not None and cached.cache.capacity == DEFAULT_CACHE
+    evaluated: list[int] = []
+    network = plain.search.evaluator
+    plain.search.evaluator = lambda obs, mask: (evaluated.append(len(obs)), network(obs, mask))[1]
+    board = Board()
+    for _ in range(6):
+        move = cached.select_move(board)
+        assert plain.select_move(board) == move
+        board.push(move)
+    assert cached.cache.hits > 0
+    assert cached.cache.misses + cached.cache.hits == sum(evaluated)
+    assert cached.cache.misses < sum(evaluated)
+    small = make_player(f"checkpoint:path={SHIPPED},sims=16,cache=10")
+    assert isinstance(small, CheckpointPlayer) and small.cache is not None and small.cache.capacity == 10

@@ -6,7 +6,14 @@ import torch
 
 from agents.alphazero.device import BF16_MIN_BATCH, inference_dtype, native_bf16
 from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network, mask_logits, scalar_value
-from agents.alphazero.runtime import FusedCPUForward, for_inference, fuse_for_inference, make_evaluator
+from agents.alphazero.runtime import (
+    FUSED_FP32_MIN_BATCH,
+    FusedCPUForward,
+    for_inference,
+    fuse_for_inference,
+    make_evaluator,
+    onednn_bf16,
+)
 from envs import Board, Move
 from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask
 from tests.support import ROOT
@@ -136,8 +143,8 @@ def test_fused_cpu_kernels_compute_the_same_function(value_head: str) -> None:
         if isinstance(m, torch.nn.Conv2d):
             m.weight.data = m.weight.data.contiguous(memory_format=torch.channels_last)
     run = for_inference(fused, torch.device("cpu"), torch.bfloat16)
-    if not torch.backends.mkldnn.is_available():
-        assert run is fused  # the module itself where torch has no oneDNN
+    if not torch.backends.mkldnn.is_available() or not onednn_bf16():
+        assert run is fused  # the module itself where torch has no oneDNN, or oneDNN no bf16 convolutions
         return
     assert isinstance(run, FusedCPUForward)
     assert for_inference(fused, torch.device("cpu"), torch.float32) is fused  # fp32 keeps the module
@@ -148,6 +155,53 @@ def test_fused_cpu_kernels_compute_the_same_function(value_head: str) -> None:
     assert b_logits.shape == a_logits.shape and b_v.shape == a_v.shape and b_logits.dtype == torch.bfloat16
     torch.testing.assert_close(b_logits.float(), a_logits.float(), rtol=2e-2, atol=2e-2)
     torch.testing.assert_close(b_v.float(), a_v.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_bf16_without_onednn_bf16_runs_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CPU whose oneDNN has no bf16 convolutions (AVX2 alone), bf16 runs the module, which answers,
+    rather than the fused kernels, which oneDNN would refuse there."""
+    import agents.alphazero.runtime as runtime
+
+    monkeypatch.setattr(runtime, "onednn_bf16", lambda: False)
+    torch.manual_seed(6)
+    model = build_network(TINY)
+    obs, mask = position_batch(4)
+    logits, value = make_evaluator(model, "cpu", "bf16")(obs, mask)
+    want_logits, want_value = make_evaluator(model, "cpu", "fp32")(obs, mask)
+    np.testing.assert_allclose(value, want_value, atol=5e-2)
+    assert np.isfinite(logits[mask]).all()
+
+
+@pytest.mark.parametrize("value_head", ("scalar", "wdl"))
+def test_fast_fp32_kernels_compute_the_same_function(value_head: str) -> None:
+    """``auto`` float32 on a CPU runs the fused oneDNN kernels for calls of `FUSED_FP32_MIN_BATCH` positions
+    or more, the module below: the module's function to float32 rounding either way, and the same as the
+    evaluator of ``fp32`` (the module's own) to that rounding."""
+    torch.manual_seed(7)
+    net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
+    net.train()
+    net(torch.rand(32, *OBS_SHAPE))
+    net.eval()
+    fused = fuse_for_inference(net)
+    run = for_inference(fused, torch.device("cpu"), torch.float32, fast_fp32=True)
+    if not torch.backends.mkldnn.is_available():
+        assert run is fused
+        return
+    assert isinstance(run, FusedCPUForward) and run.small is fused
+    for n in (1, FUSED_FP32_MIN_BATCH - 1, FUSED_FP32_MIN_BATCH, 40):
+        obs = (np.random.default_rng(n).random((n, *OBS_SHAPE)) < 0.2).astype(np.float32)
+        with torch.inference_mode():
+            a_logits, a_v = fused(torch.from_numpy(obs))
+            b_logits, b_v = run.from_planes(obs)
+        assert b_logits.dtype == torch.float32 and b_logits.shape == a_logits.shape
+        torch.testing.assert_close(b_logits, a_logits, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(b_v, a_v, rtol=1e-4, atol=1e-4)
+    if value_head == "scalar":
+        obs, mask = position_batch(12)
+        fast = make_evaluator(net, "cpu", "auto")(obs, mask)
+        reference = make_evaluator(net, "cpu", "fp32")(obs, mask)
+        np.testing.assert_allclose(fast[0][mask], reference[0][mask], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(fast[1], reference[1], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow
@@ -213,8 +267,8 @@ def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.Monk
     calls: list[int] = []
     runner = runtime.for_inference
 
-    def counting(fused: torch.nn.Module, device: torch.device, dtype: torch.dtype):
-        run = runner(fused, device, dtype)
+    def counting(fused: torch.nn.Module, device: torch.device, dtype: torch.dtype, **options: bool):
+        run = runner(fused, device, dtype, **options)
 
         def counted(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             calls.append(len(x))
