@@ -105,8 +105,10 @@ def _network_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     runner = runtime.for_inference
 
-    def counting(fused: torch.nn.Module, device: torch.device, dtype: torch.dtype) -> Callable[..., Any]:
-        run = runner(fused, device, dtype)
+    def counting(
+        fused: torch.nn.Module, device: torch.device, dtype: torch.dtype, **options: Any
+    ) -> Callable[..., Any]:
+        run = runner(fused, device, dtype, **options)
 
         def counted(x: torch.Tensor) -> Any:
             calls.append(len(x))

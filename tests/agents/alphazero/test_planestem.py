@@ -88,8 +88,11 @@ def test_the_bf16_evaluator_runs_the_stem_from_planes(monkeypatch: pytest.Monkey
     monkeypatch.setattr(FusedCPUForward, "from_planes", counted)
     logits, value = make_evaluator(model, "cpu", "bf16")(obs, mask)
     run = runtime._InferenceCopies(model, torch.device("cpu")).get(torch.bfloat16)
-    if not torch.backends.mkldnn.is_available():  # torch without oneDNN: the module, with its own stem
+    if not runtime.onednn_bf16():  # no oneDNN bf16 convolutions on this CPU: the module, with its own stem
         assert calls == [] and not isinstance(run, FusedCPUForward)
+        with torch.inference_mode():
+            want_logits, want_value = run(torch.from_numpy(obs).to(torch.bfloat16))
+        np.testing.assert_allclose(value, want_value.float().numpy(), rtol=2e-2, atol=2e-2)
         return
     assert calls == [24]
     assert isinstance(run, FusedCPUForward)
