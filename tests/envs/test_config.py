@@ -122,3 +122,11 @@ def test_check_range_and_check_choice_read_objects_and_mappings() -> None:
         check_choice({"mode": ["x"]}, "", mode=("a", "b"))
     check_range(NetworkConfig(), "model", blocks=(0, 64))
     check_choice(RuleSet(), "rule ", anti_chase=iter(["off", "7-3+17-5"]))
+
+
+def test_an_unknown_key_holding_odd_characters_is_named_quoted_in_one_line() -> None:
+    """Plain names as typed, anything else quoted: a key with a line break keeps the message on one line."""
+    with pytest.raises(RuleSetError) as e:
+        RuleSet.from_dict({"\n": 1, "colour": 2})
+    assert "\n" not in str(e.value)
+    assert str(e.value).startswith("unknown rule key(s) '\\n', colour;")
