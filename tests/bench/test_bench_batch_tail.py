@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import ROOT
 
 
@@ -14,6 +16,7 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a subprocess that imports torch
 def test_the_bench_prints_the_batches_of_the_iterations_end() -> None:
     run = _bench("games=3", "simulations=2")
     assert run.returncode == 0, run.stderr[-3000:]
@@ -23,6 +26,7 @@ def test_the_bench_prints_the_batches_of_the_iterations_end() -> None:
     assert lines[-1].startswith("  game length: mean ")
 
 
+@pytest.mark.slow  # a subprocess that imports torch
 def test_a_bad_argument_is_refused_in_one_line() -> None:
     run = _bench("games")
     assert run.returncode == 2

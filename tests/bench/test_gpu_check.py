@@ -40,6 +40,7 @@ def _records(path: Path) -> list[dict]:
     return records
 
 
+@pytest.mark.slow  # a subprocess that imports torch
 def test_the_quick_steps_print_their_rows_and_append_them_to_the_json_file(
     tmp_path: Path, gpu_check: ModuleType
 ) -> None:
@@ -64,6 +65,7 @@ def test_the_quick_steps_print_their_rows_and_append_them_to_the_json_file(
     assert _records(out)[:-1] == records and _records(out)[-1]["step"] == "device"  # appended, nothing lost
 
 
+@pytest.mark.slow  # a subprocess that imports torch
 def test_an_unknown_step_or_a_json_file_that_is_not_a_list_is_refused_in_one_line(tmp_path: Path) -> None:
     run = _check("--steps", "device,speed", timeout=120)
     assert run.returncode == 2 and "unknown step(s) speed" in run.stderr

@@ -391,6 +391,7 @@ def test_resume_of_a_damaged_tournament_is_one_line(
     assert code == 2 and words in err and err.count("\n") == 1, err
 
 
+@pytest.mark.slow  # two evaluate.py subprocesses
 def test_a_torn_last_game_is_cut_with_a_warning_and_played_again(tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ('players=[random,"alphabeta:depth=1"]', "games_per_pair=4", "seed=3")

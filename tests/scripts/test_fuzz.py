@@ -7,6 +7,7 @@ import dataclasses
 import math
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
@@ -190,6 +191,7 @@ def assert_finite_and_plain(node: Any, where: str = "") -> None:
             assert math.isfinite(value), f"{where}{f.name}={value}"
 
 
+@pytest.mark.slow  # hundreds of examples, each composed by Hydra
 @settings(max_examples=60, deadline=None)
 @given(overrides(dotted_keys(train_config.Config)))
 @example(["trian.iterations=3"])
@@ -209,6 +211,7 @@ def test_train_config_checks_give_a_valid_config_or_one_line(args: list[str]) ->
         resolve_device(conf.device)
 
 
+@pytest.mark.slow  # hundreds of examples, each composed by Hydra
 @settings(max_examples=60, deadline=None)
 @given(overrides(dotted_keys(evaluate_config.EvaluateConfig)))
 @example(["gamesperpair=4"])
