@@ -218,6 +218,7 @@ MATCH_GOLDEN = {
 """(the digest, the digest with the observations cut to planes 0-23: recorded before the rule planes)."""
 
 
+@pytest.mark.slow
 def test_match_of_two_networks() -> None:
     """Two seeded networks' searches in a match from random openings: every position searched, and the score."""
     digest = Digests()

@@ -29,6 +29,7 @@ def test_how_it_ended_reads_exit_codes_of_processes_and_popen() -> None:
     assert how_it_ended(run.returncode) == "killed by SIGKILL"
 
 
+@pytest.mark.slow
 def test_a_child_ignores_ctrl_c_and_holds_its_pipe_end_alone() -> None:
     here, there = Pipe()
     child = start_child(echo, (there,), name="echo")
@@ -50,6 +51,7 @@ def test_a_child_ignores_ctrl_c_and_holds_its_pipe_end_alone() -> None:
         here.close()
 
 
+@pytest.mark.slow
 def test_receive_gives_the_messages_then_names_the_child_that_died() -> None:
     pipes, children = [], []
     for k in range(2):
@@ -85,6 +87,7 @@ STARTERS = {"Process", "ProcessPoolExecutor", "Pool", "Popen", "fork", "forkpty"
 """Callables that start a process (multiprocessing, concurrent.futures, subprocess, os)."""
 
 
+@pytest.mark.slow
 def test_every_child_process_is_started_in_agents_child() -> None:
     found = []
     for path in sorted([*(ROOT / "agents").rglob("*.py"), *(ROOT / "envs").rglob("*.py")]):

@@ -17,6 +17,7 @@ from agents.pool import WorkerPool
 from tests.support.processes import Napper, children
 
 
+@pytest.mark.slow
 def test_calls_spread_over_the_processes_and_come_back_with_their_index() -> None:
     with WorkerPool(2, Napper, "napper") as pool:
         assert len(set(pool.pids)) == 2
@@ -27,6 +28,7 @@ def test_calls_spread_over_the_processes_and_come_back_with_their_index() -> Non
         assert dict(pool.run("nap", [])) == {}
 
 
+@pytest.mark.slow
 def test_a_workers_exception_is_raised_with_its_traceback_and_the_pool_goes_on() -> None:
     with WorkerPool(2, Napper, "napper") as pool:
         with pytest.raises(ValueError, match="bad call") as caught:
@@ -42,6 +44,7 @@ def test_a_workers_exception_is_raised_with_its_traceback_and_the_pool_goes_on()
         next(pool.run("nap", [(0.0,)]))
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_named_with_its_pid_and_signal() -> None:
     with WorkerPool(2, Napper, "napper", role="test worker") as pool:
         victim = pool.pids[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
@@ -52,6 +53,7 @@ def replay(board: Board) -> list[Board]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(rules=rule_sets, seed=seeds)
 def test_jfen_round_trips_and_state_matches(rules: RuleSet, seed: int) -> None:
@@ -95,6 +97,7 @@ def test_moves_exist_until_the_end_and_perft_1(rules: RuleSet, seed: int) -> Non
         assert K.has_legal_move(b.state, b.hist, b.flags) == (n > 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(rules=rule_sets, seed=seeds)
 def test_mirror_symmetry(rules: RuleSet, seed: int) -> None:
@@ -123,6 +126,7 @@ PLACEMENTS = [
 NEAR_LIMIT = hs.one_of(hs.integers(0, 200), hs.integers(K.COUNTER_LIMIT - 60, K.COUNTER_LIMIT))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     placement=hs.sampled_from(PLACEMENTS),

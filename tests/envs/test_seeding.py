@@ -25,6 +25,7 @@ def test_the_same_keys_give_the_same_seed_and_other_keys_another() -> None:
     assert derive_seed(7, 5) != derive_seed(7, "5")  # a string never meets a small int key
 
 
+@pytest.mark.slow
 def test_seeds_do_not_depend_on_the_process() -> None:
     """The streams replay on another machine, in a worker process, after a resume: no per-process hashing."""
     code = "from envs.seeding import derive_seed; print(derive_seed(123, 'game', 4, 'red'))"

@@ -149,6 +149,7 @@ def check_against_replays(venv: JungleVectorEnv, steps: int, seed: int) -> set[t
     return ends
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_plies", [None, 61])
 def test_versus_random_equals_independent_envs(max_plies: Optional[int], tiny_history: None) -> None:
     venv = JungleVectorEnv(8, opponent="random", agent_side="random", max_plies=max_plies)

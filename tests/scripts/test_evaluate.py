@@ -162,6 +162,7 @@ def test_schedules_pair_the_right_players() -> None:
         schedule(3, 2, openings, seed=0, mode="swiss")
 
 
+@pytest.mark.slow
 def test_the_printed_tables_fit_100_columns_and_the_files_keep_the_full_specs(tmp_path: Path) -> None:
     """Twelve players with long specs (one path longer than a line): every printed line fits 100 columns,
     each player appears by label with its spec in the legend, and results.json and ratings.csv keep the specs."""
@@ -226,6 +227,7 @@ def evaluate_refused(*overrides: str) -> str:
     return str(e.value)
 
 
+@pytest.mark.slow
 def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
     """`gamesperpair=4` (Hydra's error) and `+gamesperpair=4` (which Hydra adds, and which once ran the default
     tournament) are both refused, naming the key meant; values out of range name their bounds."""
@@ -249,6 +251,7 @@ def test_unknown_keys_and_bad_values_are_refused_with_the_closest_key() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_rules_group_and_a_rule_override_decide_the_games(tmp_path: Path) -> None:
     """`rules=NAME rules.KEY=VALUE`, as train.py takes them: tournament.json stores that rule set and every
     game is played under it."""
@@ -269,6 +272,7 @@ def test_a_rules_group_and_a_rule_override_decide_the_games(tmp_path: Path) -> N
     assert all(g.replay().rules == RuleSet.from_dict(wanted) for g in games)
 
 
+@pytest.mark.slow
 def test_a_rule_file_of_ones_own_is_found_on_hydras_searchpath(tmp_path: Path) -> None:
     """A rule set of one's own is DIR/rules/NAME.yaml, found with `hydra.searchpath=[file://DIR] rules=NAME`
     (DIR relative to the working directory or absolute); its keys may be overridden as the group's."""
@@ -292,6 +296,7 @@ def test_a_rule_file_of_ones_own_is_found_on_hydras_searchpath(tmp_path: Path) -
     assert absolute.rules.rule_set() == RuleSet(rank_order="dog_over_wolf", no_capture_draw=80)
 
 
+@pytest.mark.slow
 def test_a_resumed_tournament_keeps_its_rules(finished_tournament: Path) -> None:
     """tournament.json holds the rules: a resume refuses `rules=` and `rules.KEY=` (they would change its
     games) and lets `workers`, `progress`, `image` and `start_method` change."""
@@ -318,6 +323,7 @@ def test_the_command_line_refuses_an_unknown_key_in_one_line(override: str, tmp_
     assert not (tmp_path / "out").exists() and proc.stdout == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "out_dir, words",
     [("/dev/null", "out_dir='/dev/null' is not a directory"), ("/proc/x", "out_dir='/proc/x' cannot be written")],
@@ -346,6 +352,7 @@ config.new_settings = another_begins_meanwhile
 """Run before evaluate.py: another tournament's settings appear in out_dir between the first check and the lock."""
 
 
+@pytest.mark.slow
 def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(tmp_path: Path) -> None:
     """Another evaluate.py begins in the same out_dir after this one's first check: the check made again under
     the lock refuses it, and it changes nothing of the other's."""
@@ -365,6 +372,7 @@ def test_a_second_tournament_into_one_out_dir_is_refused_under_the_lock(tmp_path
     assert (out / "tournament.json").read_text() == '{"the": "other tournament"}\n'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage, words",
     [

@@ -346,6 +346,7 @@ def test_resume_traps_are_refused_and_change_nothing(
     assert load_checkpoint(tmp_path / "from-best" / "latest.pt")["counters"]["iteration"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case", ["missing init", "init of another shape", "init of other rules", "weights-only resume", "resume and init"]
 )
@@ -366,6 +367,7 @@ def test_bad_starts_are_refused_before_the_run_directory_exists(
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["tiny.pt"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -402,6 +404,7 @@ def test_a_run_stays_inside_out_dir_and_out_dir_must_be_writable(
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file", "here", "runs"]  # nothing was written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -667,6 +670,7 @@ def tiny_latest(run_dir: Path, **damage: Any) -> Path:
     return save_checkpoint(run_dir / "latest.pt", state)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["config", "learner", "replay", "rng", "counters", "extra", "model"])
 def test_a_latest_pt_with_a_damaged_part_is_refused_before_the_run_directory_is_touched(
     part: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -695,6 +699,7 @@ def test_a_latest_pt_with_a_damaged_part_is_refused_before_the_run_directory_is_
     assert snapshot(run_dir) == before and not (run_dir / ".lock").exists()
 
 
+@pytest.mark.slow
 def test_a_sound_tiny_latest_pt_resumes_past_the_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -794,6 +799,7 @@ def test_atomic_writes_follow_the_umask_and_stale_temp_files_are_cleared(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [".hidden.tmp", "latest.pt", "notes.tmp", "result.json"]
 
 
+@pytest.mark.slow
 def test_the_run_directory_lock_names_its_holder_and_dies_with_it(tmp_path: Path) -> None:
     d = tmp_path / "run"
     with claim_run_dir(d) as lock:
@@ -874,6 +880,7 @@ def test_a_stop_abandons_an_abandonable_phase_at_once_and_is_remembered() -> Non
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # the handlers are given back
 
 
+@pytest.mark.slow
 def test_the_first_ctrl_c_lets_a_phase_finish_and_the_second_stops_at_once() -> None:
     script = textwrap.dedent("""
         import time
@@ -980,6 +987,7 @@ def test_checkpoint_specs_take_run_names_and_openings_files_must_be_utf8(
         read_openings(bad)
 
 
+@pytest.mark.slow
 def test_chromium_setup_waits_for_the_apt_lock_then_gives_up(tmp_path: Path) -> None:
     """.ci/chromium with a stand-in apt-get that finds the dpkg lock held for its first calls."""
     fake = tmp_path / "bin"
@@ -1038,6 +1046,7 @@ def test_the_play_server_clears_the_temp_files_of_saves_a_kill_cut_short(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1057,6 +1066,7 @@ def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(
     assert f"cut {len(torn)} bytes of an unfinished last line from games.jsonl" in out.out + out.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["resume", "init"])
 def test_a_checkpoint_with_nan_weights_cannot_start_or_continue_a_run(
     how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

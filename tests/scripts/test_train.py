@@ -142,6 +142,7 @@ def refused(*overrides: str) -> str:
     return str(e.value)
 
 
+@pytest.mark.slow
 def test_an_unknown_config_key_is_an_error() -> None:
     assert "bogus_key" in refused("train.bogus_key=1")
     assert "depth=-1 must lie in" in refused('train.selfplay.opponents=["alphabeta:depth=-1"]')  # a bad opponent spec
@@ -161,6 +162,7 @@ def test_every_train_group_composes(group: str) -> None:
     train_config.checked_config(cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "override, words",
     [
@@ -234,6 +236,7 @@ def test_a_failed_start_does_no_work_and_leaves_no_run_directory(override: str, 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_typo_is_one_line_naming_the_closest_key() -> None:
     """Hydra's own errors (several lines, a hint about environment variables) become one line naming the
     override; an unknown key comes with the closest known one."""
@@ -262,6 +265,7 @@ def test_the_command_line_prints_one_line_for_a_typo(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_gpu_run_on_a_machine_without_cuda_stops_with_one_line() -> None:
     """preset=gpu asks for device=cuda: on a machine without CUDA it is refused before any work, naming why."""
     assert train_config.compose_config(["preset=gpu"]).device == "cuda"
@@ -276,6 +280,7 @@ def test_a_gpu_run_on_a_machine_without_cuda_stops_with_one_line() -> None:
         assert "preset=cpu" in words
 
 
+@pytest.mark.slow
 def test_buffers_larger_than_the_machine_are_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """The replay buffer and the self-play trees are allocated whole at the start: more than the machine's
     memory is refused by the config check (here: a machine of 1 GiB)."""
@@ -306,6 +311,7 @@ def repeated_defaults(values: dict[str, Any], defaults: dict[str, Any], where: s
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", sorted(train_config.SCHEMAS))
 def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> None:
     """Every option of a group composes alone and passes the checks, sets only its own node, and states
@@ -321,6 +327,7 @@ def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> Non
         assert changed <= {group}, f"{group}={option} changes {changed}"
 
 
+@pytest.mark.slow
 def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
@@ -345,6 +352,7 @@ def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     )
 
 
+@pytest.mark.slow
 def test_train_and_evaluate_compose_one_rules_group(tmp_path: Path) -> None:
     """`rules` is one config group of train.py and evaluate.py: the same overrides give the same RulesConfig,
     and a rule set of one's own (DIR/rules/NAME.yaml) is found by both with `hydra.searchpath=[file://DIR]`."""
@@ -441,6 +449,7 @@ def test_evaluation_does_not_change_the_training(tmp_path: Path) -> None:
     assert "eval/score_random" in scalars(tmp_path / "e1") and "eval/score_random" not in scalars(tmp_path / "e0")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "overrides, words",
     [

@@ -58,6 +58,7 @@ def _rows(data: SelfPlayData, k: int) -> slice:
     return slice(start, start + len(data.records[k].moves))
 
 
+@pytest.mark.slow
 def test_carried_games_are_played_once_each_and_are_the_games_played_alone() -> None:
     # Three iterations of one loop: each returns exactly its games (the carried ones count first), no game
     # index is returned twice, none is lost (returned or still in play), and every game is the one played on
@@ -100,6 +101,7 @@ def test_games_numbered_from_first_game_run_on_from_call_to_call() -> None:
     assert min(seen) >= 100 and len(set(seen)) == len(seen) == 2 * PER_ITERATION
 
 
+@pytest.mark.slow
 def test_carry_over_keeps_the_batches_full_at_an_iterations_end() -> None:
     # The same three iterations' worth of games: without carry_over each iteration's batches shrink to a few
     # positions as its last games end; with it a freed slot starts the next game at once.
@@ -172,6 +174,7 @@ def test_a_call_cut_short_drops_the_games_in_play_and_loses_or_repeats_no_record
         pool.play({}, seed=SEED + 1, num_games=PER_ITERATION)
 
 
+@pytest.mark.slow
 def test_the_weights_of_each_call_search_the_carried_games() -> None:
     # The pool's CPU network takes each call's weights; the games carried over go on under them.
     pool = InProcessPool(_worker_settings())

@@ -22,6 +22,7 @@ SHIPPED = support.ROOT / "checkpoints" / "shipped" / "results-only-60.pt"
 STOP_DEN_ENTRY = "6e/7/7/7/C6/7/3E3/3r3/7 r 0 1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [0.2, 0.6])
 def test_time_budget_is_kept(budget: float) -> None:
     """A move takes about its budget, never much more (rounds of 16 simulations stop before one would
@@ -74,6 +75,7 @@ def _grandchildren_visited(player: CheckpointPlayer) -> int:
     return seen
 
 
+@pytest.mark.slow
 def test_c_scale_overrides_the_runs_own_search() -> None:
     """`c_scale` sets Gumbel's sigma scale. A smaller one weighs Q less against the prior below the root,
     so a long search spreads over more of the opponent's replies instead of following the best Q found.
@@ -226,6 +228,7 @@ def _visits_after_a_reply(spec: str, board: Board, take_back: bool = False) -> t
     return first_visits, player.last_visits
 
 
+@pytest.mark.slow
 def test_reuse_keeps_the_tree_of_the_move_and_the_reply() -> None:
     """With ``reuse=true`` the search after the player's move and the opponent's reply starts from the
     subtree it had grown there: more root visits than its own simulations. Without it, or when the game

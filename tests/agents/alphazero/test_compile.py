@@ -168,6 +168,7 @@ def test_the_padded_packed_evaluation_is_the_padded_planes_one_bit_for_bit(preci
 # --------------------------------------------------------------------------------------------
 # The compiled evaluator and server
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_compiled_evaluator_compiles_once_a_bucket_and_follows_new_weights_without_compiling(
     counter: CompileCounter,
 ) -> None:
@@ -192,6 +193,7 @@ def test_the_compiled_evaluator_compiles_once_a_bucket_and_follows_new_weights_w
     assert counter.frame_count == 2
 
 
+@pytest.mark.slow
 def test_compile_pads_to_the_devices_buckets_by_default(counter: CompileCounter) -> None:
     torch.manual_seed(3)
     model = build_network(TINY)
@@ -227,6 +229,7 @@ def test_the_compiled_server_takes_new_weights_without_compiling(counter: Compil
 # --------------------------------------------------------------------------------------------
 # The compiled learner
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("survival_head", [False, True], ids=["plain", "survival"])
 def test_the_compiled_learner_trains_as_the_eager_one_with_one_graph_a_mode(
     counter: CompileCounter, survival_head: bool

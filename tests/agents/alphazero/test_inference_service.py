@@ -185,6 +185,7 @@ def test_the_counts_say_how_small_the_last_tenth_of_the_batches_got() -> None:
     assert tail_mean_batch([8, 6, 4, 2], share=0.5) == 3.0 and tail_mean_batch([5], share=0.1) == 5.0
 
 
+@pytest.mark.slow
 def test_train_config_sets_the_server_wait() -> None:
     conf = train_config.checked_config(
         train_config.compose_config(["train.inference_server=true", "train.workers=2", "train.inference_max_wait=0.01"])
@@ -277,6 +278,7 @@ def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> No
             make_selfplay_pool(backend, workers, settings(), inference=FP32)
 
 
+@pytest.mark.slow
 def test_train_config_switches_the_server_on_for_workers_only() -> None:
     with pytest.raises(ValueError, match="inference_server=true .* needs train.workers >= 1"):
         train_config.checked_config(train_config.compose_config(["train.inference_server=true", "train.workers=0"]))
@@ -628,6 +630,7 @@ def test_two_halves_in_flight_per_process_play_the_games_of_one_request_in_fligh
         InferenceSettings(halves=3)
 
 
+@pytest.mark.slow
 def test_train_config_sets_the_halves_in_flight() -> None:
     conf = train_config.checked_config(train_config.compose_config(["train.inference_halves=2"]))
     assert conf.train.inference_halves == 2

@@ -36,6 +36,7 @@ def test_the_tree_below_a_process_is_summed_and_its_neighbours_are_not(tmp_path:
     assert process_tree_cpu_seconds(10, proc=str(tmp_path / "none")) is None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
 def test_a_child_that_burns_cpu_is_counted_alive_and_after_it_ended() -> None:
     before, own = process_tree_cpu_seconds(), time.process_time()

@@ -370,6 +370,7 @@ def test_draw_contempt_ends_the_shuffling_into_repetitions() -> None:
         SelfPlayConfig(draw_contempt=1.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
 def test_pipelined_games_are_the_games_played_one_at_a_time(algorithm: str) -> None:
     """Each game searches on its own clock: a search that has finished plays its move (and the opponent's,

@@ -307,6 +307,7 @@ def test_survival_weight_must_not_be_negative() -> None:
 
 
 # -- config -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_switch_and_the_weight_are_config_keys() -> None:
     conf = train_config.checked_config(
         train_config.compose_config(["model=tiny", "model.survival_head=true", "train.learner.survival_weight=0.25"])

@@ -14,6 +14,7 @@ from tests.support.checkpoints import mixed_checkpoint
 from tests.support.play_helpers import Client, start_server, stop_server
 
 
+@pytest.mark.slow
 def test_the_lobby_offers_every_rule_set_and_a_game_starts_under_the_chosen_one(client: Client) -> None:
     info = client.call("GET", "/api/info")
     assert [r["name"] for r in info["rule_sets"]] == ["default", *(n for n in rule_set_names() if n != "default")]

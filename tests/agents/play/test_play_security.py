@@ -74,6 +74,7 @@ def unchanged(client: Client, before: dict[str, Any], state_dir: Path) -> None:
 EVIL = "http://evil.example"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "headers, status",
     [
@@ -189,6 +190,7 @@ def test_spec_limits_are_bounded(client: Client) -> None:
 
 
 # --- 3. uploads are bounded ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_record_going_on_after_its_end_is_refused_quickly(client: Client) -> None:
     shuffle = ["a1a2", "g9g8", "a2a1", "g8g9"]
     huge = GameRecord(moves=shuffle * 60_000).to_json()  # about 2 MB: a repetition draw, then on and on
@@ -292,6 +294,7 @@ def test_a_body_on_a_get_does_not_become_the_next_request(client: Client) -> Non
     assert client.call("GET", "/api/info")["last_game"] is None
 
 
+@pytest.mark.slow
 def test_a_stalled_client_is_dropped_and_others_are_served(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlayHandler, "timeout", 1.0)
     port = client.server.server_address[1]
@@ -306,6 +309,7 @@ def test_a_stalled_client_is_dropped_and_others_are_served(client: Client, monke
             pass
 
 
+@pytest.mark.slow
 def test_a_burst_of_connections_is_served(client: Client) -> None:
     results: list[Any] = []
 
@@ -397,6 +401,7 @@ _SAVED = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(hs.sampled_from([*_RECORD, *(f"rules.{k}" for k in _RECORD["rules"])]), ODD_VALUES)
 def test_a_record_with_any_odd_value_is_replayed_or_refused_in_one_line(field: str, value: Any) -> None:
@@ -406,6 +411,7 @@ def test_a_record_with_any_odd_value_is_replayed_or_refused_in_one_line(field: s
         assert str(e) and "\n" not in str(e)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(hs.sampled_from([*_SAVED, *(f"rules.{k}" for k in _SAVED["rules"])]), ODD_VALUES)
 def test_a_saved_game_with_any_odd_value_is_continued_or_refused_in_one_line(field: str, value: Any) -> None:
@@ -476,6 +482,7 @@ def _connection_threads() -> int:
     return sum(1 for t in threading.enumerate() if "process_request_thread" in t.name)
 
 
+@pytest.mark.slow
 def test_connections_beyond_the_cap_wait_their_turn(client: Client) -> None:
     server = client.server
     server.max_connections = 3

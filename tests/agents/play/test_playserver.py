@@ -69,6 +69,7 @@ def test_unknown_endpoints_and_methods(client: Client) -> None:
 
 
 # --- creating games ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_new_game_view(client: Client) -> None:
     v = client.new()
     assert v["mode"] == "computer" and v["human"] == "red" and v["turn"] == "human"

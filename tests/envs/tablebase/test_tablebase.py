@@ -123,6 +123,7 @@ BRUTE_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("red,blue,switches", BRUTE_CASES)
 def test_two_piece_tables_match_a_plain_brute_force(red: str, blue: str, switches: dict[str, str]) -> None:
     rules = RuleSet(**switches)  # type: ignore[arg-type]
@@ -232,12 +233,14 @@ def _check_consistent(tb: Tablebase, mats: list[Material]) -> None:
                 pytest.fail(f"{m} {name}: {state_to_jfen(st)} {probe_state(st, tb.arrays)} breaks the retrograde rules")
 
 
+@pytest.mark.slow
 def test_tables_are_consistent_with_themselves(tb3: Tablebase) -> None:
     mats = [m for m in tb3.materials]
     assert len(mats) == 64 + 2 * len(GROUPS3)
     _check_consistent(tb3, mats)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "switch",
     [
@@ -257,6 +260,7 @@ def _codes(tb: Tablebase, m: Material) -> np.ndarray:
     return np.asarray(tb.arrays.dtm[at : at + m.size()])
 
 
+@pytest.mark.slow
 def test_the_variants_change_the_tables_they_should() -> None:
     """Each position-only switch reaches the solver and changes some value, except keeps_rank: a piece in
     an enemy trap stands beside the enemy den and wins at once by entering it, so the captures it gains
@@ -431,6 +435,7 @@ def _wins_through_a_capture(tb: Tablebase, count: int) -> list[Board]:
     return out
 
 
+@pytest.mark.slow
 def test_the_clock_verdict_matches_a_minimax_under_the_no_capture_rule(tb3: Tablebase) -> None:
     starts = _wins_through_a_capture(tb3, 6)
     for rules in (RuleSet(), RuleSet(no_capture_draw=4)):

@@ -395,6 +395,7 @@ def check_tree(mcts: BatchedMCTS, b: int) -> None:
         assert len({int(t.action[b, c]) for c in kids}) == len(kids)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("leaf_batch", [1, 8])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_tree_invariants_hold_through_play_and_reuse(algorithm: str, leaf_batch: int) -> None:
@@ -721,6 +722,7 @@ def _selfplay_trace(mcts: BatchedMCTS, games: GameBatch, plies: int) -> tuple[np
     return tuple(np.array(x) for x in (actions, policies, values, visits))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sims,max_actions", [(16, 16), (32, 4), (24, 8), (64, 16), (5, 16)])
 def test_gumbel_rounds_are_the_searches_of_one_simulation_per_call(sims: int, max_actions: int) -> None:
     """Gumbel's order-free runs share evaluator calls (`BatchedMCTS.rounds`): over noisy self-play with
