@@ -23,8 +23,8 @@ from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse:
 
 OUTPUTS_BEFORE_RULE_PLANES = Path(__file__).parents[2] / "data" / "shipped_24_plane_outputs.npz"
 """Each shipped 24-plane network's fp32 outputs on `position_batch(24)` (`<name>/logits`: the legal moves'
-logits; `<name>/value`), as they were before the rule planes. Compared to float32 rounding: CPUs with other
-vector units (AVX2, AVX-512) round the last bits of a convolution their own way."""
+logits; `<name>/value`). They stand for the digests of rounded outputs recorded before the rule planes, on an
+AVX-512 CPU, which an AVX2 CPU missed by the last bits' rounding; so they are compared to float32 rounding."""
 RECORDED_NAMES = ("default-120", "default-180", "default-60", "opponents-60", "qblend-60", "results-only-60")
 
 
