@@ -17,7 +17,7 @@ player's simulations per CPU second against the first's. Figures only, no assert
 from __future__ import annotations
 
 import argparse
-import json
+import itertools
 import os
 import sys
 import time
@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agents.alphazero.player import CheckpointPlayer  # noqa: E402
-from envs import Board  # noqa: E402
+from agents.arena.records import read_jsonl  # noqa: E402
+from envs import Board, RuleSet  # noqa: E402
 from envs.players import make_player  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,15 +46,16 @@ def main() -> None:
     ap.add_argument("--game", type=int, default=0, help="which line of --games")
     ap.add_argument("--moves", type=int, default=40, help="positions searched (plies 4 on)")
     args = ap.parse_args()
-    lines = args.games.read_text().splitlines()
-    record = json.loads(lines[args.game])
+    record = next(itertools.islice(read_jsonl(args.games), args.game, None), None)
+    if record is None:
+        raise SystemExit(f"{args.games} holds no game {args.game}")
     players = []
     for spec in args.players:
         player = make_player(spec)
         if not isinstance(player, CheckpointPlayer):
             raise SystemExit(f"{spec!r} is not a checkpoint player")
         players.append(player)
-    board = Board.from_jfen(record["start"]) if record.get("start") else Board()
+    board = Board.from_jfen(record.start, rules=RuleSet.from_dict(record.rules))
     for player in players:  # warm-up: compilation and the first allocations
         player.select_move(board)
         player.reset()
@@ -62,7 +64,7 @@ def main() -> None:
     sims = [0] * len(players)
     cpu = [0.0] * len(players)
     searched = 0
-    for ply, move in enumerate(record["moves"]):
+    for ply, move in enumerate(record.moves):
         if searched == args.moves:
             break
         if ply >= 4 and not board.is_game_over():

@@ -118,11 +118,9 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _shown(key: Any) -> str:
-    """A key as an error message names it: as typed where it is a plain name, quoted where it holds
-    anything else (a line break, a space), so that the message stays one line."""
-    text = str(key)
-    return text if text.isidentifier() else repr(text)
+def _key_shown(key: Any) -> str:
+    """A key as typed where it is a plain name, else `shown` (quoted: a line break stays on one line)."""
+    return str(key) if str(key).isidentifier() else shown(str(key))
 
 
 def config_kwargs(cls: Any, values: Mapping[str, Any], what: str, error: type[Exception]) -> dict[str, Any]:
@@ -136,7 +134,7 @@ def config_kwargs(cls: Any, values: Mapping[str, Any], what: str, error: type[Ex
     if unknown:
         hint = did_you_mean(str(unknown[0]), known)
         raise error(
-            f"unknown {what} key(s) {', '.join(map(_shown, unknown))}{hint}; known keys: {', '.join(sorted(known))}"
+            f"unknown {what} key(s) {', '.join(map(_key_shown, unknown))}{hint}; known keys: {', '.join(sorted(known))}"
         )
     return {k: v for k, v in values.items() if k in known}
 
