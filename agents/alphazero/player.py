@@ -30,7 +30,11 @@ plays rules the network was not trained on (zero-shot experiments;
 default ``false``: the player is built for the game's rules, which must be one of the rule sets the
 checkpoint was trained on, `checkpoint.trained_rule_sets`, else it is refused with a line naming them);
 ``cache`` positions whose network answers the player remembers (`CachedEvaluator`: a repeated position,
-within a search or from an earlier move's, costs no network call; default `DEFAULT_CACHE`, 0 none).
+within a search or from an earlier move's, costs no network call; default `DEFAULT_CACHE`, 0 none);
+``guard`` seconds of an alpha-beta search that checks the move before it is played (`guard.AlphaBetaGuard`:
+a move whose alpha-beta score falls more than ``guard_margin`` below alpha-beta's best, default
+`guard.DEFAULT_MARGIN` = 300, a Dog, is passed over for the search's next choices or alpha-beta's move;
+under ``time`` the guard's time is part of the move's; default 0, no guard).
 A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
 `TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
@@ -46,6 +50,7 @@ import dataclasses
 import time
 from typing import Any, Optional
 
+import numpy as np
 import torch
 
 from agents.alphazero.checkpoint import (
@@ -57,6 +62,7 @@ from agents.alphazero.checkpoint import (
     trained_rule_sets,
 )
 from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
+from agents.alphazero.guard import DEFAULT_MARGIN, GUARD_CANDIDATES, AlphaBetaGuard
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.cache import MAX_CACHE_ENTRIES, CachedEvaluator
@@ -97,7 +103,11 @@ class CheckpointPlayer:
         reuse: bool = False,
         draw_value: Optional[float] = None,
         cache: int = DEFAULT_CACHE,
+        guard: float = 0.0,
+        guard_margin: int = DEFAULT_MARGIN,
     ) -> None:
+        if guard < 0 or (time > 0 and guard >= time):
+            raise ValueError(f"guard={guard} must be >= 0 and, with time={time}, less than the move's time")
         file = resolve_checkpoint_path(path)
         device_t = resolve_device(device)
         if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
@@ -145,6 +155,8 @@ class CheckpointPlayer:
             max_nodes=TIMED_NODES if self.time > 0 else None,
             tablebase=search_tables(self.mcts, self.rules),
         )
+        self.guard = AlphaBetaGuard(self.rules, guard, guard_margin) if guard > 0 else None
+        """The alpha-beta check of each move (None without ``guard``): its `checks` and `vetoes` count moves."""
         self.last_simulations = 0
         """Simulations of the last move's search."""
         self.last_visits = 0
@@ -161,12 +173,21 @@ class CheckpointPlayer:
         if games.done[0]:
             raise ValueError(f"no move to choose: the game is over in {board.jfen()!r}")
         self._follow(board)
-        out = self._timed_search(games) if self.time > 0 else self.search.search(games, add_noise=False)
-        if self.time <= 0:
+        start = time.perf_counter()
+        if self.guard is not None:
+            self.guard.reference(board)
+        if self.time > 0:
+            # the checks get what alpha-beta's reference took, less the search's usual slack
+            check = 0.0 if self.guard is None else 0.25 * self.guard.seconds
+            out = self._timed_search(games, self.time - (time.perf_counter() - start) - check)
+        else:
+            out = self.search.search(games, add_noise=False)
             self.last_simulations = self.mcts.num_simulations
         self.last_value = float(out.root_value[0])
         self.last_visits = self.search.root_visits(0)
         action = int(out.action[0])
+        if self.guard is not None:
+            action = self._guarded(board, games, out, action, start)
         if self.mcts.reuse_tree:
             self.search.advance(0, action)
             self._after = (board.ply + 1, 1 - int(board.side_to_move))
@@ -183,8 +204,20 @@ class CheckpointPlayer:
         else:
             self.search.advance(0, -1)
 
-    def _timed_search(self, games: GameBatch) -> SearchOutput:
-        """Rounds of `sims` simulations on one tree while the next round fits in `time` seconds."""
+    def _guarded(self, board: Board, games: GameBatch, out: SearchOutput, action: int, start: float) -> int:
+        """The action the guard lets through: the search's choice, else its next by policy, else alpha-beta's."""
+        assert self.guard is not None
+        policy = out.policy[0]
+        order = [action] + [int(a) for a in np.argsort(-policy, kind="stable") if policy[a] > 0 and a != action]
+        state = games.state[0]
+        moves = [Move.from_int(int(action_to_move(state, a))) for a in order[:GUARD_CANDIDATES]]
+        deadline = start + self.time if self.time > 0 else time.perf_counter() + self.guard.seconds
+        move = self.guard.choose(board, moves, deadline)
+        return int(move_to_action(move.to_int(), int(board.side_to_move)))
+
+    def _timed_search(self, games: GameBatch, budget: float) -> SearchOutput:
+        """Rounds of `sims` simulations on one tree while the next round fits in `budget` seconds (at least one
+        round runs)."""
         start = time.perf_counter()
         rounds = 0
         while True:
@@ -192,7 +225,7 @@ class CheckpointPlayer:
             rounds += 1
             spent = time.perf_counter() - start
             room = self.search.max_nodes - int(self.search.tree.num_nodes[0])
-            if spent + spent / rounds > self.time or room < (self.mcts.num_simulations + 1) * K.MAX_MOVES:
+            if spent + spent / rounds > budget or room < (self.mcts.num_simulations + 1) * K.MAX_MOVES:
                 break
         self.last_simulations = rounds * self.mcts.num_simulations
         return out
@@ -200,6 +233,8 @@ class CheckpointPlayer:
     def reset(self) -> None:
         self._after = None
         self.search.advance(0, -1)
+        if self.guard is not None:
+            self.guard.reset()
 
     def _batch_for(self, board: Board) -> GameBatch:
         """The one-game GameBatch the search reads, kept between moves: rebuilt only for other rules or
@@ -244,6 +279,8 @@ def make_checkpoint_player(
         "reuse",
         "draw_value",
         "cache",
+        "guard",
+        "guard_margin",
     }
     unknown = sorted(set(options) - known)
     if unknown:
@@ -263,10 +300,12 @@ def make_checkpoint_player(
         c_scale = float(options["c_scale"]) if "c_scale" in options else None
         draw_value = float(options["draw_value"]) if "draw_value" in options else None
         cache = int(options.get("cache", DEFAULT_CACHE))
+        guard = float(options.get("guard", 0.0))
+        guard_margin = int(options.get("guard_margin", DEFAULT_MARGIN))
     except ValueError:
         raise PlayerSpecError(
-            f"player 'checkpoint': sims, threads, leaf_batch, max_actions and cache must be integers, time a "
-            f"number of seconds and c_scale and draw_value numbers, got {options}"
+            f"player 'checkpoint': sims, threads, leaf_batch, max_actions, cache and guard_margin must be "
+            f"integers, time and guard numbers of seconds and c_scale and draw_value numbers, got {options}"
         ) from None
     where = "player 'checkpoint': "
     numbers = {
@@ -276,6 +315,8 @@ def make_checkpoint_player(
         "leaf_batch": leaf_batch,
         "max_actions": max_actions,
         "cache": cache,
+        "guard": guard,
+        "guard_margin": guard_margin,
     }
     check_range(
         numbers,
@@ -286,7 +327,14 @@ def make_checkpoint_player(
         time=(0, 3600),
         leaf_batch=(1, MAX_LEAF_BATCH),
         cache=(0, MAX_CACHE_ENTRIES),
+        guard=(0, 3600),
+        guard_margin=(0, 100_000),
     )
+    if seconds > 0 and guard >= seconds:
+        raise PlayerSpecError(
+            f"player 'checkpoint': guard={guard} must be less than time={seconds}: the guard's alpha-beta search "
+            "is part of the move's time"
+        )
     if max_actions is not None:
         check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
     if c_scale is not None and not 0 < c_scale <= 100:
@@ -320,6 +368,8 @@ def make_checkpoint_player(
         reuse=_flag(options, "reuse"),
         draw_value=draw_value,
         cache=cache,
+        guard=guard,
+        guard_margin=guard_margin,
     )
 
 
