@@ -177,7 +177,7 @@ class CheckpointPlayer:
         if self.guard is not None:
             self.guard.reference(board)
         if self.time > 0:
-            # the checks get what alpha-beta's reference took, less the search's usual slack
+            # a quarter of the guard's time is kept for its checks of the search's choice
             check = 0.0 if self.guard is None else 0.25 * self.guard.seconds
             out = self._timed_search(games, self.time - (time.perf_counter() - start) - check)
         else:
