@@ -23,7 +23,7 @@ from agents.alphabeta.search import MATE, AlphaBeta, SearchResult
 from envs import Board, Move, RuleSet
 
 GUARD_CANDIDATES = 3
-"""The search's choices checked in turn before the player falls back on alpha-beta's move."""
+"""The search's choices the player has checked in turn before it falls back on alpha-beta's move."""
 
 DEFAULT_MARGIN = 300
 """How far (evaluation units, a Dog = 300) the score after a move may fall below alpha-beta's best."""
@@ -72,8 +72,9 @@ class AlphaBetaGuard:
         return -self.engine.search(after, depth=max(1, depth), time=seconds).score
 
     def choose(self, board: Board, candidates: Sequence[Move], deadline: float) -> Move:
-        """The first of `candidates` (the search's choice first) whose score after it stays within
-        `margin` of the reference, else the reference's move. Call `reference(board)` first."""
+        """The first of `candidates` (the search's choice first; the player passes `GUARD_CANDIDATES`) whose
+        score after it stays within `margin` of the reference, else the reference's move. Call
+        `reference(board)` first."""
         ref = self.last_reference
         if not candidates:
             raise ValueError("the guard needs at least one candidate move")
@@ -81,7 +82,7 @@ class AlphaBetaGuard:
             raise ValueError(f"the guard has no reference search of {board.jfen()!r}: call reference(board) first")
         self.checks += 1
         self.last_vetoed = False
-        for move in candidates[:GUARD_CANDIDATES]:
+        for move in candidates:
             if move == ref.move or self.score_after(board, move, ref.depth - 1, deadline) >= ref.score - self.margin:
                 chosen = move
                 break

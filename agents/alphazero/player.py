@@ -208,7 +208,8 @@ class CheckpointPlayer:
         """The action the guard lets through: the search's choice, else its next by policy, else alpha-beta's."""
         assert self.guard is not None
         policy = out.policy[0]
-        order = [action] + [int(a) for a in np.argsort(-policy, kind="stable") if policy[a] > 0 and a != action]
+        best = np.argsort(-policy, kind="stable")[:GUARD_CANDIDATES]
+        order = [action] + [int(a) for a in best if policy[a] > 0 and a != action]
         state = games.state[0]
         moves = [Move.from_int(int(action_to_move(state, a))) for a in order[:GUARD_CANDIDATES]]
         deadline = start + self.time if self.time > 0 else time.perf_counter() + self.guard.seconds

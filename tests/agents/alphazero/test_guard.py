@@ -25,6 +25,14 @@ def _guard(seconds: float = 0.05, margin: int = 300) -> AlphaBetaGuard:
     return AlphaBetaGuard(RuleSet(), seconds, margin, tt_bits=16)
 
 
+def _referenced(jfen: str, margin: int = 300) -> tuple[Board, AlphaBetaGuard]:
+    """The board of `jfen` and a guard that has searched it."""
+    board = Board.from_jfen(jfen)
+    guard = _guard(margin=margin)
+    guard.reference(board)
+    return board, guard
+
+
 def _later() -> float:
     return time.perf_counter() + 5.0
 
@@ -38,32 +46,24 @@ def test_a_move_into_a_forced_loss_is_passed_over_for_alpha_betas_move() -> None
 
 
 def test_the_searchs_next_choice_is_taken_when_it_holds() -> None:
-    board = Board.from_jfen(STOP_DEN_ENTRY)
-    guard = _guard()
-    guard.reference(board)
+    board, guard = _referenced(STOP_DEN_ENTRY)
     moves = [Move.from_str("a5a6"), Move.from_str("d3d2"), Move.from_str("a5a4")]
     assert guard.choose(board, moves, _later()) == Move.from_str("d3d2")
     assert guard.vetoes == 1
 
 
 def test_a_move_that_holds_is_played_unchanged() -> None:
-    board = Board.from_jfen(STOP_DEN_ENTRY)
-    guard = _guard()
-    guard.reference(board)
+    board, guard = _referenced(STOP_DEN_ENTRY)
     assert guard.choose(board, [Move.from_str("d3d2")], _later()) == Move.from_str("d3d2")
     assert guard.checks == 1 and guard.vetoes == 0 and not guard.last_vetoed
     # From the start every move is close to even: with a wide margin the search's choice always stands.
-    wide = _guard(margin=100_000)
-    start = Board()
-    wide.reference(start)
+    start, wide = _referenced(Board().jfen(), margin=100_000)
     assert wide.choose(start, [Move.from_str("a3a4")], _later()) == Move.from_str("a3a4")
     assert wide.vetoes == 0
 
 
 def test_a_forced_win_is_played_and_a_move_that_wins_is_scored_as_won() -> None:
-    board = Board.from_jfen(DEN_IN_ONE)
-    guard = _guard()
-    guard.reference(board)
+    board, guard = _referenced(DEN_IN_ONE)
     assert guard.choose(board, [Move.from_str("d8c8")], _later()) == Move.from_str("d8d9")
     assert guard.score_after(board, Move.from_str("d8d9"), 1, _later()) > guard.last_reference.score - 1  # type: ignore[union-attr]
     assert guard.choose(board, [Move.from_str("d8d9")], _later()) == Move.from_str("d8d9")
