@@ -304,23 +304,43 @@ def likelihood_of_superiority(wins: int, losses: int) -> float:
     return 0.5 * (1.0 + math.erf((wins - losses) / math.sqrt(2.0 * (wins + losses))))
 
 
+def _trinomial_log_likelihood(wins: int, draws: int, losses: int, score: float) -> float:
+    """Largest log-likelihood of W/D/L over the win/draw/loss probabilities whose expected score is `score`.
+
+    With p_draw = t the others are p_win = score - t/2 and p_loss = 1 - score - t/2; the
+    log-likelihood is concave in t and its stationary point is the smaller root of
+    (n/2) t^2 - (D + W (1 - score) + L score) t + 2 D score (1 - score) = 0 (t = 0 when D = 0)."""
+    n = wins + draws + losses
+    b = draws + wins * (1 - score) + losses * score
+    c = 2 * draws * score * (1 - score)
+    t = 2 * c / (b + math.sqrt(max(b * b - 2 * n * c, 0.0))) if c > 0 else 0.0
+    total = 0.0
+    for count, p in ((wins, score - t / 2), (draws, t), (losses, 1 - score - t / 2)):
+        if count:
+            total += count * math.log(p)
+    return total
+
+
 def sprt(
     wins: int, draws: int, losses: int, elo0: float = 0.0, elo1: float = 30.0, alpha: float = 0.05, beta: float = 0.05
 ) -> tuple[float, str]:
-    """Generalised SPRT on trinomial scores: (LLR, 'H1' | 'H0' | 'continue').
+    """Generalised SPRT on trinomial results: (LLR, 'H1' | 'H0' | 'continue').
 
-    H0: a is elo0 stronger than b; H1: a is elo1 stronger. Uses the normal
-    approximation LLR = N (s1 - s0)(2 s - s0 - s1) / (2 var) with the
-    observed per-game score variance."""
+    H0: a is elo0 stronger than b; H1: a is elo1 stronger. The LLR is the exact one of the
+    games: the log-likelihood of W/D/L under the best win/draw/loss probabilities whose
+    expected score is E(elo1), minus the same under E(elo0), and Wald's bounds
+    log((1 - beta) / alpha) and log(beta / (1 - alpha)) decide.
+
+    No verdict comes from fewer games than this likelihood supports: nothing is
+    estimated, so a run of one result (zero observed variance, where the normal
+    approximation divides by zero) moves the LLR only by what those games carry. One
+    win adds log(E1 / E0) (0.083 at the defaults), so a clean sweep needs 36 wins for
+    H1; a draw or a loss moves it about as little. Nothing is decided from no games."""
     n = wins + draws + losses
     if n == 0:
         return 0.0, "continue"
-    s = (wins + 0.5 * draws) / n
-    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s**2) / n
-    if var <= 0:
-        var = 1e-3
     s0, s1 = expected_score(elo0), expected_score(elo1)
-    llr = n * (s1 - s0) * (2 * s - s0 - s1) / (2 * var)
+    llr = _trinomial_log_likelihood(wins, draws, losses, s1) - _trinomial_log_likelihood(wins, draws, losses, s0)
     upper, lower = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
     verdict = "H1" if llr >= upper else ("H0" if llr <= lower else "continue")
     return float(llr), verdict

@@ -107,3 +107,37 @@ def test_pair_statistics_and_tests() -> None:
     h2h = head_to_head([GameResult("A", "B", 1.0), GameResult("B", "A", 0.5), GameResult("B", "A", 1.0)])
     assert len(h2h) == 1 and (h2h[0].wins, h2h[0].draws, h2h[0].losses) == (1, 1, 1)
     assert math.isclose(expected_score(0.0), 0.5)
+
+
+def test_sprt_gives_no_verdict_from_fewer_games_than_the_likelihood_supports() -> None:
+    """One game, or a short run of one result, is no verdict; the LLR is the trinomial's, checked by hand."""
+    s0, s1 = expected_score(0.0), expected_score(30.0)
+    # One win: the best trinomial of score s is "win with probability s", so the LLR is log(s1 / s0).
+    assert sprt(1, 0, 0) == (pytest.approx(math.log(s1 / s0)), "continue")
+    # Draws only: score s is best met by draws with probability 2 (1 - s) (for s >= 1/2).
+    assert sprt(0, 5, 0) == (pytest.approx(5 * math.log(2 * (1 - s1))), "continue")
+    # The README's 0-0-4: four losses are 4 log((1 - s1) / (1 - s0)), far from a verdict.
+    assert sprt(0, 0, 4) == (pytest.approx(4 * math.log((1 - s1) / (1 - s0))), "continue")
+    # A clean sweep decides once its likelihood ratio passes Wald's bound log(0.95 / 0.05).
+    needed = math.ceil(math.log(0.95 / 0.05) / math.log(s1 / s0))
+    assert sprt(needed - 1, 0, 0)[1] == "continue" and sprt(needed, 0, 0)[1] == "H1"
+    needed = math.ceil(math.log(0.05 / 0.95) / math.log((1 - s1) / (1 - s0)))
+    assert sprt(0, 0, needed - 1)[1] == "continue" and sprt(0, 0, needed)[1] == "H0"
+
+
+def test_sprt_llr_is_the_trinomial_likelihood_ratio_maximised_under_each_hypothesis() -> None:
+    """Against a plain grid search over every trinomial with the hypothesis' expected score."""
+
+    def best_log_likelihood(wins: int, draws: int, losses: int, score: float) -> float:
+        draw_p = np.linspace(0.0, min(2 * score, 2 * (1 - score)), 200001)
+        win_p, loss_p = score - draw_p / 2, 1 - score - draw_p / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = [
+                n * np.log(p) if n else np.zeros_like(p) for n, p in ((wins, win_p), (draws, draw_p), (losses, loss_p))
+            ]
+        return float(np.max(sum(terms)))
+
+    s0, s1 = expected_score(0.0), expected_score(30.0)
+    for wdl in [(3, 2, 1), (1, 1, 1), (0, 3, 2), (60, 20, 20), (10, 80, 30), (7, 0, 2)]:
+        expected = best_log_likelihood(*wdl, s1) - best_log_likelihood(*wdl, s0)
+        assert sprt(*wdl)[0] == pytest.approx(expected, abs=1e-6), wdl
