@@ -15,6 +15,7 @@ from typing import Optional, TextIO
 
 from agents.play.computer import ComputerError, PlayerCache, choose_move
 from agents.play.game import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
+from envs.config import did_you_mean
 from envs.notation import FILE_NAMES, Side
 from envs.render import render_ansi
 
@@ -134,11 +135,14 @@ class TerminalGame:
             if low in _COMMANDS or _looks_like_move(low):
                 self.say(f"Refused: {e}")
             else:
-                self.say(f"Unknown command {cmd!r}: type a move like a3a4, or 'help' for the commands.")
+                hint = did_you_mean(low, _WORDS)
+                self.say(f"Unknown command {cmd!r}{hint}: type a move like a3a4, or 'help' for the commands.")
         return True
 
 
 _COMMANDS = ("undo", "u", "z", "hint", "h", "resign", "new")
+_WORDS = ("undo", "hint", "resign", "board", "show", "new", "help", "quit", "exit")
+"""The commands' full names, for the closest match to a mistyped one."""
 
 
 def _looks_like_move(text: str) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from agents.play.game import PlayGame
+from agents.play.terminal import run_terminal
 from tests.support import ROOT
 
 
@@ -159,3 +162,17 @@ def test_a_corrupt_checkpoint_opponent_stops_the_page_at_start(tmp_path: Path) -
         assert p.returncode == 2 and "Jungle play page" not in p.stdout, (name, p.stdout)
         assert p.stderr.startswith("play.py: --opponent: ") and str(bad) in p.stderr, (name, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (name, p.stderr)
+
+
+def test_a_mistyped_command_names_the_closest_one() -> None:
+    """The terminal's unknown-command line offers the closest command, as the config errors do."""
+    out = io.StringIO()
+    game = PlayGame.new(mode="two_players")
+    assert run_terminal(game, io.StringIO("udno\nhnit\nresing\nxyzzy\na3a4\nqiut\n"), out, pace_sleep=False) == 0
+    lines = out.getvalue().splitlines()
+    assert "Unknown command 'udno' (did you mean undo?): type a move like a3a4, or 'help' for the commands." in lines
+    assert any(line.startswith("Unknown command 'hnit' (did you mean hint?)") for line in lines)
+    assert any(line.startswith("Unknown command 'resing' (did you mean resign?)") for line in lines)
+    assert any(line.startswith("Unknown command 'qiut' (did you mean quit?)") for line in lines)
+    assert "Unknown command 'xyzzy': type a move like a3a4, or 'help' for the commands." in lines
+    assert game.plies and game.result()[0] == "*"  # the typos changed nothing, the move was played
