@@ -17,6 +17,7 @@ from agents.alphazero.runtime import (
 from envs import Board, Move
 from envs.encoding import N_ACTIONS, OBS_SHAPE, action_to_move, encode_observation, legal_action_mask
 from tests.support import ROOT
+from tests.support.cpu import BOTH, native_cpu_bf16
 from tests.support.positions import position_batch
 
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
@@ -175,8 +176,7 @@ def test_bf16_without_onednn_bf16_runs_the_module(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.parametrize("value_head", ("scalar", "wdl"))
 def test_fast_fp32_kernels_compute_the_same_function(value_head: str) -> None:
     """``auto`` float32 on a CPU runs the fused oneDNN kernels for calls of `FUSED_FP32_MIN_BATCH` positions
-    or more, the module below: the module's function to float32 rounding either way, and the same as the
-    evaluator of ``fp32`` (the module's own) to that rounding."""
+    or more, the module below: the module's function to float32 rounding either way."""
     torch.manual_seed(7)
     net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
     net.train()
@@ -196,12 +196,27 @@ def test_fast_fp32_kernels_compute_the_same_function(value_head: str) -> None:
         assert b_logits.dtype == torch.float32 and b_logits.shape == a_logits.shape
         torch.testing.assert_close(b_logits, a_logits, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(b_v, a_v, rtol=1e-4, atol=1e-4)
-    if value_head == "scalar":
-        obs, mask = position_batch(12)
-        fast = make_evaluator(net, "cpu", "auto")(obs, mask)
-        reference = make_evaluator(net, "cpu", "fp32")(obs, mask)
-        np.testing.assert_allclose(fast[0][mask], reference[0][mask], rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(fast[1], reference[1], rtol=1e-4, atol=1e-4)
+
+
+@BOTH
+def test_auto_precision_on_a_cpu_is_float32_or_bf16_by_the_cpu(monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    """``auto`` on a CPU without native bf16 is float32 (the fused kernels): the ``fp32`` evaluator's answers to
+    float32 rounding. On a CPU with native bf16 it is bf16: the same answers to bf16 rounding, and not float32's
+    (so the test sees which path ran). Both branches run on any machine."""
+    native_cpu_bf16(monkeypatch, native)
+    torch.manual_seed(7)
+    net = build_network(NetworkConfig(blocks=2, channels=16))
+    net.train()
+    net(torch.rand(32, *OBS_SHAPE))
+    net.eval()
+    obs, mask = position_batch(12)
+    fast = make_evaluator(net, "cpu", "auto")(obs, mask)
+    reference = make_evaluator(net, "cpu", "fp32")(obs, mask)
+    tolerance = 2e-2 if native else 1e-4
+    np.testing.assert_allclose(fast[0][mask], reference[0][mask], rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(fast[1], reference[1], rtol=tolerance, atol=tolerance)
+    same_to_float32 = np.allclose(fast[0][mask], reference[0][mask], rtol=1e-5, atol=1e-5)
+    assert same_to_float32 is not native
 
 
 @pytest.mark.slow
@@ -223,11 +238,13 @@ def test_evaluator_follows_the_weights_as_they_train() -> None:
     np.testing.assert_allclose(after[mask], expected[mask], rtol=1e-4, atol=1e-4)
 
 
-def test_inference_dtype_rule() -> None:
+@BOTH
+def test_inference_dtype_rule(monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    native_cpu_bf16(monkeypatch, native)
     cpu = torch.device("cpu")
+    assert native_bf16(cpu) is native
     assert inference_dtype(cpu, "fp32", 4096) == torch.float32
     assert inference_dtype(cpu, "bf16", 1) == torch.bfloat16
-    native = native_bf16(cpu)
     for batch in (1, BF16_MIN_BATCH, 4096):  # never by batch: the games must not depend on the batching
         assert inference_dtype(cpu, "auto", batch) == (torch.bfloat16 if native else torch.float32)
     with pytest.raises(ValueError, match="fp16"):
