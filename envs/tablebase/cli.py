@@ -7,15 +7,17 @@
 `build` solves every material of 2..N pieces and writes one file under DIR
 (default: ``$JUNGLE_ZERO_TABLEBASES`` or ``~/.cache/jungle-zero/tablebases``),
 with its progress and ETA on stderr and the file, its size and its sha256 on
-stdout. `probe` prints the value of a position for the side to move, its
-distances, the verdict of the no-capture rule at the JFEN's clock and the
-best moves (`--moves`: every move's value). `stats` prints a markdown table
-per material. Bad input prints ``error: ...`` and exits with 2.
+stdout; a directory it cannot write to is refused before the solve. `probe`
+prints the value of a position for the side to move, its distances, the
+verdict of the no-capture rule at the JFEN's clock and the best moves
+(`--moves`: every move's value). `stats` prints a markdown table per material.
+Bad input prints ``error: ...`` and exits with 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,8 +25,10 @@ from typing import Optional
 
 from envs.board import Board
 from envs.rules import RuleSet, add_rule_arguments, rules_from_arguments
+from envs.tablebase.errors import TablebaseError
 from envs.tablebase.index import MAX_PIECES, materials
 from envs.tablebase.stats import material_stats, stats_markdown
+from envs.tablebase.store import check_table_dir, table_path
 from envs.tablebase.table import RESULT_NAMES, Tablebase
 
 EXIT_BAD_INPUT = 2
@@ -67,11 +71,19 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # RuleSetError, JFENError, TablebaseError are ValueErrors
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as e:  # the tables could not be written (a full disk...): the directory was checked before
+        print(f"error: {e.filename or args.out}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 def _build(rules: RuleSet, pieces: int, out: Optional[str]) -> int:
     if not 2 <= pieces <= MAX_PIECES:
         raise ValueError(f"--pieces {pieces} must be in 2..{MAX_PIECES}")
+    root = Path(out) if out is not None else None
+    target = table_path(rules, pieces, root)
+    check_table_dir(target.parent, write=True)  # before the solve, which takes seconds to minutes
+    if os.path.lexists(target) and not target.is_file():
+        raise TablebaseError(f"tablebase file {str(target)!r} cannot be written: something else is there")
     t0 = time.perf_counter()
     last = [t0]
 
@@ -90,7 +102,7 @@ def _build(rules: RuleSet, pieces: int, out: Optional[str]) -> int:
         )
 
     tb = Tablebase.build(rules, pieces, progress=progress)
-    path, digest = tb.save(Path(out) if out is not None else None)
+    path, digest = tb.save(root)
     spent = time.perf_counter() - t0
     size = path.stat().st_size
     print(

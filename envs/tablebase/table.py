@@ -12,6 +12,7 @@ no-capture rule (12) is answered by `TablebaseProbe.clock_wdl`.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Optional, Protocol, Union
@@ -21,11 +22,11 @@ import numpy as np
 from envs import kernels as K
 from envs.notation import Move
 from envs.rules import F_NO_CAPTURE_LIMIT, RuleSet
-from envs.tablebase.errors import TablebaseError, TablebaseMissingError
+from envs.tablebase.errors import TablebaseError, TablebaseFileError, TablebaseMissingError
 from envs.tablebase.index import MAX_PIECES, Material, material_of_state
 from envs.tablebase.probe import DRAW, LOSS, UNKNOWN, WIN, TablebaseArrays, probe_clock, table_entry
 from envs.tablebase.solver import Progress, build_arrays, check_rules
-from envs.tablebase.store import read_tables, table_path, table_rules, tablebase_root, write_tables
+from envs.tablebase.store import check_table_dir, read_tables, table_path, table_rules, tablebase_root, write_tables
 
 RESULT_NAMES = {WIN: "win", DRAW: "draw", LOSS: "loss", UNKNOWN: "unknown"}
 
@@ -149,23 +150,34 @@ class Tablebase:
         rules: Optional[RuleSet] = None,
         root: Union[str, Path, None] = None,
         pieces: Optional[int] = None,
-        verify: bool = False,
     ) -> "Tablebase":
         """The tables of `rules` under `root`: those with the most pieces, or with `pieces`.
 
-        TablebaseMissingError says how to build them when none are there; `verify` checks the checksum."""
+        Every header field and the data's checksum are checked first (`store.read_tables`): a damaged file
+        is a TablebaseFileError naming it and the command that builds it again. TablebaseMissingError says
+        how to build them when none are there; a directory that cannot be read is a TablebaseError."""
         rules = rules if rules is not None else RuleSet()
         check_rules(rules)
         counts = [pieces] if pieces is not None else list(range(MAX_PIECES, 1, -1))
+        check_table_dir(table_path(rules, counts[0], root).parent)
         for n in counts:
             path = table_path(rules, n, root)
-            if path.is_file():
-                header, order, arrays = read_tables(path, rules, verify)
-                return cls(rules, order, arrays, int(header["pieces"]), path)
+            try:
+                if not path.is_file():
+                    continue
+                layout, arrays = read_tables(path, rules)
+                if layout.pieces != n:
+                    raise TablebaseFileError(
+                        f"tablebase file {str(path)!r} holds the tables of up to {layout.pieces} pieces, not {n}"
+                    )
+            except OSError as e:
+                raise TablebaseFileError(f"tablebase file {str(path)!r} cannot be read: {e.strerror or e}") from None
+            except TablebaseFileError as e:
+                raise TablebaseFileError(f"{e}; build it again with: {build_command(rules, n, root)}") from None
+            return cls(rules, layout.materials, arrays, n, path)
         raise TablebaseMissingError(
             f"no tablebase for rules {_rules_text(rules)} in {str(table_path(rules, counts[0], root).parent)!r}; "
-            f"build it with: python -m envs tablebase build --pieces {counts[0]}{_rules_flags(rules)}"
-            + (f" --out {root}" if root is not None else "")
+            f"build it with: {build_command(rules, counts[0], root)}"
         )
 
     # -- probing ------------------------------------------------------------------------
@@ -239,6 +251,13 @@ class Tablebase:
                 f"python -m envs tablebase build --pieces {material.n_pieces}"
                 f"{_rules_flags(self.rules)}"
             )
+
+
+def build_command(rules: RuleSet, pieces: int, root: Union[str, Path, None] = None) -> str:
+    """The command line that builds the tables of `rules` up to `pieces` pieces (under `root` when given)."""
+    return f"python -m envs tablebase build --pieces {pieces}{_rules_flags(rules)}" + (
+        f" --out {shlex.quote(str(root))}" if root is not None else ""
+    )
 
 
 def _rules_text(rules: RuleSet) -> str:

@@ -500,7 +500,7 @@ def test_files_are_deterministic_checked_and_memory_mapped(tmp_path: Path) -> No
     path_b, digest_b = b.save(tmp_path / "b")
     assert path_a.read_bytes() == path_b.read_bytes() and digest_a == digest_b
     assert path_a.relative_to(tmp_path / "a").parts == ("standard.strict.any_rat.powerless", "up-to-3-pieces.jtb")
-    opened = Tablebase.open(RuleSet(), root=tmp_path / "a", verify=True)
+    opened = Tablebase.open(RuleSet(), root=tmp_path / "a")
     assert not opened.arrays.dtm.flags.writeable
     n = sum(m.size() for m in a.materials)
     assert np.array_equal(np.asarray(opened.arrays.dtm), np.asarray(a.arrays.dtm[:n]))
@@ -511,7 +511,7 @@ def test_files_are_deterministic_checked_and_memory_mapped(tmp_path: Path) -> No
     data[-5] ^= 1
     path_a.write_bytes(bytes(data))
     with pytest.raises(TablebaseFileError, match="checksum"):
-        Tablebase.open(RuleSet(), root=tmp_path / "a", verify=True)
+        Tablebase.open(RuleSet(), root=tmp_path / "a")
     path_a.write_bytes(bytes(data[:-7]))
     with pytest.raises(TablebaseFileError, match="truncated"):
         Tablebase.open(RuleSet(), root=tmp_path / "a")
