@@ -1,5 +1,5 @@
-"""The README and docs/: every Python block runs as written, the README stays short and free of commit hashes,
-and its strength table is the manifest's."""
+"""The README and docs/: every Python block runs as written, every relative link and `#anchor` resolves, the README
+stays short and free of commit hashes, and its strength table is the manifest's."""
 
 from __future__ import annotations
 
@@ -7,15 +7,22 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
 from agents.alphazero import shipped
+from agents.play.game import LEVELS
 from tests.support import ROOT
 
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "checkpoints" / "shipped" / "README.md"]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"\]\(<?([^()<>\s]+)>?(?:\s+\"[^\"]*\")?\)")  # [text](target) and ![alt](target), a title aside
+REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*<?([^\s>]+)", re.MULTILINE)  # [label]: target
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 HASH = re.compile(r"(?<![0-9a-zA-Z])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![0-9a-zA-Z])")
 
 
@@ -31,6 +38,68 @@ def python_blocks() -> list[tuple[str, str]]:
 
 
 BLOCKS = python_blocks()
+
+
+def outside_blocks(text: str) -> str:
+    """`text` with its fenced blocks blanked out (a `# comment` in a block is no heading), every character
+    where it was."""
+    return FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def prose(text: str) -> str:
+    """`text` with its fenced blocks and code spans blanked out (a link in code is no link)."""
+    return CODE_SPAN.sub(lambda m: " " * len(m.group(0)), outside_blocks(text))
+
+
+def heading_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading's text: links read as their text, lower case, every character but
+    letters, digits, `-`, `_` and spaces dropped, each space a hyphen."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """Every heading's anchor on a page, a repeated one suffixed -1, -2... in page order (as GitHub does)."""
+    taken: dict[str, int] = {}
+    for m in HEADING.finditer(outside_blocks(text)):
+        base = anchor = heading_anchor(m.group(1))
+        while anchor in taken:
+            taken[base] += 1
+            anchor = f"{base}-{taken[base]}"
+        taken[anchor] = 0
+    return set(taken)
+
+
+def section(text: str, anchor: str) -> str:
+    """The part of a page under the heading whose anchor is `anchor`, up to the next heading of its level or
+    above (empty when no heading has it; a repeated heading's first)."""
+    headings = list(HEADING.finditer(outside_blocks(text)))
+    for i, m in enumerate(headings):
+        if heading_anchor(m.group(1)) == anchor:
+            level = len(m.group(0)) - len(m.group(0).lstrip("#"))
+            ends = [h.start() for h in headings[i + 1 :] if len(h.group(0)) - len(h.group(0).lstrip("#")) <= level]
+            return text[m.start() : ends[0] if ends else len(text)]
+    return ""
+
+
+def dead_links(page: Path) -> list[str]:
+    """`page:line: target (why)` for each relative link of `page` whose file does not exist or whose
+    `#anchor` names no heading of the page it points at (its own page for a bare `#anchor`)."""
+    text = page.read_text(encoding="utf-8")
+    seen = prose(text)
+    dead = []
+    for m in [*LINK.finditer(seen), *REFERENCE.finditer(seen)]:
+        target = m.group(1)
+        if SCHEME.match(target):
+            continue
+        path, _, anchor = target.partition("#")
+        where = f"{page.name}:{seen.count(chr(10), 0, m.start()) + 1}: {target}"
+        linked = (page.parent / unquote(path)).resolve() if path else page
+        if not linked.exists():
+            dead.append(f"{where} (no file {linked})")
+        elif anchor and linked.suffix == ".md" and unquote(anchor) not in anchors(linked.read_text(encoding="utf-8")):
+            dead.append(f"{where} (no heading of {linked.name} has that anchor)")
+    return dead
 
 
 def test_the_readme_is_short_and_names_no_commit() -> None:
@@ -59,6 +128,83 @@ def test_each_python_block_runs_as_a_script(where: str, code: str, tmp_path: Pat
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
     )
     assert r.returncode == 0, f"{where} exits {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+
+
+def test_a_heading_anchor_is_githubs() -> None:
+    assert heading_anchor("2026-12-03: a campaign of the `draw_keep` recipe to 8 CPU-hours (b335ad4)") == (
+        "2026-12-03-a-campaign-of-the-draw_keep-recipe-to-8-cpu-hours-b335ad4"
+    )
+    assert heading_anchor("4. A tournament") == "4-a-tournament"
+    assert heading_anchor("The tree between moves, and a draw value at play time") == (
+        "the-tree-between-moves-and-a-draw-value-at-play-time"
+    )
+    assert heading_anchor("Shared calls: Gumbel's order-free runs") == "shared-calls-gumbels-order-free-runs"
+    assert heading_anchor("See [the log](results.md) — twice") == "see-the-log--twice"
+    page = "# Title\n\n## Notes\n\n```bash\n# Notes\n```\n\n### Notes\n\n## Notes ##\n\n## The `draw_keep` run\n"
+    assert anchors(page) == {"title", "notes", "notes-1", "notes-2", "the-draw_keep-run"}
+
+
+def test_the_link_check_finds_a_missing_file_and_a_dead_anchor(tmp_path: Path) -> None:
+    (tmp_path / "other.md").write_text("# Other\n\n## A part (2026-12-04)\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Page\n\n[ok](other.md#a-part-2026-12-04), [self](#page), [web](https://example.org/x.md#y),\n"
+        "![image](other.md), [gone](gone.md), [dead](other.md#a-part), [dead here](#nowhere)\n\n"
+        "`[in code](gone.md)`\n\n```text\n[in a block](gone.md)\n```\n\n[label]: other.md#other\n[bad]: gone.md\n",
+        encoding="utf-8",
+    )
+    assert [line.split(" (")[0] for line in dead_links(page)] == [
+        "page.md:4: gone.md",
+        "page.md:4: other.md#a-part",
+        "page.md:4: #nowhere",
+        "page.md:13: gone.md",
+    ]
+
+
+def test_every_relative_link_and_anchor_of_the_pages_resolves() -> None:
+    """A link of the README or docs/ (or the shipped networks' README) names a file of the tree, and its `#anchor`
+    a heading of that page as GitHub writes anchors (a renamed heading or a moved page leaves no dead link)."""
+    assert sum(len(LINK.findall(prose(page.read_text(encoding="utf-8")))) for page in PAGES) > 100
+    dead = [line for page in PAGES for line in dead_links(page)]
+    assert not dead, "\n".join(dead)
+
+
+def test_the_readmes_watch_section_links_the_commands_that_compare_a_run_on_the_ladder() -> None:
+    """The Watch section's "to compare a run with the campaign" sends the reader, by anchor, to the section of
+    results.md that holds the gauntlet and `bench/ladder_curve.py` commands (not to an entry a newer one pushes
+    down)."""
+    watch = section(README.read_text(encoding="utf-8"), "watch")
+    targets = [t for t in LINK.findall(prose(watch)) if t.partition("#")[0] == "docs/results.md"]
+    assert targets and all("#" in t for t in targets), targets
+    for target in targets:
+        part = section((ROOT / "docs" / "results.md").read_text(encoding="utf-8"), target.partition("#")[2])
+        commands = "".join(m.group(2) for m in FENCE.finditer(part) if m.group(1) == "bash")
+        assert "evaluate.py mode=gauntlet" in commands and "bench/ladder_curve.py" in commands, target
+
+
+def test_every_level_of_the_play_page_is_on_the_pages() -> None:
+    """Each level of agents.play.game.LEVELS is named in the README's Play section, has its row in play.md's
+    table of levels and its line in first-hour.md's `play.py --help` transcript."""
+    play = section(README.read_text(encoding="utf-8"), "play")
+    table = (ROOT / "docs" / "play.md").read_text(encoding="utf-8")
+    first_hour = (ROOT / "docs" / "first-hour.md").read_text(encoding="utf-8")
+    assert len(LEVELS) >= 5
+    for level in LEVELS:
+        assert f"`{level.name}`" in play, level.name
+        assert f"\n| `{level.name}` | " in table, level.name
+        assert f"\n  {level.name:<10} {level.about}\n" in first_hour, level.name
+
+
+@pytest.mark.slow  # composes the preset with Hydra and builds its network
+def test_the_first_hours_smoke_run_prints_the_network_it_builds_today() -> None:
+    """The smoke run's first line in first-hour.md is what `train.py preset=smoke name=smoke` prints today: the
+    network's config and its number of parameters (a changed model leaves no stale transcript)."""
+    from agents.alphazero import config as train_config
+    from agents.alphazero.network import build_network, count_parameters
+
+    conf = train_config.checked_config(train_config.compose_config(["preset=smoke", "name=smoke"]))
+    line = f"\nrun smoke: {conf.model}, {count_parameters(build_network(conf.model))} parameters, device cpu, "
+    assert line in (ROOT / "docs" / "first-hour.md").read_text(encoding="utf-8"), line
 
 
 def test_every_test_file_the_pages_name_exists() -> None:
