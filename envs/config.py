@@ -130,7 +130,7 @@ def config_kwargs(cls: Any, values: Mapping[str, Any], what: str, error: type[Ex
     `error` naming the unknown key(s), the closest known key, and the known ones, e.g. ``unknown mcts
     key(s) c_puc (did you mean c_puct?); known keys: ...``."""
     known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known - {"name"})
+    unknown = sorted(set(values) - known - {"name"}, key=str)  # keys of a checkpoint or a record may be of any type
     if unknown:
         hint = did_you_mean(str(unknown[0]), known)
         raise error(
@@ -253,6 +253,10 @@ def group_options(group: str) -> list[str]:
 CONFIG_FILE_MAX_BYTES = 64 * 1024
 """The largest config yaml file read (a rule set is a few hundred bytes)."""
 
+CONFIG_FILE_MAX_DEPTH = 32
+"""The deepest nesting of lists and mappings a config yaml file may hold (a rule set is one mapping deep, the
+deepest shipped group file three)."""
+
 
 def read_config_file(source: Union[Traversable, Path], what: str, error: type[Exception]) -> dict[str, Any]:
     """The values of a config yaml file (a group option or a user's file) as a plain dict.
@@ -305,7 +309,25 @@ def _safe_config_loader() -> type:
         """yaml.SafeLoader for config files: numbers as Hydra reads them (``1e-3`` is a float, no dates),
         and no anchors, aliases or duplicate keys (a few aliases can expand to gigabytes)."""
 
+        depth = 0
+        """How many lists and mappings the node being composed sits in (the composer recurses once a level)."""
+
         def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.CollectionStartEvent) and self.depth >= CONFIG_FILE_MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"lists and mappings are nested deeper than {CONFIG_FILE_MAX_DEPTH} levels",
+                    event.start_mark,
+                )
+            self.depth += 1
+            try:
+                return self._compose_unaliased_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def _compose_unaliased_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 raise yaml.composer.ComposerError(
@@ -321,12 +343,23 @@ def _safe_config_loader() -> type:
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen = set()
             for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {_node_text(key_node)} is not a string", key_node.start_mark
+                    )
                 if key_node.value in seen:
                     raise yaml.constructor.ConstructorError(
                         None, None, f"key {key_node.value!r} is given twice", key_node.start_mark
                     )
                 seen.add(key_node.value)
             return super().construct_mapping(node, deep=deep)
+
+    def _node_text(node: Any) -> str:
+        """A key node as the file writes it, on one line and cut to 60 characters."""
+        start, end = node.start_mark, node.end_mark
+        text = " ".join(start.buffer[start.pointer : end.pointer].split()) if start.buffer is not None else ""
+        text = text or repr(node.value)
+        return text if len(text) <= 60 else text[:57] + "..."
 
     Loader.yaml_implicit_resolvers = {
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]

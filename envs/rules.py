@@ -89,14 +89,18 @@ class RuleSet:
     # -- construction -------------------------------------------------------
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "RuleSet":
-        """Build from a mapping (a Hydra config node, say); unknown keys are errors."""
+        """Build from a mapping (a Hydra config node, a rule file, a checkpoint's, saved game's or record's rules).
+
+        The one check of every rule mapping read: unknown keys, a choice that is not one of its strings and a
+        `no_capture_draw` that is not a whole number (a bool, a text, a fraction) raise RuleSetError naming
+        the key."""
         kwargs = config_kwargs(cls, values, "rule", RuleSetError)
         for key in _CHOICES:
             # YAML 1.1 readers turn a bare `off` into False; take it as meant.
             if kwargs.get(key) is False and "off" in _CHOICES[key]:
                 kwargs[key] = "off"
         if "no_capture_draw" in kwargs:
-            kwargs["no_capture_draw"] = _as_int("no_capture_draw", kwargs["no_capture_draw"])
+            kwargs["no_capture_draw"] = _whole_number("no_capture_draw", kwargs["no_capture_draw"])
         return cls(**kwargs)
 
     def with_overrides(self, overrides: Iterable[str]) -> "RuleSet":
@@ -149,15 +153,23 @@ RulesConfig: Any = make_dataclass(
 )
 
 
-def _as_int(key: str, value: Any) -> int:
-    """`value` as an int: an int, a whole float or the text of an integer; RuleSetError for anything else
-    (a fraction, NaN, infinity: ``int(inf)`` would raise OverflowError)."""
-    if isinstance(value, float) and not value.is_integer():
-        raise RuleSetError(f"rule {key}={shown(value)} must be an integer")
+def _as_int(key: str, value: str) -> int:
+    """The integer a ``--rule key=value`` text writes; RuleSetError for any other text (``true``, ``2.5``)."""
     try:
         return int(value)
-    except (TypeError, ValueError, OverflowError):
+    except ValueError:
         raise RuleSetError(f"rule {key}={shown(value)} must be an integer") from None
+
+
+def _whole_number(key: str, value: Any) -> int:
+    """`value` of a rule mapping as an int: an int or a whole float; RuleSetError for anything else (a bool,
+    which yaml's ``true`` and JSON's ``true`` are and ``int`` would take as 1; a text; a fraction; NaN;
+    infinity, which ``int`` would meet with OverflowError)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise RuleSetError(f"rule {key}={shown(value)} must be an integer")
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise RuleSetError(f"rule {key}={shown(value)} must be an integer")
+    return int(value)
 
 
 DEFAULT_RULES = RuleSet()
@@ -178,20 +190,29 @@ def load_rules(name_or_path: Union[str, Path]) -> RuleSet:
     text = str(name_or_path)
     path = Path(text)
     source: Union[Traversable, Path] = path
-    if not (path.suffix in (".yaml", ".yml") or path.is_file()):
+    if not (path.suffix in (".yaml", ".yml") or _is_file(path, text)):
         source = config_dir("rules") / f"{text}.yaml"
-        if not source.is_file():
+        if not _is_file(source, text):
             raise RuleSetError(
-                f"unknown rule set {text!r}{did_you_mean(text, rule_set_names())}; known sets: "
+                f"unknown rule set {shown(text)}{did_you_mean(text, rule_set_names())}; known sets: "
                 f"{', '.join(rule_set_names())} (or a path to a yaml file)"
             )
-    elif not path.is_file():
-        raise RuleSetError(f"rule set file {text!r} does not exist")
+    elif not _is_file(path, text):
+        raise RuleSetError(f"rule set file {shown(text)} does not exist")
     values = read_config_file(source, "rule set", RuleSetError)
     try:
         return RuleSet.from_dict(values)
     except RuleSetError as e:
         raise RuleSetError(f"rule set file {str(source)!r}: {e}") from None
+
+
+def _is_file(path: Union[Traversable, Path], text: str) -> bool:
+    """Whether `path` (named `text` by the caller) is a file; RuleSetError in one line for a name the file
+    system refuses to look up (a component longer than it takes: ``OSError: File name too long``)."""
+    try:
+        return path.is_file()
+    except OSError as e:
+        raise RuleSetError(f"rule set {shown(text)} cannot be looked up: {e.strerror or e}") from None
 
 
 RulesLike = Union[RuleSet, Mapping[str, Any], str, Path, None]
@@ -241,6 +262,6 @@ def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
 def rules_from_arguments(args: argparse.Namespace) -> RuleSet:
     """The RuleSet that `add_rule_arguments`' options name; RuleSetError naming what is wrong (a single rule
     given to ``--rules`` names ``--rule``)."""
-    if "=" in args.rules and not Path(args.rules).is_file():
+    if "=" in args.rules and not _is_file(Path(args.rules), args.rules):
         raise RuleSetError(f"--rules {args.rules}: --rules names a rule set; set one rule with --rule {args.rules}")
     return resolve_rules(args.rules, args.rule)

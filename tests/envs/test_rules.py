@@ -6,6 +6,7 @@ Board diagrams in the comments list pieces by square; upper case is Red.
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from envs import Board, IllegalMoveError, RuleSet, Side, Termination
 
@@ -504,3 +505,159 @@ def test_anti_chase_can_leave_no_move_and_that_loses() -> None:
     assert outcome is not None and outcome.winner == Side.BLUE and outcome.termination == Termination.NO_MOVES
     free = play(jfen, line, anti_chase="off", repetition="off")
     assert {str(m) for m in free.legal_moves} == {"a1a2", "a1b1"} and free.outcome() is None
+
+
+# --- rule files and rule mappings are checked before they are trusted ----------------------------
+def _refused_file(text: str, tmp_path: object) -> str:
+    """The one line `load_rules` refuses a rule file holding `text` with (it names the file)."""
+    from pathlib import Path
+
+    from envs.rules import RuleSetError, load_rules
+
+    path = Path(str(tmp_path)) / "rules.yaml"
+    path.write_text(text)
+    with pytest.raises(RuleSetError) as e:
+        load_rules(path)
+    line = str(e.value)
+    assert "\n" not in line and str(path) in line
+    return line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rank_order: " + "[" * 20_000 + "]" * 20_000 + "\n",
+        "rank_order: " + "{a: " * 12_000 + "x" + "}" * 12_000 + "\n",
+        "- " * 20_000 + "x\n",
+    ],
+    ids=["flow-lists", "flow-mappings", "block-lists"],
+)
+def test_a_rule_file_nested_20000_deep_is_one_line_not_a_recursion_error(text: str, tmp_path: object) -> None:
+    """The reader stops at `CONFIG_FILE_MAX_DEPTH` levels while it parses, so a deep document never reaches
+    Python's recursion limit."""
+    from envs.config import CONFIG_FILE_MAX_DEPTH
+
+    assert f"nested deeper than {CONFIG_FILE_MAX_DEPTH} levels" in _refused_file(text, tmp_path)
+
+
+def test_a_rule_file_nested_to_the_depth_limit_is_read_as_data(tmp_path: object) -> None:
+    from envs.config import CONFIG_FILE_MAX_DEPTH
+
+    at_limit = "rank_order: " + "[" * (CONFIG_FILE_MAX_DEPTH - 1) + "]" * (CONFIG_FILE_MAX_DEPTH - 1) + "\n"
+    assert "is not one of standard, dog_over_wolf" in _refused_file(at_limit, tmp_path)
+    past_limit = "rank_order: " + "[" * CONFIG_FILE_MAX_DEPTH + "]" * CONFIG_FILE_MAX_DEPTH + "\n"
+    assert f"nested deeper than {CONFIG_FILE_MAX_DEPTH} levels" in _refused_file(past_limit, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("? [a, b]\n: 1\n", "the key [a, b] is not a string"),
+        ("? {rank_order: standard}\n: 1\n", "the key {rank_order: standard} is not a string"),
+        ("1: 2\n", "the key 1 is not a string"),
+        ("~: standard\n", "the key ~ is not a string"),
+        ("yes: standard\n", "the key yes is not a string"),
+    ],
+)
+def test_a_rule_file_with_a_key_that_is_not_a_string_is_one_line(text: str, words: str, tmp_path: object) -> None:
+    assert words in _refused_file(text, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("no_capture_draw: true\n", "rule no_capture_draw=True must be an integer"),
+        ("no_capture_draw: no\n", "rule no_capture_draw=False must be an integer"),
+        ("no_capture_draw: '200'\n", "rule no_capture_draw='200' must be an integer"),
+        ("no_capture_draw: [200]\n", "rule no_capture_draw=[200] must be an integer"),
+        ("rank_order: true\n", "rule rank_order=True is not one of"),
+        ("repetition: [draw]\n", "rule repetition=['draw'] is not one of"),
+    ],
+)
+def test_a_rule_file_value_of_another_type_is_one_line_naming_the_key(text: str, words: str, tmp_path: object) -> None:
+    """`no_capture_draw: true` once read as 1 (a draw after one ply without capture); only an integer is a
+    ply count, as `--rule no_capture_draw=true` already said."""
+    assert words in _refused_file(text, tmp_path)
+
+
+def test_a_mapping_of_rules_holding_a_bool_for_a_number_is_refused() -> None:
+    """`RuleSet.from_dict` is the one check of every rule mapping: files, checkpoints, saved games, records."""
+    import numpy as np
+
+    from envs.rules import RuleSetError
+
+    for value in (True, False, np.bool_(True), "120", None, [120]):
+        with pytest.raises(RuleSetError, match="no_capture_draw"):
+            RuleSet.from_dict({"no_capture_draw": value})
+    with pytest.raises(RuleSetError, match="no_capture_draw='true' must be an integer"):
+        RuleSet().with_overrides(["no_capture_draw=true"])
+    assert RuleSet.from_dict({"no_capture_draw": np.int64(80)}).no_capture_draw == 80
+    with pytest.raises(RuleSetError, match=r"unknown rule key\(s\) '1', x"):
+        RuleSet.from_dict({1: 2, "x": 3})  # keys of mixed types, named in one line
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "x/" + "b" * 300 + ".yaml", "bad\0name", "bad\0name.yaml"])
+def test_a_rules_name_the_file_system_refuses_is_one_line(name: str) -> None:
+    """A path component longer than the file system takes (once ``OSError: File name too long``) or a NUL."""
+    import argparse
+
+    from envs.rules import RuleSetError, load_rules, rules_from_arguments
+
+    for read in (load_rules, lambda n: rules_from_arguments(argparse.Namespace(rules=n, rule=[]))):
+        with pytest.raises(RuleSetError) as e:
+            read(name)
+        assert "\n" not in str(e.value) and len(str(e.value)) < 300 and repr(name)[:40] in str(e.value)
+
+
+def _rule_files() -> object:
+    """Rule files as hypothesis draws them: mappings of rule keys and odd keys to values of every yaml type,
+    written by yaml's dumper; lines of odd keys and values written by hand; and strings of yaml's punctuation."""
+    import yaml
+    from hypothesis import strategies as hs
+
+    from envs.rules import RuleSet
+
+    rule_keys = [*RuleSet.__dataclass_fields__, "name"]
+    scalars = hs.one_of(hs.none(), hs.booleans(), hs.integers(-(2**70), 2**70), hs.floats(), hs.text(max_size=10))
+    values = hs.recursive(
+        scalars,
+        lambda inner: hs.lists(inner, max_size=3) | hs.dictionaries(hs.text(max_size=6), inner, max_size=3),
+        max_leaves=10,
+    )
+    keys = hs.sampled_from(rule_keys) | hs.integers() | hs.booleans() | hs.text(max_size=6)
+    dumped = hs.dictionaries(keys, values, max_size=4).map(lambda d: yaml.safe_dump(d, allow_unicode=True))
+    odd_keys = hs.sampled_from([*rule_keys, "? [a, b]\n", "? {a: 1}\n", "1", "~", "yes", "2.5"])
+    odd_values = ["true", "no", "off", "'200'", "200", "2.5", "[200]", "{a: 1}", "[[[]]]", "~", "standard", "draw"]
+    odd_values += ["&a x", "*a", "!!str 1", "!!binary aGk=", "1e400", ".nan"]
+    lines = hs.lists(hs.tuples(odd_keys, hs.sampled_from(odd_values)), max_size=4)
+    written = lines.map(lambda pairs: "".join(f"{k}: {v}\n" for k, v in pairs))
+    pieces = ["? ", ": ", "- ", "[", "]", "{", "}", ", ", "\n", "  ", "~", "1", "true", "&a ", "*a", "#", "x"]
+    punctuation = hs.lists(hs.sampled_from(pieces), max_size=24).map("".join)
+    return dumped | written | punctuation
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_rule_files())
+def test_any_rule_file_is_a_rule_set_or_one_line(text: str, tmp_path: object) -> None:
+    """Whatever a rule file holds, `load_rules` returns a RuleSet or raises one RuleSetError line naming the
+    file, never another exception."""
+    from pathlib import Path
+
+    import yaml
+
+    from envs.rules import RuleSetError, load_rules
+
+    path = Path(str(tmp_path)) / "rules.yaml"
+    path.write_text(text)
+    try:
+        rules = load_rules(path)
+    except RuleSetError as e:
+        assert "\n" not in str(e) and str(path) in str(e)
+        return
+    values = yaml.safe_load(text) or {}  # what the file says, read by yaml's own safe loader
+    assert all(isinstance(key, str) for key in values)
+    assert type(values.get("no_capture_draw", 120)) in (int, float)
+    expected = RuleSet().to_dict() | {k: v for k, v in values.items() if k not in ("name", "defaults")}
+    expected |= {k: "off" for k in ("repetition", "anti_chase") if expected[k] is False}  # yaml 1.1's bare off
+    assert rules.to_dict() == expected
