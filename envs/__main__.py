@@ -9,13 +9,14 @@ root move, sorted, then `total count`); `moves` prints one legal move per
 line, sorted. The rule set is `--rules` (a name in `configs/rules/` or a
 yaml path; default: `default`) and `--rule` overrides single keys, as in
 play.py (`envs.rules.add_rule_arguments`). Bad input prints `error: ...`
-and exits with 2.
+and exits with 2; a reader that goes away (`| head`) ends the command quietly.
 Installed as the console script `jungle-perft`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Optional, Sequence
@@ -25,6 +26,8 @@ from envs.rules import add_rule_arguments, rules_from_arguments
 from envs.tablebase import cli as tablebase_cli
 
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 1
+"""The exit status when the output's reader went away (Python's own status for an unhandled broken pipe)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +53,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 bad input)."""
+    """Run the command line; returns the exit status (0 ok, 2 bad input, 1 when the reader of the output
+    went away: ``python -m envs moves ... | head -5`` stops quietly, without a BrokenPipeError traceback)."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a broken pipe is met here, not at the interpreter's exit
+    except BrokenPipeError:
+        # Whatever is still buffered goes to the null device, so Python's own flush at exit says nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "tablebase":
         return tablebase_cli.run(args)

@@ -110,3 +110,76 @@ def test_bad_input_exits_non_zero_with_a_message() -> None:
     assert huge_depth.returncode == 2 and huge_depth.stderr.strip() == "error: depth 10000000000 must lie in [0, 64]"
     huge_divide = run("perft", START_JFEN, str(10**10), "--divide")
     assert huge_divide.returncode == 2 and "must lie in [1, 64]" in huge_divide.stderr
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("rank_order: " + "[" * 20_000 + "]" * 20_000 + "\n", "nested deeper than 32 levels"),
+        ("? [a, b]\n: 1\n", "the key [a, b] is not a string"),
+        ("no_capture_draw: true\n", "rule no_capture_draw=True must be an integer"),
+    ],
+    ids=["nested-20000-deep", "complex-key", "bool-for-a-number"],
+)
+def test_a_hostile_rule_file_is_one_line_and_exit_status_2(
+    text: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once a RecursionError, a TypeError and a game drawn after one ply; the file and the fault are named."""
+    from envs.__main__ import main
+
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text)
+    assert main(["moves", START_JFEN, "--rules", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and str(path) in err and words in err
+
+
+def test_a_rules_name_too_long_for_the_file_system_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from envs.__main__ import main
+
+    assert main(["moves", START_JFEN, "--rules", "a" * 300]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: rule set 'aaa") and err.count("\n") == 1 and "File name too long" in err
+
+
+@pytest.mark.parametrize(
+    "command", [["moves", START_JFEN], ["perft", START_JFEN, "1"], ["perft", START_JFEN, "1", "--divide"]]
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m envs moves ... | head -1``: the pipe's reader is gone before anything is written, and the
+    command stops without a BrokenPipeError traceback (stdout then points at the null device)."""
+    import os
+
+    from envs.__main__ import EXIT_BROKEN_PIPE, main
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "w") as closed_pipe:
+        monkeypatch.setattr(sys, "stdout", closed_pipe)
+        assert main(command) == EXIT_BROKEN_PIPE
+        closed_pipe.write("after the reader went away\n" * 1000)
+        closed_pipe.flush()  # goes to the null device now
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_a_command_piped_into_head_exits_without_a_traceback() -> None:
+    """The whole program, as a shell runs ``python -m envs perft ... --divide | head -1``."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "envs", "perft", START_JFEN, "2", "--divide"],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert out.stderr == "" and out.returncode == 1
