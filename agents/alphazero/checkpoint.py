@@ -79,18 +79,15 @@ def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
 
 def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> Path:
     """A file, a run directory (its `latest.pt`), a run name under `root`, or a shipped network
-    (``shipped:<name>``, `agents.alphazero.shipped`) -> the file path.
+    (``shipped:<name>``, `agents.alphazero.shipped`, its bytes checked against the manifest) -> the file path.
 
     Raises CheckpointError naming what was looked for when nothing exists.
     """
     if str(spec).startswith(shipped.PREFIX):
         try:
-            p = shipped.resolve(str(spec))
+            return shipped.checked_file(str(spec))  # its bytes are the manifest's (sha256)
         except shipped.ShippedError as e:
             raise CheckpointError(str(e)) from None
-        if not p.is_file():
-            raise CheckpointError(f"shipped network {str(spec)!r}: its file {str(p)!r} does not exist")
-        return p
     p = Path(spec)
     candidates = list(dict.fromkeys([p, p / LATEST, Path(root) / p / LATEST]))
     for c in candidates:

@@ -158,9 +158,10 @@ def rule_set_choices(name: str, rules: RuleSet) -> list[dict[str, Any]]:
 
 def check_level_rules(opponent: Any, rules: RuleSet, rules_name: str) -> None:
     """PlayError when `opponent` names a level whose network was not trained on `rules` (naming the rule sets
-    it plays); nothing for any other opponent."""
+    it plays) or cannot play (`_check_level_network`); nothing for any other opponent."""
     for level in LEVELS:
         if opponent == level.name:
+            _check_level_network(level)
             rule_sets = level.rule_sets()
             if rule_sets is not None and all(r != rules for _, r in rule_sets):
                 names = ", ".join(name for name, _ in rule_sets)
@@ -272,6 +273,7 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
         raise PlayError(f"opponent spec of {len(t)} characters is too long (at most 500)")
     for level in LEVELS:
         if t == level.name:
+            _check_level_network(level)
             return level.spec
     if ":" not in t and (
         t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)
@@ -292,6 +294,18 @@ def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -
     if kind == "checkpoint" and checkpoint_dirs is not None:
         _check_checkpoint_place(options.get("path", ""), checkpoint_dirs)
     return t
+
+
+def _check_level_network(level: Level) -> None:
+    """PlayError, in one line, when `level` plays a shipped network whose manifest entry is malformed or
+    missing, or whose file is not the one the manifest names (`shipped.checked_file`)."""
+    kind, options = parse_spec(level.spec)
+    path = options.get("path", "") if kind == "checkpoint" else ""
+    if path.startswith(shipped.PREFIX):
+        try:
+            shipped.checked_file(path)
+        except shipped.ShippedError as e:
+            raise PlayError(f"the {level.name} level cannot play: {e}") from None
 
 
 def _exists(path: Path, dir: bool = False) -> bool:

@@ -14,6 +14,7 @@ from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_che
 from agents.play import game as play_game
 from envs import Board
 from envs.players import make_player
+from envs.rules import RuleSet
 from tests.support import ROOT
 
 NETWORKS = shipped.networks()
@@ -24,6 +25,7 @@ def test_the_manifest_lists_exactly_the_shipped_files() -> None:
     files = sorted(p.name for p in shipped.SHIPPED_DIR.glob("*.pt"))
     assert sorted(net.file for net in NETWORKS) == files and files
     assert len({net.name for net in NETWORKS}) == len(NETWORKS)
+    assert shipped.read_manifest().faults == {}  # every entry well-formed
 
 
 @pytest.mark.parametrize("net", NETWORKS, ids=[net.name for net in NETWORKS])
@@ -68,7 +70,7 @@ def test_the_network_level_plays_the_manifests_first_entry_for_the_default_rules
     assert f"path={first.spec_path}," in level.spec and shipped.strongest() == first
 
     def entry(name: str, rules: object) -> dict[str, object]:
-        return {"name": name, "file": f"{name}.pt", "sha256": "", "what": "", "commands": [], "strength": []} | (
+        return {"name": name, "file": f"{name}.pt", "sha256": "0" * 64, "what": "", "commands": [], "strength": []} | (
             {"rules": rules} if rules else {}
         )
 
@@ -95,13 +97,99 @@ def test_a_missing_or_malformed_manifest_is_named(tmp_path: Path) -> None:
             {
                 "format": shipped.FORMAT,
                 "networks": [
-                    {"name": "x", "file": "../x.pt", "sha256": "", "what": "", "commands": [], "strength": []}
+                    {"name": "x", "file": "../x.pt", "sha256": "0" * 64, "what": "", "commands": [], "strength": []}
                 ],
             }
         )
     )
-    with pytest.raises(shipped.ShippedError, match="not a .pt file beside it"):
-        shipped.networks(bad)
+    assert shipped.networks(bad) == []
+    with pytest.raises(
+        shipped.ShippedError, match="network 'x' is malformed: it names '../x.pt', not a .pt file beside"
+    ):
+        shipped.network("x", bad)
     bad.write_text("{}")
     with pytest.raises(shipped.ShippedError, match="not a shipped-networks manifest"):
         shipped.networks(bad)
+
+
+def copy_of_the_shipped_networks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *names: str) -> Path:
+    """The manifest entries `names` and their files, copied to `tmp_path` and made the shipped ones; the manifest."""
+    entries = [net.entry for net in NETWORKS if net.name in names]
+    for net in NETWORKS:
+        if net.name in names:
+            (tmp_path / net.file).write_bytes(net.path.read_bytes())
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries}))
+    monkeypatch.setattr(shipped, "SHIPPED_DIR", tmp_path)
+    monkeypatch.setattr(shipped, "MANIFEST", manifest)
+    return manifest
+
+
+def test_a_shipped_file_that_differs_from_its_manifest_entry_is_refused_when_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy_of_the_shipped_networks(tmp_path, monkeypatch, "default-60", "default-120", "campaign-1084")
+    load_model("shipped:default-60")
+    (tmp_path / "default-60.pt").write_bytes((tmp_path / "default-120.pt").read_bytes())  # another network's bytes
+    for load in (
+        lambda: load_model("shipped:default-60"),
+        lambda: make_player("checkpoint:path=shipped:default-60,sims=4", seed=0),
+    ):
+        with pytest.raises(CheckpointError) as caught:
+            load()
+        line = str(caught.value)
+        assert "'default-60'" in line and "default-60.pt" in line and "sha256" in line and "\n" not in line
+    load_model("shipped:default-120")  # the other entries still load
+    # The play page refuses the level of a bad network when it is chosen, in one line.
+    (tmp_path / "campaign-1084.pt").write_bytes(b"PK\x03\x04 not the network")
+    with pytest.raises(play_game.PlayError, match="campaign-1084.pt.*sha256"):
+        play_game.opponent_spec("network", play_game.CHECKPOINT_DIRS)
+
+
+def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = copy_of_the_shipped_networks(tmp_path, monkeypatch, "default-60", "variants-40")
+    good = json.loads(manifest.read_text())["networks"]
+    bad = {
+        "rules-five": {"rules": 5},
+        "no-hash": {"sha256": "abc"},
+        "odd-commands": {"commands": "python train.py"},
+        "odd-strength": {"strength": [1, 2]},
+    }
+    entries = [dict(good[0], name=name, **change) for name, change in bad.items()]
+    entries += [[1, 2], {"name": ["a", "list"]}, *good]
+    manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries}))
+    assert [net.name for net in shipped.networks()] == ["default-60", "variants-40"]
+    assert shipped.strongest().name == "default-60" and play_game._strongest_network() == "shipped:default-60"
+    load_model("shipped:default-60")
+    words = {"rules-five": "rules", "no-hash": "sha256", "odd-commands": "commands", "odd-strength": "strength"}
+    for name, word in words.items():
+        with pytest.raises(shipped.ShippedError) as caught:
+            shipped.network(name)
+        line = str(caught.value)
+        assert str(manifest) in line and repr(name) in line and word in line and "\n" not in line, line
+        with pytest.raises(CheckpointError, match=word):
+            make_player(f"checkpoint:path=shipped:{name},sims=4", seed=0)
+        assert not play_game.Level(name, name, f"checkpoint:path=shipped:{name}", "").available()
+    # The page's network level, its entry malformed, is refused when chosen, in one line.
+    (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
+    entries.insert(0, dict(good[0], name=level.spec.split("path=shipped:")[1].split(",")[0], rules=5))
+    manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries}))
+    assert not level.available()
+    for choose in (
+        lambda: play_game.check_level_rules("network", RuleSet(), "default"),
+        lambda: play_game.opponent_spec("network"),
+    ):
+        with pytest.raises(play_game.PlayError, match="the network level cannot play: .* is malformed: its 'rules'"):
+            choose()
+    # A manifest that cannot be read at all is one ShippedError, never another exception; the page's network
+    # level then names no entry, is not offered, and is refused when chosen.
+    for text in (
+        "[" * 100_000 + "]" * 100_000,
+        '{"format": "jungle-zero-shipped/1", "networks": [' + "9" * 5000 + "]}",
+    ):
+        manifest.write_text(text)
+        with pytest.raises(shipped.ShippedError, match="manifest.json"):
+            shipped.networks()
+        assert play_game._strongest_network() == "shipped:strongest"
