@@ -72,9 +72,14 @@ def test_the_stem_rejects_what_it_cannot_compute() -> None:
         PlaneStem(torch.nn.Conv2d(OBS_SHAPE[0], 8, 3, padding=1, bias=False))
 
 
-def test_the_bf16_evaluator_runs_the_stem_from_planes(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("kernels", ("without-onednn-bf16", "this-cpu"))
+def test_the_bf16_evaluator_runs_the_stem_from_planes(monkeypatch: pytest.MonkeyPatch, kernels: str) -> None:
     """make_evaluator's bf16 CPU path feeds the float32 observations to `FusedCPUForward.from_planes` (no
-    input copies), whose answers are those of the fused forward pass on the bf16 tensor to bf16 rounding."""
+    input copies), whose answers are those of the fused forward pass on the bf16 tensor to bf16 rounding.
+    Where oneDNN has no bf16 convolutions (AVX2 alone; forced on any machine by the first case) the module
+    answers with its own stem."""
+    if kernels == "without-onednn-bf16":
+        monkeypatch.setattr(runtime, "onednn_bf16", lambda: False)
     torch.manual_seed(2)
     model = build_network(NetworkConfig(blocks=2, channels=16))
     obs, mask = position_batch(24)
