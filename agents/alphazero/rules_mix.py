@@ -6,8 +6,8 @@ game's own seed, and written into the run's checkpoints.
     state["rules_mix"] = mix_state(mix)                    # [{"name", "weight", "rules": RuleSet.to_dict()}, ...]
 
 An entry is a rule-set name of `configs/rules/` or a yaml path, optionally followed by ``:WEIGHT`` (a
-positive number; 1 by default). A path's name is its file name without the suffix. An empty mix means
-the run plays the single top-level `rules` group.
+positive finite number, 1 by default; the weights' sum must be finite too). A path's name is its file name
+without the suffix. An empty mix means the run plays the single top-level `rules` group.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from envs.config import ConfigError
+from envs.config import ConfigError, shown
 from envs.rules import RuleSet, RuleSetError, load_rules
 from envs.seeding import derive_seed
 
@@ -39,9 +39,12 @@ class MixEntry:
 
 def parse_rules_mix(entries: Sequence[Any]) -> list[MixEntry]:
     """The mix of `entries` (``NAME`` or ``NAME:WEIGHT``, NAME a rule-set name or a yaml path); RulesMixError
-    naming the entry for an unknown set, a bad weight or a name given twice."""
+    naming the entry for an unknown set, a bad rule file (`envs.rules.load_rules`' checks), a bad weight or a
+    name given twice, and for weights whose sum is not a finite number (`check_weights`)."""
     if isinstance(entries, str):
-        raise RulesMixError(f"train.rules_mix={entries!r} must be a list of rule sets, e.g. [default,keeps_rank:2]")
+        raise RulesMixError(
+            f"train.rules_mix={shown(entries)} must be a list of rule sets, e.g. [default,keeps_rank:2]"
+        )
     mix: list[MixEntry] = []
     for entry in entries:
         text = str(entry).strip()
@@ -53,21 +56,38 @@ def parse_rules_mix(entries: Sequence[Any]) -> list[MixEntry]:
                 weight = float(tail)
             except ValueError:
                 raise RulesMixError(
-                    f"train.rules_mix entry {text!r}: the weight {tail.strip()!r} is not a number"
+                    f"train.rules_mix entry {shown(text)}: the weight {shown(tail.strip())} is not a number"
                 ) from None
-            if not (math.isfinite(weight) and weight > 0):
-                raise RulesMixError(f"train.rules_mix entry {text!r}: the weight must be a positive number")
         if not source:
-            raise RulesMixError(f"train.rules_mix entry {text!r} names no rule set")
+            raise RulesMixError(f"train.rules_mix entry {shown(text)} names no rule set")
         try:
             rules = load_rules(source)
         except RuleSetError as e:
-            raise RulesMixError(f"train.rules_mix entry {text!r}: {e}") from None
+            raise RulesMixError(f"train.rules_mix entry {shown(text)}: {e}") from None
         name = Path(source).stem if source.endswith((".yaml", ".yml")) else source
         if any(m.name == name for m in mix):
-            raise RulesMixError(f"train.rules_mix entry {text!r}: the rule set {name!r} is in the mix twice")
+            raise RulesMixError(f"train.rules_mix entry {shown(text)}: the rule set {shown(name)} is in the mix twice")
         mix.append(MixEntry(name, weight, rules))
+    check_weights(mix, [str(entry).strip() for entry in entries])
     return mix
+
+
+def check_weights(mix: Sequence[MixEntry], entries: Optional[Sequence[str]] = None) -> None:
+    """RulesMixError unless every weight of `mix` is a positive finite number and so is their sum (1e308 twice
+    adds up to infinity, and every game would draw one rule set); `entries` name the entries, else their names."""
+    shown_as = list(entries) if entries is not None else [m.name for m in mix]
+    for m, text in zip(mix, shown_as):
+        if not (isinstance(m.weight, (int, float)) and math.isfinite(m.weight) and m.weight > 0):
+            raise RulesMixError(
+                f"train.rules_mix entry {shown(text)}: the weight must be a positive finite number, "
+                f"not {shown(m.weight)}"
+            )
+    total = sum(float(m.weight) for m in mix)
+    if mix and not math.isfinite(total):
+        raise RulesMixError(
+            f"train.rules_mix: the weights add up to {total}, more than a float holds (scale them down; only "
+            "their ratios count)"
+        )
 
 
 def draw_rules(mix: Sequence[MixEntry], seed: int) -> MixEntry:
@@ -85,5 +105,7 @@ def mix_state(mix: Sequence[MixEntry]) -> list[dict[str, Any]]:
 
 
 def mix_from_state(items: Sequence[Mapping[str, Any]]) -> list[MixEntry]:
-    """The mix that `mix_state` wrote."""
-    return [MixEntry(str(d["name"]), float(d["weight"]), RuleSet.from_dict(d["rules"])) for d in items]
+    """The mix that `mix_state` wrote, its weights checked again (`check_weights`)."""
+    mix = [MixEntry(str(d["name"]), float(d["weight"]), RuleSet.from_dict(d["rules"])) for d in items]
+    check_weights(mix)
+    return mix

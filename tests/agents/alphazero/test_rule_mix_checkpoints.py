@@ -1,14 +1,21 @@
-"""A checkpoint trained on a mix of rule sets: what it says it knows, and the checkpoint player under each."""
+"""A checkpoint trained on a mix of rule sets: what it says it knows, and the checkpoint player under each; the
+mix itself checked before it is trusted."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from agents.alphazero import shipped
 from agents.alphazero.checkpoint import CheckpointError, load_checkpoint, load_model, trained_rule_sets
+from agents.alphazero.config import TrainConfig
+from agents.alphazero.rules_mix import RulesMixError, mix_from_state, parse_rules_mix
 from envs import Board, RuleSet
+from envs.config import ConfigError
 from envs.players import PlayerSpecError, make_player
 from envs.rules import load_rules
 from tests.support.checkpoints import mixed_checkpoint
@@ -30,7 +37,13 @@ def test_trained_rule_sets_of_a_mix_and_of_one_rule_set(tmp_path: Path) -> None:
     assert trained_rule_sets(state) == [("dog_over_wolf", load_rules("dog_over_wolf"))]
     state["rules"] = RuleSet(no_capture_draw=77).to_dict()
     assert trained_rule_sets(state) == [("custom", RuleSet(no_capture_draw=77))]
-    for bad in ([], "default", [{"name": "x"}], [{"name": "x", "rules": {"rank_order": "wolf"}}]):
+    for bad in (
+        [],
+        "default",
+        [{"name": "x"}],
+        [{"name": "x", "rules": {"rank_order": "wolf"}}],
+        [{"name": "x", "rules": {"no_capture_draw": True}}],  # once read as a draw after one ply
+    ):
         state["rules_mix"] = bad
         with pytest.raises(CheckpointError, match="rules_mix"):
             trained_rule_sets(state, path)
@@ -77,3 +90,71 @@ def test_a_single_rule_checkpoint_refuses_other_rules_as_before(tmp_path: Path) 
         make_player(f"checkpoint:path={net.path},sims=4,device=cpu", rules=load_rules("dog_over_wolf"))
     player = make_player(f"checkpoint:path={net.path},sims=4,device=cpu", seed=0)
     assert player.rules == RuleSet()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "entries, words",
+    [
+        (["default:1e308", "keeps_rank:1e308"], "the weights add up to inf"),
+        (["default:1.7e308", "keeps_rank:1", "enemy_rat:1.7e308"], "the weights add up to inf"),
+        (["default:inf"], "the weight must be a positive finite number, not inf"),
+        (["default:nan", "keeps_rank"], "the weight must be a positive finite number"),
+        (["default:-1", "keeps_rank"], "the weight must be a positive finite number"),
+        (["default:0", "keeps_rank"], "the weight must be a positive finite number"),
+    ],
+)
+def test_rule_mix_weights_and_their_sum_are_finite_and_positive(entries: list[str], words: str) -> None:
+    """Weights of 1e308 each were taken, their sum overflowed and every game drew the same rule set."""
+    with pytest.raises(RulesMixError) as refused:
+        parse_rules_mix(entries)
+    assert words in str(refused.value) and "\n" not in str(refused.value)
+    stored = [{"name": "a", "weight": 1e308, "rules": {}}, {"name": "b", "weight": 1e308, "rules": {}}]
+    with pytest.raises(RulesMixError, match="the weights add up to inf"):
+        mix_from_state(stored)  # the mix a run hands its self-play workers
+    with pytest.raises(ConfigError, match="train.rules_mix"):
+        TrainConfig(rules_mix=["default:1e308", "keeps_rank:1e308"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(weights=hs.lists(hs.floats() | hs.sampled_from([1e308, 1.7976931348623157e308, 5e-324]), min_size=1, max_size=3))
+def test_a_mix_of_any_weights_draws_every_rule_set_by_weight_or_is_one_line(weights: list[float]) -> None:
+    """Whatever the weights, the mix is refused in one line or each rule set's share of the draws is its weight
+    over a finite sum (so every rule set is drawn, and none more than its share)."""
+    names = ("default", "keeps_rank", "enemy_rat")
+    try:
+        mix = parse_rules_mix([f"{name}:{w!r}" for name, w in zip(names, weights)])
+    except RulesMixError as e:
+        assert "\n" not in str(e)
+        return
+    drawn = np.array([m.weight for m in mix])
+    bounds = np.cumsum(drawn) / drawn.sum()  # what `draw_rules` cuts [0, 1) at
+    assert np.isfinite(bounds).all() and abs(bounds[-1] - 1) < 1e-12
+    np.testing.assert_allclose(np.diff(bounds, prepend=0.0), drawn / drawn.sum(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("entry", ["a" * 300, "/tmp/" + "b" * 300 + ".yaml", "c" * 300 + ":2"])
+def test_a_rule_mix_entry_too_long_for_the_file_system_is_one_line(entry: str) -> None:
+    with pytest.raises(RulesMixError) as refused:
+        parse_rules_mix(["default", entry])
+    line = str(refused.value)
+    assert line.startswith("train.rules_mix entry ") and "\n" not in line and len(line) < 300
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("rank_order: " + "[" * 20_000 + "]" * 20_000 + "\n", "nested deeper than 32 levels"),
+        ("? [a, b]\n: 1\n", "the key [a, b] is not a string"),
+        ("no_capture_draw: true\n", "rule no_capture_draw=True must be an integer"),
+    ],
+    ids=["nested-20000-deep", "complex-key", "bool-for-a-number"],
+)
+def test_a_hostile_rule_file_in_a_mix_is_one_line(text: str, words: str, tmp_path: Path) -> None:
+    """The same check as ``--rules`` (`envs.rules.load_rules`): once a RecursionError, a TypeError and a mix
+    whose games were drawn after one ply."""
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text)
+    with pytest.raises(RulesMixError) as refused:
+        parse_rules_mix(["default", str(path)])
+    line = str(refused.value)
+    assert "\n" not in line and str(path) in line and words in line
