@@ -43,9 +43,13 @@ What the server guarantees:
   `MAX_RECORDS` records of `MAX_REPLAY_PLIES` plies that stop at the game's
   end; at most `MAX_LIVE_GAMES` games are kept (the saved one and the most
   recent); an idle or stalled connection is closed after `SOCKET_TIMEOUT`.
-  At most `MAX_CONNECTIONS` connections are served at once (more wait in the
-  listen queue); out of file descriptors, a spare one still takes one
-  connection at a time and the accept loop pauses rather than spins.
+  At most `MAX_CONNECTIONS` requests are served at once (more wait their
+  turn). A connection that has sent nothing yet (new, or kept alive between
+  requests) holds no serving place: at most `MAX_IDLE_CONNECTIONS` wait so,
+  and a new one closes the longest waiting past that, so silent connections
+  never keep the page from answering. Out of file descriptors, a spare one
+  still takes one connection at a time and the accept loop pauses rather
+  than spins.
 - **What is saved.** The game in progress (mode, sides, opponent, rules,
   moves, hints left) is written atomically to `<state_dir>/last_game.json`
   after every change, so it survives a reload of the page and a restart.
@@ -70,10 +74,11 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import urlsplit
 
 from agents.arena.records import RecordError, parse_jsonl
@@ -115,7 +120,10 @@ MAX_LIVE_GAMES = 8
 SOCKET_TIMEOUT = 20.0
 """Seconds a connection may stay silent (mid-request or idle between requests) before it is closed."""
 MAX_CONNECTIONS = 32
-"""Connections served at once, each by its own thread (a browser opens six); more wait in the listen queue."""
+"""Requests served at once, each connection by its own thread (a browser opens six); more wait their turn."""
+MAX_IDLE_CONNECTIONS = 256
+"""Connections kept open that have sent nothing yet (new, or kept alive between requests); past this the
+longest waiting one is closed. They hold no serving place, so silent connections never block the page."""
 ACCEPT_PAUSE = 0.05
 """Seconds the accept loop waits before it tries again when it may not accept (the cap, no descriptor left)."""
 TOKEN_HEADER = "X-Jungle-Token"
@@ -538,6 +546,17 @@ class PlayHandler(BaseHTTPRequestHandler):
         if self.server.verbose:
             super().log_message(format, *args)
 
+    def handle(self) -> None:
+        """Serve the connection's requests, each in one of the server's places; wait for each apart."""
+        self.close_connection = True
+        kept_alive = False
+        while self.server.await_request(self.connection, self.rfile, kept_alive):
+            with self.server.serving_place():
+                self.handle_one_request()
+            if self.close_connection:
+                return
+            kept_alive = True
+
     # -- responses ----------------------------------------------------------------------
     def _send(self, status: int, body: bytes, content_type: str, headers: Optional[dict[str, str]] = None) -> None:
         self.send_response(status)
@@ -756,16 +775,20 @@ class PlayHandler(BaseHTTPRequestHandler):
 class PlayServer(ThreadingHTTPServer):
     """A ThreadingHTTPServer on 127.0.0.1 holding one GameStore and this run's page token.
 
-    At most `max_connections` connections are open at once; the next ones wait
-    in the listen queue until one closes. A spare file descriptor is held so
-    that a process out of descriptors still accepts (and answers) one
-    connection at a time, and the accept loop pauses instead of spinning on a
-    connection it cannot take."""
+    At most `max_connections` requests are served at once; the next ones wait
+    their turn. A connection waits for its next request (its first byte) apart,
+    holding no place: at most `max_idle_connections` wait so, and accepting one
+    more closes the longest waiting; past `max_connections +
+    max_idle_connections` open connections the next wait in the listen queue.
+    A spare file descriptor is held so that a process out of descriptors still
+    accepts (and answers) one connection at a time, and the accept loop pauses
+    instead of spinning on a connection it cannot take."""
 
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # a burst of the page's requests must queue, not be reset
     max_connections = MAX_CONNECTIONS
+    max_idle_connections = MAX_IDLE_CONNECTIONS
 
     def __init__(self, store: GameStore, port: int = DEFAULT_PORT, verbose: bool = False) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
@@ -775,6 +798,8 @@ class PlayServer(ThreadingHTTPServer):
         self.token = secrets.token_urlsafe(24)
         """The page's proof of origin: written into `/`, required on every POST."""
         self._live: set[socket.socket] = set()
+        self._idle: OrderedDict[socket.socket, None] = OrderedDict()  # waiting for a request, oldest first
+        self._serving = 0
         self._live_changed = threading.Condition()
         self._spare = _open_spare()
         self._spare_holder: Optional[socket.socket] = None
@@ -793,14 +818,63 @@ class PlayServer(ThreadingHTTPServer):
 
     @property
     def live_connections(self) -> int:
-        """Connections open now (at most `max_connections`)."""
+        """Requests being served now (at most `max_connections`)."""
         with self._live_changed:
-            return len(self._live)
+            return self._serving
+
+    @property
+    def idle_connections(self) -> int:
+        """Connections open now that wait for a request (at most `max_idle_connections`)."""
+        with self._live_changed:
+            return len(self._idle)
+
+    def _make_room_for_idle(self) -> None:
+        """Close the longest waiting idle connections until one more fits (under `_live_changed`)."""
+        while self._idle and len(self._idle) >= self.max_idle_connections:
+            oldest, _ = self._idle.popitem(last=False)
+            try:
+                oldest.shutdown(socket.SHUT_RDWR)  # its thread wakes up to an end of input and closes it
+            except OSError:
+                pass
+
+    def await_request(self, connection: socket.socket, rfile: Any, kept_alive: bool) -> bool:
+        """Wait, holding no serving place, until `connection` brings a request; False: it closed,
+        stayed silent past `SOCKET_TIMEOUT`, or was closed to make room for a newer one.
+
+        A new connection waits from its accept on (`get_request`); a kept-alive one from here."""
+        with self._live_changed:
+            if kept_alive:
+                self._make_room_for_idle()
+                self._idle[connection] = None
+        try:
+            arrived = bool(rfile.peek(1))  # what is buffered already, else waits for the first byte
+        except OSError:  # the socket timeout, or the connection reset
+            arrived = False
+        with self._live_changed:
+            if connection not in self._idle:
+                return False  # closed to make room meanwhile
+            del self._idle[connection]
+        return arrived
+
+    @contextmanager
+    def serving_place(self) -> Iterator[None]:
+        """One of the `max_connections` places, held while one request is read and answered."""
+        with self._live_changed:
+            self._live_changed.wait_for(lambda: self._serving < self.max_connections)
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._live_changed:
+                self._serving -= 1
+                self._live_changed.notify_all()
 
     def get_request(self) -> tuple[socket.socket, Any]:
-        """Accept one connection, within the cap; out of descriptors, on the spare one (OSError: none now)."""
+        """Accept one connection, within the caps; out of descriptors, on the spare one (OSError: none now)."""
         with self._live_changed:
-            if not self._live_changed.wait_for(lambda: len(self._live) < self.max_connections, ACCEPT_PAUSE):
+            self._make_room_for_idle()
+            cap = self.max_connections + self.max_idle_connections
+            if not self._live_changed.wait_for(lambda: len(self._live) < cap, ACCEPT_PAUSE):
                 raise BlockingIOError(errno.EAGAIN, "the connection cap is reached")  # the loop comes back
         on_spare = False
         try:
@@ -812,6 +886,7 @@ class PlayServer(ThreadingHTTPServer):
             on_spare = True
         with self._live_changed:
             self._live.add(request)
+            self._idle[request] = None  # a new connection waits for its request like a kept-alive one
             if on_spare:
                 self._spare_holder = request
         return request, address
@@ -838,6 +913,7 @@ class PlayServer(ThreadingHTTPServer):
         super().shutdown_request(request)
         with self._live_changed:
             self._live.discard(request)
+            self._idle.pop(request, None)
             if request is self._spare_holder:
                 self._spare_holder = None
                 if self._spare is None:

@@ -488,20 +488,24 @@ def test_connections_beyond_the_cap_wait_their_turn(client: Client) -> None:
     server.max_connections = 3
     port = server.server_address[1]
     threads = _connection_threads()
-    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(5)]  # they send nothing
+    # They stall inside a request, each holding a serving place (a silent connection holds none: see
+    # test_playserver.py::test_the_page_answers_while_many_idle_connections_are_open).
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(5)]
+    for s in idle:
+        s.sendall(b"GET /api/info HTTP/1.1\r\n")
     try:
         deadline = time.monotonic() + 30
-        while _connection_threads() - threads < 3:
+        while server.live_connections < 3:
             assert time.monotonic() < deadline, "the server never took the first connections"
             time.sleep(0.01)
         late = socket.create_connection(("127.0.0.1", port), timeout=30)
         late.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         late.settimeout(0.5)
         with pytest.raises(socket.timeout):
-            late.recv(1)  # not answered while the cap is taken: it waits in the listen queue
-        assert _connection_threads() - threads <= 3 and server.live_connections == 3
+            late.recv(1)  # not answered while the cap is taken: it waits its turn
+        assert _connection_threads() - threads <= 6 and server.live_connections == 3
         for s in idle:
-            s.close()  # the idle ones give their places back, one by one
+            s.close()  # the stalled ones give their places back, one by one
         late.settimeout(30)
         answer = late.recv(65536)
         assert answer.startswith(b"HTTP/1.1 200"), answer[:80]

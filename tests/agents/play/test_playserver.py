@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -18,7 +19,7 @@ from agents.arena.records import GameRecord
 from agents.play import game as play_game
 from agents.play.computer import Cancelled, ComputerError, ComputerPool, PlayerCache, ThinkJob, choose_move
 from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
-from agents.play.server import MAX_LIVE_GAMES
+from agents.play.server import MAX_LIVE_GAMES, SOCKET_TIMEOUT
 from envs import Board, Move, RuleSet
 from envs.rules import resolve_rules
 from tests.support.play_helpers import Client, register_test_players, snapshot, start_server, stop_server
@@ -692,3 +693,35 @@ def test_the_page_says_preparing_while_the_computer_warms_up(tmp_path: Path) -> 
             assert done["preparing"] is False and c.call("GET", "/api/info")["preparing"] is False
         finally:
             stop_server(server)
+
+
+# --- connections ------------------------------------------------------------------------------
+def _open_silent_connections(port: int, count: int) -> list[socket.socket]:
+    """`count` connections to the server on 127.0.0.1 that never send a byte."""
+    return [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(count)]
+
+
+@pytest.mark.slow
+def test_the_page_answers_while_many_idle_connections_are_open(client: Client) -> None:
+    """Silent connections wait apart from the 32 served at once; past their own cap the oldest is closed."""
+    port = client.server.server_address[1]
+    page = urllib.request.Request(client.base + "/")
+    idle = _open_silent_connections(port, 200)
+    try:
+        # Answered before any idle connection could time out (SOCKET_TIMEOUT): they hold no serving place.
+        with urllib.request.urlopen(page, timeout=SOCKET_TIMEOUT / 2) as resp:
+            assert resp.status == 200 and b'id="board"' in resp.read()
+        assert client.server.live_connections <= client.server.max_connections
+        client.server.max_idle_connections = 8
+        idle += _open_silent_connections(port, 20)
+        with urllib.request.urlopen(page, timeout=SOCKET_TIMEOUT / 2) as resp:
+            assert resp.status == 200
+        deadline = time.monotonic() + 30
+        while client.server.idle_connections > 8:
+            assert time.monotonic() < deadline, "the oldest idle connections were never closed"
+            time.sleep(0.01)
+        idle[0].settimeout(30)
+        assert idle[0].recv(1) == b""  # the oldest was closed to make room
+    finally:
+        for s in idle:
+            s.close()
