@@ -71,3 +71,37 @@ def test_a_game_under_a_chosen_rule_set_against_a_network_trained_on_a_mix(
         assert "plays the rule sets default, keeps_rank, enemy_rat, not dog_over_wolf" in refused
     finally:
         stop_server(server)
+
+
+@pytest.mark.parametrize("value", [True, False, "120"])
+def test_a_saved_game_or_record_whose_rules_hold_a_bool_for_a_number_is_refused_in_one_line(value: object) -> None:
+    """``"no_capture_draw": true`` once loaded as 1: the game was drawn after one ply without a capture. A saved
+    game, a record replayed by the viewer and a record replayed by the arena check their rules as a rule file
+    does (`envs.rules.RuleSet.from_dict`)."""
+    from agents.arena.records import GameRecord, RecordError
+    from envs import START_JFEN
+
+    saved = {
+        "format": "jungle-zero-play-game",
+        "version": 1,
+        "id": "abc",
+        "mode": "two_players",
+        "human": None,
+        "opponent": None,
+        "pace": "instant",
+        "rules": dict(RuleSet().to_dict(), no_capture_draw=value),
+        "rules_name": "default",
+        "start": START_JFEN,
+        "seed": 1,
+        "moves": ["a3a4"],
+        "hints_left": 3,
+        "resigned": None,
+    }
+    with pytest.raises(play_game.PlayError) as refused:
+        play_game.PlayGame.from_saved(saved)
+    assert "no_capture_draw" in str(refused.value) and "\n" not in str(refused.value)
+    record = GameRecord(moves=["a3a4"], rules=dict(RuleSet().to_dict(), no_capture_draw=value))
+    for replay in (record.replay, lambda: play_game.replay_frames(record)):
+        with pytest.raises(RecordError) as refused_record:
+            replay()
+        assert "no_capture_draw" in str(refused_record.value) and "\n" not in str(refused_record.value)
