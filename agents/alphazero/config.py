@@ -40,6 +40,7 @@ from envs.config import (
 from envs.encoding import LEGACY_PLANES
 from envs.players import make_player
 from envs.rules import COUNTER_LIMIT, DEFAULT_RULES, RulesConfig
+from envs.tablebase import TablebaseError, default_tablebase
 
 
 @dataclass
@@ -349,7 +350,9 @@ def checked_config(cfg: DictConfig) -> Config:
     Raises a ValueError subclass naming the key at fault: an unknown key
     (even one added with `+`), a value out of range (ConfigError,
     NetworkShapeError, MCTSConfigError, LearnerConfigError, RuleSetError,
-    SelfPlayConfigError) or a bad player spec among the opponents (ConfigError)."""
+    SelfPlayConfigError), a bad player spec among the opponents (ConfigError), or endgame tables asked for
+    (mcts.tablebase, train.selfplay.tablebase_*) that are not built or are damaged (ConfigError naming the
+    command that builds them)."""
     try:  # reading a value resolves its interpolation (`${oc.env:HOME}` for an int), which can fail too
         refuse_unknown_keys(cfg, Config, "")
         conf = OmegaConf.to_object(cfg)  # builds every dataclass, so each checks its own values
@@ -366,6 +369,17 @@ def checked_config(cfg: DictConfig) -> Config:
                 make_player(spec, rules=rules, seed=0)
             except ValueError as e:  # PlayerSpecError, a missing checkpoint ...
                 raise ConfigError(f"{key}: {e}") from None
+    sp = conf.train.selfplay
+    for key, on in (
+        ("mcts.tablebase", conf.mcts.tablebase),
+        ("train.selfplay.tablebase_adjudicate", sp.tablebase_adjudicate),
+        ("train.selfplay.tablebase_rescore", sp.tablebase_rescore),
+    ):
+        if on:  # opened (and checked) now, so that missing or damaged tables stop the run before its directory exists
+            try:
+                default_tablebase(rules)
+            except TablebaseError as e:
+                raise ConfigError(f"{key}=true: {e}") from None
     if conf.train.selfplay.opponent_fraction > 0 and not conf.train.selfplay.opponents:
         raise ConfigError(
             f"train.selfplay.opponent_fraction={conf.train.selfplay.opponent_fraction} needs "

@@ -25,7 +25,16 @@ from numba import njit
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask
 from envs.rules import RuleSet
-from envs.tablebase import DRAW, UNKNOWN, WIN, Tablebase, TablebaseArrays, TablebaseError, default_tablebase
+from envs.tablebase import (
+    DRAW,
+    UNKNOWN,
+    WIN,
+    Tablebase,
+    TablebaseArrays,
+    TablebaseError,
+    TablebaseFileError,
+    default_tablebase,
+)
 from envs.tablebase.index import set_position
 from envs.tablebase.probe import probe_clock, probe_states
 
@@ -85,13 +94,15 @@ _SAID: set[str] = set()
 
 def tables_if_built(rules: RuleSet) -> Optional[Tablebase]:
     """The tables of `rules` in the default location, or None when they are not built (or cannot serve
-    these rules), said once per process in one log line naming the command that builds them."""
+    these rules, or their file is damaged), said once per process in one log line naming the command that
+    builds them: a warning for a damaged file, which a run that did not ask for the tables passes over."""
     try:
         return default_tablebase(rules)
     except TablebaseError as e:
         if str(e) not in _SAID:
             _SAID.add(str(e))
-            log.info("eval/tablebase_* not logged: %s", e)
+            level = logging.WARNING if isinstance(e, TablebaseFileError) else logging.INFO
+            log.log(level, "eval/tablebase_* not logged: %s", e)
         return None
 
 
