@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -201,6 +202,27 @@ def resume_dir(path: PathLike, new_run: Optional[PathLike] = None) -> Path:
             f"a run resumed from {str(path)!r} needs a new name"
         )
     return target
+
+
+STEM_WEIGHT = "stem.0.weight"
+"""The stem convolution's weight [C, input_planes, 3, 3] in a network's state_dict (`JungleNet.stem`)."""
+
+
+def widened_input_planes(state: Mapping[str, Any], path: PathLike, network: NetworkConfig) -> dict[str, Any]:
+    """`state` made to start a new run of shape `network` (``train.py init=``): a checkpoint whose network reads
+    fewer observation planes (24, stored before the rule planes) and is otherwise of that shape gets its stem
+    widened, the new planes' weights 0 as in a fresh network, so it computes what it computed on any position.
+    Any other checkpoint comes back as it is, for `check_compatible` to judge; CheckpointError when its weights
+    do not fit its stated shape (`check_weights`)."""
+    stored = check_weights(state, path)
+    if stored.input_planes >= network.input_planes or replace(stored, input_planes=network.input_planes) != network:
+        return dict(state)
+    weights = dict(state["model"])
+    narrow = weights[STEM_WEIGHT]
+    wide = narrow.new_zeros((narrow.shape[0], network.input_planes, *narrow.shape[2:]))
+    wide[:, : stored.input_planes] = narrow
+    weights[STEM_WEIGHT] = wide
+    return dict(state, model=weights, network=network.to_dict())
 
 
 def check_compatible(

@@ -27,6 +27,7 @@ from agents.alphazero.checkpoint import (
     rng_state,
     save_checkpoint,
     set_rng_state,
+    widened_input_planes,
 )
 from agents.alphazero.config import Config, checked_config, resumed_config
 from agents.alphazero.evaluation import evaluate_ladder
@@ -168,7 +169,7 @@ class TrainingRun:
             fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # refuses a directory holding what it did not write
             if conf.init:
                 init_path = resolve_checkpoint_path(conf.init, conf.out_dir)
-                init_from = load_checkpoint(init_path)
+                init_from = widened_input_planes(load_checkpoint(init_path), init_path, conf.model)
                 check_compatible(init_from, init_path, network=conf.model, rules=run_rules(conf))
         return cls(
             conf, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path, init_from

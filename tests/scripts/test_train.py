@@ -551,3 +551,34 @@ def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games
     refused = ["train.selfplay.carry_over=true", "train.workers=2", "train.worker_backend=ray"]
     r = run_train(*TINY, f"out_dir={tmp_path}", "name=refused", *refused)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "carry_over" in r.stderr
+
+
+@pytest.mark.slow
+def test_init_from_a_24_plane_network_widens_its_stem_and_computes_what_it_computed(tmp_path: Path) -> None:
+    """`init=shipped:default-180` as the README gives it, and init= of any checkpoint stored before the rule
+    planes (24 input planes): the new run's 32-plane network starts with the rule planes' weights 0, as a fresh
+    network's, so on the default rules it answers as the 24-plane network did."""
+    from agents.alphazero.checkpoint import load_model, save_checkpoint
+    from agents.alphazero.network import NetworkConfig, build_network
+    from envs.encoding import LEGACY_PLANES, N_PLANES
+    from tests.support.positions import position_batch
+
+    tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, input_planes=LEGACY_PLANES)
+    torch.manual_seed(0)
+    mine = tmp_path / "mine.pt"
+    save_checkpoint(mine, {"model": build_network(tiny).state_dict(), "network": tiny.to_dict(), "rules": {}})
+    obs, _ = position_batch(16)  # positions of a game under the default rules
+    for init, model_group in (("shipped:default-180", "model=small"), (str(mine), "model=tiny")):
+        overrides = [f"init={init}", "name=ft", f"out_dir={tmp_path}", model_group]
+        run, conf = TrainingRun.open(train_config.compose_config(overrides), overrides)
+        assert conf.model.input_planes == N_PLANES and run.init_from is not None
+        widened = build_network(conf.model).eval()
+        widened.load_state_dict(run.init_from["model"])
+        old, _ = load_model(init)
+        assert old.config.input_planes == LEGACY_PLANES
+        stem = widened.stem[0].weight.detach()
+        assert torch.equal(stem[:, :LEGACY_PLANES], old.stem[0].weight) and not stem[:, LEGACY_PLANES:].any()
+        with torch.no_grad():
+            for a, b in zip(widened(torch.from_numpy(obs)), old(torch.from_numpy(obs))):
+                torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+        assert not (tmp_path / "ft").exists()  # nothing written before the run claims its directory
