@@ -219,6 +219,8 @@ def compose(
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    for group, path in searchpath_choices(overrides):
+        _read_yaml_data(path, group, ConfigError)  # Hydra's own reader bounds neither nesting nor aliases
     try:
         with initialize_config_dir(config_dir=str(config_path), version_base=None, job_name=job_name):
             return hydra_compose(config_name=config_name, overrides=list(overrides))
@@ -230,6 +232,38 @@ def compose(
             if value.lstrip().startswith("[") and Path(str(config_path), key).is_dir():
                 raise ConfigError(f"{item}: the config group {key!r} takes option names, not {value}") from None
         raise
+
+
+def searchpath_choices(overrides: Iterable[str]) -> list[tuple[str, Path]]:
+    """The files of one's own that `overrides` may choose: ``DIR/GROUP/NAME.yaml`` for each ``file://DIR`` of
+    ``hydra.searchpath=[...]`` and each ``GROUP=NAME`` that names an existing file there, as (GROUP, path).
+
+    `compose` reads each of them as `read_config_file` reads a file before Hydra does, so that one of
+    20 000 nested lists is one line, not a RecursionError."""
+    dirs: list[Path] = []
+    choices: list[tuple[str, str]] = []
+    for item in overrides:
+        key, sep, value = str(item).partition("=")
+        key, value = key.lstrip("+~").strip(), value.strip()
+        if not sep:
+            continue
+        if key == "hydra.searchpath":
+            for entry in value.strip("[]").split(","):
+                entry = entry.strip().strip("'\"")
+                if entry.startswith("file://"):
+                    dirs.append(Path(entry[len("file://") :]))
+        elif key and "." not in key and value and value[0] not in "[{":
+            choices.append((key, value))
+    found = []
+    for root in dirs:
+        for group, option in choices:
+            path = root / group / f"{option}.yaml"
+            try:
+                if path.is_file():
+                    found.append((group, path))
+            except (OSError, ValueError):  # a name the file system refuses is not a file: Hydra says so
+                continue
+    return found
 
 
 def config_dir(group: str) -> Traversable:
@@ -266,6 +300,22 @@ def read_config_file(source: Union[Traversable, Path], what: str, error: type[Ex
     interpolated (``${...}`` stays text). The Hydra defaults list that points at the group's schema
     is dropped; an unreadable file, invalid yaml, anything but a mapping, or another defaults list
     raises `error` naming the file."""
+    name = str(source)
+    values = _read_yaml_data(source, what, error)
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise error(f"{what} file {name!r} must hold a mapping of keys, not a {type(values).__name__}")
+    defaults = values.pop("defaults", [SCHEMA])
+    if not isinstance(defaults, list) or any(d not in (SCHEMA, "_self_") for d in defaults):
+        raise error(f"{what} file {name!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
+    return {str(k): v for k, v in values.items()}
+
+
+def _read_yaml_data(source: Union[Traversable, Path], what: str, error: type[Exception]) -> Any:
+    """What a config yaml file holds, read as data: at most `CONFIG_FILE_MAX_BYTES`, UTF-8, and through
+    `SafeConfigLoader` (no tags, anchors, aliases or duplicate keys, keys only strings, nesting at most
+    `CONFIG_FILE_MAX_DEPTH` deep); `error` naming the file otherwise."""
     import yaml
 
     name = str(source)
@@ -282,14 +332,7 @@ def read_config_file(source: Union[Traversable, Path], what: str, error: type[Ex
         raise error(f"{what} file {name!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except yaml.YAMLError as e:
         raise error(f"{what} file {name!r} is not valid yaml: {_yaml_problem(e)}") from None
-    if values is None:
-        values = {}
-    if not isinstance(values, dict):
-        raise error(f"{what} file {name!r} must hold a mapping of keys, not a {type(values).__name__}")
-    defaults = values.pop("defaults", [SCHEMA])
-    if not isinstance(defaults, list) or any(d not in (SCHEMA, "_self_") for d in defaults):
-        raise error(f"{what} file {name!r}: its defaults list may only name {SCHEMA!r} and '_self_'")
-    return {str(k): v for k, v in values.items()}
+    return values
 
 
 def _yaml_problem(e: Exception) -> str:

@@ -130,3 +130,30 @@ def test_an_unknown_key_holding_odd_characters_is_named_quoted_in_one_line() -> 
         RuleSet.from_dict({"\n": 1, "colour": 2})
     assert "\n" not in str(e.value)
     assert str(e.value).startswith("unknown rule key(s) '\\n', colour;")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["train", "evaluate"])
+def test_a_hostile_rule_file_on_hydras_searchpath_is_one_line(script: str, tmp_path: Any) -> None:
+    """`rules=NAME` with ``hydra.searchpath=[file://DIR]`` reads DIR/rules/NAME.yaml as ``--rules`` reads a file:
+    once a RecursionError (20 000 nested lists) and yaml's several lines (a list as a key); a bool for a
+    number is refused too (by Hydra's typed node)."""
+    if script == "train":
+        from agents.alphazero.config import compose_config
+    else:
+        from agents.arena.config import compose_config
+
+    mine = tmp_path / "rules"
+    mine.mkdir()
+    hostile = {
+        "deep": ("rank_order: " + "[" * 20_000 + "]" * 20_000 + "\n", "nested deeper than 32 levels"),
+        "listkey": ("? [a, b]\n: 1\n", "the key [a, b] is not a string"),
+        "aliases": ("rank_order: &a standard\nrepetition: *a\n", "anchors (&a) are not allowed"),
+        "boolean": ("no_capture_draw: true\n", "rules.no_capture_draw"),
+    }
+    for name, (text, words) in hostile.items():
+        (mine / f"{name}.yaml").write_text(text)
+        with pytest.raises(ConfigError) as refused:
+            compose_config([f"hydra.searchpath=[file://{tmp_path}]", f"rules={name}"])
+        line = str(refused.value)
+        assert words in line and "\n" not in line and (name in line if name == "boolean" else str(mine) in line)
