@@ -138,8 +138,11 @@ class Tablebase:
         return cls(rules, order, arrays, pieces)
 
     def save(self, root: Union[str, Path, None] = None) -> tuple[Path, str]:
-        """Write the tables under `root` (`store.tablebase_root`); returns the file and its data's sha256."""
+        """Write the tables under `root` (`store.tablebase_root`); returns the file and its data's sha256.
+
+        A directory that cannot be written (`store.check_table_dir`) is a TablebaseError naming it."""
         path = table_path(self.rules, self.max_pieces, root)
+        check_table_dir(path.parent, write=True)
         digest = write_tables(path, self.rules, self.max_pieces, self.materials, self.arrays)
         self.path = path
         return path, digest

@@ -220,6 +220,12 @@ def test_an_unreadable_directory_is_refused_in_one_line(
         Tablebase.open(RULES, root=tmp_path)
 
 
+def test_save_refuses_a_directory_under_a_file(small: Tablebase, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(TablebaseError, match="file' is not a directory"):
+        small.save(tmp_path / "file" / "tables")
+
+
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     """(exit status, stderr) of ``python -m envs tablebase <args>`` run in this process."""
     status = envs_main(["tablebase", *args])
