@@ -45,6 +45,7 @@ from hydra.core.hydra_config import HydraConfig
 from agents.arena.config import (
     GAMES_FILE,
     SETTINGS_FILE,
+    EvaluateConfig,
     checked_config,
     compose_config,
     new_settings,
@@ -59,7 +60,7 @@ from envs.config import config_dir
 def main() -> None:
     """``python evaluate.py <overrides>``: `run` as Hydra's entry point, after the overrides have composed in
     this process (agents.cli.hydra_entry: an override Hydra refuses stops with one line, exit 2)."""
-    hydra_entry("evaluate.py", compose_config, run)
+    hydra_entry("evaluate.py", compose_config, run, doc=__doc__ or "", schema=EvaluateConfig)
 
 
 @hydra.main(version_base=None, config_path=str(config_dir("")), config_name="evaluate")  # where installed

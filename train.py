@@ -54,7 +54,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from agents.alphazero.checkpoint import CheckpointError, rng_state
-from agents.alphazero.config import compose_config, register_configs
+from agents.alphazero.config import Config, compose_config, register_configs
 from agents.alphazero.device import resolve_device
 from agents.alphazero.learner import Learner, LearnerDivergedError, LearnMetrics
 from agents.alphazero.network import build_network
@@ -76,7 +76,7 @@ def main(cfg: Optional[DictConfig] = None) -> None:
     exit 2). With `cfg` (a composed config): `run` on it."""
     if cfg is not None:
         return run(cfg)
-    hydra_entry("train.py", compose_config, run)
+    hydra_entry("train.py", compose_config, run, doc=__doc__ or "", schema=Config)
 
 
 @hydra.main(version_base=None, config_path="configs", config_name="config")

@@ -213,7 +213,10 @@ def compose(
 
     Any error of Hydra's (an unknown key, a mistyped value, an unknown group option, an override
     it cannot parse) raises ConfigError in one line naming the override (`hydra_error_line`; an
-    unknown key comes with the closest key of dataclass `schema`)."""
+    unknown key comes with the closest key of dataclass `schema`). A group option that is no file of the group
+    (`schema`, what the files start from) or a group that `schema`'s defaults list lacks (train.py's `preset`
+    given to evaluate.py) is refused in the same way (`check_group_choices`)."""
+    check_group_choices(overrides, config_path, schema, job_name)
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
@@ -282,6 +285,36 @@ def config_dir(group: str) -> Traversable:
 def group_options(group: str) -> list[str]:
     """The option names of a config group (its yaml file stems), sorted."""
     return sorted(p.name[: -len(".yaml")] for p in config_dir(group).iterdir() if p.name.endswith(".yaml"))
+
+
+def config_groups(schema: Any) -> dict[str, Optional[str]]:
+    """The config groups a primary config reads (those its dataclass `schema`'s Hydra defaults list names), each
+    with its default option, in the list's order."""
+    defaults = next((f for f in fields(schema) if f.name == "defaults"), None)
+    factory = getattr(defaults, "default_factory", None)
+    entries = factory() if callable(factory) else []
+    return {str(k): v for entry in entries if isinstance(entry, dict) for k, v in entry.items() if " " not in str(k)}
+
+
+def check_group_choices(
+    overrides: Iterable[str], config_path: Union[str, Path, Traversable], schema: Any, job_name: str
+) -> None:
+    """ConfigError naming the override when it chooses `schema` in a group (the dataclass stored under that name
+    is what the group's files start from, not an option), or chooses an option of a group of `config_path` that
+    the primary config `schema` does not read."""
+    groups = config_groups(schema)
+    for item in overrides:
+        key, sep, value = str(item).partition("=")
+        key, value = key.lstrip("+~").strip(), value.strip()
+        if not sep or "." in key or "/" in key or not Path(str(config_path), key).is_dir():
+            continue
+        if key not in groups:
+            raise ConfigError(f"{item}: {job_name}.py has no config group {key!r} (its groups: {', '.join(groups)})")
+        if value == SCHEMA:
+            options = ", ".join(sorted(p.name[: -len(".yaml")] for p in Path(str(config_path), key).glob("*.yaml")))
+            raise ConfigError(
+                f"{item}: {SCHEMA!r} is not an option of the config group {key!r}; the options are {options}"
+            )
 
 
 CONFIG_FILE_MAX_BYTES = 64 * 1024

@@ -1,6 +1,7 @@
 """train.py: smoke runs in a subprocess (events, checkpoints, resume, clear errors); its config composed
 and checked in-process with Hydra's compose API (groups, presets, bad values refused before any work)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -582,3 +583,50 @@ def test_init_from_a_24_plane_network_widens_its_stem_and_computes_what_it_compu
             for a, b in zip(widened(torch.from_numpy(obs)), old(torch.from_numpy(obs))):
                 torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
         assert not (tmp_path / "ft").exists()  # nothing written before the run claims its directory
+
+
+def test_a_group_option_must_be_one_of_the_groups_files_and_a_group_one_the_script_has() -> None:
+    """`model=schema` (the dataclass the group's files start from, not an option) and a group of train.py given
+    to evaluate.py (`preset=smoke`) are refused in one line naming the options, or the script's groups."""
+    from agents.arena import config as evaluate_config
+    from envs.config import ConfigError
+
+    for compose, override, group in (
+        (train_config.compose_config, "model=schema", "model"),
+        (train_config.compose_config, "+train=schema", "train"),
+        (evaluate_config.compose_config, "rules=schema", "rules"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            compose([override])
+        options = ", ".join(group_options(group))
+        assert (
+            str(caught.value)
+            == f"{override}: 'schema' is not an option of the config group {group!r}; the options are {options}"
+        )
+    for override in ("preset=smoke", "model=tiny", "+train=tiny"):
+        with pytest.raises(
+            ConfigError, match=rf"^{re.escape(override)}: evaluate.py has no config group '\w+' \(its groups: rules\)$"
+        ):
+            evaluate_config.compose_config([override])
+
+
+@pytest.mark.slow
+def test_help_lists_the_scripts_own_groups_and_their_options_only() -> None:
+    """`--help` of train.py lists its five groups, of evaluate.py the rules group alone (not train.py's), each
+    with the options its files give (never `schema`), then the composed config."""
+    all_groups = ("mcts", "model", "preset", "rules", "train")
+    for script, groups, key in (
+        ("train.py", all_groups, "out_dir: checkpoints"),
+        ("evaluate.py", ("rules",), "games_per_pair: 20"),
+    ):
+        r = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and not r.stderr, r.stderr
+        listed = {
+            line.split(":")[0].strip(): line.split(":", 1)[1]
+            for line in r.stdout.splitlines()
+            if line.strip().split(":")[0] in all_groups and ", " in line
+        }
+        assert sorted(listed) == sorted(groups), (script, r.stdout)
+        for group in groups:
+            assert re.findall(r"[a-z_0-9]+", listed[group].split("(")[0]) == group_options(group), listed
+        assert key in [line.strip() for line in r.stdout.splitlines()]  # the composed config
