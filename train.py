@@ -24,6 +24,9 @@ stops at once. A run stopped before its first checkpoint removes what it
 wrote; a Ctrl-C while the script starts prints one line. A resumed run cuts
 games.jsonl and the TensorBoard events back to what its checkpoint had seen,
 so a killed and resumed run writes the same records as one never stopped.
+A resume with no iteration left (``train.iterations`` at or below the run's
+iteration) changes nothing, says so in one line and exits with status 0: the
+run already is where it was asked to go.
 """
 
 from __future__ import annotations
@@ -111,6 +114,17 @@ def run(cfg: DictConfig) -> None:
     previous = build_network(conf.model).to(device)  # the network of the previous evaluation
     try:
         counters, _ = training.restore(model, learner, replay, previous)
+        if (
+            training.resume_from is not None
+            and counters["iteration"] + (0 if training.pending_eval else 1) > tc.iterations
+        ):
+            print(
+                f"train.py: nothing to do: {training.resume_path} is at iteration {counters['iteration']} and "
+                f"train.iterations={tc.iterations}; nothing was changed (give train.iterations above "
+                f"{counters['iteration']} to continue it)",
+                flush=True,
+            )
+            return
         training.claim()
     except ValueError as e:  # a damaged part of the checkpoint, a second writer
         refuse("train.py", e)

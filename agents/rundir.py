@@ -25,7 +25,10 @@ last checkpoint when a run is interrupted. A checkpoint stores `log_sizes`
 (each log's size in bytes when it was written); `rewind_logs` cuts every log
 back to that size and removes the run's own logs begun after it, so a resumed run
 appends to exactly what its checkpoint had seen and no record is written twice;
-a log that is not the run's is left as it is.
+a log that is not the run's is left as it is. A log of one record a line
+(``games.jsonl``) is rewound record by record instead (`rewind_records`): a
+line that is not a record is dropped wherever it is and never counts against
+the size, so it can neither survive nor push out a record the checkpoint saw.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import json
 import os
 import secrets
 import tempfile
+from itertools import compress
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Optional, Sequence
 
@@ -207,6 +211,73 @@ def rewind_logs(
             os.truncate(p, size)
             changed.append(f"cut {extra} bytes written after the checkpoint from {p.name}")
     return changed
+
+
+class RecordsRewound(NamedTuple):
+    """What `rewind_records` did to a log: records kept, lines dropped for not being one (and their bytes),
+    records dropped for being written after the checkpoint."""
+
+    kept: int
+    not_records: int
+    not_record_bytes: int
+    late: int
+
+    def describe(self, name: str) -> str:
+        """One line saying what was dropped from log `name`, with counts."""
+
+        def many(n: int, what: str) -> str:
+            return f"{n} {what}{'' if n == 1 else 's'}"
+
+        return (
+            f"{name}: kept {many(self.kept, 'game record')} the checkpoint saw; dropped "
+            f"{many(self.not_records, 'line')} that {'is' if self.not_records == 1 else 'are'} not one "
+            f"({self.not_record_bytes} bytes) and {many(self.late, 'record')} written after the checkpoint"
+        )
+
+
+def rewind_records(path: PathLike, seen: int, is_record: Callable[[bytes], bool]) -> RecordsRewound:
+    """Rewind a log of one record a line to the `seen` bytes its checkpoint saw, record by record.
+
+    Keeps, in order, the whole lines (ending in a newline) that `is_record` accepts while their sizes add
+    up to at most `seen`; drops every other line (garbage, an unfinished last line) wherever it is, and the
+    records past `seen` (written after the checkpoint). The checkpoint saw only records the run wrote, so
+    a line that is not one never counts against `seen`. The file is cut when what is kept is its
+    beginning, rewritten atomically otherwise, and left alone when nothing is dropped. Only the lock
+    holder may call this."""
+    p = Path(path)
+    if not p.is_file():
+        return RecordsRewound(0, 0, 0, 0)
+    keep: list[bool] = []
+    kept = not_records = not_record_bytes = late = used = 0
+    with open(p, "rb") as f:
+        for line in f:
+            whole = line.endswith(b"\n") and is_record(line)
+            if whole and not late and used + len(line) <= seen:
+                used += len(line)
+                kept += 1
+            elif whole:
+                late += 1
+            else:
+                not_records += 1
+                not_record_bytes += len(line)
+            keep.append(whole and not late)
+    done = RecordsRewound(kept, not_records, not_record_bytes, late)
+    if all(keep):
+        return done
+    if not any(keep[keep.index(False) :]):  # what is kept is the file's beginning: cut the rest
+        os.truncate(p, used)
+        return done
+    tmp = p.parent / f".{p.name}.{secrets.token_hex(4)}.tmp"  # agents.io's temp name: cleared if left
+    try:
+        with open(p, "rb") as f, open(tmp, "xb") as out:
+            out.writelines(compress(f, keep))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return done
 
 
 # -- ownership ---------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
 from agents.alphazero.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.slots import check_shared_memory, slot_capacity
 from agents.alphazero.workers import SelfPlayPool
-from agents.arena.records import append_jsonl, cut_torn_tail
+from agents.arena.records import append_jsonl, is_game_record
 from agents.io import atomic_write_text
 from agents.rundir import (
     RUN_FILE,
@@ -64,6 +64,7 @@ from agents.rundir import (
     read_run_record,
     remove_run_files,
     rewind_logs,
+    rewind_records,
     write_run_record,
 )
 from agents.stopping import GracefulStop, signal_name
@@ -236,14 +237,14 @@ class TrainingRun:
                         resume_path,
                         RUN_FILE,
                     )
+                if "games.jsonl" in logs:  # record by record: a line that is not a game goes, every game seen stays
+                    games = rewind_records(run_dir / "games.jsonl", logs["games.jsonl"], is_game_record)
+                    if games.not_records or games.late:
+                        (log.warning if games.not_records else log.info)("%s", games.describe("games.jsonl"))
                 for change in rewind_logs(
                     run_dir, logs, LOGS, owned=lambda name: owned_log(name, str(stored_id), record, LOGS)
                 ):
                     log.info("%s", change)
-            # The run's games.jsonl (its checkpoint saw it), shorter than it was then and cut inside a line:
-            torn = cut_torn_tail(run_dir / "games.jsonl") if "games.jsonl" in (logs or {}) else 0
-            if torn:
-                log.warning("cut %d bytes of an unfinished last line from games.jsonl (the file lost its end)", torn)
         for leftover in leftovers:  # what an attempt that never wrote a checkpoint left (checked above)
             leftover.unlink(missing_ok=True)
             log.info("removed %s (left by an attempt that wrote no checkpoint)", leftover.name)

@@ -157,6 +157,16 @@ def cut_torn_tail(path: PathLike) -> int:
     return size - keep
 
 
+def is_game_record(line: bytes) -> bool:
+    """Whether one JSONL line holds a game record (its fields checked as `GameRecord.from_dict` does; the
+    moves are not replayed)."""
+    try:
+        GameRecord.from_dict(json.loads(line))
+    except (ValueError, TypeError, RecursionError):  # not JSON, not UTF-8, not a record; nested past the stack
+        return False
+    return True
+
+
 def parse_jsonl(lines: Iterable[str], where: Callable[[int], str]) -> Iterator[GameRecord]:
     """Records from JSONL lines (blank lines skipped); RecordError starts with `where(line number)`."""
     for i, line in enumerate(lines, 1):

@@ -41,7 +41,7 @@ from agents.alphazero.checkpoint import (
 )
 from agents.alphazero.network import NetworkConfig, build_network
 from agents.alphazero.progress import PhaseClock, evaluation_due
-from agents.arena.records import cut_torn_tail, read_jsonl
+from agents.arena.records import GameRecord, cut_torn_tail, is_game_record, read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, check_spec, read_openings, run_tournament
 from agents.io import atomic_write_bytes, remove_stale_temp_files
 from agents.rundir import (
@@ -54,6 +54,7 @@ from agents.rundir import (
     new_run_id,
     read_run_record,
     rewind_logs,
+    rewind_records,
     write_run_record,
 )
 from agents.stopping import GracefulStop
@@ -1059,11 +1060,12 @@ def test_a_resumed_run_cuts_a_games_log_torn_inside_a_line(
     whole = '{"moves": ["a3a4"], "result": "*"}\n'
     torn = '{"moves": ["a3'
     (run_dir / "games.jsonl").write_text(whole + torn)
-    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=2"])
     run_train_script()
     out = capsys.readouterr()
-    assert (run_dir / "games.jsonl").read_text() == whole
-    assert f"cut {len(torn)} bytes of an unfinished last line from games.jsonl" in out.out + out.err
+    lines = (run_dir / "games.jsonl").read_text().splitlines(keepends=True)
+    assert lines[0] == whole and all(is_game_record(line.encode()) for line in lines)  # then iteration 2's games
+    assert f"dropped 1 line that is not one ({len(torn)} bytes)" in out.out + out.err
 
 
 @pytest.mark.slow
@@ -1087,3 +1089,72 @@ def test_a_checkpoint_with_nan_weights_cannot_start_or_continue_a_run(
     err = refused(capsys, monkeypatch, *args)
     assert "holds NaN or infinity in model." in err and err.count("\n") == 1
     assert snapshot(run_dir) == before and not (tmp_path / "new").exists()
+
+
+def _game_line(*moves: str) -> bytes:
+    return (GameRecord(moves=list(moves), result="*").to_json() + "\n").encode()
+
+
+def test_a_games_log_is_rewound_record_by_record(tmp_path: Path) -> None:
+    """What is not a record goes wherever it is, and no record the checkpoint saw is cut for it."""
+    log = tmp_path / "games.jsonl"
+    seen = [_game_line("a3a4"), _game_line("a3a4", "a7a6"), _game_line("g3g4")]
+    late = [_game_line("c3c4"), _game_line("e3e4")]
+    garbage = [b"\x00\x17 not a record\n", b'{"moves": 5}\n', b"\n"]
+    log.write_bytes(seen[0] + garbage[0] + seen[1] + garbage[1] + seen[2] + late[0] + garbage[2] + late[1] + b'{"mo')
+    done = rewind_records(log, sum(map(len, seen)), is_game_record)
+    assert log.read_bytes() == b"".join(seen)
+    assert (done.kept, done.not_records, done.late) == (3, 4, 2)
+    assert done.not_record_bytes == sum(map(len, garbage)) + 4
+    line = done.describe("games.jsonl")
+    assert "\n" not in line and "kept 3 game records" in line and "4 lines that are not one" in line
+    assert "2 records written after the checkpoint" in line
+    # Only records written after the checkpoint: cut at the end, nothing else said to be wrong.
+    log.write_bytes(b"".join(seen + late))
+    done = rewind_records(log, sum(map(len, seen)), is_game_record)
+    assert log.read_bytes() == b"".join(seen) and (done.kept, done.not_records, done.late) == (3, 0, 2)
+    # Nothing to drop: the file is left alone (same inode, same bytes).
+    inode = log.stat().st_ino
+    assert rewind_records(log, sum(map(len, seen)), is_game_record) == (3, 0, 0, 0) and log.stat().st_ino == inode
+
+
+@pytest.mark.slow
+def test_a_resumed_run_drops_a_garbage_line_and_keeps_every_game_its_checkpoint_saw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    seen = [_game_line("a3a4"), _game_line("g3g4")]
+    good = torch.load(tiny_latest(run_dir), weights_only=True)
+    tiny_latest(run_dir, extra=dict(good["extra"], logs={"games.jsonl": sum(map(len, seen))}))
+    (run_dir / "games.jsonl").write_bytes(seen[0] + b"garbage\n" + seen[1] + _game_line("c3c4"))
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=2", "train.eval.every=10"])
+    run_train_script()
+    out = capsys.readouterr()
+    text = (run_dir / "games.jsonl").read_bytes()
+    assert text.startswith(b"".join(seen)) and b"garbage" not in text and _game_line("c3c4") not in text
+    assert all(is_game_record(line) for line in text.splitlines(keepends=True))  # then iteration 2's games
+    said = [line for line in (out.out + out.err).splitlines() if "games.jsonl: kept" in line]
+    assert len(said) == 1 and "kept 2 game records" in said[0] and "1 line that is not one" in said[0], said
+
+
+@pytest.mark.slow
+def test_a_resume_with_no_iteration_left_changes_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """train.iterations at or below the run's iteration: the directory stays byte for byte, one line, status 0."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    good = torch.load(tiny_latest(run_dir), weights_only=True)
+    tiny_latest(run_dir, extra=dict(good["extra"], logs={"games.jsonl": len(_game_line("a3a4"))}))
+    (run_dir / "games.jsonl").write_bytes(_game_line("a3a4") + b"garbage\n" + _game_line("g3g4"))
+    (run_dir / "events.out.tfevents.1.host.00112233aabbccdd").write_bytes(b"written after the checkpoint")
+    before = snapshot(run_dir)
+    monkeypatch.setattr(sys, "argv", ["train.py", f"resume={run_dir}", "train.iterations=1"])
+    capsys.readouterr()
+    run_train_script()  # returns: exit status 0
+    out = capsys.readouterr()
+    assert snapshot(run_dir) == before and sorted(p.name for p in run_dir.iterdir()) == sorted(before)
+    said = (out.out + out.err).strip().splitlines()
+    assert len(said) == 1 and "nothing to do" in said[0] and "iteration 1" in said[0], said
+    assert "train.iterations=1" in said[0] and "nothing was changed" in said[0]
