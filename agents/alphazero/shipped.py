@@ -189,22 +189,25 @@ def network(name: str, manifest: Optional[Path] = None) -> ShippedNetwork:
             return net
     if name in found.faults:
         raise ShippedError(found.faults[name])
-    known = [net.name for net in nets]
-    close = difflib.get_close_matches(name, known, n=1)
+    close = difflib.get_close_matches(name, [net.name for net in nets], n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    raise ShippedError(f"no shipped network {name!r}; {hint}shipped: {', '.join(known)}")
+    raise ShippedError(f"no shipped network {name!r}; {hint}{_listing(found)}")
 
 
 def strongest(rules: str = "default", manifest: Optional[Path] = None) -> ShippedNetwork:
     """The first entry of the manifest (strongest first) trained on the rule set `rules` alone; ShippedError if
     the manifest is missing, malformed or has none."""
-    nets = networks(manifest)
-    for net in nets:
+    found = read_manifest(manifest)
+    for net in found.networks:
         if net.rule_set_names == (rules,):
             return net
-    raise ShippedError(
-        f"no shipped network plays the rule set {rules!r} alone; shipped: {', '.join(n.name for n in nets)}"
-    )
+    raise ShippedError(f"no shipped network plays the rule set {rules!r} alone; {_listing(found)}")
+
+
+def _listing(found: Manifest) -> str:
+    """``shipped: a, b`` (or ``none``), and the entries refused as malformed, for a refusal's line."""
+    names = ", ".join(net.name for net in found.networks) or "none"
+    return f"shipped: {names}" + (f"; malformed: {', '.join(found.faults)}" if found.faults else "")
 
 
 def resolve(path: str) -> Path:

@@ -183,6 +183,9 @@ def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
     ):
         with pytest.raises(play_game.PlayError, match="the network level cannot play: .* is malformed: its 'rules'"):
             choose()
+    manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries[:1]}))
+    with pytest.raises(shipped.ShippedError, match=r"alone; shipped: none; malformed: campaign-1084$"):
+        shipped.strongest()
     # A manifest that cannot be read at all is one ShippedError, never another exception; the page's network
     # level then names no entry, is not offered, and is refused when chosen.
     for text in (
