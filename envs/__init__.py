@@ -10,6 +10,7 @@ import gymnasium as _gym  # noqa: E402  (after the numba cache guard, which must
 
 from envs.board import (  # noqa: E402
     START_JFEN,
+    STARTPOS,
     Animal,
     Board,
     IllegalMoveError,
@@ -32,6 +33,7 @@ if "Jungle-v0" not in _gym.registry:
 
 __all__ = [
     "START_JFEN",
+    "STARTPOS",
     "Animal",
     "Board",
     "DEFAULT_RULES",

@@ -1,7 +1,8 @@
-"""Command line for the rules engine: perft and move lists of a JFEN position.
+"""Command line for the rules engine: perft and move lists of a JFEN position (or `startpos`, the start).
 
     python -m envs perft "<jfen>" <depth> [--divide] [--rules NAME] [--rule key=value ...]
     python -m envs moves "<jfen>" [--rules NAME] [--rule key=value ...]
+    python -m envs perft startpos 5                  (startpos: the start position, as in UCI)
     python -m envs tablebase build|probe|stats ...   (see envs.tablebase.cli)
 
 `perft` prints the leaf count (with `--divide`: one `move count` line per
@@ -32,12 +33,15 @@ EXIT_BROKEN_PIPE = 1
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m envs", description="Jungle rules engine: perft and legal moves of a JFEN position."
+        prog="python -m envs",
+        description="Jungle rules engine: perft and legal moves of a JFEN position (or startpos).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_position(p: argparse.ArgumentParser) -> None:
-        p.add_argument("jfen", help='position, e.g. "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1"')
+        p.add_argument(
+            "jfen", help='position: a JFEN, e.g. "l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1", or startpos'
+        )
         add_rule_arguments(p)
 
     p_perft = sub.add_parser("perft", help="count the legal move sequences of a given depth")

@@ -41,6 +41,11 @@ class IllegalMoveError(ValueError):
     """A well-formed move that is not legal in the position."""
 
 
+STARTPOS = "startpos"
+"""The start position's name, taken wherever a JFEN is (`Board("startpos")`, ``python -m envs perft startpos 3``),
+as UCI's ``position startpos``."""
+
+
 class GameTooLongError(ValueError):
     """A move refused because the game's counters are at their limit (`COUNTER_LIMIT`: 30000 plies, plies
     since a capture, or moves): positions past it could not be written as JFEN."""
@@ -101,12 +106,12 @@ class LegalMoves:
 
 
 class Board:
-    """A Jungle position with its game history (for repetition and anti-chase)."""
+    """A Jungle position with its game history (for repetition and anti-chase): a JFEN, or `STARTPOS`."""
 
     def __init__(self, jfen: str = START_JFEN, rules: Optional[RuleSet] = None) -> None:
         self.rules = rules if rules is not None else DEFAULT_RULES
         self.flags = self.rules.flags()
-        self.state = parse_jfen(jfen)
+        self.state = parse_jfen(START_JFEN if jfen == STARTPOS else jfen)
         self.hist = np.zeros((64, K.HIST_WIDTH), dtype=np.int16)
         self.hashes = np.zeros(65, dtype=np.uint64)
         self.hashes[0] = K.compute_hash(self.state)
@@ -114,7 +119,13 @@ class Board:
 
     @classmethod
     def from_jfen(cls, text: str, rules: Optional[RuleSet] = None) -> "Board":
+        """The position of JFEN `text` (`STARTPOS`, ``"startpos"``, names the start); JFENError if malformed."""
         return cls(text, rules=rules)
+
+    @classmethod
+    def startpos(cls, rules: Optional[RuleSet] = None) -> "Board":
+        """The start position (`START_JFEN`), under `rules` (default: RULES.md's default rules)."""
+        return cls(START_JFEN, rules=rules)
 
     # -- reading ------------------------------------------------------------------
     def jfen(self) -> str:
@@ -123,6 +134,11 @@ class Board:
     @property
     def side_to_move(self) -> Side:
         return Side(int(self.state[K.S_SIDE]))
+
+    @property
+    def turn(self) -> Side:
+        """The side to move: python-chess's name for `side_to_move`."""
+        return self.side_to_move
 
     @property
     def ply(self) -> int:
@@ -181,6 +197,21 @@ class Board:
 
     def is_game_over(self) -> bool:
         return self.outcome() is not None
+
+    def result(self) -> str:
+        """The game's result as python-chess writes it: `Outcome.result` (`1-0`, `0-1`, `1/2-1/2`) once the game
+        is over, `*` while it goes on. Every draw of the rules is automatic, so there is no draw to claim."""
+        over = self.outcome()
+        return "*" if over is None else over.result()
+
+    def is_capture(self, move: MoveLike) -> bool:
+        """Whether the legal `move` (a Move or a string) takes an enemy piece.
+
+        Unlike python-chess, which answers for any pseudo-legal move, a move that is not legal here is refused as
+        `push` refuses it (IllegalMoveError says why; InvalidMoveError for a malformed one): a move onto an enemy
+        piece that the rules forbid (ranks, water and land) takes nothing."""
+        m = self.parse_move(move)
+        return bool(self.state[m.to_square] != 0)  # a legal move never lands on a piece of its own side
 
     def probe(self, tablebase: Optional["Tablebase"] = None) -> "TablebaseProbe":
         """The endgame tables' value of this position and of its moves (`envs.tablebase`), from the
@@ -357,6 +388,7 @@ def perft_divide(board: Board, depth: int) -> dict[str, int]:
 
 __all__ = [
     "MAX_PERFT_DEPTH",
+    "STARTPOS",
     "START_JFEN",
     "Animal",
     "Board",

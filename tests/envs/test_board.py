@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from envs import (
     START_JFEN,
@@ -197,3 +199,95 @@ def test_a_game_stops_at_the_counters_limit_and_its_jfen_still_parses() -> None:
             break
     assert (k, truncated, terminated, info["termination"]) == (COUNTER_LIMIT - 1, True, False, "ply_cap")
     assert Board.from_jfen(info["jfen"], rules=rules).jfen() == info["jfen"]
+
+
+# --- python-chess habits: turn, result(), is_capture(), startpos ---------------------------------------
+
+
+def test_turn_is_the_side_to_move() -> None:
+    board = Board()
+    assert board.turn is Side.RED and board.turn == board.side_to_move
+    board.push("a3a4")
+    assert board.turn is Side.BLUE and board.turn == board.side_to_move
+
+
+@pytest.mark.parametrize(
+    "jfen, rules, move, result",
+    [
+        ("7/3L3/7/7/7/7/7/7/6l r 0 1", RuleSet(), "d8d9", "1-0"),  # Red's Lion enters Blue's den
+        ("6L/7/7/7/7/7/7/3l3/7 b 0 1", RuleSet(), "d2d1", "0-1"),  # Blue's Lion enters Red's den
+        ("l6/7/7/7/7/7/7/7/L6 r 119 60", RuleSet(no_capture_draw=120), "a1a2", "1/2-1/2"),  # 120 plies, no capture
+    ],
+)
+def test_result_is_a_star_until_the_end_then_the_outcomes(jfen: str, rules: RuleSet, move: str, result: str) -> None:
+    board = Board(jfen, rules=rules)
+    assert board.result() == "*"
+    board.push(move)
+    outcome = board.outcome()
+    assert outcome is not None and board.result() == outcome.result() == result
+
+
+def test_is_capture_answers_for_a_legal_move_and_refuses_an_illegal_one() -> None:
+    board = Board("7/7/2cL3/7/7/7/7/7/6l r 0 1")  # Red's Lion d7 beside Blue's Cat c7
+    assert board.is_capture("d7c7") and board.is_capture(Move.from_str("d7c7"))
+    assert not board.is_capture("d7e7")
+    with pytest.raises(IllegalMoveError, match=r"^illegal move 'a1a2' .*: there is no piece on a1$"):
+        board.is_capture("a1a2")
+    with pytest.raises(InvalidMoveError):
+        board.is_capture("d8")
+    # A move onto an enemy piece that the rules forbid is no capture: it is refused, as push refuses it.
+    river = Board("7/7/7/7/eR5/7/7/7/7 r 0 1")  # Red's Rat in the river b5, Blue's Elephant on the bank a5
+    with pytest.raises(IllegalMoveError, match="water and a piece on land"):
+        river.is_capture("b5a5")
+    assert board.jfen() == "7/7/2cL3/7/7/7/7/7/6l r 0 1"
+
+
+def test_startpos_names_the_start_position() -> None:
+    from envs import STARTPOS
+
+    rules = RuleSet(rank_order="dog_over_wolf")
+    assert STARTPOS == "startpos"
+    for board in (Board.startpos(), Board(STARTPOS), Board.from_jfen("startpos")):
+        assert board.jfen() == START_JFEN and board.rules == RuleSet()
+    assert Board.startpos(rules).rules is rules and Board.from_jfen(STARTPOS, rules=rules).rules is rules
+    with pytest.raises(JFENError, match="'StartPos'"):
+        Board.from_jfen("StartPos")
+
+
+def _random_game(rules: RuleSet, seed: int, max_plies: int) -> list[Board]:
+    """Every position of a random game from the start (a copy of the board at each ply)."""
+    import random
+
+    rng = random.Random(seed)
+    board, seen = Board(rules=rules), []
+    while True:
+        seen.append(board.copy())
+        moves = sorted(str(m) for m in board.legal_moves)
+        if board.ply >= max_plies or board.outcome() is not None or not moves:
+            return seen
+        board.push(rng.choice(moves))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    rules=hs.sampled_from([RuleSet(), RuleSet(no_capture_draw=20), RuleSet(anti_chase="7-3+17-5")]),
+    seed=hs.integers(0, 2**32 - 1),
+)
+def test_result_agrees_with_outcome_over_random_games(rules: RuleSet, seed: int) -> None:
+    for board in _random_game(rules, seed, max_plies=150):
+        outcome = board.outcome()
+        assert board.result() == ("*" if outcome is None else outcome.result()), board.jfen()
+
+
+@pytest.mark.slow
+@settings(max_examples=5, deadline=None)
+@given(seed=hs.integers(0, 2**32 - 1))
+def test_is_capture_is_a_move_that_takes_a_piece(seed: int) -> None:
+    for board in _random_game(RuleSet(), seed, max_plies=150):
+        pieces = len(board.pieces(Side.RED)) + len(board.pieces(Side.BLUE))
+        for move in board.legal_moves:
+            capture = board.is_capture(move)
+            board.push(move)
+            left = len(board.pieces(Side.RED)) + len(board.pieces(Side.BLUE))
+            board.pop()
+            assert capture == (left == pieces - 1), (board.jfen(), str(move))

@@ -183,3 +183,18 @@ def test_a_command_piped_into_head_exits_without_a_traceback() -> None:
     finally:
         os.close(write_end)
     assert out.stderr == "" and out.returncode == 1
+
+
+def test_startpos_is_taken_where_a_jfen_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m envs moves startpos`` and ``perft startpos 3`` answer as for the start position's JFEN."""
+    from envs.__main__ import main
+
+    for command in (["moves"], ["perft", "--divide"], ["perft"]):
+        depth = ["3"] if command[0] == "perft" else []
+        assert main([command[0], START_JFEN, *depth, *command[1:]]) == 0
+        expected = capsys.readouterr().out
+        assert main([command[0], "startpos", *depth, *command[1:]]) == 0
+        assert capsys.readouterr().out == expected != ""
+    with pytest.raises(SystemExit):
+        main(["moves", "--help"])
+    assert "or startpos" in " ".join(capsys.readouterr().out.split())
