@@ -235,3 +235,19 @@ def test_the_readme_strength_table_is_the_manifests() -> None:
         assert len(cells) >= 5, row
         for wdl, score in cells:
             assert wdl in recorded and abs(recorded[wdl] - float(score)) < 0.006, (name, wdl)
+
+
+def test_every_console_script_is_shown_in_the_readmes_commands() -> None:
+    """Each console script of pyproject.toml's ``[project.scripts]`` is run in a ```bash block of the README."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert {"jungle-train", "jungle-evaluate", "jungle-play", "jungle-perft"} <= set(scripts)
+    commands = [
+        line.split("#")[0].split()
+        for m in FENCE.finditer(README.read_text(encoding="utf-8"))
+        if m.group(1) == "bash"
+        for line in m.group(2).splitlines()
+    ]
+    run = {Path(words[0]).name for words in commands if words}
+    assert sorted(set(scripts) - run) == []
