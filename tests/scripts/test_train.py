@@ -616,8 +616,8 @@ def test_help_lists_the_scripts_own_groups_and_their_options_only() -> None:
     with the options its files give (never `schema`), then the composed config."""
     all_groups = ("mcts", "model", "preset", "rules", "train")
     for script, groups, key in (
-        ("train.py", all_groups, "out_dir: checkpoints"),
-        ("evaluate.py", ("rules",), "games_per_pair: 20"),
+        ("train.py", all_groups, "out_dir=checkpoints"),
+        ("evaluate.py", ("rules",), "games_per_pair=20"),
     ):
         r = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and not r.stderr, r.stderr
@@ -629,4 +629,54 @@ def test_help_lists_the_scripts_own_groups_and_their_options_only() -> None:
         assert sorted(listed) == sorted(groups), (script, r.stdout)
         for group in groups:
             assert re.findall(r"[a-z_0-9]+", listed[group].split("(")[0]) == group_options(group), listed
-        assert key in [line.strip() for line in r.stdout.splitlines()]  # the composed config
+        assert any(line.strip().startswith(f"{key} ") for line in r.stdout.splitlines())  # the composed config
+
+
+@pytest.mark.slow
+def test_help_gives_each_config_key_with_the_first_line_of_its_fields_docstring() -> None:
+    """`--help` (agents.cli.script_help, in-process) writes every key of the composed config as ``key=value``
+    with the first line of its dataclass field's docstring beside it, ``...`` where the docstring goes on;
+    the `rules` keys with RuleSet's (their dataclass, RulesConfig, is made from it)."""
+    from agents.arena import config as evaluate_config
+    from agents.cli import script_help
+    from envs.config import dotted_keys
+
+    for prog, schema, compose, expected in (
+        (
+            "train.py",
+            train_config.Config,
+            train_config.compose_config,
+            {
+                "train.iterations=7": "Iterations of {self-play, learn, evaluate, checkpoint}; >= 1.",
+                "rules.no_capture_draw=120": "Plies without capture that draw the game; 0 switches the rule off. "
+                "0 to `COUNTER_LIMIT`.",
+                "name=''": "Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>). One plain "
+                "path ...",
+                "train.eval.opponents=[random]": "The ladder: player specs (see envs/players.py); each gets "
+                "eval/score_<spec>. The default is the ...",
+            },
+        ),
+        (
+            "evaluate.py",
+            evaluate_config.EvaluateConfig,
+            evaluate_config.compose_config,
+            {
+                "games_per_pair=20": "Games per pairing, played as colour-swapped pairs from the same opening; "
+                "1 to 100000."
+            },
+        ),
+    ):
+        overrides = ["train.iterations=7", "train.eval.opponents=[random]"] if prog == "train.py" else []
+        text = script_help(prog, "What it does.\n\nExamples.\n\nMore.", schema, compose(overrides))
+        config = text.split("an unknown key is refused):\n")[1].split("\n\n")[0].splitlines()
+        for setting, description in expected.items():
+            assert any(re.fullmatch(rf"  {re.escape(setting)} +{re.escape(description)}", line) for line in config), (
+                setting,
+                config,
+            )
+        keys = dotted_keys(schema)
+        leaves = [key for key in keys if not any(other.startswith(key + ".") for other in keys)]
+        assert [line.split("=")[0].strip() for line in config] == leaves
+        for key, line in zip(leaves, config):
+            assert re.fullmatch(rf"  {re.escape(key)}=\S(.*?\S)? {{2,}}\S.*", line), line  # a description beside it
+        assert "More." not in text
