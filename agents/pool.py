@@ -11,12 +11,15 @@ is raised again in the parent when its result comes, with the worker's
 traceback as a note. A process that dies ends the pool with `ChildDiedError`
 naming it (``worker 1 (pid 4711) died: killed by SIGKILL``) instead of a hang.
 Leaving the `with` block on an exception stops the processes at once, without
-waiting for running calls.
+waiting for running calls; so does closing the pool for the processes still
+working on a call of a run left early (a Ctrl-C during self-play), whose
+answers would be dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import traceback
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
@@ -24,10 +27,20 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from agents.child import Child, ChildDiedError, messages, receive, start_child
 
+STOP_GRACE = 2.0
+"""Seconds a process told to stop (SIGTERM) has to end cleanly before it is killed."""
+
+
+def _end_on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM in a worker process: unwind and exit (status 128 + signal), so that multiprocessing's finalizers
+    run and the named semaphores it made (tqdm's lock) are given back instead of reported leaked."""
+    raise SystemExit(128 + signum)
+
 
 def _serve_calls(conn: Connection, factory: Callable[..., Any], args: tuple[Any, ...]) -> None:
     """A worker process: builds ``factory(*args)``, then answers each ``(method, index, args)`` on `conn` with
     ``(index, result, None)`` or ``(index, exception, its traceback)`` until None or end-of-file."""
+    signal.signal(signal.SIGTERM, _end_on_sigterm)
     try:
         held, failed = factory(*args), None
     except Exception as e:  # every call answers with it
@@ -120,21 +133,26 @@ class WorkerPool:
             yield i, result
 
     def close(self, at_once: bool = False) -> None:
-        """Stop the processes: after their current calls, or `at_once` (calls in flight are lost)."""
+        """Stop the processes: the idle ones after a goodbye; those still working on a call of a run left early
+        (its answer would be dropped), and every one `at_once`, at once (calls in flight are lost)."""
         children, conns, self._children, self._conns = self._children, self._conns, [], []
-        at_once = at_once or self._broken
-        for child, conn in zip(children, conns):
+        stop_now = [at_once or self._broken or k in self._busy for k in range(len(children))]
+        for child, conn, now in zip(children, conns, stop_now):
             with contextlib.suppress(OSError):
-                if at_once:
+                if now:
                     child.process.terminate()
                 else:
-                    conn.send(None)  # after the current call, if any
-        for child, conn in zip(children, conns):
-            if not at_once:
-                # A call still running answers before the process ends: drop it, so no answer blocks a full pipe.
+                    conn.send(None)
+        for child, conn, now in zip(children, conns, stop_now):
+            if not now:
+                # Whatever it still sends comes before the end of its pipe: read it, so no answer blocks a full pipe.
                 with contextlib.suppress(EOFError, OSError):
                     while True:
                         conn.recv()
+            else:
+                child.process.join(STOP_GRACE)  # a call inside a long compiled loop sees SIGTERM only after it
+                if child.process.is_alive():
+                    child.process.kill()
             child.process.join()
             conn.close()
         self._busy.clear()

@@ -11,8 +11,9 @@
 
 A job runs its phases in one of two ways. An *abandonable* phase (one whose
 work changes no state until it returns: playing games, an evaluation) is cut
-short by the first signal: `abandonable` returns None and the job is as it was
-before the phase. Any other phase runs to its end and the job sees
+short by the first signal, which says so at once (one line: the workers' games
+in flight are dropped, not waited for): `abandonable` returns None and the job
+is as it was before the phase. Any other phase runs to its end and the job sees
 `stop.requested` afterwards. Either way the job then saves what it safely can
 and says how to continue (`stop_line`). The second signal ends the process at
 once (``os._exit``) after one line on stderr: the job then continues from its
@@ -88,6 +89,11 @@ class GracefulStop:
             os._exit(128 + signum)
         self.requested = signum
         if self._abandon:
+            sys.stderr.write(
+                f"\n{signal_name(signum)}: stopping now; the work in progress is dropped "
+                f"(press Ctrl-C again to stop at once)\n"
+            )
+            sys.stderr.flush()
             raise StopRequested(signum)
         sys.stderr.write(
             f"\n{signal_name(signum)}: stopping after {self.waiting_for} (press Ctrl-C again to stop at once)\n"

@@ -106,3 +106,15 @@ def test_every_start_method_plays_the_tournament_of_one_process(start_method: st
     assert [(g.red, g.blue, g.moves, g.result) for g in there.games] == [
         (g.red, g.blue, g.moves, g.result) for g in here.games
     ]
+
+
+@pytest.mark.slow
+def test_closing_stops_at_once_the_processes_still_working_for_an_abandoned_run() -> None:
+    """A run left with a call in flight (a Ctrl-C during self-play): close() ends the process working on it
+    instead of waiting for an answer it would drop; an idle process still ends after its goodbye."""
+    pool = WorkerPool(2, Napper, "napper")
+    for _ in pool.run("nap", [(0.0,), (20.0,)]):
+        break  # call 1 sleeps on in its process
+    processes = [child.process for child in pool._children]  # for their exit codes once closed
+    pool.close()
+    assert [p.exitcode for p in processes] == [0, 128 + signal.SIGTERM]  # the sleeper ended by SIGTERM, cleanly

@@ -1158,3 +1158,29 @@ def test_a_resume_with_no_iteration_left_changes_nothing_and_says_so(
     said = (out.out + out.err).strip().splitlines()
     assert len(said) == 1 and "nothing to do" in said[0] and "iteration 1" in said[0], said
     assert "train.iterations=1" in said[0] and "nothing was changed" in said[0]
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_self_play_says_at_once_that_it_stops_and_ends_the_workers(tmp_path: Path) -> None:
+    """The first line after the signal says the run is stopping; the workers' games are dropped, not waited for."""
+    job = Job(
+        "train.py",
+        *TINY,
+        "train.iterations=200",
+        "train.games_per_iteration=64",
+        "train.workers=2",
+        "train.worker_backend=process",
+        f"out_dir={tmp_path}",
+        "name=run",
+    )
+    assert job.wait_for("iter 1/"), job.output[-3000:]  # iteration 2's self-play follows at once
+    kids = children(job.proc.pid)
+    seen = len(job.lines)
+    job.proc.send_signal(signal.SIGINT)
+    assert job.finish(60) == 128 + signal.SIGINT, job.output[-3000:]
+    after = [line for line in job.lines[seen:] if line.strip()]
+    assert after and after[0].startswith("Ctrl-C: stopping now"), after
+    resume = [line for line in after if RESUME_LINE in line]
+    assert len(resume) == 1 and resume[0].startswith("Ctrl-C: stopped during the self-play of iteration 2"), after
+    assert "Traceback" not in job.output and "leaked" not in job.output and not [k for k in kids if alive(k)]
+    assert len(after) == 2 and load_checkpoint(tmp_path / "run" / "latest.pt")["counters"]["iteration"] == 1
