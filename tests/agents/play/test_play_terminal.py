@@ -164,6 +164,7 @@ def test_a_corrupt_checkpoint_opponent_stops_the_page_at_start(tmp_path: Path) -
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (name, p.stderr)
 
 
+@pytest.mark.slow  # the board's kernels load on the first move
 def test_a_mistyped_command_names_the_closest_one() -> None:
     """The terminal's unknown-command line offers the closest command, as the config errors do."""
     out = io.StringIO()
