@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 import pytest
 import tomllib
 import torch
@@ -69,6 +67,8 @@ def torch_outputs(checkpoint: Path, planes: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def run_onnx(path: Path, planes: np.ndarray) -> dict[str, np.ndarray]:
+    import onnxruntime as ort  # the `onnx` extra; the TorchScript tests run without it
+
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {"planes": planes})))
@@ -135,6 +135,8 @@ def test_a_shipped_network_of_24_planes_exports_from_the_command_line(tmp_path: 
 def test_the_metadata_is_beside_the_file_and_inside_it(tmp_path: Path) -> None:
     """The sidecar JSON, the ONNX metadata_props entry and the TorchScript extra file say the same: planes and
     their meaning, the action encoding, the rule sets trained on, the value convention, the checkpoint's sha256."""
+    import onnx
+
     checkpoint = random_checkpoint(tmp_path / "net.pt", "wdl")
     export_checkpoint(checkpoint, tmp_path / "net.onnx", "onnx")
     export_checkpoint(checkpoint, tmp_path / "net.ts", "torchscript")
