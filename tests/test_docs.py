@@ -217,6 +217,44 @@ def test_every_test_file_the_pages_name_exists() -> None:
     assert not missing, missing
 
 
+TEST_REFERENCE = re.compile(r"`(tests/[\w/]+\.py)?::(\w+)")
+"""A test named on a page: ``tests/x/test_y.py::test_z``, or ``::test_z`` of the file named last before it."""
+
+
+def named_tests(text: str) -> list[tuple[str, str]]:
+    """(file, test function) of every test a page names, a ``::name`` read in the file named last before it."""
+    out, current = [], None
+    for m in TEST_REFERENCE.finditer(text):
+        current = m.group(1) or current
+        if current is not None:
+            out.append((current, m.group(2)))
+    return out
+
+
+def test_the_link_check_of_test_names_reads_a_bare_name_in_the_last_file() -> None:
+    text = "`tests/a.py::test_one`, `::test_two[x]` then `tests/b.py::test_three` and `::test_four`"
+    assert named_tests(text) == [
+        ("tests/a.py", "test_one"),
+        ("tests/a.py", "test_two"),
+        ("tests/b.py", "test_three"),
+        ("tests/b.py", "test_four"),
+    ]
+
+
+def test_every_test_the_pages_name_is_a_test_of_its_file() -> None:
+    """A test named on a page (``tests/x.py::test_y``, or ``::test_y`` after such a name) is a function of that
+    file: the promises in reliability.md point at tests that exist."""
+    named = {(page, *test) for page in PAGES for test in named_tests(page.read_text(encoding="utf-8"))}
+    assert len(named) > 50
+    missing = sorted(
+        f"{page.relative_to(ROOT)}: {path}::{name}"
+        for page, path, name in named
+        if not (ROOT / path).is_file()
+        or not re.search(rf"^\s*(?:async )?def {name}\(", (ROOT / path).read_text(encoding="utf-8"), re.MULTILINE)
+    )
+    assert not missing, missing
+
+
 def test_the_readme_strength_table_is_the_manifests() -> None:
     """Each row of the README's strength table names a shipped network of the default rules (one row each; a
     network of several rule sets has its rows per rule set in docs/variants.md, named below the table), and
