@@ -23,6 +23,11 @@ Pairings also get W/D/L, score, an Elo difference from that score with a 95%
 interval (Wilson's, with the trinomial variance), the likelihood of superiority, a one-sided sign test on decisive
 games ("A is stronger than B": the p-value of W or more wins among W + L
 decisive games if both were equal) and a GSPRT on the trinomial scores.
+
+Colour-swapped pairs (two games from one opening, each player Red once) are not independent games. The
+pentanomial model scores each pair as one observation, a's points 0, 0.5, 1, 1.5 or 2 (LL, LD, DD or WL,
+WD, WW): `pentanomial_stats` gives the score, an Elo interval from the variance of the pair scores, the
+normalised Elo and a GSPRT on the pairs (`pentanomial_sprt`), next to the trinomial figures above.
 """
 
 from __future__ import annotations
@@ -399,3 +404,180 @@ def head_to_head(results: Iterable[GameResult], *, elo0: float = 0.0, elo1: floa
         wdl = tally.setdefault(key, [0, 0, 0])
         wdl[0 if s == 1.0 else (1 if s == 0.5 else 2)] += 1
     return [pair_stats(a, b, *wdl, elo0=elo0, elo1=elo1) for (a, b), wdl in tally.items()]
+
+
+# --- colour-swapped pairs: the pentanomial model ------------------------------------------------
+PAIR_CLASSES = ("LL", "LD", "DD/WL", "WD", "WW")
+"""A colour-swapped pair's classes, by the points the first player took from its two games: 0, 0.5, 1, 1.5, 2."""
+SPRT_MIN_PAIRS = 10
+"""Complete pairs below which `pentanomial_sprt` gives no verdict, whatever its LLR."""
+
+
+def pair_class(first: float, second: float) -> int:
+    """The class (index into `PAIR_CLASSES`) of a pair in which one player scored `first` and `second`."""
+    for s in (first, second):
+        if s not in (0.0, 0.5, 1.0):
+            raise RatingError(f"pair ({first!r}, {second!r}): score {s!r} is not 0, 0.5 or 1")
+    return int(round(2 * (first + second)))
+
+
+def _checked_counts(counts: Sequence[int]) -> list[int]:
+    out = [int(c) for c in counts]
+    if len(out) != len(PAIR_CLASSES) or any(c < 0 for c in out) or list(counts) != out:
+        raise RatingError(
+            f"pentanomial counts {list(counts)}: five counts of pairs ({', '.join(PAIR_CLASSES)}), none below 0"
+        )
+    return out
+
+
+def pentanomial_moments(counts: Sequence[int]) -> tuple[int, float, float]:
+    """(pairs, mean, variance) of the pair scores per game (a pair's points / 2: 0, 0.25 ... 1) of `counts`
+    [LL, LD, DD/WL, WD, WW]; (0, 0.5, 0.0) for no pairs. The variance is the observed one (divided by the
+    number of pairs, as the likelihood has it)."""
+    c = _checked_counts(counts)
+    n = sum(c)
+    if n == 0:
+        return 0, 0.5, 0.0
+    mean = sum(k * ck for k, ck in enumerate(c)) / (4 * n)
+    var = sum(ck * (k / 4 - mean) ** 2 for k, ck in enumerate(c)) / n
+    return n, mean, var
+
+
+def _pentanomial_log_likelihood(counts: Sequence[int], score: float) -> float:
+    """Largest log-likelihood of pair counts over the five-class distributions whose expected score per game
+    is `score` (0 < score < 1).
+
+    With d_k = k/4 - score the maximiser is p_k = n_k / (N + lam d_k), lam the root of
+    sum n_k d_k / (N + lam d_k) = 0 in the interval where every N + lam d_k >= 0 (all five classes, seen or
+    not). Where the root would lie beyond that interval, the end is taken and the unseen outer class (LL or
+    WW) holds the rest of the probability: that is how a run of alike pairs (zero variance) keeps a finite
+    likelihood under either hypothesis."""
+    n = sum(counts)
+    d = [k / 4 - score for k in range(len(PAIR_CLASSES))]
+    seen = [k for k, c in enumerate(counts) if c]
+
+    def slope(lam: float) -> float:
+        return sum(counts[k] * d[k] / (n + lam * d[k]) for k in seen)
+
+    lo, hi = -n / d[-1], -n / d[0]  # where the WW, resp. the LL class's denominator reaches 0
+    if not counts[-1] and slope(lo) <= 0:
+        lam = lo
+    elif not counts[0] and slope(hi) >= 0:
+        lam = hi
+    else:
+        a, b = lo, hi
+        for _ in range(200):  # the slope falls with lam: bisection to the root
+            m = 0.5 * (a + b)
+            if m in (a, b):
+                break
+            a, b = (m, b) if slope(m) > 0 else (a, m)
+        lam = 0.5 * (a + b)
+    return sum(counts[k] * math.log(n / (n + lam * d[k])) for k in seen)
+
+
+def pentanomial_sprt(
+    counts: Sequence[int],
+    elo0: float = 0.0,
+    elo1: float = 30.0,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+    *,
+    min_pairs: int = SPRT_MIN_PAIRS,
+) -> tuple[float, str]:
+    """Generalised SPRT on colour-swapped pairs [LL, LD, DD/WL, WD, WW]: (LLR, 'H1' | 'H0' | 'continue').
+
+    H0: the first player is elo0 stronger (logistic Elo); H1: elo1 stronger. Each pair is one observation
+    of a five-class distribution; the LLR is the exact one of the counts, the log-likelihood under the best
+    distribution whose expected score per game is E(elo1) minus the same under E(elo0), and Wald's bounds
+    log((1 - beta) / alpha) and log(beta / (1 - alpha)) decide.
+
+    The rule for a verdict: none from fewer than `min_pairs` complete pairs (SPRT_MIN_PAIRS by default),
+    and none from fewer than the likelihood supports. Nothing is estimated, so pairs that all scored alike
+    (zero variance, where a normal approximation divides by zero) move the LLR only by what they carry: a
+    pair moves it by at most log(E1 / E0) towards H1 (0.083 at the defaults, as one won game in the
+    trinomial test), so H1 needs 36 pairs at the defaults, H0 about as many."""
+    c = _checked_counts(counts)
+    if sum(c) == 0:
+        return 0.0, "continue"
+    s0, s1 = expected_score(elo0), expected_score(elo1)
+    llr = _pentanomial_log_likelihood(c, s1) - _pentanomial_log_likelihood(c, s0)
+    upper, lower = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
+    verdict = "continue"
+    if sum(c) >= min_pairs:
+        verdict = "H1" if llr >= upper else ("H0" if llr <= lower else "continue")
+    return float(llr), verdict
+
+
+@dataclass
+class PentanomialStats:
+    """Head-to-head statistics of `a` against `b` from their colour-swapped pairs (from a's side)."""
+
+    a: str
+    b: str
+    counts: list[int]
+    """Pairs by class [LL, LD, DD/WL, WD, WW] (a's points 0, 0.5, 1, 1.5, 2)."""
+    draws: int
+    """Drawn games among the paired games."""
+    unpaired: int
+    """Games outside a complete pair (a lone game, an odd last game): counted in the trinomial figures only."""
+    score: float
+    """a's mean score per game over the pairs."""
+    pair_sd: float
+    """Standard deviation of a pair's score per game (its points / 2)."""
+    elo_diff: float
+    elo_low: float
+    elo_high: float
+    """95% interval: the score +- 1.96 sd / sqrt(pairs) in Elo; the whole range +-1200 while the pair scores
+    have not varied (fewer than two pairs, or every pair alike)."""
+    nelo: Optional[float]
+    """Normalised Elo: (score - 0.5) / (pair_sd * sqrt 2) * 800 / ln 10; None while pair_sd is 0."""
+    draw_ratio: float
+    """Drawn games / paired games."""
+    sprt_llr: float
+    sprt: str
+    """`pentanomial_sprt`'s verdict: 'H1', 'H0' or 'continue'."""
+
+    @property
+    def pairs(self) -> int:
+        return sum(self.counts)
+
+
+def pentanomial_stats(
+    a: str,
+    b: str,
+    counts: Sequence[int],
+    *,
+    draws: int = 0,
+    unpaired: int = 0,
+    elo0: float = 0.0,
+    elo1: float = 30.0,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+) -> PentanomialStats:
+    """Pair counts [LL, LD, DD/WL, WD, WW] of `a` against `b` turned into score, Elo with its 95% interval
+    (normal approximation on the pair scores, as chess engine testing does), nElo, draw ratio and the GSPRT."""
+    c = _checked_counts(counts)
+    n, s, var = pentanomial_moments(c)
+    sd = math.sqrt(var)
+    if n >= 2 and var > 0:
+        half = Z95 * sd / math.sqrt(n)
+        low, high = elo_from_score(s - half), elo_from_score(s + half)
+    else:
+        low, high = -1200.0, 1200.0
+    llr, verdict = pentanomial_sprt(c, elo0, elo1, alpha, beta)
+    return PentanomialStats(
+        a=a,
+        b=b,
+        counts=c,
+        draws=draws,
+        unpaired=unpaired,
+        score=s,
+        pair_sd=sd,
+        elo_diff=elo_from_score(s),
+        elo_low=low,
+        elo_high=high,
+        nelo=(s - 0.5) / (sd * math.sqrt(2.0)) * 2 * ELO_SCALE if sd > 0 else None,
+        draw_ratio=draws / (2 * n) if n else 0.0,
+        sprt_llr=llr,
+        sprt=verdict,
+    )

@@ -1,0 +1,140 @@
+"""Colour-swapped pairs scored as pairs (the pentanomial model): counts, score, Elo, nElo and the GSPRT."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from agents.arena.ratings import (
+    SPRT_MIN_PAIRS,
+    RatingError,
+    elo_from_score,
+    expected_score,
+    pair_class,
+    pentanomial_sprt,
+    pentanomial_stats,
+    sprt,
+)
+
+ELO_PER_NAT = 400 / math.log(10)
+
+
+def test_a_pair_is_classed_by_its_points() -> None:
+    # Scores of one player in the two games of a pair: LL 0, LD 0.5, DD or WL 1, WD 1.5, WW 2 points.
+    assert [pair_class(0, 0), pair_class(0, 0.5), pair_class(0.5, 0)] == [0, 1, 1]
+    assert [pair_class(0.5, 0.5), pair_class(1, 0), pair_class(0, 1)] == [2, 2, 2]
+    assert [pair_class(1, 0.5), pair_class(1, 1)] == [3, 4]
+    with pytest.raises(RatingError, match="0.7"):
+        pair_class(0.7, 1)
+
+
+def test_score_variance_elo_and_nelo_worked_by_hand() -> None:
+    # Pairs [LL, LD, DD|WL, WD, WW] = [1, 2, 3, 3, 1]: 10 pairs, per-game pair scores 0, .25, .5, .75, 1.
+    # Mean: (0 + 2*.25 + 3*.5 + 3*.75 + 1) / 10 = 5.25 / 10 = 0.525.
+    # Squared deviations: .525^2 = .275625, .275^2 = .075625, .025^2 = .000625, .225^2 = .050625, .475^2 = .225625;
+    # variance: (.275625 + 2*.075625 + 3*.000625 + 3*.050625 + .225625) / 10 = .806250 / 10 = .080625.
+    # Standard error of the mean: sqrt(.080625 / 10) = .0897914; the interval .525 -+ 1.959964 * .0897914.
+    p = pentanomial_stats("A", "B", [1, 2, 3, 3, 1], draws=9)
+    assert p.pairs == 10 and p.score == pytest.approx(0.525)
+    assert p.pair_sd == pytest.approx(math.sqrt(0.080625))
+    half = 1.959963984540054 * math.sqrt(0.080625 / 10)
+    assert p.elo_diff == pytest.approx(-400 * math.log10(1 / 0.525 - 1))  # +17.4
+    assert p.elo_low == pytest.approx(elo_from_score(0.525 - half))
+    assert p.elo_high == pytest.approx(elo_from_score(0.525 + half))
+    # nElo: (0.525 - 0.5) / (sd of a pair score * sqrt 2) in natural units, times 800 / ln 10.
+    assert p.nelo == pytest.approx(0.025 / math.sqrt(2 * 0.080625) * 2 * ELO_PER_NAT)  # 21.6
+    assert p.draw_ratio == pytest.approx(9 / 20)
+    # 9 draws among the 20 games: both LD pairs, all three WD pairs and two of the three DD-or-WL pairs hold 9.
+
+
+def test_published_pentanomial_example() -> None:
+    """A published pentanomial result (test data only).
+
+    From the "Raw Statistics" page of a fishtest instance, montytest.muzhen.org/tests/stats/69d3c8dc7c5b3724e29d2712:
+    pairs [13, 37, 50, 25, 3], score 0.43750, variance 0.05762 (of the per-game pair score), stdev/game 0.33946,
+    Elo -43.6578, normalized Elo -63.97, logistic exact GLLR -0.53772 for H0 = 0 and H1 = 2.716 logistic Elo
+    (the page's rounding of its bound), LLR jumps per pair class [-0.022039, -0.015047, -0.004307, 0.014302,
+    0.054441]."""
+    counts = [13, 37, 50, 25, 3]
+    p = pentanomial_stats("A", "B", counts, elo0=0.0, elo1=2.716)
+    assert p.score == pytest.approx(0.43750)
+    assert p.pair_sd**2 == pytest.approx(0.05762, abs=5e-6)
+    assert math.sqrt(2 * p.pair_sd**2) == pytest.approx(0.33946, abs=5e-6)
+    assert p.elo_diff == pytest.approx(-43.6578, abs=5e-5)
+    assert p.nelo == pytest.approx(-63.97, abs=5e-3)
+    assert p.sprt_llr == pytest.approx(-0.53772, abs=2e-4)  # the bound was rounded to 3 decimals on the page
+    # Each class's jump: the LLR of counts plus one pair of that class, minus the LLR of the counts, tends to the
+    # page's jumps; checked through the LLR being their weighted sum at the fitted distributions.
+    jumps = [-0.022039, -0.015047, -0.004307, 0.014302, 0.054441]
+    assert sum(c * j for c, j in zip(counts, jumps)) == pytest.approx(p.sprt_llr, abs=2e-4)
+
+
+def best_log_likelihood(counts: list[int], s: float) -> float:
+    """Largest log-likelihood of `counts` over five-class distributions of mean `s`, by a plain grid search.
+
+    The middle three probabilities run over a grid; the outer two follow from the total and the mean. Finer
+    grids around the best point so far make it exact to about 1e-7."""
+    centre, width, best = np.full(3, 0.5), 0.5, -np.inf
+    for _ in range(12):
+        axes = [np.clip(np.linspace(c - width, c + width, 21), 0.0, 1.0) for c in centre]
+        p1, p2, p3 = (a.ravel() for a in np.meshgrid(*axes, indexing="ij"))
+        p4 = s - 0.25 * p1 - 0.5 * p2 - 0.75 * p3
+        p0 = 1 - p1 - p2 - p3 - p4
+        ok = (p0 >= 0) & (p4 >= 0)
+        probs = np.stack([p0, p1, p2, p3, p4])[:, ok]
+        with np.errstate(divide="ignore"):
+            ll = sum(c * np.log(probs[k]) for k, c in enumerate(counts) if c)
+        k = int(np.argmax(ll))
+        best = max(best, float(ll[k]))
+        centre, width = probs[1:4, k], width / 5
+    return best
+
+
+def test_pentanomial_llr_is_the_likelihood_ratio_maximised_under_each_hypothesis() -> None:
+    """Against a grid search over every five-class distribution with the hypothesis' expected score."""
+    s0, s1 = expected_score(0.0), expected_score(30.0)
+    for counts in ([2, 3, 5, 3, 1], [0, 1, 4, 2, 0], [0, 0, 3, 0, 0], [1, 0, 0, 0, 2]):
+        expected = best_log_likelihood(counts, s1) - best_log_likelihood(counts, s0)
+        assert pentanomial_sprt(counts, min_pairs=0)[0] == pytest.approx(expected, abs=1e-5), counts
+
+
+def test_pentanomial_llr_on_three_classes_is_the_trinomial_one() -> None:
+    # Pairs that are all LL, DD or WW carry a trinomial on the pair's points: class k of 0, 2, 4 is like a game
+    # scoring k / 4, so the pentanomial LLR of (a, 0, b, 0, c) is the trinomial LLR of c wins, b draws, a losses.
+    for a, b, c in [(3, 5, 2), (0, 4, 0), (1, 0, 6), (7, 2, 0)]:
+        assert pentanomial_sprt([a, 0, b, 0, c], min_pairs=0)[0] == pytest.approx(sprt(c, b, a)[0], abs=1e-9)
+
+
+def test_no_verdict_from_fewer_pairs_than_the_model_supports() -> None:
+    s0, s1 = expected_score(0.0), expected_score(30.0)
+    # One pair of two wins is one observation: its LLR is log(s1 / s0) (the best distribution of mean s puts s on
+    # the top class), however clear it looks; a sweep needs 36 such pairs for H1 at Wald's bound log(19).
+    assert pentanomial_sprt([0, 0, 0, 0, 1]) == (pytest.approx(math.log(s1 / s0)), "continue")
+    needed = math.ceil(math.log(0.95 / 0.05) / math.log(s1 / s0))
+    assert pentanomial_sprt([0, 0, 0, 0, needed - 1])[1] == "continue"
+    assert pentanomial_sprt([0, 0, 0, 0, needed])[1] == "H1"
+    # Pair scores that never vary (all DD) are no division by zero: each pair moves the LLR by log((1-s1)/(1-s0)).
+    assert pentanomial_sprt([0, 0, 5, 0, 0])[0] == pytest.approx(5 * math.log((1 - s1) / (1 - s0)))
+    # Below the stated minimum nothing is decided, however far the LLR has gone (wide bounds make it go fast).
+    assert pentanomial_sprt([0, 0, 0, 0, SPRT_MIN_PAIRS - 1], elo1=400)[1] == "continue"
+    assert pentanomial_sprt([0, 0, 0, 0, SPRT_MIN_PAIRS], elo1=400)[1] == "H1"
+    assert pentanomial_sprt([0, 0, 0, 0, 0]) == (0.0, "continue")
+
+
+def test_an_interval_needs_two_pairs_that_differ() -> None:
+    # One pair, or pairs that all scored alike, have no observed spread: the interval is the whole Elo range.
+    for counts in ([0, 0, 0, 0, 1], [0, 0, 4, 0, 0]):
+        p = pentanomial_stats("A", "B", counts)
+        assert (p.elo_low, p.elo_high) == (-1200.0, 1200.0)
+        assert p.nelo is None
+    none = pentanomial_stats("A", "B", [0, 0, 0, 0, 0], unpaired=1)
+    assert none.pairs == 0 and none.score == 0.5 and none.sprt == "continue" and none.unpaired == 1
+
+
+def test_bad_counts_are_named() -> None:
+    with pytest.raises(RatingError, match="five"):
+        pentanomial_stats("A", "B", [1, 2, 3])
+    with pytest.raises(RatingError, match="-1"):
+        pentanomial_sprt([1, -1, 0, 0, 0])
