@@ -370,13 +370,22 @@ def score_interval(wins: int, draws: int, losses: int) -> tuple[float, float]:
 
 
 def pair_stats(
-    a: str, b: str, wins: int, draws: int, losses: int, *, elo0: float = 0.0, elo1: float = 30.0
+    a: str,
+    b: str,
+    wins: int,
+    draws: int,
+    losses: int,
+    *,
+    elo0: float = 0.0,
+    elo1: float = 30.0,
+    alpha: float = 0.05,
+    beta: float = 0.05,
 ) -> PairStats:
     """W/D/L of `a` against `b` turned into score, Elo difference with a 95% interval and tests."""
     n = wins + draws + losses
     s = (wins + 0.5 * draws) / n if n else 0.5
     low, high = score_interval(wins, draws, losses)
-    llr, verdict = sprt(wins, draws, losses, elo0, elo1)
+    llr, verdict = sprt(wins, draws, losses, elo0, elo1, alpha, beta)
     return PairStats(
         a=a,
         b=b,
@@ -394,7 +403,9 @@ def pair_stats(
     )
 
 
-def head_to_head(results: Iterable[GameResult], *, elo0: float = 0.0, elo1: float = 30.0) -> list[PairStats]:
+def head_to_head(
+    results: Iterable[GameResult], *, elo0: float = 0.0, elo1: float = 30.0, alpha: float = 0.05, beta: float = 0.05
+) -> list[PairStats]:
     """PairStats for every pair that met, `a` being the first of the two to appear in `results`."""
     tally: dict[tuple[str, str], list[int]] = {}
     for g in results:
@@ -403,7 +414,7 @@ def head_to_head(results: Iterable[GameResult], *, elo0: float = 0.0, elo1: floa
         s = 1.0 - g.score if flip else g.score
         wdl = tally.setdefault(key, [0, 0, 0])
         wdl[0 if s == 1.0 else (1 if s == 0.5 else 2)] += 1
-    return [pair_stats(a, b, *wdl, elo0=elo0, elo1=elo1) for (a, b), wdl in tally.items()]
+    return [pair_stats(a, b, *wdl, elo0=elo0, elo1=elo1, alpha=alpha, beta=beta) for (a, b), wdl in tally.items()]
 
 
 # --- colour-swapped pairs: the pentanomial model ------------------------------------------------

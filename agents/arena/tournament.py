@@ -47,7 +47,16 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from agents.arena.ratings import GameResult, PairStats, RatingTable, fit_ratings, head_to_head
+from agents.arena.ratings import (
+    GameResult,
+    PairStats,
+    PentanomialStats,
+    RatingTable,
+    fit_ratings,
+    head_to_head,
+    pair_class,
+    pentanomial_stats,
+)
 from agents.arena.records import GameRecord, write_jsonl
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.pool import WorkerPool
@@ -291,6 +300,60 @@ def game_result(rec: GameRecord) -> GameResult:
     return GameResult(rec.red, rec.blue, score)
 
 
+def colour_swapped_pairs(
+    games: Sequence[GameRecord], players: Sequence[str]
+) -> dict[tuple[str, str], tuple[list[tuple[float, float]], int]]:
+    """Each pairing's games as colour-swapped pairs: {(a, b): (a's scores in each complete pair, games
+    outside a pair)}, `a` the earlier of the two in `players`, pairs in schedule order.
+
+    Games x and x + 1 (``extra["game"]``) are a pair when they are of one pairing (``extra["pairing"]``)
+    and one opening (``extra["opening_index"]``), `a` playing Red in x and Blue in x + 1: the pairs
+    `schedule` makes. Any other game is unpaired: the lone last game of an odd `games_per_pair`, a game
+    whose partner is missing, a record without those indices."""
+    index = {p: k for k, p in enumerate(players)}
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    played: dict[tuple[str, str], int] = {}
+    for rec in games:
+        key = (rec.red, rec.blue) if index.get(rec.red, -1) < index.get(rec.blue, -1) else (rec.blue, rec.red)
+        pairs.setdefault(key, [])
+        played[key] = played.get(key, 0) + 1
+    by_game: dict[int, GameRecord] = {}
+    for rec in games:
+        x = rec.extra.get("game")
+        if isinstance(x, int):
+            by_game.setdefault(x, rec)
+    for x in sorted(by_game):
+        first, second = by_game[x], by_game.get(x + 1)
+        a, b = first.red, first.blue
+        if second is None or index.get(a, -1) >= index.get(b, -1) or (second.red, second.blue) != (b, a):
+            continue
+        if any(first.extra.get(k) is None or first.extra.get(k) != second.extra.get(k) for k in SAME_IN_A_PAIR):
+            continue
+        pairs[(a, b)].append((game_result(first).score, 1.0 - game_result(second).score))
+    return {key: (found, played[key] - 2 * len(found)) for key, found in pairs.items()}
+
+
+SAME_IN_A_PAIR = ("pairing", "opening_index")
+"""Record extras the two games of a colour-swapped pair share."""
+SPRT_DEFAULTS = {"elo0": 0.0, "elo1": 30.0, "alpha": 0.05, "beta": 0.05}
+"""The SPRTs' hypotheses (logistic Elo of the first player over the second) and error rates, unless given."""
+
+
+def pair_statistics(
+    games: Sequence[GameRecord], players: Sequence[str], **sprt: float
+) -> dict[tuple[str, str], PentanomialStats]:
+    """`PentanomialStats` of each pairing from its colour-swapped pairs (`colour_swapped_pairs`); `sprt`:
+    elo0, elo1, alpha, beta (`SPRT_DEFAULTS`)."""
+    out = {}
+    for (a, b), (pairs, unpaired) in colour_swapped_pairs(games, players).items():
+        counts = [0] * 5
+        for s1, s2 in pairs:
+            counts[pair_class(s1, s2)] += 1
+        draws = sum((s1 == 0.5) + (s2 == 0.5) for s1, s2 in pairs)
+        out[(a, b)] = pentanomial_stats(a, b, counts, draws=draws, unpaired=unpaired, **{**SPRT_DEFAULTS, **sprt})
+    return out
+
+
 @dataclass
 class TournamentResult:
     """Everything a tournament produced. Scores are from the row player's side."""
@@ -306,6 +369,13 @@ class TournamentResult:
     """[P, P]: games between i and j."""
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    pentanomial: list[PentanomialStats] = field(default_factory=list)
+    """Each pairing's colour-swapped pairs (the pentanomial model), in the order of `pairings`."""
+    sprt: dict[str, float] = field(default_factory=lambda: dict(SPRT_DEFAULTS))
+    """The SPRTs' elo0, elo1, alpha and beta (the trinomial and the pentanomial one)."""
+    sprt_stops: list[dict[str, Any]] = field(default_factory=list)
+    """Pairings a gauntlet stopped on their pair SPRT's verdict (`sprt_stop`): a, b, pairs, verdict, llr,
+    games_not_played."""
 
     def score(self, a: str, b: str) -> float:
         """Mean score of `a` against `b` (NaN if they did not meet)."""
@@ -320,6 +390,20 @@ class TournamentResult:
             if (p.a, p.b) == (b, a):
                 return _flip(p)
         raise TournamentError(f"{a!r} and {b!r} did not meet")
+
+    def pairs(self, a: str, b: str) -> PentanomialStats:
+        """Colour-swapped pair statistics (the pentanomial model) from `a`'s side."""
+        for q in self.pentanomial:
+            if (q.a, q.b) == (a, b):
+                return q
+            if (q.a, q.b) == (b, a):
+                return pentanomial_stats(
+                    a, b, q.counts[::-1], draws=q.draws, unpaired=q.unpaired, **{**SPRT_DEFAULTS, **self.sprt}
+                )
+        raise TournamentError(f"{a!r} and {b!r} did not meet")
+
+    def _pentanomial(self, p: PairStats) -> Optional[PentanomialStats]:
+        return next((q for q in self.pentanomial if (q.a, q.b) == (p.a, p.b)), None)
 
     def _index(self, name: str) -> int:
         try:
@@ -345,7 +429,9 @@ class TournamentResult:
             "settings": self.settings,
             "seconds": round(self.seconds, 3),
             "ratings": self.ratings.to_dict(),
-            "pairings": [_pair_dict(p) for p in self.pairings],
+            "pairings": [_pair_dict(p, self._pentanomial(p)) for p in self.pairings],
+            "sprt": dict(self.sprt),
+            "sprt_stops": list(self.sprt_stops),
             "crosstable": {
                 "points": self.points.tolist(),
                 "games": self.counts.tolist(),
@@ -390,8 +476,10 @@ class TournamentResult:
             f"\nRatings (Bradley-Terry, Elo scale, anchor {label[rt.anchor]} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n"
         )
         out.write("\n".join(rows) + "\n")
+        bounds = f"SPRT({self.sprt['elo0']:g},{self.sprt['elo1']:g})"
         out.write(
-            "\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; SPRT(0,30) verdict)\n"
+            f"\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; {bounds} verdict;\n"
+            "  below: its colour-swapped pairs LL-LD-DD/WL-WD-WW, their score, Elo, nElo, draws, SPRT on pairs)\n"
         )
         for p in self.pairings:
             pair = f"{label[p.a]:<{lw}} vs {label[p.b]:<{lw}}"
@@ -399,6 +487,22 @@ class TournamentResult:
                 f"  {pair}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
                 f"Elo {p.elo_diff:+.0f} [{p.elo_low:+.0f}, {p.elo_high:+.0f}]  LOS {p.los:.3f}  "
                 f"p {p.p_value:.2g}  {p.sprt}\n"
+            )
+            q = self._pentanomial(p)
+            if q is not None:
+                out.write(textwrap.fill(_pairs_line(q), TABLE_WIDTH, initial_indent="    ", subsequent_indent="      "))
+                out.write("\n")
+        for stop in self.sprt_stops:
+            out.write(
+                "\n"
+                + textwrap.fill(
+                    f"SPRT stop: {label[stop['a']]} vs {label[stop['b']]} stopped after {stop['pairs']} pairs on "
+                    f"{stop['verdict']} (pair LLR {stop['llr']:+.2f} past {stop['bound']:+.2f}); "
+                    f"{stop['games_not_played']} of its games not played",
+                    TABLE_WIDTH,
+                    subsequent_indent="  ",
+                )
+                + "\n"
             )
         out.write("\nCrosstable (row's points / games against column)\n")
         n = len(self.players)
@@ -471,11 +575,11 @@ class TournamentResult:
     def _pairings_csv(self) -> str:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        keys = list(_pair_dict(self.pairings[0]).keys()) if self.pairings else ["a", "b"]
+        keys = list(_pair_dict(self.pairings[0], None).keys()) if self.pairings else ["a", "b"]
         w.writerow(keys)
         for p in self.pairings:
-            d = _pair_dict(p)
-            w.writerow([f"{d[k]:.4g}" if isinstance(d[k], float) else d[k] for k in keys])
+            d = _pair_dict(p, self._pentanomial(p))
+            w.writerow([f"{d[k]:.4g}" if isinstance(d[k], float) else ("" if d[k] is None else d[k]) for k in keys])
         return buf.getvalue()
 
 
@@ -506,7 +610,43 @@ def _flip(p: PairStats) -> PairStats:
     return pair_stats(p.b, p.a, p.losses, p.draws, p.wins)
 
 
-def _pair_dict(p: PairStats) -> dict[str, Any]:
+def _pairs_line(q: PentanomialStats) -> str:
+    """One pairing's colour-swapped pairs as the printed table shows them."""
+    nelo = "-" if q.nelo is None else f"{q.nelo:+.0f}"
+    line = (
+        f"pairs {'-'.join(map(str, q.counts))}  score {q.score:.3f}  "
+        f"Elo {q.elo_diff:+.0f} [{q.elo_low:+.0f}, {q.elo_high:+.0f}]  nElo {nelo}  "
+        f"draws {q.draw_ratio:.0%}  {q.sprt}"
+    )
+    return line + (f"  ({q.unpaired} unpaired)" if q.unpaired else "")
+
+
+PAIR_KEYS = (
+    "pairs",
+    "pairs_ll",
+    "pairs_ld",
+    "pairs_dd_wl",
+    "pairs_wd",
+    "pairs_ww",
+    "unpaired",
+    "pairs_score",
+    "pairs_elo_diff",
+    "pairs_elo_low",
+    "pairs_elo_high",
+    "nelo",
+    "draw_ratio",
+    "pairs_sprt_llr",
+    "pairs_sprt",
+)
+"""The pentanomial columns of results.json's pairings and pairings.csv, after the trinomial ones."""
+
+
+def _pair_dict(p: PairStats, q: Optional[PentanomialStats] = None) -> dict[str, Any]:
+    pairs: dict[str, Any] = dict.fromkeys(PAIR_KEYS)
+    if q is not None:
+        values: list[Any] = [q.pairs, *q.counts, q.unpaired, q.score, q.elo_diff, q.elo_low, q.elo_high, q.nelo]
+        values += [q.draw_ratio, q.sprt_llr, q.sprt]
+        pairs = dict(zip(PAIR_KEYS, values))
     return {
         "a": p.a,
         "b": p.b,
@@ -522,6 +662,7 @@ def _pair_dict(p: PairStats) -> dict[str, Any]:
         "p_value": p.p_value,
         "sprt_llr": p.sprt_llr,
         "sprt": p.sprt,
+        **pairs,
     }
 
 
@@ -797,8 +938,14 @@ def summarize(
     prior_games: float = 1.0,
     seconds: float = 0.0,
     settings: Optional[dict[str, Any]] = None,
+    sprt: Optional[dict[str, float]] = None,
+    sprt_stops: Sequence[dict[str, Any]] = (),
 ) -> TournamentResult:
-    """Rate a list of game records (from `run_tournament` or read back from a games.jsonl)."""
+    """Rate a list of game records (from `run_tournament` or read back from a games.jsonl).
+
+    sprt: elo0, elo1, alpha, beta of the pairings' SPRTs (`SPRT_DEFAULTS` for those not given); sprt_stops:
+    the pairings a gauntlet stopped (`TournamentResult.sprt_stops`)."""
+    bounds = {**SPRT_DEFAULTS, **(sprt or {})}
     players = list(players)
     index = {p: k for k, p in enumerate(players)}
     n = len(players)
@@ -817,7 +964,8 @@ def summarize(
         # Orient every result as (earlier player, later player) so pairings read in player order.
         results.append(r if i < j else GameResult(r.b, r.a, 1.0 - r.score))
     ratings = fit_ratings(results, players, anchor=anchor, prior_games=prior_games)
-    pairings = sorted(head_to_head(results), key=lambda p: (index[p.a], index[p.b]))
+    pairings = sorted(head_to_head(results, **bounds), key=lambda p: (index[p.a], index[p.b]))
+    by_pairs = pair_statistics(games, players, **bounds)
     return TournamentResult(
         players=players,
         games=list(games),
@@ -827,6 +975,9 @@ def summarize(
         counts=counts,
         settings=dict(settings or {}),
         seconds=seconds,
+        pentanomial=[by_pairs[(p.a, p.b)] for p in pairings if (p.a, p.b) in by_pairs],
+        sprt=bounds,
+        sprt_stops=list(sprt_stops),
     )
 
 

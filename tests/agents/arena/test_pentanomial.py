@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +20,8 @@ from agents.arena.ratings import (
     pentanomial_stats,
     sprt,
 )
+from agents.arena.records import GameRecord
+from agents.arena.tournament import Opening, schedule, summarize
 
 ELO_PER_NAT = 400 / math.log(10)
 
@@ -138,3 +143,57 @@ def test_bad_counts_are_named() -> None:
         pentanomial_stats("A", "B", [1, 2, 3])
     with pytest.raises(RatingError, match="-1"):
         pentanomial_sprt([1, -1, 0, 0, 0])
+
+
+# --- in a tournament's tables and files --------------------------------------------------------------------
+def scheduled_games(results: list[str], players: tuple[str, str] = ("A", "B")) -> list[GameRecord]:
+    """Records of one pairing's games as `schedule` orders them (Red's result for each), with their extras."""
+    tasks = schedule(2, len(results), [Opening()], seed=0, mode="round_robin")
+    return [
+        GameRecord(
+            red=players[t.red],
+            blue=players[t.blue],
+            result=r,
+            termination="den" if r != "1/2-1/2" else "repetition",
+            extra={"game": t.index, "pairing": t.pairing, "opening_index": t.opening_index},
+        )
+        for t, r in zip(tasks, results)
+    ]
+
+
+def test_a_tournament_reports_its_pairs_next_to_its_games(tmp_path: Path) -> None:
+    # Seven games: A wins both of pair 0 (WW), wins as Red and loses as Blue in pair 1 (WL), draws then wins in
+    # pair 2 (DW: WD), and loses the lone seventh game, which has no partner.
+    games = scheduled_games(["1-0", "0-1", "1-0", "1-0", "1/2-1/2", "0-1", "0-1"])
+    result = summarize(games, ["A", "B"])
+    p, q = result.pair("A", "B"), result.pairs("A", "B")
+    assert (p.wins, p.draws, p.losses) == (4, 1, 2)
+    assert q.counts == [0, 0, 1, 1, 1] and q.unpaired == 1 and q.draws == 1
+    assert q.score == pytest.approx((0.5 + 0.75 + 1) / 3) and q.draw_ratio == pytest.approx(1 / 6)
+    assert result.pairs("B", "A").counts == [1, 1, 1, 0, 0]
+    text = result.table()
+    assert "pairs 0-0-1-1-1  score 0.750" in text and "(1 unpaired)" in text
+    assert max(map(len, text.splitlines())) <= 100
+    paths = result.write(tmp_path, image=False)
+    row = json.loads(paths["json"].read_text())["pairings"][0]
+    assert (row["wins"], row["pairs"], row["pairs_dd_wl"], row["pairs_wd"], row["pairs_ww"]) == (4, 3, 1, 1, 1)
+    assert row["unpaired"] == 1 and row["pairs_sprt"] == "continue" and row["nelo"] == pytest.approx(q.nelo)
+    csv_row = next(csv.DictReader(paths["pairings_csv"].open()))
+    assert (csv_row["pairs_ww"], csv_row["unpaired"], csv_row["pairs_sprt"]) == ("1", "1", "continue")
+    assert float(csv_row["pairs_elo_diff"]) == pytest.approx(q.elo_diff, rel=1e-3)
+
+
+def test_games_that_are_not_a_scheduled_pair_are_unpaired() -> None:
+    games = scheduled_games(["1-0", "0-1", "1-0", "0-1"])
+    # Game 2's partner is missing; game 0 lost its indices (a record from elsewhere); games 1 and 3 are each the
+    # second game of a pair whose first game is gone or unusable.
+    del games[3]
+    games[0].extra = {}
+    q = summarize(games, ["A", "B"]).pairs("A", "B")
+    assert q.pairs == 0 and q.unpaired == 3
+    # A record without a tournament's extras is counted in the games all the same.
+    assert summarize(games, ["A", "B"]).pair("A", "B").games == 3
+    # A pair stays a pair only when both games are of one opening: give game 1 another one.
+    games = scheduled_games(["1-0", "0-1"])
+    games[1].extra["opening_index"] = 5
+    assert summarize(games, ["A", "B"]).pairs("A", "B").counts == [0, 0, 0, 0, 0]
