@@ -538,8 +538,9 @@ class PentanomialStats:
     elo_diff: float
     elo_low: float
     elo_high: float
-    """95% interval: the score +- 1.96 sd / sqrt(pairs) in Elo; the whole range +-1200 while the pair scores
-    have not varied (fewer than two pairs, or every pair alike)."""
+    """95% interval: the score +- 1.96 sd / sqrt(pairs) in Elo. While the pair scores have not varied (one
+    pair, or every pair alike) the observed sd is no estimate: then Wilson's interval with the largest
+    variance a score in [0, 1] can have, s (1 - s); no pairs: the whole range +-1200."""
     nelo: Optional[float]
     """Normalised Elo: (score - 0.5) / (pair_sd * sqrt 2) * 800 / ln 10; None while pair_sd is 0."""
     draw_ratio: float
@@ -573,6 +574,11 @@ def pentanomial_stats(
     if n >= 2 and var > 0:
         half = Z95 * sd / math.sqrt(n)
         low, high = elo_from_score(s - half), elo_from_score(s + half)
+    elif n:  # no observed spread: Wilson's interval with the largest variance a score in [0, 1] can have
+        z2 = Z95**2
+        centre = (s + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * math.sqrt(s * (1 - s) / n + z2 / (4 * n * n))
+        low, high = elo_from_score(centre - half), elo_from_score(centre + half)
     else:
         low, high = -1200.0, 1200.0
     llr, verdict = pentanomial_sprt(c, elo0, elo1, alpha, beta)

@@ -128,11 +128,20 @@ def test_no_verdict_from_fewer_pairs_than_the_model_supports() -> None:
     assert pentanomial_sprt([0, 0, 0, 0, 0]) == (0.0, "continue")
 
 
-def test_an_interval_needs_two_pairs_that_differ() -> None:
-    # One pair, or pairs that all scored alike, have no observed spread: the interval is the whole Elo range.
-    for counts in ([0, 0, 0, 0, 1], [0, 0, 4, 0, 0]):
-        p = pentanomial_stats("A", "B", counts)
-        assert (p.elo_low, p.elo_high) == (-1200.0, 1200.0)
+def test_an_interval_from_pairs_that_never_differ_is_wilsons_at_the_largest_variance() -> None:
+    # One WW pair: no observed spread, so Wilson's interval for a score of 1 from 1 observation of variance at
+    # most s (1 - s): from 1 / (1 + z^2) = 0.2065 (Elo -234) to 1 (as far as `elo_from_score` goes).
+    z2 = 1.959963984540054**2
+    one = pentanomial_stats("A", "B", [0, 0, 0, 0, 1])
+    assert one.elo_low == pytest.approx(elo_from_score(1 / (1 + z2))) and one.elo_high == elo_from_score(1.0)
+    # Ten WW pairs: from 1 / (1 + z^2 / 10) = 0.7224 (Elo +166) up.
+    sweep = pentanomial_stats("A", "B", [0, 0, 0, 0, 10])
+    assert sweep.elo_low == pytest.approx(elo_from_score(1 / (1 + z2 / 10))) and sweep.elo_low > 160
+    # Four DD pairs: centred on 0.5, half-width z sqrt(1/16 + z^2/64) / (1 + z^2/4).
+    even = pentanomial_stats("A", "B", [0, 0, 4, 0, 0])
+    half = math.sqrt(z2) * math.sqrt(1 / 16 + z2 / 64) / (1 + z2 / 4)
+    assert (even.elo_low, even.elo_high) == (pytest.approx(elo_from_score(0.5 - half)), pytest.approx(-even.elo_low))
+    for p in (one, sweep, even):
         assert p.nelo is None
     none = pentanomial_stats("A", "B", [0, 0, 0, 0, 0], unpaired=1)
     assert none.pairs == 0 and none.score == 0.5 and none.sprt == "continue" and none.unpaired == 1
