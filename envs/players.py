@@ -12,10 +12,18 @@ the game layer and names no agent: kinds other than ``random`` come from the
 ``jungle_zero.players`` entry points (pyproject.toml lists ``alphabeta`` and
 ``checkpoint``), loaded the first time their kind is asked for, so the env can
 build an opponent from a spec without importing `agents` itself.
+
+A player may also take limits for one move, ``select_move(board, limit=Limit(time=0.5), stop=signal)``
+(`accepts_limit` tells): the search stops at the first limit reached, or when another thread sets the
+`StopSignal`, and plays the best move found so far. The kit's ``alphabeta`` and ``checkpoint`` players do;
+the engine of the Jungle Engine Protocol (`agents.engine`) maps its ``go`` commands onto them.
 """
 
 from __future__ import annotations
 
+import inspect
+import threading
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
@@ -40,6 +48,69 @@ class Player(Protocol):
     def select_move(self, board: Board) -> Move: ...
 
     def reset(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Limits of one move's search (None: not set); the first one reached stops it. None of them set: the
+    search runs until its `StopSignal` is set (or as far as the player can go)."""
+
+    time: Optional[float] = None
+    """Seconds."""
+    depth: Optional[int] = None
+    """Plies for alpha-beta; rounds of the player's ``sims`` simulations for the tree search."""
+    nodes: Optional[int] = None
+    """Positions for alpha-beta; simulations for the tree search."""
+
+    def __post_init__(self) -> None:
+        for key in ("time", "depth", "nodes"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise ValueError(f"search limit {key}={value} must be positive")
+
+    @property
+    def unlimited(self) -> bool:
+        """No limit set: the search runs until stopped."""
+        return self.time is None and self.depth is None and self.nodes is None
+
+
+class StopSignal:
+    """Asks a running search to end now, from another thread. `set()` marks it and runs the hooks that
+    searches registered with `on_set` (a hook registered after `set()` runs at once), so a search that
+    cannot poll (a numba kernel) is reached the moment it can be, and a stop sent before the search began
+    is never lost."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._hooks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            hook()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def on_set(self, hook: Callable[[], None]) -> None:
+        """Run `hook` when the signal is set (now, if it already is)."""
+        with self._lock:
+            if not self._set:
+                self._hooks.append(hook)
+                return
+        hook()
+
+
+def accepts_limit(player: Player) -> bool:
+    """Whether `player.select_move` takes the keywords ``limit`` (a `Limit`) and ``stop`` (a `StopSignal`)."""
+    try:
+        params = inspect.signature(player.select_move).parameters
+    except (TypeError, ValueError):
+        return False
+    return "limit" in params and "stop" in params
 
 
 class RandomPlayer:

@@ -28,7 +28,7 @@ import numpy as np
 from agents.alphabeta.search import MAX_PLY, AlphaBeta, SearchResult
 from envs import Board, Move
 from envs.config import check_range
-from envs.players import PlayerSpecError, register_player
+from envs.players import Limit, PlayerSpecError, StopSignal, register_player
 from envs.rules import RuleSet
 from envs.tablebase import Tablebase, default_tablebase
 
@@ -68,14 +68,20 @@ class AlphaBetaPlayer:
         self.engine = AlphaBeta(rules, tt_bits=tt_bits, noise=noise, seed=engine_seed, tablebase=tablebase)
         self.last_result: Optional[SearchResult] = None
 
-    def select_move(self, board: Board) -> Move:
+    def select_move(self, board: Board, limit: Optional[Limit] = None, stop: Optional[StopSignal] = None) -> Move:
+        """The search's move. `limit` replaces the spec's depth, nodes and time for this move (its other
+        options stay); `stop` ends the search early from another thread (`envs.players.StopSignal`)."""
         if self.random > 0 and self.rng.random() < self.random:
             moves = board.legal_move_ints()
             if len(moves) == 0:
                 raise ValueError(f"no legal move in {board.jfen()!r}")
             self.last_result = None
             return Move.from_int(int(moves[self.rng.integers(len(moves))]))
-        result = self.engine.search(board, depth=self.depth, nodes=self.nodes, time=self.time)
+        depth, nodes, seconds = self.depth, self.nodes, self.time
+        if limit is not None:  # the deepest search the kernels allow is as far as a deeper limit goes
+            depth = None if limit.depth is None else min(limit.depth, MAX_PLY - 16)
+            nodes, seconds = limit.nodes, limit.time
+        result = self.engine.search(board, depth=depth, nodes=nodes, time=seconds, stop=stop)
         self.last_result = result
         if result.move is None:
             raise ValueError(f"no legal move in {board.jfen()!r}")

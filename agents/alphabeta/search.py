@@ -55,6 +55,7 @@ from envs.kernels import (
     won_by_last_move,
 )
 from envs.notation import Move
+from envs.players import StopSignal
 from envs.rules import F_NO_CAPTURE_LIMIT, F_RANK, F_REPETITION_DRAW, RuleSet
 from envs.tablebase import DRAW, UNKNOWN, WIN, Tablebase, TablebaseArrays, TablebaseError, empty_arrays, probe_clock
 
@@ -529,7 +530,7 @@ def negamax(
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # without the GIL: a thread that stops the search (StopSignal) runs meanwhile
 def iterative_deepening(
     st: np.ndarray,
     hist: np.ndarray,
@@ -673,16 +674,24 @@ class AlphaBeta:
         self.ws.history[:] = 0
 
     def search(
-        self, board: Board, depth: Optional[int] = None, nodes: Optional[int] = None, time: Optional[float] = None
+        self,
+        board: Board,
+        depth: Optional[int] = None,
+        nodes: Optional[int] = None,
+        time: Optional[float] = None,
+        *,
+        stop: Optional[StopSignal] = None,
     ) -> SearchResult:
-        """Search `board` (left unchanged) within the given limits; at least one must be set.
+        """Search `board` (left unchanged) within the given limits; at least one must be set, or `stop`.
 
         depth: plies of full-width search (quiescence beyond); nodes: stop
         after about this many positions; time: seconds (checked every
-        TIME_CHECK_NODES nodes; results then depend on the machine's speed).
+        TIME_CHECK_NODES nodes; results then depend on the machine's speed);
+        stop: another thread's signal to end the search at its next node (the
+        deepest completed iteration's move is played, as for the other limits).
         Without `depth`, iterative deepening runs to MAX_PLY - 16."""
-        if depth is None and nodes is None and time is None:
-            raise SearchLimitError("give at least one of depth, nodes or time")
+        if depth is None and nodes is None and time is None and stop is None:
+            raise SearchLimitError("give at least one of depth, nodes, time or stop")
         if depth is not None and not 1 <= depth <= MAX_PLY - 16:
             raise SearchLimitError(f"depth={depth} must be in 1..{MAX_PLY - 16}")
         if nodes is not None and nodes <= 0:
@@ -715,6 +724,8 @@ class AlphaBeta:
         ctl[C_TIME_LIMITED] = int(time is not None)
         self.ws.deadline[0] = t0 + (time if time is not None else 0.0)
         self.ws.killers[:] = 0
+        if stop is not None:  # after C_STOP is cleared: a stop sent before this line still ends the search
+            stop.on_set(self._stop_now)
         out_pv = np.zeros(MAX_PLY, dtype=np.int64)
         max_depth = depth if depth is not None else MAX_PLY - 16
         tables = self.tablebase.arrays if self.tablebase is not None else NO_TABLES
@@ -731,6 +742,10 @@ class AlphaBeta:
             pv=pv,
             seconds=_time.perf_counter() - t0,
         )
+
+    def _stop_now(self) -> None:
+        """End the running search at its next node (called from another thread)."""
+        self.ws.ctl[C_STOP] = 1
 
 
 def search_position(jfen: str, depth: int, rules: Optional[RuleSet] = None) -> SearchResult:

@@ -67,12 +67,13 @@ from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.cache import MAX_CACHE_ENTRIES, CachedEvaluator
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
+from agents.alphazero.search.tree import ROOT, UNVISITED
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
 from envs.config import check_choice, check_range
 from envs.encoding import N_ACTIONS, action_to_move, move_to_action
-from envs.players import PlayerSpecError, register_player
+from envs.players import Limit, PlayerSpecError, StopSignal, register_player
 
 DEFAULT_CACHE = 1 << 15
 """Positions a checkpoint player remembers unless told otherwise (about 36 MB; a few dozen moves' searches
@@ -159,6 +160,8 @@ class CheckpointPlayer:
         """The alpha-beta check of each move (None without ``guard``): its `checks` and `vetoes` count moves."""
         self.last_simulations = 0
         """Simulations of the last move's search."""
+        self.last_rounds = 0
+        """Rounds of `sims` simulations the last move's search ran (1 for a search by ``sims``)."""
         self.last_visits = 0
         """Root visits of the last move's search: its simulations and, with `reuse`, the kept subtree's."""
         self.last_value = 0.0
@@ -167,7 +170,11 @@ class CheckpointPlayer:
         self._after: Optional[tuple[int, int]] = None
         """With `reuse`: (ply, side) of the position after this player's last move, whose tree is kept."""
 
-    def select_move(self, board: Board) -> Move:
+    def select_move(self, board: Board, limit: Optional[Limit] = None, stop: Optional[StopSignal] = None) -> Move:
+        """The search's move. `limit` replaces ``sims``/``time`` for this move: rounds of ``sims`` simulations
+        on one tree until its `depth` rounds, `nodes` simulations (the last round cut to fit) or `time`
+        seconds (a round starts only while it fits) is reached, or `stop` is set (checked between rounds),
+        or the tree is full (`LIMITED_MAX_SIMULATIONS`); at least one round runs."""
         games = self._batch_for(board)
         games.load_board(0, board)
         if games.done[0]:
@@ -176,13 +183,18 @@ class CheckpointPlayer:
         start = time.perf_counter()
         if self.guard is not None:
             self.guard.reference(board)
-        if self.time > 0:
-            # a quarter of the guard's time is kept for its checks of the search's choice
-            check = 0.0 if self.guard is None else 0.25 * self.guard.seconds
+        # a quarter of the guard's time is kept for its checks of the search's choice
+        check = 0.0 if self.guard is None else 0.25 * self.guard.seconds
+        if limit is not None or stop is not None:
+            limit = limit if limit is not None else Limit()
+            budget = None if limit.time is None else limit.time - (time.perf_counter() - start) - check
+            out = self._rounds(games, budget, rounds=limit.depth, sims=limit.nodes, stop=stop)
+        elif self.time > 0:
             out = self._timed_search(games, self.time - (time.perf_counter() - start) - check)
         else:
             out = self.search.search(games, add_noise=False)
             self.last_simulations = self.mcts.num_simulations
+            self.last_rounds = 1
         self.last_value = float(out.root_value[0])
         self.last_visits = self.search.root_visits(0)
         action = int(out.action[0])
@@ -219,17 +231,70 @@ class CheckpointPlayer:
     def _timed_search(self, games: GameBatch, budget: float) -> SearchOutput:
         """Rounds of `sims` simulations on one tree while the next round fits in `budget` seconds (at least one
         round runs)."""
+        return self._rounds(games, budget)
+
+    def _rounds(
+        self,
+        games: GameBatch,
+        budget: Optional[float],
+        *,
+        rounds: Optional[int] = None,
+        sims: Optional[int] = None,
+        stop: Optional[StopSignal] = None,
+    ) -> SearchOutput:
+        """Rounds of `sims` simulations on one tree until the next round would not fit in `budget` seconds, or
+        `rounds` rounds ran, or `sims` simulations (the last round cut to fit), or `stop` is set, or the tree
+        has no room for another round (None: no such limit; at least one round runs). The tree grows for the
+        rounds up to `LIMITED_MAX_SIMULATIONS` unless its size was fixed (``time``: `TIMED_NODES`)."""
         start = time.perf_counter()
-        rounds = 0
+        per_round = self.mcts.num_simulations
+        done = count = 0
         while True:
-            out = self.search.search(games, add_noise=False)
-            rounds += 1
+            n = per_round if sims is None else min(per_round, sims - done)
+            self.search.reserve(min(done + n, LIMITED_MAX_SIMULATIONS))
+            out = self.search.search(games, add_noise=False, num_simulations=n)
+            done += n
+            count += 1
             spent = time.perf_counter() - start
             room = self.search.max_nodes - int(self.search.tree.num_nodes[0])
-            if spent + spent / rounds > budget or room < (self.mcts.num_simulations + 1) * K.MAX_MOVES:
+            if (
+                (budget is not None and spent + spent / count > budget)
+                or (rounds is not None and count >= rounds)
+                or (sims is not None and done >= sims)
+                or (stop is not None and stop.is_set())
+                or room < (per_round + 1) * K.MAX_MOVES
+            ):
                 break
-        self.last_simulations = rounds * self.mcts.num_simulations
+        self.last_simulations, self.last_rounds = done, count
         return out
+
+    def principal_variation(self, first: Move, length: int = 8) -> list[Move]:
+        """The last search's expected line: `first` (the move played), then the most visited child at each
+        node below it, while one was visited (at most `length` moves)."""
+        tree = self.search.tree
+        line = [first]
+        node = self._child(ROOT, first)
+        while node is not None and len(line) < length:
+            start, n = int(tree.first_child[0, node]), int(tree.num_children[0, node])
+            if start == UNVISITED or n == 0:
+                break
+            best = start + int(np.argmax(tree.visits[0, start : start + n]))
+            if tree.visits[0, best] == 0:
+                break
+            line.append(Move.from_int(int(tree.move[0, best])))
+            node = best
+        return line
+
+    def _child(self, node: int, move: Move) -> Optional[int]:
+        """The child of `node` that `move` leads to in game 0's tree, or None."""
+        tree = self.search.tree
+        start, n = int(tree.first_child[0, node]), int(tree.num_children[0, node])
+        if start == UNVISITED:
+            return None
+        for child in range(start, start + n):
+            if int(tree.move[0, child]) == move.to_int():
+                return child
+        return None
 
     def reset(self) -> None:
         self._after = None
@@ -259,6 +324,11 @@ which a long search turns greedy with (docs/search.md, "Search by time")."""
 
 TIMED_NODES = 1 << 20
 """Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
+
+
+LIMITED_MAX_SIMULATIONS = TIMED_NODES // (2 * K.MAX_MOVES) - 1
+"""Simulations the tree of a search by rounds grows for, at most (`BatchedMCTS.reserve`): a tree of about
+`TIMED_NODES` nodes; a search by a `Limit` ends when it is full."""
 
 
 def make_checkpoint_player(

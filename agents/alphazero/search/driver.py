@@ -202,6 +202,12 @@ class BatchedMCTS:
         self._roots = self._new_roots(sims)
         self._roots.schedule[:, : old.shape[1]] = old
 
+    def reserve(self, sims: int) -> None:
+        """Room in the trees for `sims` simulations in all, over the searches that keep adding to one tree
+        (rounds of a search by time or by a `Limit`); the trees are kept, and nothing changes when
+        `max_nodes` was fixed."""
+        self._grow(sims)
+
     def _grow(self, sims: int) -> None:
         """Make room for searches of `sims` simulations (unless max_nodes was fixed), keeping the trees."""
         nodes = default_nodes(sims)
