@@ -289,3 +289,56 @@ def test_every_console_script_is_shown_in_the_readmes_commands() -> None:
     ]
     run = {Path(words[0]).name for words in commands if words}
     assert sorted(set(scripts) - run) == []
+
+
+@pytest.mark.slow
+def test_the_protocol_pages_example_session_is_the_engines() -> None:
+    """docs/protocol.md's example, run against ``python -m agents.engine --player alphabeta:depth=2``: the
+    lines sent in order, each reply as shown (an info line with figures: its fields and its pv's length)."""
+    import queue
+    import threading
+
+    from agents.engine.protocol import parse_info
+
+    text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    example = section(text, "an-example-session")
+    (block,) = [m.group(2) for m in FENCE.finditer(example) if m.group(1) == "text"]
+    command = re.search(r"against\s+`jungle-engine (--player \S+)`", example)
+    assert command is not None, "the page names the engine's command line before the session"
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        assert line[:2] in ("> ", "< "), line
+        if line.startswith("> "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line[2:])
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "agents.engine", *command.group(1).split()],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert engine.stdin is not None and engine.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in engine.stdout], daemon=True).start()
+
+    def fields(line: str) -> dict[str, object]:
+        info = parse_info(line)
+        return {k: (len(v) if k == "pv" else None) for k, v in vars(info).items() if v not in (None, ())}
+
+    try:
+        for sent, replies in steps:
+            engine.stdin.write(sent + "\n")
+            engine.stdin.flush()
+            for expected in replies:
+                got = lines.get(timeout=300)
+                if expected.startswith("info ") and not expected.startswith("info string"):
+                    assert fields(got) == fields(expected), (sent, got)
+                else:
+                    assert got == expected, sent
+        assert engine.wait(timeout=60) == 0
+    finally:
+        engine.kill()
+    assert lines.empty() and engine.stderr is not None and engine.stderr.read() == ""
