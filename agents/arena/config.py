@@ -70,6 +70,18 @@ class EvaluateConfig:
     """The player rated 0 Elo (default: the first player)."""
     prior_games: float = 1.0
     """Virtual drawn games per played pairing that keep a clean sweep's rating finite (0: none); 0 to 1000."""
+    elo0: float = 0.0
+    """H0 of each pairing's SPRTs (on games and on pairs): the first player is elo0 logistic Elo stronger
+    than the second; -1000 to 1000, below elo1."""
+    elo1: float = 30.0
+    """H1 of each pairing's SPRTs: the first player is elo1 stronger; -1000 to 1000."""
+    alpha: float = 0.05
+    """The SPRTs' chance of H1 when H0 holds; 1e-6 to 0.5."""
+    beta: float = 0.05
+    """The SPRTs' chance of H0 when H1 holds; 1e-6 to 0.5."""
+    sprt_stop: bool = False
+    """In a gauntlet (only), a pairing plays no more games once its SPRT on colour-swapped pairs gives a
+    verdict (H1 or H0); the table says which pairings stopped and why. Off: every game is played."""
     out_dir: str = "runs/evaluate/${now:%Y-%m-%d_%H-%M-%S}"
     """Where the result files go (created at the first game; it must not hold another tournament, and must
     be, or be creatable as, a writable directory)."""
@@ -93,7 +105,7 @@ class EvaluateConfig:
     working directory."""
 
     def __post_init__(self) -> None:
-        from agents.arena.tournament import MODES
+        from agents.arena.tournament import MODES, check_sprt
 
         check_range(
             self,
@@ -106,6 +118,7 @@ class EvaluateConfig:
             prior_games=(0, 1000),
         )
         check_choice(self, "", mode=MODES, start_method=START_METHODS)
+        check_sprt(self, "", ConfigError)
 
 
 START_METHODS = ("spawn", "forkserver", "fork")
@@ -162,8 +175,15 @@ SETTINGS_TYPES: dict[str, tuple[type, ...]] = {
     "rules": (dict,),
     "anchor": (str, type(None)),
     "prior_games": (int, float),
+    "elo0": (int, float),
+    "elo1": (int, float),
+    "alpha": (int, float),
+    "beta": (int, float),
+    "sprt_stop": (bool,),
 }
 """What each entry of tournament.json must be (`new_settings` writes them)."""
+SETTINGS_ADDED = {"elo0": 0.0, "elo1": 30.0, "alpha": 0.05, "beta": 0.05, "sprt_stop": False}
+"""Settings newer than some tournament.json files, and what a file without them was played with."""
 
 
 def new_settings(cfg: EvaluateConfig) -> dict[str, Any]:
@@ -186,6 +206,11 @@ def new_settings(cfg: EvaluateConfig) -> dict[str, Any]:
         "rules": rules.to_dict(),
         "anchor": cfg.anchor,
         "prior_games": cfg.prior_games,
+        "elo0": cfg.elo0,
+        "elo1": cfg.elo1,
+        "alpha": cfg.alpha,
+        "beta": cfg.beta,
+        "sprt_stop": cfg.sprt_stop,
     }
 
 
@@ -205,9 +230,10 @@ def stored_settings(out_dir: Path, overrides: Sequence[str]) -> dict[str, Any]:
         raise error(f"{path} cannot be read: {e}") from None
     if not isinstance(settings, dict):
         raise error(f"{path} is not a tournament's settings (a JSON object is expected)")
+    settings = {**SETTINGS_ADDED, **settings}
     for key, types in SETTINGS_TYPES.items():
         value = settings.get(key)
-        if key not in settings or isinstance(value, bool) or not isinstance(value, types):
+        if key not in settings or (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise error(
                 f"{path}: {key}={shown(value)} is not what a tournament's settings hold "
                 f"({' or '.join(t.__name__ if t is not type(None) else 'null' for t in types)})"

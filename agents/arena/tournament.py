@@ -38,6 +38,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import sys
 import textwrap
 import time
@@ -55,6 +56,7 @@ from agents.arena.ratings import (
     fit_ratings,
     head_to_head,
     pair_class,
+    pentanomial_sprt,
     pentanomial_stats,
 )
 from agents.arena.records import GameRecord, write_jsonl
@@ -354,6 +356,83 @@ def pair_statistics(
     return out
 
 
+def check_sprt(node: Any, where: str = "", error: type[Exception] = TournamentError) -> None:
+    """Raise `error` for SPRT settings of `node` (an object or a Mapping with elo0, elo1, alpha, beta,
+    sprt_stop and mode) that cannot be: a bound or an error rate out of range, elo0 not below elo1,
+    sprt_stop outside a gauntlet."""
+    check_range(node, where, error, elo0=(-1000, 1000), elo1=(-1000, 1000), alpha=(1e-6, 0.5), beta=(1e-6, 0.5))
+    get: Callable[[str], Any] = node.get if isinstance(node, dict) else lambda key: getattr(node, key)
+    if not get("elo0") < get("elo1"):
+        raise error(f"{where}elo0={get('elo0')!r} must be below {where}elo1={get('elo1')!r} (H0 below H1)")
+    if get("sprt_stop") and get("mode") != "gauntlet":
+        raise error(f"{where}sprt_stop=true stops a gauntlet's pairings; {where}mode={get('mode')} has none to stop")
+
+
+class SprtStop:
+    """A gauntlet's early stop (`sprt_stop`): a pairing whose complete colour-swapped pairs, taken in
+    schedule order, reach a verdict of `pentanomial_sprt` plays no more games.
+
+    Its games after that pair count for nothing, whether never played or already played (in flight when
+    the verdict came, or kept by an interrupted run): the verdict falls at the same pair whatever order the
+    games end in, so the result is the same with any number of workers and after any resume, and a
+    resumed stopped gauntlet plays nothing more."""
+
+    def __init__(self, tasks: Sequence[GameTask], names: Sequence[str], **sprt: float) -> None:
+        self.tasks, self.names, self.bounds = tasks, list(names), {**SPRT_DEFAULTS, **sprt}
+        self.order: dict[int, list[int]] = {}
+        """Pairing -> its game indices in schedule order (pair k: positions 2k and 2k + 1)."""
+        for task in tasks:
+            self.order.setdefault(task.pairing, []).append(task.index)
+        self.position = {i: k for order in self.order.values() for k, i in enumerate(order)}
+        self.counts = {p: [0] * 5 for p in self.order}
+        self.end: dict[int, int] = {}
+        """Stopped pairing -> how many of its games (in schedule order) count."""
+        self.stopped: dict[int, dict[str, Any]] = {}
+        """Stopped pairing -> what stopped it (`TournamentResult.sprt_stops`)."""
+        self.new_stop = False
+        """Set when a pairing stops (the caller clears it)."""
+
+    def see(self, index: int, records: Sequence[Optional[GameRecord]]) -> None:
+        """Take in game `index`, now in `records`: score the pairs of its pairing that are complete from
+        the start, and stop the pairing at the first pair that gives a verdict."""
+        p = self.tasks[index].pairing
+        order, counts = self.order[p], self.counts[p]
+        while p not in self.end:
+            k = sum(counts)
+            if 2 * k + 1 >= len(order) or records[order[2 * k]] is None or records[order[2 * k + 1]] is None:
+                return
+            first, second = records[order[2 * k]], records[order[2 * k + 1]]
+            assert first is not None and second is not None
+            counts[pair_class(game_result(first).score, 1.0 - game_result(second).score)] += 1
+            b = self.bounds
+            llr, verdict = pentanomial_sprt(counts, b["elo0"], b["elo1"], b["alpha"], b["beta"])
+            if verdict == "continue":
+                continue
+            self.end[p] = 2 * (k + 1)
+            task = self.tasks[order[0]]
+            alpha, beta = self.bounds["alpha"], self.bounds["beta"]
+            self.stopped[p] = {
+                "a": self.names[task.red],
+                "b": self.names[task.blue],
+                "pairs": k + 1,
+                "verdict": verdict,
+                "llr": llr,
+                "bound": math.log((1 - beta) / alpha) if verdict == "H1" else math.log(beta / (1 - alpha)),
+                "games_skipped": len(order) - 2 * (k + 1),
+            }
+            self.new_stop = True
+
+    @property
+    def stops(self) -> list[dict[str, Any]]:
+        """What stopped each stopped pairing, in pairing order."""
+        return [self.stopped[p] for p in sorted(self.stopped)]
+
+    def skips(self, index: int) -> bool:
+        """Whether game `index` counts for nothing (its pairing stopped before it)."""
+        p = self.tasks[index].pairing
+        return p in self.end and self.position[index] >= self.end[p]
+
+
 @dataclass
 class TournamentResult:
     """Everything a tournament produced. Scores are from the row player's side."""
@@ -374,8 +453,8 @@ class TournamentResult:
     sprt: dict[str, float] = field(default_factory=lambda: dict(SPRT_DEFAULTS))
     """The SPRTs' elo0, elo1, alpha and beta (the trinomial and the pentanomial one)."""
     sprt_stops: list[dict[str, Any]] = field(default_factory=list)
-    """Pairings a gauntlet stopped on their pair SPRT's verdict (`sprt_stop`): a, b, pairs, verdict, llr,
-    games_not_played."""
+    """Pairings a gauntlet stopped on their pair SPRT's verdict (`SprtStop`): a, b, pairs, verdict, llr, the
+    bound it passed, games_skipped (its games after the stop, never played or left out)."""
 
     def score(self, a: str, b: str) -> float:
         """Mean score of `a` against `b` (NaN if they did not meet)."""
@@ -498,7 +577,7 @@ class TournamentResult:
                 + textwrap.fill(
                     f"SPRT stop: {label[stop['a']]} vs {label[stop['b']]} stopped after {stop['pairs']} pairs on "
                     f"{stop['verdict']} (pair LLR {stop['llr']:+.2f} past {stop['bound']:+.2f}); "
-                    f"{stop['games_not_played']} of its games not played",
+                    f"{stop['games_skipped']} of its games not played",
                     TABLE_WIDTH,
                     subsequent_indent="  ",
                 )
@@ -742,6 +821,11 @@ def run_tournament(
     prior_games: float = 1.0,
     progress: bool = True,
     start_method: str = "spawn",
+    sprt_stop: bool = False,
+    elo0: float = 0.0,
+    elo1: float = 30.0,
+    alpha: float = 0.05,
+    beta: float = 0.05,
     on_game: Optional[Callable[[GameRecord], None]] = None,
     played: Sequence[GameRecord] = (),
     on_start: Optional[Callable[[], None]] = None,
@@ -764,6 +848,9 @@ def run_tournament(
     played: games of this very tournament already played (an interrupted run's games.jsonl): kept, not
         played again. Each must be the game its ``extra["game"]`` index schedules (same players, same seed).
     on_start: called once every check has passed, before the first game (e.g. to claim an output directory).
+    elo0, elo1, alpha, beta: the pairings' SPRTs, trinomial and on pairs (H0: the first player is elo0
+        stronger, H1: elo1; logistic Elo). sprt_stop: a gauntlet's pairing stops at its pair SPRT's verdict
+        (`SprtStop`; the table says which stopped, and why).
 
     Returns a TournamentResult: `.score(a, b)`, `.pair(a, b)` (W/D/L, Elo difference, tests),
     `.ratings` (Elo with 95% CIs), `.games` (records in schedule order), `.table()`, `.write(dir)`.
@@ -788,6 +875,7 @@ def run_tournament(
         workers=(0, None),
     )
     check_choice(arguments, "", TournamentError, mode=MODES)
+    check_sprt({"elo0": elo0, "elo1": elo1, "alpha": alpha, "beta": beta, "sprt_stop": sprt_stop, "mode": mode})
     objects: list[Optional[Player]] = []
     names: list[str] = []
     on_cuda: list[str] = []
@@ -832,9 +920,13 @@ def run_tournament(
     t0 = time.perf_counter()
     bar = _progress(len(tasks), progress)
     tally = [0, 0, 0]
+    bounds = {"elo0": elo0, "elo1": elo1, "alpha": alpha, "beta": beta}
+    stopper = SprtStop(tasks, names, **bounds) if sprt_stop else None
 
     def finish(index: int, rec: GameRecord, new: bool = True) -> None:
         records[index] = rec
+        if stopper is not None:
+            stopper.see(index, records)
         s = game_result(rec).score
         first = names[0]
         if first in (rec.red, rec.blue):
@@ -853,6 +945,8 @@ def run_tournament(
     try:
         if workers <= 1:
             for task in todo:
+                if stopper is not None and stopper.skips(task.index):
+                    continue
                 red = _player(objects[task.red], names[task.red], rules, task.red_seed)
                 blue = _player(objects[task.blue], names[task.blue], rules, task.blue_seed)
                 rec = play_game(
@@ -873,18 +967,27 @@ def run_tournament(
                 finish(task.index, rec)
         else:
             with WorkerPool(workers, GameWorker, names, rules.to_dict(), max_plies, start_method=start_method) as pool:
-                for k, text in pool.run("play", [(task,) for task in todo]):
-                    finish(todo[k].index, GameRecord.from_dict(json.loads(text)))
+                while todo:
+                    batch = [task for task in todo if stopper is None or not stopper.skips(task.index)]
+                    todo = []
+                    for k, text in pool.run("play", [(task,) for task in batch]):
+                        finish(batch[k].index, GameRecord.from_dict(json.loads(text)))
+                        if stopper is not None and stopper.new_stop:  # its games in flight are dropped
+                            stopper.new_stop = False
+                            todo = [task for task in batch if records[task.index] is None]
+                            break
     finally:
         if bar is not None:
             bar.close()
-    games = [r for r in records if r is not None]
+    games = [r for i, r in enumerate(records) if r is not None and (stopper is None or not stopper.skips(i))]
     return summarize(
         games,
         names,
         anchor=anchor,
         prior_games=prior_games,
         seconds=time.perf_counter() - t0,
+        sprt=bounds,
+        sprt_stops=stopper.stops if stopper is not None else (),
         settings={
             "mode": mode,
             "games_per_pair": games_per_pair,
@@ -894,6 +997,7 @@ def run_tournament(
             "openings": str(openings) if isinstance(openings, (str, Path)) else None,
             "max_plies": max_plies,
             "rules": rules.to_dict(),
+            "sprt_stop": sprt_stop,
         },
     )
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +23,15 @@ from agents.arena.ratings import (
     sprt,
 )
 from agents.arena.records import GameRecord
-from agents.arena.tournament import Opening, schedule, summarize
+from agents.arena.tournament import (
+    GameTask,
+    Opening,
+    SprtStop,
+    TournamentError,
+    run_tournament,
+    schedule,
+    summarize,
+)
 
 ELO_PER_NAT = 400 / math.log(10)
 
@@ -206,3 +216,103 @@ def test_games_that_are_not_a_scheduled_pair_are_unpaired() -> None:
     games = scheduled_games(["1-0", "0-1"])
     games[1].extra["opening_index"] = 5
     assert summarize(games, ["A", "B"]).pairs("A", "B").counts == [0, 0, 0, 0, 0]
+
+
+# --- a gauntlet's early stop on the pair SPRT -----------------------------------------------------------
+def gauntlet_games(games_per_pair: int) -> tuple[list[GameTask], list[GameRecord]]:
+    """A gauntlet of P0 against P1 and P2 as `schedule` makes it: P0 wins every game against P1; against P2
+    the pairs run WW, LL, WL over and over (an even score, pair scores far apart)."""
+    tasks = schedule(3, games_per_pair, [Opening()], seed=0, mode="gauntlet")
+    records = []
+    for t in tasks:
+        g = t.index - t.pairing * games_per_pair
+        p0_wins = True if t.pairing == 0 else [True, True, False, False, True, False][g % 6]
+        red_wins = p0_wins == (t.red == 0)
+        records.append(
+            GameRecord(
+                red=f"P{t.red}",
+                blue=f"P{t.blue}",
+                result="1-0" if red_wins else "0-1",
+                termination="den",
+                extra={"game": t.index, "pairing": t.pairing, "opening_index": t.opening_index},
+            )
+        )
+    return tasks, records
+
+
+def test_the_stop_falls_at_the_same_pair_whatever_order_the_games_end_in() -> None:
+    tasks, records = gauntlet_games(40)
+    names = ["P0", "P1", "P2"]
+    outcomes = []
+    for seed in range(6):
+        order = np.random.default_rng(seed).permutation(len(tasks)) if seed else np.arange(len(tasks))
+        stop = SprtStop(tasks, names, elo0=0.0, elo1=400.0)
+        seen: list[GameRecord | None] = [None] * len(tasks)
+        for i in order:
+            seen[i] = records[i]
+            stop.see(int(i), seen)
+        outcomes.append((stop.stops, [i for i in range(len(tasks)) if stop.skips(i)]))
+    assert all(o == outcomes[0] for o in outcomes)
+    stops, skipped = outcomes[0]
+    # Against P1: ten WW pairs pass H1's bound log(19) from the fifth on; none decides below SPRT_MIN_PAIRS = 10.
+    assert stops[0]["b"] == "P1" and (stops[0]["pairs"], stops[0]["verdict"]) == (SPRT_MIN_PAIRS, "H1")
+    assert stops[0]["games_skipped"] == 40 - 2 * SPRT_MIN_PAIRS and skipped[:20] == list(range(20, 40))
+    # Against P2 the verdict is the pair SPRT's on the pairs up to the stop, whatever it is.
+    if len(stops) > 1:
+        counts = [0] * 5
+        for k in range(stops[1]["pairs"]):
+            counts[[4, 0, 2][k % 3]] += 1
+        assert pentanomial_sprt(counts, 0.0, 400.0)[1] == stops[1]["verdict"] != "continue"
+
+
+@pytest.mark.slow
+def test_a_gauntlet_stops_on_its_verdict_says_why_and_a_resume_plays_no_more() -> None:
+    players = ["alphabeta:depth=1", "random"]
+    kwargs: dict[str, Any] = dict(mode="gauntlet", games_per_pair=24, seed=0, progress=False, elo1=400.0)
+    kwargs["max_plies"] = 200
+    played: list[GameRecord] = []
+    result = run_tournament(players, workers=0, sprt_stop=True, on_game=played.append, **kwargs)
+    stop = result.sprt_stops[0]
+    assert (stop["pairs"], stop["verdict"], stop["games_skipped"]) == (10, "H1", 4)
+    assert len(result.games) == len(played) == 20 and result.pairs(*players).sprt == "H1"
+    text = result.table()
+    assert "SPRT stop: P1 vs P2 stopped after 10 pairs on H1 (pair LLR" in text
+    assert json.loads(json.dumps(result.to_dict()))["sprt_stops"][0]["games_skipped"] == 4
+    # Resumed with every game it kept: nothing more is played, and the tables are the same.
+    again: list[GameRecord] = []
+    resumed = run_tournament(players, workers=0, sprt_stop=True, played=played, on_game=again.append, **kwargs)
+    assert again == [] and resumed.table().splitlines()[:-1] == text.splitlines()[:-1]
+    # Off by default: every game is played.
+    assert len(run_tournament(players, workers=0, **kwargs).games) == 24
+    # Worker processes stop at the same pair, and the games in flight past it are left out.
+    parallel = run_tournament(players, workers=2, sprt_stop=True, **kwargs)
+    assert [(g.red, g.seed, g.moves) for g in parallel.games] == [(g.red, g.seed, g.moves) for g in result.games]
+    assert parallel.sprt_stops == result.sprt_stops
+
+
+def test_the_stop_is_opt_in_for_gauntlets_and_its_bounds_are_checked(tmp_path: Path) -> None:
+    from agents.arena.config import SETTINGS_FILE, checked_config, compose_config, new_settings, stored_settings
+    from envs.config import ConfigError
+
+    cfg = checked_config(compose_config(["mode=gauntlet"]))
+    assert cfg.sprt_stop is False and (cfg.elo0, cfg.elo1, cfg.alpha, cfg.beta) == (0.0, 30.0, 0.05, 0.05)
+    for overrides, message in [
+        (["sprt_stop=true"], "sprt_stop=true stops a gauntlet's pairings; mode=round_robin has none to stop"),
+        (["elo0=30"], "elo0=30.0 must be below elo1=30.0"),
+        (["alpha=0.7"], "alpha=0.7 must lie in"),
+        (["elo1=5000"], "elo1=5000"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            checked_config(compose_config(overrides))
+    with pytest.raises(TournamentError, match="elo0"):
+        run_tournament(["random", "random:name=b"], elo0=10, elo1=5, progress=False)
+    # tournament.json keeps them (a resume plays on as set up); a file from before them resumes with the defaults.
+    settings = new_settings(checked_config(compose_config(["mode=gauntlet", "sprt_stop=true", "elo1=10"])))
+    assert (settings["sprt_stop"], settings["elo1"]) == (True, 10.0)
+    for key in ("sprt_stop", "elo0", "elo1", "alpha", "beta"):
+        del settings[key]
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings))
+    old = stored_settings(tmp_path, [])
+    assert (old["sprt_stop"], old["elo0"], old["elo1"], old["alpha"], old["beta"]) == (False, 0.0, 30.0, 0.05, 0.05)
+    with pytest.raises(TournamentError, match="sprt_stop"):
+        stored_settings(tmp_path, ["sprt_stop=true"])
