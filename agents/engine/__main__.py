@@ -43,7 +43,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         engine = Engine(args.player, _write, rules=rules, seed=args.seed)
     except ValueError as e:
         refuse(PROG, e)
-    engine.rules_name = args.rules
     try:
         while True:
             line = sys.stdin.readline()

@@ -60,7 +60,6 @@ class Engine:
     ) -> None:
         self.spec, self.seed = spec, seed
         self.rules = rules if rules is not None else RuleSet()
-        self.rules_name = "default"
         self.player: Player = _warm(make_player(spec, rules=self.rules, seed=seed), self.rules)
         self.board = Board(rules=self.rules)
         self.overhead_ms = DEFAULT_OVERHEAD_MS
@@ -143,8 +142,11 @@ class Engine:
                 rules = resolve_rules(command.value or "default")
             except (ConfigError, OSError) as e:
                 raise ProtocolError(f"setoption: Rules {command.value!r}: {e}") from None  # it names the known sets
-            player = _warm(make_player(self.spec, rules=rules, seed=self.seed), rules)
-            self.rules, self.rules_name, self.player = rules, command.value, player
+            try:
+                player = _warm(make_player(self.spec, rules=rules, seed=self.seed), rules)
+            except ValueError as e:  # a network not trained on these rules, tables that do not serve them
+                raise ProtocolError(f"setoption: Rules {command.value!r}: {e}") from None
+            self.rules, self.player = rules, player
             self.board = Board(rules=rules)
         elif name == "moveoverhead":
             value = command.value

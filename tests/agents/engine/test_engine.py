@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import queue
 import time
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -16,6 +17,7 @@ from agents.engine.protocol import Info, parse_bestmove, parse_info
 from envs import Board
 from envs.players import Limit, StopSignal, accepts_limit, make_player
 from envs.rules import load_rules, rule_set_names
+from tests.support.checkpoints import mixed_checkpoint
 
 WAIT = 120.0
 """Seconds a test waits for a line before it fails (a hang, never a verdict on speed)."""
@@ -228,3 +230,16 @@ def test_the_tree_search_takes_go_limits_stop_and_reports_its_search() -> None:
     s.send("stop")
     info = parse_info(s.read())
     assert parse_bestmove(s.read()) is not None and info.sims is not None and info.sims % 8 == 0
+
+
+@pytest.mark.slow
+def test_rules_a_network_was_not_trained_on_are_refused_and_the_player_kept(tmp_path: Path) -> None:
+    net = mixed_checkpoint(tmp_path / "net.pt", ["default"])
+    s = Session(f"checkpoint:path={net},sims=2")
+    player = s.engine.player
+    s.send("setoption name Rules value dog_over_wolf")
+    refusal = s.read()
+    assert refusal.startswith("info string error setoption: Rules 'dog_over_wolf': ") and "default" in refusal
+    assert s.engine.player is player and s.engine.rules == load_rules("default")
+    _, move = s.go("go nodes 2")
+    assert move is not None and Board().is_legal(move)
