@@ -141,3 +141,15 @@ def test_sprt_llr_is_the_trinomial_likelihood_ratio_maximised_under_each_hypothe
     for wdl in [(3, 2, 1), (1, 1, 1), (0, 3, 2), (60, 20, 20), (10, 80, 30), (7, 0, 2)]:
         expected = best_log_likelihood(*wdl, s1) - best_log_likelihood(*wdl, s0)
         assert sprt(*wdl)[0] == pytest.approx(expected, abs=1e-6), wdl
+
+
+def test_the_error_rates_reach_the_pairings_sprt() -> None:
+    # 80-40-80 is level: its LLR (twice that of 40-20-40, -0.465) is -0.93, inside the bounds +-log(19) = +-2.94
+    # of alpha = beta = 0.05 but past H0's bound log(3/7) = -0.85 of alpha = beta = 0.3.
+    llr, verdict = sprt(80, 40, 80)
+    assert llr == pytest.approx(2 * sprt(40, 20, 40)[0]) and verdict == "continue"
+    assert math.log(0.05 / 0.95) < llr < math.log(0.3 / 0.7)
+    assert pair_stats("A", "B", 80, 40, 80, alpha=0.3, beta=0.3).sprt == "H0"
+    games = [GameResult("A", "B", 1.0)] * 80 + [GameResult("A", "B", 0.5)] * 40 + [GameResult("A", "B", 0.0)] * 80
+    assert [p.sprt for p in head_to_head(games)] == ["continue"]
+    assert [p.sprt for p in head_to_head(games, alpha=0.3, beta=0.3)] == ["H0"]
