@@ -316,3 +316,35 @@ def test_the_stop_is_opt_in_for_gauntlets_and_its_bounds_are_checked(tmp_path: P
     assert (old["sprt_stop"], old["elo0"], old["elo1"], old["alpha"], old["beta"]) == (False, 0.0, 30.0, 0.05, 0.05)
     with pytest.raises(TournamentError, match="sprt_stop"):
         stored_settings(tmp_path, ["sprt_stop=true"])
+
+
+@pytest.mark.slow
+def test_evaluate_py_stops_a_gauntlet_says_why_and_its_resume_plays_no_more(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.support import ROOT
+
+    def evaluate(*overrides: str) -> subprocess.CompletedProcess:
+        args = [sys.executable, str(ROOT / "evaluate.py"), *overrides, "workers=0", "image=false", "progress=false"]
+        return subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    out = tmp_path / "out"
+    players = 'players=["alphabeta:depth=1",random]'
+    first = evaluate(
+        "mode=gauntlet", players, "games_per_pair=24", "max_plies=200", "elo1=400", "sprt_stop=true", f"out_dir={out}"
+    )
+    assert first.returncode == 0, first.stderr
+    assert "SPRT(0,400)" in first.stdout and "SPRT stop: P1 vs P2 stopped after 10 pairs on H1" in first.stdout
+    assert len((out / "games.jsonl").read_text().splitlines()) == 20
+    settings = json.loads((out / "tournament.json").read_text())
+    assert (settings["sprt_stop"], settings["elo1"]) == (True, 400.0)
+    again = evaluate(f"resume={out}")
+    assert again.returncode == 0, again.stderr
+    assert "SPRT stop: P1 vs P2 stopped after 10 pairs on H1" in again.stdout and "20 games in" in again.stdout
+    assert len((out / "games.jsonl").read_text().splitlines()) == 20
+    refused = evaluate(players, "sprt_stop=true", f"out_dir={tmp_path / 'other'}")
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        "evaluate.py: error: sprt_stop=true stops a gauntlet's pairings; mode=round_robin has none to stop"
+    ]
+    assert not (tmp_path / "other").exists()
