@@ -147,6 +147,7 @@ def run(cfg: Any) -> None:
                     on_game=keep,
                     played=played,
                     on_start=start,
+                    engine_logs=out_dir / "engines",
                 )
         except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
             print(f"evaluate.py: error: {e}", file=sys.stderr)

@@ -8,7 +8,9 @@ Fields of a record:
 ``result``       ``"1-0"`` Red won, ``"0-1"`` Blue won, ``"1/2-1/2"``, ``"*"`` unfinished
 ``termination``  ``den``, ``all_captured``, ``no_moves``, ``repetition``,
                  ``no_capture_limit``, ``ply_cap``, ``resign``, ``tablebase`` (self-play
-                 adjudicated by the endgame tables) or null
+                 adjudicated by the endgame tables), ``engine_fault`` (a tournament game an
+                 ``engine:`` player lost by its own fault; ``extra["fault"]`` says which side
+                 and what it did) or null
 ``red``/``blue`` player names (specs)
 ``rules``        the RuleSet as a dict
 ``seed``         the seed the game was played with, or null
@@ -37,6 +39,7 @@ TERMINATIONS = (
     "ply_cap",
     "resign",
     "tablebase",
+    "engine_fault",
     None,
 )
 

@@ -31,6 +31,13 @@ Players are spec strings (see `envs.players`) or objects with the Player
 protocol. Objects cannot be sent to worker processes: use ``workers`` 0 or 1
 with them. Every spec is built once before the first game, so a bad spec, a
 missing checkpoint or a malformed openings file fails at once.
+
+Engines. An ``engine:`` spec (`agents.engine.client`) is a program of its own:
+each process playing games starts it once and keeps it from game to game.
+Whatever it does wrong in a game (an illegal or unparsable move, no answer in
+time, an exit) loses that game (termination ``engine_fault``, the reason in
+``extra["fault"]``); it is started again for its next move and the tournament
+goes on. Its standard error goes to ``engine_logs``.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ import csv
 import io
 import json
 import math
+import multiprocessing
+import multiprocessing.util
 import sys
 import textwrap
 import time
@@ -60,6 +69,7 @@ from agents.arena.ratings import (
     pentanomial_stats,
 )
 from agents.arena.records import GameRecord, write_jsonl
+from agents.engine.client import ENGINE_FAULT, EngineFault, EnginePlayer, engine_settings
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.pool import WorkerPool
 from envs import Board, Move, RuleSet
@@ -228,7 +238,8 @@ def play_game(
     `max_plies` counts the players' moves (the opening excluded); a game
     that reaches it, or whose counters reach their limit (`Board.at_counter_limit`), is scored a draw with
     termination ``ply_cap``. A player
-    that returns an illegal move raises TournamentError naming it."""
+    that returns an illegal move raises TournamentError naming it; an engine's fault (`EngineFault`) loses
+    it the game: termination ``engine_fault``, ``extra["fault"]`` the side at fault and what it did."""
     rules = rules if rules is not None else RuleSet()
     board = opening.board(rules)
     red.reset()
@@ -244,7 +255,12 @@ def play_game(
             break
         side = board.side_to_move
         player = red if side == Side.RED else blue
-        move = player.select_move(board.copy())
+        try:
+            move = player.select_move(board.copy())
+        except EngineFault as e:
+            termination, result = ENGINE_FAULT, "0-1" if side == Side.RED else "1-0"
+            extra["fault"] = {"side": side.name.lower(), "reason": str(e)}
+            break
         if not board.is_legal(move):
             raise TournamentError(f"player {names[side]!r} chose illegal move {move} in {board.jfen()!r}")
         board.push(move)
@@ -263,20 +279,79 @@ def play_game(
     )
 
 
+class Seats:
+    """The players of one process's games, by their index in the tournament: player objects as given; specs
+    built afresh for each game with the game's seed, except ``engine:`` specs, whose program runs from game to
+    game (started again after a fault) until `close`.
+
+    An engine's standard error goes to ``engine_logs/P<k>-<name>-<worker>.stderr.log`` (P<k> its label in
+    the tables, `worker` this process's number), or nowhere when `engine_logs` is None."""
+
+    def __init__(
+        self,
+        specs: Sequence[str],
+        objects: Sequence[Optional[Player]],
+        rules: RuleSet,
+        engine_logs: Optional[PathLike] = None,
+        worker: int = 0,
+    ) -> None:
+        self.specs, self.objects, self.rules = list(specs), list(objects), rules
+        self.engine_logs = None if engine_logs is None else Path(engine_logs)
+        self.worker = worker
+        self.engines: dict[int, EnginePlayer] = {}
+
+    def keep(self, index: int, engine: EnginePlayer) -> None:
+        """Play player `index`'s games with `engine`, already started (the one a spec check built)."""
+        self.engines[index] = engine
+        self._log(index, engine)
+
+    def _log(self, index: int, engine: EnginePlayer) -> None:
+        if self.engine_logs is not None:
+            name = "".join(c if c.isalnum() or c in "._-" else "_" for c in engine.settings.shown_name)
+            engine.keep_stderr(self.engine_logs / f"P{index + 1}-{name}-{self.worker}.stderr.log")
+
+    def player(self, index: int, seed: int) -> Player:
+        """Player `index` for a game whose seed for it is `seed`."""
+        obj = self.objects[index]
+        if obj is not None:
+            return obj
+        if index in self.engines:
+            return self.engines[index]
+        kind, options = parse_spec(self.specs[index])
+        if kind == "engine":  # checked before the first game; a failing start is now a fault of a game
+            engine = EnginePlayer(engine_settings(options), rules=self.rules)
+            self.keep(index, engine)
+            return engine
+        return make_player(self.specs[index], rules=self.rules, seed=seed)
+
+    def close(self) -> None:
+        """End the engines' programs."""
+        engines, self.engines = self.engines, {}
+        for engine in engines.values():
+            engine.close()
+
+
 # --- worker side --------------------------------------------------------------------------------
 class GameWorker:
-    """What a tournament's worker process holds: the player specs, the rules and the ply cap."""
+    """What a tournament's worker process holds: the player specs, the rules, the ply cap, and its engines
+    (`Seats`; their programs end with the process)."""
 
-    def __init__(self, specs: list[str], rules: dict[str, Any], max_plies: int) -> None:
+    def __init__(
+        self, specs: list[str], rules: dict[str, Any], max_plies: int, engine_logs: Optional[str] = None
+    ) -> None:
         self.specs = specs
         self.rules = RuleSet.from_dict(rules)
         self.max_plies = max_plies
+        name = multiprocessing.current_process().name  # `worker-<k>` in a WorkerPool
+        worker = int(name.rpartition("-")[2]) if name.rpartition("-")[2].isdigit() else 0
+        self.seats = Seats(specs, [None] * len(specs), self.rules, engine_logs, worker)
+        multiprocessing.util.Finalize(self, self.seats.close, exitpriority=10)
 
     def play(self, task: GameTask) -> str:
         """The game of `task`, its players built from their specs, as a JSON record."""
         specs, rules = self.specs, self.rules
-        red = make_player(specs[task.red], rules=rules, seed=task.red_seed)
-        blue = make_player(specs[task.blue], rules=rules, seed=task.blue_seed)
+        red = self.seats.player(task.red, task.red_seed)
+        blue = self.seats.player(task.blue, task.blue_seed)
         rec = play_game(
             red,
             blue,
@@ -829,6 +904,7 @@ def run_tournament(
     on_game: Optional[Callable[[GameRecord], None]] = None,
     played: Sequence[GameRecord] = (),
     on_start: Optional[Callable[[], None]] = None,
+    engine_logs: Optional[PathLike] = None,
 ) -> TournamentResult:
     """Play a round robin (every pair), a gauntlet (players[0] against each other) or a ladder
     (each player against the next) and rate all games together.
@@ -851,6 +927,8 @@ def run_tournament(
     elo0, elo1, alpha, beta: the pairings' SPRTs, trinomial and on pairs (H0: the first player is elo0
         stronger, H1: elo1; logistic Elo). sprt_stop: a gauntlet's pairing stops at its pair SPRT's verdict
         (`SprtStop`; the table says which stopped, and why).
+    engine_logs: the folder that keeps the standard error of ``engine:`` players' programs (`Seats`; made at
+        the first game), or None to drop it.
 
     Returns a TournamentResult: `.score(a, b)`, `.pair(a, b)` (W/D/L, Elo difference, tests),
     `.ratings` (Elo with 95% CIs), `.games` (records in schedule order), `.table()`, `.write(dir)`.
@@ -879,43 +957,52 @@ def run_tournament(
     objects: list[Optional[Player]] = []
     names: list[str] = []
     on_cuda: list[str] = []
-    for p in players:
-        if isinstance(p, str):
-            if _on_cuda(check_spec(p, rules)):
-                on_cuda.append(p.strip())
-            objects.append(None)
-            names.append(p.strip())
-        elif isinstance(p, Player):
-            objects.append(p)
-            names.append(p.name)
+    checked: dict[int, EnginePlayer] = {}  # engines started by the checks: they play this process's games
+    try:
+        for p in players:
+            if isinstance(p, str):
+                built = check_spec(p, rules)
+                if isinstance(built, EnginePlayer):
+                    checked[len(names)] = built
+                if _on_cuda(built):
+                    on_cuda.append(p.strip())
+                objects.append(None)
+                names.append(p.strip())
+            elif isinstance(p, Player):
+                objects.append(p)
+                names.append(p.name)
+            else:
+                raise TournamentError(f"player {p!r} is neither a spec string nor a Player")
+        if len(set(names)) != len(names):
+            raise TournamentError(f"player names must be distinct, got {names}")
+        if workers > 1 and any(o is not None for o in objects):
+            raise TournamentError("player objects cannot go to worker processes: use workers=0 or 1, or spec strings")
+        torch = sys.modules.get("torch")  # CUDA is in use only where torch has been imported
+        if workers > 1 and start_method == "fork" and (on_cuda or (torch is not None and torch.cuda.is_initialized())):
+            who = f"player {on_cuda[0]!r} runs on CUDA" if on_cuda else "this process has started CUDA"
+            raise TournamentError(
+                f"start_method=fork with {who}: CUDA fails in forked worker processes; use start_method=spawn "
+                "(the default) or forkserver, or the player's device=cpu"
+            )
+        if anchor is not None and anchor not in names:
+            raise TournamentError(f"anchor {anchor!r} is not among the players {', '.join(names)}")
+        n_openings = (games_per_pair + 1) // 2
+        if openings is None:
+            opening_list = random_openings(n_openings, opening_plies, seed, rules)
+        elif isinstance(openings, (str, Path)):
+            opening_list = read_openings(openings, rules)
         else:
-            raise TournamentError(f"player {p!r} is neither a spec string nor a Player")
-    if len(set(names)) != len(names):
-        raise TournamentError(f"player names must be distinct, got {names}")
-    if workers > 1 and any(o is not None for o in objects):
-        raise TournamentError("player objects cannot go to worker processes: use workers=0 or 1, or spec strings")
-    torch = sys.modules.get("torch")  # CUDA is in use only where torch has been imported
-    if workers > 1 and start_method == "fork" and (on_cuda or (torch is not None and torch.cuda.is_initialized())):
-        who = f"player {on_cuda[0]!r} runs on CUDA" if on_cuda else "this process has started CUDA"
-        raise TournamentError(
-            f"start_method=fork with {who}: CUDA fails in forked worker processes; use start_method=spawn "
-            "(the default) or forkserver, or the player's device=cpu"
-        )
-    if anchor is not None and anchor not in names:
-        raise TournamentError(f"anchor {anchor!r} is not among the players {', '.join(names)}")
-    n_openings = (games_per_pair + 1) // 2
-    if openings is None:
-        opening_list = random_openings(n_openings, opening_plies, seed, rules)
-    elif isinstance(openings, (str, Path)):
-        opening_list = read_openings(openings, rules)
-    else:
-        opening_list = list(openings)  # type: ignore[arg-type]
-        if not opening_list:
-            raise OpeningsError("an empty list of openings")
-    tasks = schedule(len(names), games_per_pair, opening_list, seed, mode)
-    records = _place_played(played, tasks, names)
-    if on_start is not None:
-        on_start()
+            opening_list = list(openings)  # type: ignore[arg-type]
+            if not opening_list:
+                raise OpeningsError("an empty list of openings")
+        tasks = schedule(len(names), games_per_pair, opening_list, seed, mode)
+        records = _place_played(played, tasks, names)
+        if on_start is not None:
+            on_start()
+    except BaseException:  # the checks failed: the engines they started end here
+        for engine in checked.values():
+            engine.close()
+        raise
 
     t0 = time.perf_counter()
     bar = _progress(len(tasks), progress)
@@ -944,11 +1031,14 @@ def run_tournament(
             finish(index, rec, new=False)
     try:
         if workers <= 1:
+            seats = Seats(names, objects, rules, engine_logs)
+            for k, engine in checked.items():
+                seats.keep(k, engine)
             for task in todo:
                 if stopper is not None and stopper.skips(task.index):
                     continue
-                red = _player(objects[task.red], names[task.red], rules, task.red_seed)
-                blue = _player(objects[task.blue], names[task.blue], rules, task.blue_seed)
+                red = seats.player(task.red, task.red_seed)
+                blue = seats.player(task.blue, task.blue_seed)
                 rec = play_game(
                     red,
                     blue,
@@ -966,7 +1056,12 @@ def run_tournament(
                 )
                 finish(task.index, rec)
         else:
-            with WorkerPool(workers, GameWorker, names, rules.to_dict(), max_plies, start_method=start_method) as pool:
+            for engine in checked.values():  # each worker process starts its own
+                engine.close()
+            logs = None if engine_logs is None else str(engine_logs)
+            with WorkerPool(
+                workers, GameWorker, names, rules.to_dict(), max_plies, logs, start_method=start_method
+            ) as pool:
                 while todo:
                     batch = [task for task in todo if stopper is None or not stopper.skips(task.index)]
                     todo = []
@@ -979,6 +1074,8 @@ def run_tournament(
     finally:
         if bar is not None:
             bar.close()
+        for engine in checked.values():
+            engine.close()
     games = [r for i, r in enumerate(records) if r is not None and (stopper is None or not stopper.skips(i))]
     return summarize(
         games,
@@ -1028,10 +1125,6 @@ def _place_played(
             raise TournamentError(f"game {index} is given twice among the games already played")
         records[index] = rec
     return records
-
-
-def _player(obj: Optional[Player], spec: str, rules: RuleSet, seed: int) -> Player:
-    return obj if obj is not None else make_player(spec, rules=rules, seed=seed)
 
 
 def summarize(

@@ -480,3 +480,76 @@ def test_a_tournament_under_one_variant_plays_a_mixed_checkpoint_under_it_and_re
     assert code == 2 and len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), err
     assert "another rule set (its mix of rule sets default, keeps_rank;" in lines[0] and "any_rules=true" in lines[0]
     assert not (tmp_path / "refused" / "games.jsonl").exists()
+
+
+def engine_log_pids(out: Path) -> list[int]:
+    """The pids of the engine runs an out_dir's stderr logs name (``=== <command> (pid <n>)``)."""
+    return [
+        int(line.rsplit("(pid ", 1)[1].rstrip(")"))
+        for log in sorted((out / "engines").iterdir())
+        for line in log.read_text().splitlines()
+        if line.startswith("=== ")
+    ]
+
+
+@pytest.mark.slow  # evaluate.py and the kit's engine in subprocesses
+def test_the_kits_engine_over_the_protocol_plays_a_gauntlet_in_evaluate(tmp_path: Path) -> None:
+    from tests.agents.engine.test_client import running
+
+    engine = f"engine:cmd={sys.executable} -m agents.engine --player alphabeta:depth=1,name=ab1,depth=1,startup=600"
+    out = tmp_path / "out"
+    code, err = evaluate_tournament(
+        tmp_path, f'players=["{engine}",random]', "mode=gauntlet", "games_per_pair=2", "max_plies=30", f"out_dir={out}"
+    )
+    assert code == 0, err
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == 2 and {g.red for g in games} == {engine, "random"}
+    assert all(g.termination != "engine_fault" and len(g.moves) > 1 for g in games)
+    for g in games:
+        g.replay()
+    pids = engine_log_pids(out)
+    assert [p.name for p in (out / "engines").iterdir()] == ["P1-ab1-0.stderr.log"]
+    assert len(pids) == 1 and not running(pids[0])  # the spec check's run played both games, then quit
+
+
+@pytest.mark.slow  # evaluate.py subprocesses
+def test_an_engines_faults_lose_its_games_in_evaluate_and_a_resume_keeps_them(tmp_path: Path) -> None:
+    from tests.agents.engine.test_client import fake_engine, running, started
+
+    cmd, pids = fake_engine(tmp_path, "crash")
+    players = f'players=["engine:cmd={cmd},name=fake,time=0.05",random]'
+    args = (players, "mode=gauntlet", "games_per_pair=2", "opening_plies=0", "max_plies=30")
+    out = tmp_path / "out"
+    proc = run_evaluate(tmp_path, *args, "workers=0", "image=false", f"out_dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert "engine_fault 2" in proc.stdout
+    assert json.loads((out / "results.json").read_text())["terminations"] == {"engine_fault": 2}
+    games = (out / "games.jsonl").read_text().splitlines()
+    assert [json.loads(g)["extra"]["fault"]["side"] for g in games] == ["red", "blue"]
+    (out / "games.jsonl").write_text(games[0] + "\n")  # as if stopped after the first game
+    proc = run_evaluate(tmp_path, f"resume={out}", "workers=0", "image=false")
+    assert proc.returncode == 0, proc.stderr
+    again = list(read_jsonl(out / "games.jsonl"))
+    assert [g.termination for g in again] == ["engine_fault", "engine_fault"]
+    assert "exit code 3" in again[1].extra["fault"]["reason"]
+    # the first run: its check's run (the first game), a second for the second game; the resume: one more
+    assert len(started(pids)) == 3 and not any(running(pid) for pid in started(pids))
+
+
+@pytest.mark.slow  # evaluate.py subprocesses
+def test_a_bad_engine_spec_is_refused_in_one_line_before_any_game(tmp_path: Path) -> None:
+    from tests.agents.engine.test_client import fake_engine, running, started
+
+    silent, pids = fake_engine(tmp_path, "silent")
+    for spec, says in [
+        ("engine:depth=1", "an engine player needs the command that starts the program: cmd=..."),
+        (f"engine:cmd={tmp_path / 'nothing'},depth=1", "cannot be started: No such file or directory"),
+        (f"engine:cmd={silent},depth=1,startup=0.5", "no 'jepok' in answer to 'jep' within 0.5 s (startup=)"),
+    ]:
+        out = tmp_path / "out"
+        code, err = evaluate_tournament(tmp_path, f'players=["{spec}",random]', f"out_dir={out}")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), err
+        assert says in lines[0]
+        assert not out.exists()
+    assert len(started(pids)) == 1 and not running(started(pids)[0])
