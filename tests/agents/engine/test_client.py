@@ -1,7 +1,8 @@
 """The ``engine:`` player: a program speaking the Jungle Engine Protocol, its faults the engine's own.
 
 Small programs written here stand in for engines that misbehave: one that answers an illegal move, one that
-prints garbage, one that never answers ``go``, one that exits mid-game, one that never says ``jepok``. Each
+prints garbage, one that never answers ``go``, one that exits mid-game, one that never says ``jepok`` (and a
+few more: one that has no move, one that refuses the position, one that refuses an option). Each
 writes its pid to a file as it starts, so every test can check that no program it started is left running.
 """
 
@@ -55,6 +56,8 @@ for line in sys.stdin:
         goes = 0
     elif words[0] == "position":
         moves = words[words.index("moves") + 1 :] if "moves" in words else []
+        if BEHAVIOUR == "confused":
+            say("info string error position: this engine knows no Jungle")
     elif words[0] == "go":
         goes += 1
         if BEHAVIOUR == "illegal":
@@ -64,6 +67,8 @@ for line in sys.stdin:
             say("bestmove !!")
         elif BEHAVIOUR == "hang":
             time.sleep(3600)
+        elif BEHAVIOUR == "none":
+            say("bestmove (none)")
         elif BEHAVIOUR == "crash" and goes > 1:
             sys.stderr.write("fake engine: out of memory\\n")
             sys.exit(3)
@@ -129,6 +134,8 @@ def test_an_engine_plays_the_moves_its_program_answers_and_its_program_ends_with
         ("garbage", "time=0.05", "its answer 'bestmove !!' names no move"),
         ("hang", "time=0.05,margin=0.3", "no bestmove within 0.35 s (time=0.05 + margin=0.3)"),
         ("hang", "depth=3,margin=0.3", "no bestmove within 0.3 s (margin=0.3)"),
+        ("none", "depth=3", "it answered 'bestmove (none)' with 24 legal moves"),
+        ("confused", "depth=3", "it refused the position: position: this engine knows no Jungle"),
         ("crash", "nodes=100", "it ended before its bestmove (exit code 3; its stderr ends 'fake engine: out of"),
     ],
 )
