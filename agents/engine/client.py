@@ -96,9 +96,9 @@ class EngineSettings:
     margin: float = 10.0
     """``margin=``: seconds past the move's time (``time=``, or none) that the answer may take before it is a
     fault; 0 to 1e6."""
-    startup: float = 30.0
+    startup: float = 60.0
     """``startup=``: seconds the program has to answer ``jep`` with ``jepok`` and the options' ``isready``
-    with ``readyok``; 0.01 to 1e6."""
+    with ``readyok`` (a network loaded on ``setoption name Rules`` included); 0.01 to 1e6."""
     options: tuple[tuple[str, str], ...] = field(default=())
     """``option.<Name>=<value>``: sent as ``setoption name <Name> value <value>`` after the handshake."""
 
