@@ -252,7 +252,10 @@ class CheckpointPlayer:
         while True:
             n = per_round if sims is None else min(per_round, sims - done)
             self.search.reserve(min(done + n, LIMITED_MAX_SIMULATIONS))
-            out = self.search.search(games, add_noise=False, num_simulations=n)
+            if n == per_round:
+                out = self.search.search(games, add_noise=False)
+            else:  # a limit of nodes cuts its last round short
+                out = self.search.search(games, add_noise=False, num_simulations=n)
             done += n
             count += 1
             spent = time.perf_counter() - start
