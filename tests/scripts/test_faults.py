@@ -229,7 +229,10 @@ def test_kill_9_at_random_moments_then_resume_gives_the_run_never_stopped(
     for _ in range(2):
         # Before its first checkpoint a run cannot resume: it starts again, and drops what it had logged.
         job = Job("train.py", *(fresh if not (run_dir / "latest.pt").exists() else [f"resume={run_dir}"]))
-        assert job.wait_for("run killed:"), job.output[-3000:]
+        if not job.wait_for("run killed:") and "train.py: nothing to do:" in job.output:
+            job.finish()  # the run had ended before its kill: a resume of it changes nothing
+            break
+        assert "run killed:" in job.output, job.output[-3000:]
         time.sleep(rng.uniform(0.0, reference["loop_seconds"]))
         job.proc.kill()
         job.finish()
