@@ -14,7 +14,7 @@ import pytest
 from agents.alphabeta.player import AlphaBetaPlayer
 from agents.engine.engine import Engine
 from agents.engine.protocol import Info, parse_bestmove, parse_info
-from envs import Board
+from envs import Board, Move
 from envs.players import Limit, StopSignal, accepts_limit, make_player
 from envs.rules import load_rules, rule_set_names
 from tests.support.checkpoints import mixed_checkpoint
@@ -243,3 +243,41 @@ def test_rules_a_network_was_not_trained_on_are_refused_and_the_player_kept(tmp_
     assert s.engine.player is player and s.engine.rules == load_rules("default")
     _, move = s.go("go nodes 2")
     assert move is not None and Board().is_legal(move)
+
+
+class RecordingPlayer:
+    """Plays the first legal move and keeps the limits it was given."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.limits: list[Limit] = []
+
+    def select_move(self, board: Board, limit: Optional[Limit] = None, stop: Optional[StopSignal] = None) -> Move:
+        assert limit is not None
+        self.limits.append(limit)
+        return next(iter(board.legal_moves))
+
+    def reset(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "commands, limit",
+    [
+        (["go movetime 500"], Limit(time=0.45)),
+        (["go wtime 3050 btime 10 winc 100"], Limit(time=0.2)),
+        (["position startpos moves a3a4", "go wtime 10 btime 6050 binc 0 movestogo 2"], Limit(time=3.0)),
+        (["setoption name MoveOverhead value 0", "go wtime 3000 btime 3000 winc 100"], Limit(time=0.2)),
+        (["go depth 3 nodes 900 movetime 1050"], Limit(time=1.0, depth=3, nodes=900)),
+        (["go infinite"], Limit()),
+    ],
+)
+def test_go_gives_the_player_the_limits_of_the_side_to_move(commands: list[str], limit: Limit) -> None:
+    s = Session("random")
+    player = s.engine.player = RecordingPlayer()  # type: ignore[assignment]
+    for line in commands:
+        s.send(line)
+    s.send("stop")
+    assert parse_info(s.read()).time is not None and parse_bestmove(s.read()) is not None
+    assert player.limits == [limit]
