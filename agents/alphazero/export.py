@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import re
 import tempfile
 import warnings
@@ -41,6 +40,7 @@ from agents.alphazero.checkpoint import load_model, resolve_checkpoint_path, tra
 from agents.alphazero.network import JungleNet
 from agents.alphazero.runtime import fuse_for_inference
 from agents.io import PathLike, atomic_write_bytes, atomic_write_json
+from agents.rundir import RunDirError, check_writable_dir
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
 FORMATS = ("onnx", "torchscript")
@@ -236,17 +236,10 @@ def check_out(out: PathLike) -> Path:
     out = Path(out)
     if out.is_dir():
         raise ExportError(f"--out {str(out)!r} is a directory; give the file to write, e.g. {str(out / 'net.onnx')!r}")
-    folder = out.parent
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ExportError(f"--out {str(out)!r} cannot be written: {str(folder)!r} is not a directory")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".probe.", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise ExportError(f"--out {str(out)!r} cannot be written: {e.strerror or e} in {str(folder)!r}") from None
+        check_writable_dir(out.parent, key="its folder")
+    except RunDirError as e:
+        raise ExportError(f"--out {str(out)!r} cannot be written: {e}") from None
     return out
 
 

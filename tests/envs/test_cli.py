@@ -12,6 +12,7 @@ from envs import START_JFEN, RuleSet
 from envs.__main__ import _parser
 from envs.rules import RuleSetError, rules_from_arguments
 from tests.support import ROOT
+from tests.support.hostile import HOSTILE_RULE_FILES
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -112,15 +113,7 @@ def test_bad_input_exits_non_zero_with_a_message() -> None:
     assert huge_divide.returncode == 2 and "must lie in [1, 64]" in huge_divide.stderr
 
 
-@pytest.mark.parametrize(
-    "text, words",
-    [
-        ("rank_order: " + "[" * 20_000 + "]" * 20_000 + "\n", "nested deeper than 32 levels"),
-        ("? [a, b]\n: 1\n", "the key [a, b] is not a string"),
-        ("no_capture_draw: true\n", "rule no_capture_draw=True must be an integer"),
-    ],
-    ids=["nested-20000-deep", "complex-key", "bool-for-a-number"],
-)
+@HOSTILE_RULE_FILES
 def test_a_hostile_rule_file_is_one_line_and_exit_status_2(
     text: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

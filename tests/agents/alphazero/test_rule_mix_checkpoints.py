@@ -19,6 +19,7 @@ from envs.config import ConfigError
 from envs.players import PlayerSpecError, make_player
 from envs.rules import load_rules
 from tests.support.checkpoints import mixed_checkpoint
+from tests.support.hostile import HOSTILE_RULE_FILES
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread)
 
 MIX = ("default", "keeps_rank", "enemy_rat")
@@ -140,15 +141,7 @@ def test_a_rule_mix_entry_too_long_for_the_file_system_is_one_line(entry: str) -
     assert line.startswith("train.rules_mix entry ") and "\n" not in line and len(line) < 300
 
 
-@pytest.mark.parametrize(
-    "text, words",
-    [
-        ("rank_order: " + "[" * 20_000 + "]" * 20_000 + "\n", "nested deeper than 32 levels"),
-        ("? [a, b]\n: 1\n", "the key [a, b] is not a string"),
-        ("no_capture_draw: true\n", "rule no_capture_draw=True must be an integer"),
-    ],
-    ids=["nested-20000-deep", "complex-key", "bool-for-a-number"],
-)
+@HOSTILE_RULE_FILES
 def test_a_hostile_rule_file_in_a_mix_is_one_line(text: str, words: str, tmp_path: Path) -> None:
     """The same check as ``--rules`` (`envs.rules.load_rules`): once a RecursionError, a TypeError and a mix
     whose games were drawn after one ply."""
