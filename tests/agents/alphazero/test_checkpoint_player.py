@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -23,19 +24,28 @@ STOP_DEN_ENTRY = "6e/7/7/7/C6/7/3E3/3r3/7 r 0 1"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("budget", [0.2, 0.6])
-def test_time_budget_is_kept(budget: float) -> None:
-    """A move takes about its budget, never much more (rounds of 16 simulations stop before one would
-    overrun it), and searches whole rounds."""
+@pytest.mark.parametrize(("budget", "rounds"), [(0.25, 4), (0.625, 10)])
+def test_time_budget_is_kept(monkeypatch: pytest.MonkeyPatch, budget: float, rounds: int) -> None:
+    """A search by time runs whole rounds of `sims` simulations and starts one only while it would end within
+    the budget: with each round taking 1/16 s on the player's clock, a budget of 1/4 s is 4 rounds and 5/8 s
+    is 10, never a round that would overrun it."""
+    import agents.alphazero.player as player_module
+
     player = make_player(f"checkpoint:path={SHIPPED},time={budget},sims=16,leaf_batch=8", seed=0)
+    clock = types.SimpleNamespace(now=0.0)
+    monkeypatch.setattr(player_module, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    search = player.search.search
+
+    def a_round_takes_a_sixteenth(*args: Any, **kwargs: Any) -> Any:
+        clock.now += 1 / 16
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(player.search, "search", a_round_takes_a_sixteenth)
     board = Board()
-    player.select_move(board)  # compilation and the first network call out of the way
-    start = time.perf_counter()
     move = player.select_move(board)
-    elapsed = time.perf_counter() - start
     assert board.is_legal(move)
-    assert elapsed <= 1.5 * budget + 0.25, elapsed
-    assert player.last_simulations >= 16 and player.last_simulations % 16 == 0
+    assert player.last_simulations == 16 * rounds and player.last_rounds == rounds
+    assert clock.now <= budget
 
 
 def test_leaf_batching_player_stops_a_den_entry() -> None:

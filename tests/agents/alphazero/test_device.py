@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero import device as device_module
 from agents.alphazero.device import autocast_dtype, channels_last, inference_dtype, native_bf16
 from agents.alphazero.learner import Learner, LearnerConfig
 from agents.alphazero.network import NetworkConfig, build_network
@@ -104,4 +103,3 @@ def test_a_tournament_refuses_to_fork_workers_from_a_process_using_cuda(monkeypa
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     with pytest.raises(TournamentError, match=r"^start_method=fork with this process has started CUDA: "):
         run_tournament(["random", "alphabeta:depth=1"], start_method="fork", **kw)
-    assert device_module.CUDA_BF16_CAPABILITY == (8, 0)
