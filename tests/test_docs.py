@@ -342,3 +342,57 @@ def test_the_protocol_pages_example_session_is_the_engines() -> None:
     finally:
         engine.kill()
     assert lines.empty() and engine.stderr is not None and engine.stderr.read() == ""
+
+
+RESULT_CELL = re.compile(r"(\d{1,3}-\d{1,3}-\d{1,3}) \((\d\.\d+), Elo ([^)]+)\)")
+"""A strength figure as the pages write it: ``34-2-4 (0.875, Elo +338 [+189, +487])``."""
+
+
+def test_results_opens_with_the_current_best_of_every_shipped_network() -> None:
+    """docs/results.md opens, after its title and at most two lines, with "Current best": one screen (at most 40
+    lines) with a row per network of checkpoints/shipped/manifest.json, each of whose W-D-L figures is one of
+    that network's strength rows in the manifest, with its score and Elo interval."""
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("## "))
+    assert lines[first] == "## Current best", lines[first]
+    assert len([line for line in lines[1:first] if line.strip()]) <= 2
+    best = section(text, "current-best")
+    assert 0 < len(best.rstrip("\n").splitlines()) <= 40
+    rows = {m.group(1): line for line in best.splitlines() if (m := re.match(r"\| \**`([\w-]+)`", line))}
+    nets = {net.name: net for net in shipped.networks()}
+    assert sorted(rows) == sorted(nets)
+    for name, row in rows.items():
+        recorded = {(r["wdl"], r["elo"]): r["score"] for r in nets[name].strength}
+        cells = RESULT_CELL.findall(row)
+        assert cells and len(cells) == len(re.findall(r"(?<![\d-])\d{1,3}-\d{1,3}-\d{1,3}(?![\d-])", row)), row
+        for wdl, score, elo in cells:
+            assert (wdl, elo) in recorded and abs(recorded[wdl, elo] - float(score)) < 0.006, (name, wdl, elo)
+
+
+def test_the_tablebase_pages_statistics_are_the_data_files_totals() -> None:
+    """docs/tablebase.md's Statistics holds no generated table: it links docs/tablebase-stats.md (the tables as
+    `python -m envs tablebase stats` writes them), names that command, and each row of its summary (tables,
+    positions, won / drawn / lost, longest win) is the sum of the data file's section it links to."""
+    from envs.tablebase.stats import stats_markdown
+
+    page = section((ROOT / "docs" / "tablebase.md").read_text(encoding="utf-8"), "statistics")
+    data = (ROOT / "docs" / "tablebase-stats.md").read_text(encoding="utf-8")
+    header = stats_markdown([]).splitlines()[0]
+    assert header not in page and data.count(header) >= 4
+    assert "python -m envs tablebase stats" in page
+    summary = re.findall(r"^\| \[[^\]]+\]\(tablebase-stats\.md#([\w-]+)\) \| (.+) \|$", page, re.MULTILINE)
+    assert len(summary) >= 2, page
+    for anchor, cells in summary:
+        tables, positions, shares, longest = [cell.strip() for cell in cells.split(" | ")][:4]
+        rows = [
+            line.strip("|").split("|")
+            for line in section(data, anchor).splitlines()
+            if re.match(r"\| [A-Z]+-[A-Z]+ \|", line)
+        ]
+        n = sum(int(row[1]) for row in rows)
+        assert (int(tables), int(positions.replace(",", ""))) == (len(rows), n), anchor
+        for column, share in zip((2, 3, 4), re.findall(r"(\d+\.\d)%", shares), strict=True):
+            assert abs(sum(int(row[1]) * float(row[column].strip(" %")) for row in rows) / n - float(share)) < 0.1
+        wins = [int(row[5]) for row in rows if row[5].strip() != "-"]
+        assert int(longest.split()[0]) == max(wins), anchor
