@@ -19,7 +19,7 @@ from agents.alphazero.learner import LearnerConfig
 from agents.alphazero.network import NetworkConfig
 from agents.alphazero.replay import POSITION_BYTES
 from agents.alphazero.rules_mix import RulesMixError, parse_rules_mix
-from agents.alphazero.search import MCTSConfig, migrate_flat_mcts
+from agents.alphazero.search import GumbelConfig, MCTSConfig, migrate_flat_mcts
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay import SelfPlayConfig
@@ -47,7 +47,7 @@ from envs.tablebase import TablebaseError, default_tablebase
 class EvalConfig:
     """How the network is measured during training."""
 
-    every: int = 6
+    every: int = 30
     """Evaluate every this many iterations (and at the last one); 0 switches evaluation off. >= 0."""
     games: int = 24
     """Games per opponent (colours alternate; pairs share a random opening); 1 to 100000."""
@@ -85,22 +85,33 @@ class EvalConfig:
             raise ConfigError(f"train.eval.opponents={self.opponents!r} must be a list of player specs")
 
 
+DRAW_BREAKERS: dict[str, Any] = {"random_plies": 6, "draw_contempt": 0.3, "contempt_sides": "one", "draw_keep": 0.2}
+"""What a training run's self-play changes from `SelfPlayConfig`'s plain self-play (`TrainConfig.selfplay`)."""
+
+
 @dataclass
 class TrainConfig:
     """The self-play / learning loop (group `train`)."""
 
-    iterations: int = 60
-    """Iterations of {self-play, learn, evaluate, checkpoint}; >= 1."""
+    iterations: int = 150
+    """Iterations of {self-play, learn, evaluate, checkpoint}; >= 1.
+    A resumed run goes on to a larger value (``python train.py resume=<run> train.iterations=N``) on the same
+    learning-rate schedule (`learner`)."""
     games_per_iteration: int = 64
     """Self-play games per iteration; 1 to 1000000 (an iteration's positions are held in memory)."""
-    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    selfplay: SelfPlayConfig = field(default_factory=lambda: SelfPlayConfig(**DRAW_BREAKERS))
     """How the self-play games are played: games at once (`parallel`), `max_plies`, playout caps,
     opponent games (`opponents`, `opponent_fraction`); see agents.alphazero.selfplay.SelfPlayConfig.
-    Its `player_name` is the run's name."""
-    workers: int = 0
+    Its `player_name` is the run's name. A training run breaks the repetition draws that a young network's
+    self-play settles into three ways (`DRAW_BREAKERS`, where `SelfPlayConfig` alone plays plain self-play):
+    the first `random_plies` of each game are random, one colour of each game (`contempt_sides`) values a
+    draw at -`draw_contempt` in its search, and a game without a winner trains with probability `draw_keep`
+    (all its positions or none)."""
+    workers: int = 2
     """Self-play worker processes or actors, each with a CPU copy of the network (0: self-play runs in
     this process, on `device`); 0 to 1024. A worker plays its share of the games, `selfplay.parallel` at
-    a time; the games are those the in-process loop would play with the same seed."""
+    a time; the games are those the in-process loop would play with the same seed. The default run plays
+    its self-play on two processes, for a machine of two cores or more."""
     worker_backend: str = "process"
     """Where the workers run when `workers` > 0: `process` (local processes) or `ray` (Ray actors;
     pip install -e '.[distributed]'); `inprocess` ignores `workers`."""
@@ -131,8 +142,10 @@ class TrainConfig:
     """Upper bound on learner steps per iteration; >= 1."""
     mirror: bool = True
     """Left-right mirror augmentation when sampling (a symmetry of the rules)."""
-    learner: LearnerConfig = field(default_factory=LearnerConfig)
-    """Optimizer, schedule and loss weights."""
+    learner: LearnerConfig = field(default_factory=lambda: LearnerConfig(total_steps=80000))
+    """Optimizer, schedule and loss weights.
+    A training run's cosine schedule runs over more steps (`total_steps`) than the default run takes, so
+    that resuming the run to more iterations continues one schedule instead of learning on at its floor."""
     eval: EvalConfig = field(default_factory=EvalConfig)
     """Evaluation ladder."""
     checkpoint_every: int = 1
@@ -247,8 +260,11 @@ class Config:
     name or directory): a fresh optimizer, replay buffer and counters; the network shape and rules must match."""
     model: NetworkConfig = field(default_factory=NetworkConfig)
     """Network shape (group `model`)."""
-    mcts: MCTSConfig = field(default_factory=MCTSConfig)
-    """Tree search used by self-play and evaluation (group `mcts`)."""
+    mcts: MCTSConfig = field(default_factory=lambda: MCTSConfig(gumbel=GumbelConfig(max_actions=4)))
+    """Tree search used by self-play and evaluation (group `mcts`).
+    Self-play's Gumbel search samples 4 root actions, where a player's search (`MCTSConfig` alone) considers
+    16: each considered move is searched several simulations deep, and the policy and value targets come from
+    that deeper look. The `mcts` group's files start from `MCTSConfig`, so preset=cpu states it again."""
     rules: RulesConfig = field(default_factory=RulesConfig)  # type: ignore[valid-type]
     """Rule set (group `rules`; see envs/rules.py)."""
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -418,7 +434,10 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
             stored.mcts = migrate_flat_mcts(stored.mcts)
         if isinstance(stored.get("model"), DictConfig) and "input_planes" not in stored.model:
             stored.model.input_planes = LEGACY_PLANES  # a run started before the rule planes keeps its network
-        stored = OmegaConf.merge(OmegaConf.structured(Config), stored)
+        base = OmegaConf.structured(Config)
+        # a self-play key the stored config lacks came later and the run played without it: plain self-play's value
+        base.train.selfplay = OmegaConf.structured(SelfPlayConfig)
+        stored = OmegaConf.merge(base, stored)
     except OmegaConfBaseException as e:
         raise CheckpointError(
             f"checkpoint {str(path)!r}: its stored config does not fit this version's schema: "

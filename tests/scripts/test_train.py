@@ -328,12 +328,32 @@ def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> Non
         assert changed <= {group}, f"{group}={option} changes {changed}"
 
 
+def flat(values: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """Nested config values as one dict of dotted keys."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out.update(flat(value, f"{where}{key}.") if isinstance(value, dict) else {where + key: value})
+    return out
+
+
+def test_the_dataclasses_defaults_are_the_default_run() -> None:
+    """`Config()` is the run `python train.py` composes with no override, key by key: the yaml files of the
+    default options (train=default, preset=cpu...) add nothing the dataclasses do not say."""
+    schema = flat(OmegaConf.to_container(OmegaConf.structured(train_config.Config)))  # type: ignore[arg-type]
+    composed = flat(OmegaConf.to_container(train_config.compose_config([])))  # type: ignore[arg-type]
+    schema = {k: v for k, v in schema.items() if k.split(".")[0] not in ("defaults", "hydra")}  # Hydra's own
+    differ = {
+        k: (schema.get(k), composed.get(k)) for k in schema.keys() | composed.keys() if schema.get(k) != composed.get(k)
+    }
+    assert differ == {}  # key: (dataclass default, composed default)
+
+
 @pytest.mark.slow
 def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
     default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel.max_actions == 4
-    sp = default.train.selfplay  # the default run's recipe (configs/train/default.yaml; docs/results.md)
+    sp = default.train.selfplay  # the default run's recipe (TrainConfig's defaults; docs/results.md)
     assert (default.train.iterations, default.train.workers, default.train.learner.total_steps) == (150, 2, 80000)
     assert (sp.random_plies, sp.draw_contempt, sp.contempt_sides, sp.draw_keep) == (6, 0.3, "one", 0.2)
     gpu = train_config.checked_config(
@@ -419,6 +439,15 @@ def test_a_stored_config_in_the_flat_search_layout_resumes_as_it_meant(tmp_path:
         train_config.resumed_config(stored, tmp_path, ["resume=run", "mcts.gumbel.max_actions=8"])
     )
     assert again.mcts.gumbel.max_actions == 8
+
+
+def test_a_stored_config_without_the_draw_breakers_resumes_with_plain_self_play(tmp_path: Path) -> None:
+    """A config stored before `random_plies`, `contempt_sides` and `draw_keep` existed (the shipped default-60's)
+    resumes as it played: a key it lacks takes `SelfPlayConfig`'s plain value, not a training run's default."""
+    shipped = torch.load(ROOT / "checkpoints" / "shipped" / "default-60.pt", weights_only=True)
+    assert not {"random_plies", "contempt_sides", "draw_keep"} & set(OmegaConf.create(shipped["config"]).train.selfplay)
+    sp = train_config.resumed_config(shipped["config"], tmp_path, ["resume=run"]).train.selfplay
+    assert (sp.random_plies, sp.contempt_sides, sp.draw_keep) == (0, "both", 1.0)
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
@@ -647,7 +676,7 @@ def test_help_gives_each_config_key_with_the_first_line_of_its_fields_docstring(
             train_config.Config,
             train_config.compose_config,
             {
-                "train.iterations=7": "Iterations of {self-play, learn, evaluate, checkpoint}; >= 1.",
+                "train.iterations=7": "Iterations of {self-play, learn, evaluate, checkpoint}; >= 1. ...",
                 "rules.no_capture_draw=120": "Plies without capture that draw the game; 0 switches the rule off. "
                 "0 to `COUNTER_LIMIT`.",
                 "name=''": "Run name: the run directory is `<out_dir>/<name>` (default: az-<date>-<time>). One plain "
