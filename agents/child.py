@@ -1,5 +1,5 @@
 """Child processes, started one way and their deaths named one way (tournaments, self-play, the inference server,
-the play page's computer).
+the play page's computer; external programs such as engines by `start_program`).
 
     here, there = multiprocessing.Pipe()
     child = start_child(serve, (there, settings), name="selfplay-0")   # `there` is now the child's alone
@@ -22,12 +22,42 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import subprocess
 import time
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from agents.stopping import exit_with_parent, ignore_interrupts
+
+
+def start_program(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Start an external program (an engine) with its three standard streams as pipes, in a session of its own:
+    its process group is apart, so a terminal's Ctrl-C reaches the parent alone, which decides how it ends.
+    OSError when it cannot be started."""
+    return subprocess.Popen(
+        list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def wait_program(process: subprocess.Popen[bytes], timeout: float) -> Optional[int]:
+    """The program's exit status once it ends within `timeout` seconds (0: at once), else None: it runs on."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def kill_program(process: subprocess.Popen[bytes]) -> None:
+    """Kill a program started by `start_program`, with whatever it started in its process group, and reap it."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # pragma: no cover - no process groups
+            process.kill()
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 class ChildDiedError(RuntimeError):

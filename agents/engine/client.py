@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import shlex
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -38,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Optional
 
-from agents.child import how_it_ended
+from agents.child import how_it_ended, kill_program, start_program, wait_program
 from agents.engine.protocol import (
     Bare,
     Go,
@@ -173,13 +170,7 @@ class _Program:
 
     def __init__(self, argv: tuple[str, ...], sink: Optional[Path]) -> None:
         self.argv = argv
-        self.process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a terminal's Ctrl-C reaches the driver alone
-        )
+        self.process = start_program(argv)
         self.pid = self.process.pid
         self.lines: queue.Queue[Optional[str]] = queue.Queue()
         self.last_line = ""
@@ -262,11 +253,10 @@ class _Program:
 
     def ended(self) -> str:
         """How the program ended (``exit code 1``...), with the last line of its standard error."""
-        try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = wait_program(self.process, 1.0)
         text = how_it_ended(code) if code is not None else "its output closed"
+        if code is not None:
+            self._threads[1].join(timeout=1.0)  # its last words: the standard error read to its end
         with self._lock:
             last = next((line for line in reversed(self.tail) if line.strip()), "")
         return text + (f"; its stderr ends {shown(last)}" if last else "")
@@ -282,28 +272,14 @@ class _Program:
         with contextlib.suppress(OSError, ValueError):  # a pipe the program broke
             assert self.process.stdin is not None
             self.process.stdin.close()
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            _kill_group(self.process)
-            self.process.wait()
+        if wait_program(self.process, grace) is None:
+            kill_program(self.process)
         for t in self._threads:
             t.join(timeout=2.0)
         with self._lock:
             if self._sink is not None:
                 self._sink.close()
                 self._sink = None
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill a program not yet reaped, with whatever it started in its process group."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - no process groups
-            process.kill()
-    except ProcessLookupError:
-        pass
 
 
 def _close_program(program: list[Optional[_Program]]) -> None:

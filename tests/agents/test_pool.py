@@ -117,4 +117,5 @@ def test_closing_stops_at_once_the_processes_still_working_for_an_abandoned_run(
         break  # call 1 sleeps on in its process
     processes = [child.process for child in pool._children]  # for their exit codes once closed
     pool.close()
-    assert [p.exitcode for p in processes] == [0, 128 + signal.SIGTERM]  # the sleeper ended by SIGTERM, cleanly
+    # the sleeper ended by SIGTERM: cleanly (143) once its handler is in place, by the signal (-15) before that
+    assert processes[0].exitcode == 0 and processes[1].exitcode in (128 + signal.SIGTERM, -signal.SIGTERM)
