@@ -2,43 +2,17 @@
 
     checkpoint:path=checkpoints/my-run/best.pt,sims=200,algorithm=puct,device=cpu
 
-``path`` a checkpoint file, a run directory (its latest.pt), a run name, or a
-shipped network ``shipped:<name>`` (checkpoints/shipped/manifest.json);
-``sims`` simulations per move (default 100; at most `MAX_SIMULATIONS`); ``algorithm`` ``puct`` or
-``gumbel`` (default: the run's own search); ``device`` ``auto``/``cpu``/``cuda``;
-``threads`` torch CPU threads for the process (0 to `MAX_THREADS`; default 1: one-position network
-calls of these small nets gain nothing from more, and players often share the CPU);
-``precision`` ``fp32``/``bf16``/``auto`` (see `device.inference_dtype`; by
-default ``auto`` when ``leaf_batch`` reaches `device.BF16_MIN_BATCH`, else
-``fp32``: bf16 is slower than fp32 for a handful of positions per call);
-``time`` seconds per move: the search runs in rounds of ``sims`` simulations
-(default 32 then) on one growing tree, and starts another round only while the
-rate measured so far says it ends within the budget (at least one round runs);
-``leaf_batch`` leaves evaluated per network call, kept apart by virtual loss
-(default 1; 8-16 feed the network batches it runs faster per position);
-``max_actions`` Gumbel's root actions considered (default: the run's own
-``mcts.gumbel.max_actions``; sequential halving splits the simulations among
-fewer of them, each searched deeper); ``c_scale`` Gumbel's sigma scale (default: the run's own
-``mcts.gumbel.c_scale``); ``tablebase`` ``true`` searches with the endgame tables as proven results
-(``mcts.tablebase``: their default location, built with ``python -m envs tablebase build``; default
-``false``); ``draw_value`` the worth of a drawn end to the player, in [-1, 1] (default: the run's own
-``mcts.draw_value``; below 0 a contempt for draws, as self-play's ``draw_contempt``); ``reuse``
-``true`` keeps the search tree from one move to the next: the subtree under the move
-played and the opponent's reply becomes the next search's tree, so its visits come on top of the new
-simulations (default ``false``: every move is searched from an empty tree); ``any_rules`` ``true``
-plays rules the network was not trained on (zero-shot experiments;
-default ``false``: the player is built for the game's rules, which must be one of the rule sets the
-checkpoint was trained on, `checkpoint.trained_rule_sets`, else it is refused with a line naming them);
-``cache`` positions whose network answers the player remembers (`CachedEvaluator`: a repeated position,
-within a search or from an earlier move's, costs no network call; default `DEFAULT_CACHE`, 0 none);
-``guard`` seconds of an alpha-beta search that checks the move before it is played (`guard.AlphaBetaGuard`:
-a move whose alpha-beta score falls more than ``guard_margin`` below alpha-beta's best, default
-`guard.DEFAULT_MARGIN` = 300, a Dog, is passed over for the search's next choices or alpha-beta's move;
-under ``time`` the guard's time is part of the move's; default 0, no guard).
-A search by ``time`` defaults to `TIMED_MAX_ACTIONS` and
-`TIMED_C_SCALE` instead: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
+Its options (``path``, ``sims``, ``time``, ``algorithm``, ``leaf_batch``, ...) are `CheckpointOptions`
+(agents/alphazero/player_options.py: each one's default, bounds and line; the table in docs/evaluation.md);
+``CheckpointPlayer(path, sims=200)`` takes the same names as keywords. ``time`` searches in rounds of
+``sims`` simulations on one growing tree, starting another round only while the rate measured so far says it
+ends within the budget (at least one round runs); such a search defaults to `TIMED_MAX_ACTIONS` and
+`TIMED_C_SCALE`: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
 stops looking at other replies; a smaller c_scale keeps it looking (docs/search.md, "Search by time").
+``guard`` checks each move with an alpha-beta search (`guard.AlphaBetaGuard`); ``any_rules=true`` plays
+rules the network was not trained on, else the game's rules must be one of the rule sets the checkpoint
+was trained on (`checkpoint.trained_rule_sets`), or it is refused with a line naming them.
 The search is deterministic (no exploration noise). A missing or unreadable
 checkpoint, or one trained under other rules than asked for, fails at
 construction with a CheckpointError naming the path.
@@ -61,23 +35,18 @@ from agents.alphazero.checkpoint import (
     stored_mcts,
     trained_rule_sets,
 )
-from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
-from agents.alphazero.guard import DEFAULT_MARGIN, GUARD_CANDIDATES, AlphaBetaGuard
+from agents.alphazero.device import resolve_device
+from agents.alphazero.guard import GUARD_CANDIDATES, AlphaBetaGuard
+from agents.alphazero.player_options import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointOptions
 from agents.alphazero.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
-from agents.alphazero.search.cache import MAX_CACHE_ENTRIES, CachedEvaluator
-from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
+from agents.alphazero.search.cache import CachedEvaluator
 from agents.alphazero.search.tree import ROOT, UNVISITED
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.batch import GameBatch
-from envs.config import check_choice, check_range
-from envs.encoding import N_ACTIONS, action_to_move, move_to_action
-from envs.players import Limit, PlayerSpecError, StopSignal, register_player
-
-DEFAULT_CACHE = 1 << 15
-"""Positions a checkpoint player remembers unless told otherwise (about 36 MB; a few dozen moves' searches
-at 0.5 s a move)."""
+from envs.encoding import action_to_move, move_to_action
+from envs.players import Limit, StopSignal, register_player
 
 
 class CheckpointPlayer:
@@ -85,67 +54,55 @@ class CheckpointPlayer:
 
     def __init__(
         self,
-        path: str,
+        path: str = "",
         *,
-        sims: int = 100,
-        algorithm: Optional[str] = None,
-        device: str = "auto",
         rules: Optional[RuleSet] = None,
         seed: Optional[int] = None,
-        name: str = "",
-        threads: int = 1,
-        precision: str = "fp32",
-        time: float = 0.0,
-        leaf_batch: int = 1,
-        max_actions: Optional[int] = None,
-        c_scale: Optional[float] = None,
-        tablebase: bool = False,
-        any_rules: bool = False,
-        reuse: bool = False,
-        draw_value: Optional[float] = None,
-        cache: int = DEFAULT_CACHE,
-        guard: float = 0.0,
-        guard_margin: int = DEFAULT_MARGIN,
+        options: Optional[CheckpointOptions] = None,
+        **keywords: Any,
     ) -> None:
-        if guard < 0 or (time > 0 and guard >= time):
-            raise ValueError(f"guard={guard} must be >= 0 and, with time={time}, less than the move's time")
-        file = resolve_checkpoint_path(path)
-        device_t = resolve_device(device)
-        if device_t.type == "cpu" and threads > 0 and torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
+        """A player for `rules` (None: the first the network was trained on) with `options`, or the options
+        `CheckpointOptions(path=path, **keywords)` (`sims=`, `time=`, ...: the names of the spec's options)."""
+        if options is None:
+            options = CheckpointOptions(path=str(path), **keywords)
+        self.options = options.resolved()
+        """The player's options, with every default that depends on others filled in."""
+        o = self.options
+        assert o.sims is not None and o.precision is not None
+        file = resolve_checkpoint_path(o.path)
+        device_t = resolve_device(o.device)
+        if device_t.type == "cpu" and o.threads > 0 and torch.get_num_threads() != o.threads:
+            torch.set_num_threads(o.threads)
         self.model, state = load_model(file, device=device_t)
         self.device = device_t
         """Where the network runs (a tournament refuses to fork worker processes from a parent using CUDA)."""
         self.trained_rules = trained_rule_sets(state, file)
         """The (name, RuleSet) pairs the network was trained on (`checkpoint.trained_rule_sets`)."""
-        if rules is not None and not any_rules and all(r != rules for _, r in self.trained_rules):
+        if rules is not None and not o.any_rules and all(r != rules for _, r in self.trained_rules):
             raise CheckpointError(
                 rules_refusal(self.trained_rules, rules, file) + "; any_rules=true plays other rules anyway"
             )
         self.rules = rules if rules is not None else self.trained_rules[0][1]
         self.path = str(file)
-        self.name = name or "checkpoint"  # make_player names it by its spec
-        if time > 0:
-            max_actions = TIMED_MAX_ACTIONS if max_actions is None else max_actions
-            c_scale = TIMED_C_SCALE if c_scale is None else c_scale
+        self.name = o.name or "checkpoint"  # make_player names it by its spec
         stored = stored_mcts(state.get("config", ""), str(file))
         gumbel: dict[str, Any] = {
-            k: v for k, v in {"max_actions": max_actions, "c_scale": c_scale}.items() if v is not None
+            k: v for k, v in {"max_actions": o.max_actions, "c_scale": o.c_scale}.items() if v is not None
         }
         self.mcts = dataclasses.replace(
             stored,
-            algorithm=stored.algorithm if algorithm is None else algorithm,
+            algorithm=stored.algorithm if o.algorithm is None else o.algorithm,
             gumbel=dataclasses.replace(stored.gumbel, **gumbel),
-            num_simulations=int(sims),
-            reuse_tree=bool(reuse),
-            leaf_batch=int(leaf_batch),
-            tablebase=bool(tablebase),
-            draw_value=stored.draw_value if draw_value is None else float(draw_value),
+            num_simulations=o.sims,
+            reuse_tree=o.reuse,
+            leaf_batch=o.leaf_batch,
+            tablebase=o.tablebase,
+            draw_value=stored.draw_value if o.draw_value is None else float(o.draw_value),
         )
-        self.time = float(time)
+        self.time = float(o.time)
         """Seconds per move (0: a fixed `sims` per move)."""
-        self.evaluator = make_evaluator(self.model, device_t, precision)
-        self.cache = CachedEvaluator(self.evaluator, cache) if cache > 0 else None
+        self.evaluator = make_evaluator(self.model, device_t, o.precision)
+        self.cache = CachedEvaluator(self.evaluator, o.cache) if o.cache > 0 else None
         """The evaluation cache (`cache` positions; None without): its `hits` and `misses` count positions."""
         self.search = BatchedMCTS(
             self.cache if self.cache is not None else self.evaluator,
@@ -156,7 +113,7 @@ class CheckpointPlayer:
             max_nodes=TIMED_NODES if self.time > 0 else None,
             tablebase=search_tables(self.mcts, self.rules),
         )
-        self.guard = AlphaBetaGuard(self.rules, guard, guard_margin) if guard > 0 else None
+        self.guard = AlphaBetaGuard(self.rules, o.guard, o.guard_margin) if o.guard > 0 else None
         """The alpha-beta check of each move (None without ``guard``): its `checks` and `vetoes` count moves."""
         self.last_simulations = 0
         """Simulations of the last move's search."""
@@ -317,14 +274,6 @@ class CheckpointPlayer:
         return games
 
 
-TIMED_MAX_ACTIONS = 16
-"""Gumbel's root actions of a search by time unless `max_actions` is given (the rounds of `sims`
-simulations each halve their way through them)."""
-
-TIMED_C_SCALE = 0.1
-"""Gumbel's sigma scale of a search by time unless `c_scale` is given: smaller than training's 1.0,
-which a long search turns greedy with (docs/search.md, "Search by time")."""
-
 TIMED_NODES = 1 << 20
 """Tree nodes of a player searching by time (about 33 MB; room for tens of thousands of simulations)."""
 
@@ -335,126 +284,19 @@ LIMITED_MAX_SIMULATIONS = TIMED_NODES // (2 * K.MAX_MOVES) - 1
 
 
 def make_checkpoint_player(
-    rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: Any
+    rules: Optional[RuleSet] = None, seed: Optional[int] = None, **options: str
 ) -> CheckpointPlayer:
-    known = {
-        "path",
-        "sims",
-        "algorithm",
-        "device",
-        "threads",
-        "precision",
-        "time",
-        "leaf_batch",
-        "max_actions",
-        "c_scale",
-        "tablebase",
-        "any_rules",
-        "reuse",
-        "draw_value",
-        "cache",
-        "guard",
-        "guard_margin",
-    }
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise PlayerSpecError(
-            f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
-    if "path" not in options:
-        raise PlayerSpecError(
-            "player 'checkpoint' needs path=<checkpoint file, run directory, run name or shipped:<name>>"
-        )
-    try:
-        seconds = float(options.get("time", 0.0))
-        sims = int(options.get("sims", 32 if seconds > 0 else 100))
-        threads = int(options.get("threads", 1))
-        leaf_batch = int(options.get("leaf_batch", 1))
-        max_actions = int(options["max_actions"]) if "max_actions" in options else None
-        c_scale = float(options["c_scale"]) if "c_scale" in options else None
-        draw_value = float(options["draw_value"]) if "draw_value" in options else None
-        cache = int(options.get("cache", DEFAULT_CACHE))
-        guard = float(options.get("guard", 0.0))
-        guard_margin = int(options.get("guard_margin", DEFAULT_MARGIN))
-    except ValueError:
-        raise PlayerSpecError(
-            f"player 'checkpoint': sims, threads, leaf_batch, max_actions, cache and guard_margin must be "
-            f"integers, time and guard numbers of seconds and c_scale and draw_value numbers, got {options}"
-        ) from None
-    where = "player 'checkpoint': "
-    numbers = {
-        "sims": sims,
-        "threads": threads,
-        "time": seconds,
-        "leaf_batch": leaf_batch,
-        "max_actions": max_actions,
-        "cache": cache,
-        "guard": guard,
-        "guard_margin": guard_margin,
-    }
-    check_range(
-        numbers,
-        where,
-        PlayerSpecError,
-        sims=(1, MAX_SIMULATIONS),
-        threads=(0, MAX_THREADS),
-        time=(0, 3600),
-        leaf_batch=(1, MAX_LEAF_BATCH),
-        cache=(0, MAX_CACHE_ENTRIES),
-        guard=(0, 3600),
-        guard_margin=(0, 100_000),
-    )
-    if seconds > 0 and guard >= seconds:
-        raise PlayerSpecError(
-            f"player 'checkpoint': guard={guard} must be less than time={seconds}: the guard's alpha-beta search "
-            "is part of the move's time"
-        )
-    if max_actions is not None:
-        check_range(numbers, where, PlayerSpecError, max_actions=(1, N_ACTIONS))
-    if c_scale is not None and not 0 < c_scale <= 100:
-        raise PlayerSpecError(f"player 'checkpoint': c_scale={c_scale} must lie in (0, 100]")
-    if draw_value is not None:
-        check_range({"draw_value": draw_value}, where, PlayerSpecError, draw_value=(-1, 1))
-    algorithm = options.get("algorithm")
-    if algorithm is not None:
-        check_choice(options, where, PlayerSpecError, algorithm=ALGORITHMS)
-    precision = options.get("precision", "auto" if leaf_batch >= BF16_MIN_BATCH else "fp32")
-    check_choice({"precision": precision}, where, PlayerSpecError, precision=PRECISIONS)
-    try:
-        resolve_device(options.get("device", "auto"))
-    except ValueError as e:
-        raise PlayerSpecError(f"player 'checkpoint': {e}") from None
-    return CheckpointPlayer(
-        options["path"],
-        sims=sims,
-        algorithm=algorithm,
-        device=options.get("device", "auto"),
-        rules=rules,
-        seed=seed,
-        threads=threads,
-        precision=precision,
-        time=seconds,
-        leaf_batch=leaf_batch,
-        max_actions=max_actions,
-        c_scale=c_scale,
-        tablebase=_flag(options, "tablebase"),
-        any_rules=_flag(options, "any_rules"),
-        reuse=_flag(options, "reuse"),
-        draw_value=draw_value,
-        cache=cache,
-        guard=guard,
-        guard_margin=guard_margin,
-    )
-
-
-def _flag(options: dict[str, Any], name: str) -> bool:
-    """A true/false option (default false); PlayerSpecError for anything else."""
-    value = str(options.get(name, "false")).lower()
-    if value not in ("true", "false"):
-        raise PlayerSpecError(f"player 'checkpoint': {name}={options[name]!r} must be true or false")
-    return value == "true"
+    """The player of a spec's options (`CheckpointOptions.from_spec`), checked before the checkpoint is read."""
+    return CheckpointPlayer(rules=rules, seed=seed, options=CheckpointOptions.from_spec(options))
 
 
 register_player("checkpoint", make_checkpoint_player)
 
-__all__ = ["CheckpointError", "CheckpointPlayer"]
+__all__ = [
+    "DEFAULT_CACHE",
+    "TIMED_C_SCALE",
+    "TIMED_MAX_ACTIONS",
+    "CheckpointError",
+    "CheckpointOptions",
+    "CheckpointPlayer",
+]

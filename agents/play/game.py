@@ -62,11 +62,31 @@ MAX_REPLAY_PLIES = 4000
 CHECKPOINT_DIRS: tuple[Path, ...] = (Path("checkpoints"),)
 """Where the page may load checkpoints from (play.py adds the directory of its --opponent and --checkpoint-dir)."""
 
+PAGE_MAX_SIMS = 4000
+"""The most simulations a move of a checkpoint spec typed on the page (the option allows `MAX_SIMULATIONS`)."""
+
+PAGE_MIN_THREADS = 1
+"""The fewest torch threads of a checkpoint spec typed on the page (the option's 0, torch's own, takes every
+core of a machine the page shares)."""
+
 # Limits of a player spec typed on the page: option -> (least, most). Time is the level's.
 _SPEC_LIMITS: dict[str, dict[str, tuple[float, float]]] = {
     "alphabeta": {"depth": (1, 30), "nodes": (1, 10**9), "tt": (4, 24), "noise": (0, 10000), "random": (0, 1)},
-    "checkpoint": {"sims": (1, 4000), "threads": (1, os.cpu_count() or 1)},
 }
+
+
+@functools.cache
+def _spec_limits(kind: str) -> dict[str, tuple[float, float]]:
+    """The page's limits of a spec of `kind`: a checkpoint's are its options' bounds (`CheckpointOptions`),
+    narrowed to `PAGE_MAX_SIMS`, `PAGE_MIN_THREADS` and this machine's cores. The options are read only when a
+    checkpoint spec is checked (they import torch, which the page's own process otherwise does without)."""
+    if kind != "checkpoint":
+        return _SPEC_LIMITS.get(kind, {})
+    from agents.alphazero.player_options import option_bounds
+
+    sims, threads = option_bounds("sims"), option_bounds("threads")
+    cores = min(os.cpu_count() or 1, threads[1] if threads[1] is not None else os.cpu_count() or 1)
+    return {"sims": (sims[0], PAGE_MAX_SIMS), "threads": (max(threads[0], PAGE_MIN_THREADS), cores)}
 
 
 @dataclass(frozen=True)
@@ -350,7 +370,7 @@ def bounded_spec(spec: str, seconds: float) -> str:
         kind, options = parse_spec(spec)
     except PlayerSpecError as e:
         raise PlayError(str(e)) from None
-    for key, (low, high) in _SPEC_LIMITS.get(kind, {}).items():
+    for key, (low, high) in _spec_limits(kind).items():
         if key not in options:
             continue
         try:

@@ -165,7 +165,6 @@ def test_bad_time_and_leaf_batch_are_refused() -> None:
         "leaf_batch=1000",
         "max_actions=0",
         "max_actions=all",
-        "c_scale=0",
         "c_scale=-1",
         "c_scale=big",
     ):
