@@ -553,3 +553,24 @@ def test_a_bad_engine_spec_is_refused_in_one_line_before_any_game(tmp_path: Path
         assert says in lines[0]
         assert not out.exists()
     assert len(started(pids)) == 1 and not running(started(pids)[0])
+
+
+@pytest.mark.slow  # evaluate.py and the kit's engine in subprocesses
+@pytest.mark.parametrize("mode", ["round_robin", "ladder"])
+def test_the_kits_engine_plays_round_robins_and_ladders_in_evaluate(tmp_path: Path, mode: str) -> None:
+    engine = f"engine:cmd={sys.executable} -m agents.engine --player alphabeta:depth=1,name=ab1,depth=1,startup=600"
+    out = tmp_path / "out"
+    code, err = evaluate_tournament(
+        tmp_path,
+        f'players=["{engine}",random,"alphabeta:depth=1"]',
+        f"mode={mode}",
+        "games_per_pair=2",
+        "max_plies=30",
+        f"out_dir={out}",
+    )
+    assert code == 0, err
+    games = list(read_jsonl(out / "games.jsonl"))
+    assert len(games) == (6 if mode == "round_robin" else 4)
+    played = [g for g in games if engine in (g.red, g.blue)]
+    assert len(played) == (4 if mode == "round_robin" else 2)
+    assert all(g.termination != "engine_fault" and len(g.moves) > 1 for g in played)
