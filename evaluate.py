@@ -53,13 +53,13 @@ from agents.arena.config import (
     refuse_a_tournament_in,
     stored_settings,
 )
-from agents.cli import hydra_entry
+from agents.common.cli import hydra_entry
 from envs.config import config_dir
 
 
 def main() -> None:
     """``python evaluate.py <overrides>``: `run` as Hydra's entry point, after the overrides have composed in
-    this process (agents.cli.hydra_entry: an override Hydra refuses stops with one line, exit 2)."""
+    this process (agents.common.cli.hydra_entry: an override Hydra refuses stops with one line, exit 2)."""
     hydra_entry("evaluate.py", compose_config, run, doc=__doc__ or "", schema=EvaluateConfig)
 
 
@@ -67,9 +67,9 @@ def main() -> None:
 def run(cfg: Any) -> None:
     from agents.arena.records import append_jsonl, cut_torn_tail, read_jsonl
     from agents.arena.tournament import Opening, TournamentError, run_tournament, schedule
-    from agents.io import atomic_write_json
-    from agents.rundir import RunDirLock, check_writable_dir, claim_run_dir
-    from agents.stopping import GracefulStop, signal_name
+    from agents.common.io import atomic_write_json
+    from agents.common.rundir import RunDirLock, check_writable_dir, claim_run_dir
+    from agents.common.stopping import GracefulStop, signal_name
     from envs.rules import RuleSet
 
     lock: Optional[RunDirLock] = None

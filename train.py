@@ -17,7 +17,7 @@ and ``iter_NNNNNN.pt`` (weights), ``config.yaml``, the self-play games
 Faults. One process at a time writes to a run directory (a lock file; a
 second writer is refused, naming the first's pid), and a run touches only
 what it wrote: a fresh run refuses a directory holding anything else
-(agents.rundir). The first Ctrl-C or SIGTERM abandons self-play or an
+(agents.common.rundir). The first Ctrl-C or SIGTERM abandons self-play or an
 evaluation at once, or lets learning and a checkpoint finish, writes
 latest.pt when it is behind and prints the resume command; a second one
 stops at once. A run stopped before its first checkpoint removes what it
@@ -56,18 +56,18 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from agents.alphazero.checkpoint import CheckpointError, rng_state
-from agents.alphazero.config import Config, compose_config, register_configs
-from agents.alphazero.device import resolve_device
-from agents.alphazero.learner import Learner, LearnerDivergedError, LearnMetrics
-from agents.alphazero.network import build_network
-from agents.alphazero.progress import evaluation_due, format_seconds
-from agents.alphazero.replay import ReplayBuffer, ReplayError
-from agents.alphazero.run import TrainingRun
-from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
-from agents.alphazero.selfplay_data import SelfPlayStats
-from agents.cli import hydra_entry, refuse
-from agents.stopping import GracefulStop
+from agents.alphazero.net.checkpoint import CheckpointError, rng_state
+from agents.alphazero.net.device import resolve_device
+from agents.alphazero.net.network import build_network
+from agents.alphazero.net.runtime import NonFiniteOutputError, make_evaluator
+from agents.alphazero.selfplay.data import SelfPlayStats
+from agents.alphazero.training.config import Config, compose_config, register_configs
+from agents.alphazero.training.learner import Learner, LearnerDivergedError, LearnMetrics
+from agents.alphazero.training.progress import evaluation_due, format_seconds
+from agents.alphazero.training.replay import ReplayBuffer, ReplayError
+from agents.alphazero.training.run import TrainingRun
+from agents.common.cli import hydra_entry, refuse
+from agents.common.stopping import GracefulStop
 
 log = logging.getLogger("train")
 register_configs()
@@ -75,7 +75,7 @@ register_configs()
 
 def main(cfg: Optional[DictConfig] = None) -> None:
     """``python train.py <overrides>``: `run` as Hydra's entry point, after the command line's overrides
-    have composed in this process (agents.cli.hydra_entry: an override Hydra refuses stops with one line,
+    have composed in this process (agents.common.cli.hydra_entry: an override Hydra refuses stops with one line,
     exit 2). With `cfg` (a composed config): `run` on it."""
     if cfg is not None:
         return run(cfg)

@@ -19,12 +19,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from agents.alphazero.batcher import tail_mean_batch
-from agents.alphazero.checkpoint import load_model
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.distributed.batcher import tail_mean_batch
+from agents.alphazero.net.checkpoint import load_model
+from agents.alphazero.net.runtime import make_evaluator
+from agents.alphazero.net.shipped import resolve
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.shipped import resolve
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
 from envs.rules import RuleSet
 
 

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, uniform_evaluator  # noqa: E402
-from agents.alphazero.selfplay import SelfPlayConfig, play_games  # noqa: E402
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games  # noqa: E402
 from envs import RuleSet  # noqa: E402
 from envs.batch import GameBatch  # noqa: E402
 
@@ -134,8 +134,8 @@ def main() -> None:
     if args.net:
         import torch
 
-        from agents.alphazero.network import NetworkConfig, build_network
-        from agents.alphazero.runtime import make_evaluator
+        from agents.alphazero.net.network import NetworkConfig, build_network
+        from agents.alphazero.net.runtime import make_evaluator
 
         torch.set_num_threads(1)  # per core, like the search figures
         model = build_network(NetworkConfig()).eval()

@@ -32,9 +32,9 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from agents.alphazero.device import inference_dtype
-from agents.alphazero.network import NetworkConfig, build_network, count_parameters
-from agents.alphazero.runtime import FusedCPUForward, for_inference, fuse_for_inference
+from agents.alphazero.net.device import inference_dtype
+from agents.alphazero.net.network import NetworkConfig, build_network, count_parameters
+from agents.alphazero.net.runtime import FusedCPUForward, for_inference, fuse_for_inference
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 

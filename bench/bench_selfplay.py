@@ -130,7 +130,7 @@ def load(group: str, name: str) -> dict:
 
 def _mix_settings(settings: Any, mix: str) -> Any:
     """`settings` with each game's rules drawn from the comma-separated `mix` (this tree only)."""
-    from agents.alphazero.rules_mix import mix_state, parse_rules_mix
+    from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
 
     return dataclasses.replace(settings, rules_mix=mix_state(parse_rules_mix(mix.split(","))))
 
@@ -139,14 +139,14 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
     """The workers' settings, in the shape of the tree imported (commits before `SelfPlayConfig` took
     `SelfPlaySettings` with the self-play fields inline)."""
     try:
-        from agents.alphazero.selfplay import SelfPlayConfig
+        from agents.alphazero.selfplay.games import SelfPlayConfig
 
         try:
-            from agents.alphazero.settings import WorkerSettings
-        except ImportError:  # a commit from before agents.alphazero.settings
-            from agents.alphazero.workers import WorkerSettings  # type: ignore[attr-defined,no-redef]
+            from agents.alphazero.distributed.settings import WorkerSettings
+        except ImportError:  # a commit from before agents.alphazero.distributed.settings
+            from agents.alphazero.distributed.workers import WorkerSettings  # type: ignore[attr-defined,no-redef]
     except ImportError:
-        from agents.alphazero.workers import SelfPlaySettings  # type: ignore[attr-defined]
+        from agents.alphazero.distributed.workers import SelfPlaySettings  # type: ignore[attr-defined]
 
         return SelfPlaySettings(
             network=network,
@@ -171,7 +171,7 @@ def _compile_refills(settings: Any, mcts: Any, rules: Any) -> None:
     in the modules, a kernel compiled later could not call the ones it names."""
     try:
         from agents.alphazero.search import uniform_evaluator
-        from agents.alphazero.selfplay import SelfPlayConfig, play_games
+        from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
     except ImportError:  # a commit from before these modules: nothing compiles lazily there
         return
     selfplay = getattr(settings, "selfplay", None)
@@ -191,18 +191,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One timed self-play round in this process (the tree on sys.path), after a warm-up round."""
     import torch
 
-    from agents.alphazero.network import NetworkConfig, build_network, count_parameters
+    from agents.alphazero.net.network import NetworkConfig, build_network, count_parameters
     from envs import RuleSet
 
     try:
-        from agents.alphazero.device import resolve_device
-        from agents.alphazero.runtime import make_evaluator
+        from agents.alphazero.net.device import resolve_device
+        from agents.alphazero.net.runtime import make_evaluator
     except ImportError:  # a commit from before the network's device and runtime modules
-        from agents.alphazero.network import make_evaluator, resolve_device  # type: ignore[attr-defined,no-redef]
+        from agents.alphazero.net.network import make_evaluator, resolve_device  # type: ignore[attr-defined,no-redef]
     try:
-        from agents.alphazero.pools import make_selfplay_pool
-    except ImportError:  # a commit from before agents.alphazero.pools
-        from agents.alphazero.workers import make_selfplay_pool  # type: ignore[attr-defined,no-redef]
+        from agents.alphazero.distributed.pools import make_selfplay_pool
+    except ImportError:  # a commit from before agents.alphazero.distributed.pools
+        from agents.alphazero.distributed.workers import make_selfplay_pool  # type: ignore[attr-defined,no-redef]
     try:
         from agents.alphazero.search import MCTSConfig, uniform_evaluator
     except ImportError:  # a commit from before the search package

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agents.alphazero.player import CheckpointPlayer  # noqa: E402
+from agents.alphazero.player.player import CheckpointPlayer  # noqa: E402
 from agents.arena.records import read_jsonl  # noqa: E402
 from envs import Board, RuleSet  # noqa: E402
 from envs.players import make_player  # noqa: E402

@@ -47,15 +47,15 @@ import numpy as np
 import torch
 from bench_network import make_runners, rate
 
-from agents.alphazero.batcher import tail_mean_batch
-from agents.alphazero.config import checked_config, compose_config
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.runtime import fuse_for_inference, make_evaluator
-from agents.alphazero.settings import InferenceSettings, WorkerSettings
-from agents.alphazero.slots import ROW_BYTES, SHM_DIR, slot_capacity
-from agents.child import how_it_ended
-from agents.io import atomic_write_json
+from agents.alphazero.distributed.batcher import tail_mean_batch
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.distributed.slots import ROW_BYTES, SHM_DIR, slot_capacity
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import fuse_for_inference, make_evaluator
+from agents.alphazero.training.config import checked_config, compose_config
+from agents.common.child import how_it_ended
+from agents.common.io import atomic_write_json
 from envs.config import config_dir, read_config_file
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
@@ -428,8 +428,8 @@ def scalars(run_dir: Path) -> dict[str, list[float]]:
 
 LOAD_ON_CPU = """
 import sys, numpy as np, torch
-from agents.alphazero.checkpoint import load_model
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.net.checkpoint import load_model
+from agents.alphazero.net.runtime import make_evaluator
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 assert not torch.cuda.is_available()
 model, _ = load_model(sys.argv[1], device="cpu")

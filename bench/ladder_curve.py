@@ -51,9 +51,9 @@ from plot_run import (  # noqa: E402
     read_scalars,
 )
 
-from agents.alphazero.evaluation import spec_tag  # noqa: E402
+from agents.alphazero.training.ladder import spec_tag  # noqa: E402
 from agents.arena.ratings import expected_score  # noqa: E402
-from agents.io import atomic_write_bytes  # noqa: E402
+from agents.common.io import atomic_write_bytes  # noqa: E402
 
 DEFAULT_RATINGS = Path(__file__).resolve().parent / "ladder_ratings.json"
 WIDTH, HEIGHT = 1000, 470

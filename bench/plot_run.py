@@ -31,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     raise SystemExit("plot_run.py draws with Pillow, which is not installed: pip install pillow") from None
 
-from agents.io import atomic_write_bytes  # noqa: E402
+from agents.common.io import atomic_write_bytes  # noqa: E402
 
 Series = dict[str, list[tuple[int, float]]]
 

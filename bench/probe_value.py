@@ -87,8 +87,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     import torch
 
-    from agents.alphazero.checkpoint import load_model, rules_of
-    from agents.alphazero.runtime import make_evaluator
+    from agents.alphazero.net.checkpoint import load_model, rules_of
+    from agents.alphazero.net.runtime import make_evaluator
 
     columns = []
     for path in args.checkpoints:

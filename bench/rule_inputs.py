@@ -296,9 +296,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     import torch
 
-    from agents.alphazero.checkpoint import load_model, trained_rule_sets
-    from agents.alphazero.runtime import make_evaluator
-    from agents.io import atomic_write_json
+    from agents.alphazero.net.checkpoint import load_model, trained_rule_sets
+    from agents.alphazero.net.runtime import make_evaluator
+    from agents.common.io import atomic_write_json
 
     try:
         model, state = load_model(args.checkpoint)

@@ -35,9 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from agents.alphazero.checkpoint import load_model, rules_of, stored_mcts
-    from agents.alphazero.runtime import make_evaluator
-    from agents.alphazero.selfplay import SelfPlayConfig, play_games
+    from agents.alphazero.net.checkpoint import load_model, rules_of, stored_mcts
+    from agents.alphazero.net.runtime import make_evaluator
+    from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
     from envs.tablebase import TablebaseError, default_tablebase
 
     torch.set_num_threads(1)

@@ -9,7 +9,7 @@ falls in the third of [-1, 1] of the tables' result (above 1/3 a win, within
 1/3 of 0 a draw, below -1/3 a loss), the share of won and lost positions whose
 value has the result's sign, and the mean absolute error against the exact
 value (+1, 0, -1); the positions are random table positions with Red to move
-at clock 0 (`agents.alphazero.endgames.value_accuracy`, the figures training
+at clock 0 (`agents.alphazero.selfplay.endgames.value_accuracy`, the figures training
 logs as ``eval/tablebase_*``). Raw network output only (no search), fp32.
 The tables are those of each network's rules in the default location.
 """
@@ -36,10 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from agents.alphazero import shipped
-    from agents.alphazero.checkpoint import load_model, rules_of
-    from agents.alphazero.endgames import value_accuracy
-    from agents.alphazero.runtime import make_evaluator
+    from agents.alphazero.net import shipped
+    from agents.alphazero.net.checkpoint import load_model, rules_of
+    from agents.alphazero.net.runtime import make_evaluator
+    from agents.alphazero.selfplay.endgames import value_accuracy
     from envs.tablebase import TablebaseError, default_tablebase
 
     if args.positions < 1:

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from agents.alphazero import shipped
+from agents.alphazero.net import shipped
 from agents.play.game import LEVELS
 from tests.support import ROOT
 
@@ -199,8 +199,8 @@ def test_every_level_of_the_play_page_is_on_the_pages() -> None:
 def test_the_first_hours_smoke_run_prints_the_network_it_builds_today() -> None:
     """The smoke run's first line in first-hour.md is what `train.py preset=smoke name=smoke` prints today: the
     network's config and its number of parameters (a changed model leaves no stale transcript)."""
-    from agents.alphazero import config as train_config
-    from agents.alphazero.network import build_network, count_parameters
+    from agents.alphazero.net.network import build_network, count_parameters
+    from agents.alphazero.training import config as train_config
 
     conf = train_config.checked_config(train_config.compose_config(["preset=smoke", "name=smoke"]))
     line = f"\nrun smoke: {conf.model}, {count_parameters(build_network(conf.model))} parameters, device cpu, "

@@ -33,11 +33,11 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.evaluation import Searcher, play_match, play_vs_spec
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, make_policy
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
+from agents.alphazero.training.ladder import Searcher, play_match, play_vs_spec
 from agents.arena.records import GameRecord
 from agents.arena.tournament import run_tournament
 from envs import Board, RuleSet

@@ -3,7 +3,7 @@
     python -m agents.alphazero export <checkpoint or shipped:NAME> --out PATH [--format onnx|torchscript]
 
 `export` writes the checkpoint's network as an ONNX or TorchScript file and its metadata as ``PATH.json``
-(`agents.alphazero.export`, docs/export.md). Installed as the console script `jungle-export` (the `export`
+(`agents.alphazero.net.export`, docs/export.md). Installed as the console script `jungle-export` (the `export`
 command alone). Bad input prints one line, ``<command>: error: ...``, and exits with 2.
 """
 
@@ -24,7 +24,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _add_export_arguments(p: argparse.ArgumentParser) -> None:
-    from agents.alphazero.export import FORMATS
+    from agents.alphazero.net.export import FORMATS
 
     p.add_argument("checkpoint", help="a checkpoint file, a run directory or name, or shipped:NAME")
     p.add_argument("--out", required=True, help="the file to write; its metadata goes to OUT.json beside it")
@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _export(args: argparse.Namespace, prog: str) -> int:
-    from agents.alphazero.export import export_checkpoint, sidecar_path
+    from agents.alphazero.net.export import export_checkpoint, sidecar_path
 
     try:
         meta = export_checkpoint(args.checkpoint, args.out, args.format)

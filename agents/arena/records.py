@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from agents.io import PathLike, atomic_write_text
+from agents.common.io import PathLike, atomic_write_text
 from envs import Board, RuleSet
 from envs.notation import START_JFEN
 

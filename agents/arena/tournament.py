@@ -69,9 +69,9 @@ from agents.arena.ratings import (
     pentanomial_stats,
 )
 from agents.arena.records import GameRecord, write_jsonl
+from agents.common.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
+from agents.common.processes import WorkerPool
 from agents.engine.client import ENGINE_FAULT, EngineFault, EnginePlayer, engine_settings
-from agents.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.pool import WorkerPool
 from envs import Board, Move, RuleSet
 from envs.config import check_choice, check_range
 from envs.notation import START_JFEN, Side

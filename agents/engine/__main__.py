@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from agents.cli import refuse
+from agents.common.cli import refuse
 from agents.engine.engine import Engine
 from envs.rules import add_rule_arguments, rules_from_arguments
 

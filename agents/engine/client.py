@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Optional
 
-from agents.child import how_it_ended, kill_program, start_program, wait_program
+from agents.common.child import how_it_ended, kill_program, start_program, wait_program
 from agents.engine.protocol import (
     Bare,
     Go,

@@ -34,7 +34,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from agents.child import start_child
+from agents.common.child import start_child
 from envs.board import Board
 from envs.players import Player, PlayerSpecError, make_player
 from envs.rules import RuleSet

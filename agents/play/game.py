@@ -35,7 +35,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
-from agents.alphazero import shipped
+from agents.alphazero.net import shipped
 from agents.arena.records import GameRecord, RecordError
 from agents.play.computer import ThinkJob
 from envs import kernels as K
@@ -82,7 +82,7 @@ def _spec_limits(kind: str) -> dict[str, tuple[float, float]]:
     checkpoint spec is checked (they import torch, which the page's own process otherwise does without)."""
     if kind != "checkpoint":
         return _SPEC_LIMITS.get(kind, {})
-    from agents.alphazero.player_options import option_bounds
+    from agents.alphazero.player.options import option_bounds
 
     sims, threads = option_bounds("sims"), option_bounds("threads")
     cores = min(os.cpu_count() or 1, threads[1] if threads[1] is not None else os.cpu_count() or 1)
@@ -138,7 +138,7 @@ _TRAINED: dict[tuple[str, int, int], list[tuple[str, RuleSet]]] = {}
 
 
 def _trained_rule_sets(path: Path) -> list[tuple[str, RuleSet]]:
-    from agents.alphazero.checkpoint import load_checkpoint, resolve_checkpoint_path, trained_rule_sets
+    from agents.alphazero.net.checkpoint import load_checkpoint, resolve_checkpoint_path, trained_rule_sets
 
     file = resolve_checkpoint_path(path)
     stat = file.stat()

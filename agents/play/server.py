@@ -82,7 +82,7 @@ from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import urlsplit
 
 from agents.arena.records import RecordError, parse_jsonl
-from agents.io import atomic_write_json, remove_stale_temp_files
+from agents.common.io import atomic_write_json, remove_stale_temp_files
 from agents.play.computer import Cancelled, ComputerError, ComputerPool
 from agents.play.game import (
     CHECKPOINT_DIRS,
@@ -110,7 +110,7 @@ DEFAULT_PORT = 8765
 DEFAULT_STATE_DIR = Path("~/.jungle-zero")
 SAVE_NAME = "last_game.json"
 STALE_TEMP_SECONDS = 60.0
-"""A temp file of a save older than this was left by a killed server (see agents.io)."""
+"""A temp file of a save older than this was left by a killed server (see agents.common.io)."""
 MAX_BODY = 8 * 1024 * 1024
 """Largest request body: a replay upload of a few thousand games."""
 MAX_RECORDS = 10_000

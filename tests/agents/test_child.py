@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.child import ChildDiedError, how_it_ended, receive, start_child
+from agents.common.child import ChildDiedError, how_it_ended, receive, start_child
 from tests.support import ROOT
 from tests.support.processes import children, echo, survivors
 
@@ -78,7 +78,7 @@ def test_receive_gives_the_messages_then_names_the_child_that_died() -> None:
 
 
 def test_a_served_pool_death_is_a_child_death() -> None:
-    from agents.alphazero.inference import WorkerDiedError
+    from agents.alphazero.distributed.inference import WorkerDiedError
 
     assert issubclass(WorkerDiedError, ChildDiedError)
 
@@ -105,14 +105,14 @@ def test_every_child_process_is_started_in_agents_child() -> None:
                     for m in modules
                     if m in ("subprocess", "concurrent.futures", "concurrent.futures.process")
                 ]
-    assert not found, "start child processes with agents.child.start_child:\n" + "\n".join(found)
+    assert not found, "start child processes with agents.common.child.start_child:\n" + "\n".join(found)
 
 
 ORPHANS = """
 import sys, threading, time
 from pathlib import Path
 from agents.arena.tournament import GameWorker, Opening, schedule
-from agents.pool import WorkerPool
+from agents.common.processes import WorkerPool
 from agents.play.computer import ComputerPool, ThinkJob
 from envs import RuleSet
 from envs.board import START_JFEN

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agents.arena.tournament import run_tournament
-from agents.child import ChildDiedError
-from agents.pool import WorkerPool
+from agents.common.child import ChildDiedError
+from agents.common.processes import WorkerPool
 from tests.support.processes import Napper, children
 
 

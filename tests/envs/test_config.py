@@ -6,12 +6,17 @@ from typing import Any, Callable
 
 import pytest
 
-from agents.alphazero.learner import LearnerConfig, LearnerConfigError
-from agents.alphazero.network import NetworkConfig, NetworkShapeError
-from agents.alphazero.pools import make_selfplay_pool
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.distributed.settings import (
+    InferenceSettings,
+    InferenceSettingsError,
+    WorkerBackendError,
+    WorkerSettings,
+)
+from agents.alphazero.net.network import NetworkConfig, NetworkShapeError
 from agents.alphazero.search import MCTSConfig, MCTSConfigError
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayConfigError
-from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
+from agents.alphazero.selfplay.games import SelfPlayConfig, SelfPlayConfigError
+from agents.alphazero.training.learner import LearnerConfig, LearnerConfigError
 from envs.config import ConfigError, check_choice, check_range
 from envs.players import PlayerSpecError, make_player
 from envs.rules import RuleSet, RuleSetError
@@ -139,7 +144,7 @@ def test_a_hostile_rule_file_on_hydras_searchpath_is_one_line(script: str, tmp_p
     once a RecursionError (20 000 nested lists) and yaml's several lines (a list as a key); a bool for a
     number is refused too (by Hydra's typed node)."""
     if script == "train":
-        from agents.alphazero.config import compose_config
+        from agents.alphazero.training.config import compose_config
     else:
         from agents.arena.config import compose_config
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.replay import ReplayBuffer, pack_observations, unpack_observations
-from agents.alphazero.runtime import unpack_on_device
+from agents.alphazero.net.packing import pack_observations, unpack_observations
+from agents.alphazero.net.runtime import unpack_on_device
+from agents.alphazero.training.replay import ReplayBuffer
 from envs import Board, RuleSet
 from envs.encoding import (
     LEGACY_PLANES,

@@ -31,20 +31,20 @@ import torch
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 from tensorboard.util import tensor_util
 
-from agents.alphazero import config as train_config
-from agents.alphazero.checkpoint import (
+from agents.alphazero.net.checkpoint import (
     CheckpointError,
     load_checkpoint,
     require_training_state,
     resume_dir,
     save_checkpoint,
 )
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.progress import PhaseClock, evaluation_due
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.training import config as train_config
+from agents.alphazero.training.progress import PhaseClock, evaluation_due
 from agents.arena.records import GameRecord, cut_torn_tail, is_game_record, read_jsonl
 from agents.arena.tournament import OpeningsError, TournamentError, check_spec, read_openings, run_tournament
-from agents.io import atomic_write_bytes, remove_stale_temp_files
-from agents.rundir import (
+from agents.common.io import atomic_write_bytes, remove_stale_temp_files
+from agents.common.rundir import (
     RunDirBusyError,
     RunDirError,
     RunRecord,
@@ -57,7 +57,7 @@ from agents.rundir import (
     rewind_records,
     write_run_record,
 )
-from agents.stopping import GracefulStop
+from agents.common.stopping import GracefulStop
 from envs import RuleSet
 from tests.support import ROOT
 from tests.support.configs import flat_search_layout
@@ -614,7 +614,7 @@ def test_a_failed_atomic_write_names_its_file_and_leaves_the_old_one(
 def test_a_full_disk_stops_the_run_with_one_line_and_the_previous_checkpoint_survives(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agents.alphazero.checkpoint as checkpoint_module
+    import agents.alphazero.net.checkpoint as checkpoint_module
 
     run_dir = tmp_path / "full"
     real = checkpoint_module.atomic_write_bytes
@@ -648,9 +648,9 @@ def tiny_latest(run_dir: Path, **damage: Any) -> Path:
     with the entries in `damage` replaced; returns its path."""
     from omegaconf import OmegaConf
 
-    from agents.alphazero.checkpoint import rng_state
-    from agents.alphazero.learner import Learner
-    from agents.alphazero.replay import ReplayBuffer
+    from agents.alphazero.net.checkpoint import rng_state
+    from agents.alphazero.training.learner import Learner
+    from agents.alphazero.training.replay import ReplayBuffer
 
     cfg = train_config.compose_config([*TINY, f"out_dir={run_dir.parent}", f"name={run_dir.name}"])
     conf = train_config.checked_config(cfg)
@@ -822,7 +822,7 @@ def test_the_run_directory_lock_names_its_holder_and_dies_with_it(tmp_path: Path
             "-c",
             textwrap.dedent(f"""
         import time
-        from agents.rundir import claim_run_dir
+        from agents.common.rundir import claim_run_dir
         lock = claim_run_dir({str(d)!r})
         print("held", flush=True)
         time.sleep(60)
@@ -892,7 +892,7 @@ def test_a_stop_abandons_an_abandonable_phase_at_once_and_is_remembered() -> Non
 def test_the_first_ctrl_c_lets_a_phase_finish_and_the_second_stops_at_once() -> None:
     script = textwrap.dedent("""
         import time
-        from agents.stopping import GracefulStop
+        from agents.common.stopping import GracefulStop
         with GracefulStop(on_second="stopped at once; continue with: resume=here") as stop:
             stop.waiting_for = "the long phase"
             print("ready", flush=True)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
-from agents.alphazero import config as train_config
-from agents.alphazero.device import resolve_device
+from agents.alphazero.net.device import resolve_device
+from agents.alphazero.training import config as train_config
 from agents.arena import config as evaluate_config
 from envs import START_JFEN, Board, Move
 from envs.config import dotted_keys

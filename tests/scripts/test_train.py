@@ -13,10 +13,10 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.alphazero import config as train_config
-from agents.alphazero.checkpoint import load_checkpoint
-from agents.alphazero.learner import LearnMetrics
-from agents.alphazero.run import TrainingRun
+from agents.alphazero.net.checkpoint import load_checkpoint
+from agents.alphazero.training import config as train_config
+from agents.alphazero.training.learner import LearnMetrics
+from agents.alphazero.training.run import TrainingRun
 from agents.arena.records import read_jsonl
 from envs.config import config_dir, group_options, read_config_file
 from envs.rules import RuleSet
@@ -451,7 +451,7 @@ def test_a_stored_config_without_the_draw_breakers_resumes_with_plain_self_play(
 
 
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
-    from agents.alphazero.progress import iteration_line
+    from agents.alphazero.training.progress import iteration_line
 
     scores = {
         "score_alphabeta_depth2": 0.25,
@@ -588,8 +588,8 @@ def test_init_from_a_24_plane_network_widens_its_stem_and_computes_what_it_compu
     """`init=shipped:default-180` as the README gives it, and init= of any checkpoint stored before the rule
     planes (24 input planes): the new run's 32-plane network starts with the rule planes' weights 0, as a fresh
     network's, so on the default rules it answers as the 24-plane network did."""
-    from agents.alphazero.checkpoint import load_model, save_checkpoint
-    from agents.alphazero.network import NetworkConfig, build_network
+    from agents.alphazero.net.checkpoint import load_model, save_checkpoint
+    from agents.alphazero.net.network import NetworkConfig, build_network
     from envs.encoding import LEGACY_PLANES, N_PLANES
     from tests.support.positions import position_batch
 
@@ -663,11 +663,11 @@ def test_help_lists_the_scripts_own_groups_and_their_options_only() -> None:
 
 @pytest.mark.slow
 def test_help_gives_each_config_key_with_the_first_line_of_its_fields_docstring() -> None:
-    """`--help` (agents.cli.script_help, in-process) writes every key of the composed config as ``key=value``
+    """`--help` (agents.common.cli.script_help, in-process) writes every key of the composed config as ``key=value``
     with the first line of its dataclass field's docstring beside it, ``...`` where the docstring goes on;
     the `rules` keys with RuleSet's (their dataclass, RulesConfig, is made from it)."""
     from agents.arena import config as evaluate_config
-    from agents.cli import script_help
+    from agents.common.cli import script_help
     from envs.config import dotted_keys
 
     for prog, schema, compose, expected in (

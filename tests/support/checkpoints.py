@@ -7,8 +7,8 @@ from typing import Sequence
 
 import torch
 
-from agents.alphazero.checkpoint import save_checkpoint
-from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.net.checkpoint import save_checkpoint
+from agents.alphazero.net.network import NetworkConfig, build_network
 from envs.rules import load_rules
 
 TINY_NET = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.config import TrainConfig
-from agents.alphazero.inference import ServedPool
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.distributed.inference import ServedPool
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.distributed.settings import InferenceSettings, WorkerBackendError, WorkerSettings
+from agents.alphazero.distributed.workers import InProcessPool, next_game_after
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay import SelfPlayConfig, SelfPlayLoop, play_games
-from agents.alphazero.selfplay_data import SelfPlayData
-from agents.alphazero.settings import InferenceSettings, WorkerBackendError, WorkerSettings
-from agents.alphazero.workers import InProcessPool, next_game_after
+from agents.alphazero.selfplay.data import SelfPlayData
+from agents.alphazero.selfplay.games import SelfPlayConfig, SelfPlayLoop, play_games
+from agents.alphazero.training.config import TrainConfig
 from envs import RuleSet
 from envs.config import ConfigError
 from tests.support.evaluators import EvaluatorFn, counted, linear_evaluator

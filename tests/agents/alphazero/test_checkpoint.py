@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.checkpoint import (
+from agents.alphazero.net.checkpoint import (
     CheckpointError,
     load_checkpoint,
     load_model,
@@ -16,9 +16,9 @@ from agents.alphazero.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agents.alphazero.learner import Learner, LearnerConfig
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.replay import ReplayBuffer
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.training.learner import Learner, LearnerConfig
+from agents.alphazero.training.replay import ReplayBuffer
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
@@ -158,7 +158,7 @@ def test_a_checkpoint_with_a_non_finite_weight_is_never_written_and_never_loaded
 
 
 def test_a_network_with_non_finite_outputs_raises_instead_of_playing() -> None:
-    from agents.alphazero.runtime import NonFiniteOutputError, make_evaluator
+    from agents.alphazero.net.runtime import NonFiniteOutputError, make_evaluator
 
     torch.manual_seed(0)
     model = build_network(TINY).eval()
@@ -174,7 +174,7 @@ def test_a_network_with_non_finite_outputs_raises_instead_of_playing() -> None:
 
 def _built_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The devices every network the checkpoint module builds is built on (recorded as it builds)."""
-    import agents.alphazero.checkpoint as checkpoint_module
+    import agents.alphazero.net.checkpoint as checkpoint_module
 
     devices: list[str] = []
     real = checkpoint_module.build_network

@@ -10,8 +10,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from agents.alphazero import shipped
-from agents.alphazero.player import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
+from agents.alphazero.net import shipped
+from agents.alphazero.player.player import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
 from agents.alphazero.search.tree import ROOT
 from envs import Board, RuleSet
 from envs.players import PlayerSpecError, make_player
@@ -29,7 +29,7 @@ def test_time_budget_is_kept(monkeypatch: pytest.MonkeyPatch, budget: float, rou
     """A search by time runs whole rounds of `sims` simulations and starts one only while it would end within
     the budget: with each round taking 1/16 s on the player's clock, a budget of 1/4 s is 4 rounds and 5/8 s
     is 10, never a round that would overrun it."""
-    import agents.alphazero.player as player_module
+    import agents.alphazero.player.player as player_module
 
     player = make_player(f"checkpoint:path={SHIPPED},time={budget},sims=16,leaf_batch=8", seed=0)
     clock = types.SimpleNamespace(now=0.0)

@@ -13,11 +13,12 @@ import pytest
 import torch
 from torch._dynamo.testing import CompileCounter
 
-import agents.alphazero.runtime as runtime
-from agents.alphazero.batcher import InferenceServer
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.replay import pack_masks, pack_observations
-from agents.alphazero.runtime import (
+import agents.alphazero.net.runtime as runtime
+from agents.alphazero.distributed.batcher import InferenceServer
+from agents.alphazero.distributed.settings import InferenceSettings, InferenceSettingsError, WorkerSettings
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.packing import pack_masks, pack_observations
+from agents.alphazero.net.runtime import (
     BucketError,
     bucket_for,
     bucket_parts,
@@ -25,7 +26,6 @@ from agents.alphazero.runtime import (
     make_evaluator,
     make_packed_evaluator,
 )
-from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerSettings
 from tests.agents.alphazero.test_learner import _seeded_learner, _snapshot
 from tests.support.positions import position_batch
 

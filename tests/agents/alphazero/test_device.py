@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.device import autocast_dtype, channels_last, inference_dtype, native_bf16
-from agents.alphazero.learner import Learner, LearnerConfig
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.net.device import autocast_dtype, channels_last, inference_dtype, native_bf16
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import make_evaluator
+from agents.alphazero.training.learner import Learner, LearnerConfig
 from agents.arena.tournament import TournamentError, run_tournament
 from envs.players import register_player
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.alphazero.endgames import random_table_positions, tables_if_built, value_accuracy
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import SelfPlayData
+from agents.alphazero.selfplay.data import SelfPlayData
+from agents.alphazero.selfplay.endgames import random_table_positions, tables_if_built, value_accuracy
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
 from envs import Board, RuleSet
 from envs import kernels as K
 from envs.board import state_to_jfen
@@ -109,7 +109,7 @@ def test_without_tables_nothing_changes_and_nothing_fails(
     built, the diagnostic is absent with one log line saying how to build them; a switch on says the same."""
     monkeypatch.setenv(ROOT_ENV, str(tmp_path / "none"))
     without = play()
-    with caplog.at_level(logging.INFO, logger="agents.alphazero.endgames"):
+    with caplog.at_level(logging.INFO, logger="agents.alphazero.selfplay.endgames"):
         assert tables_if_built(RULES) is None
         assert tables_if_built(RULES) is None
     said = [r.getMessage() for r in caplog.records if "tablebase" in r.getMessage()]

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from agents.alphazero.config import EvalConfig
-from agents.alphazero.evaluation import MatchResult, Searcher, evaluate_ladder, play_match, spec_tag
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
+from agents.alphazero.training.config import EvalConfig
+from agents.alphazero.training.ladder import MatchResult, Searcher, evaluate_ladder, play_match, spec_tag
 from agents.arena.ratings import elo_from_score
 from agents.arena.tournament import random_openings
 from envs import Board, RuleSet

@@ -14,10 +14,10 @@ import pytest
 import tomllib
 import torch
 
-from agents.alphazero import shipped
 from agents.alphazero.__main__ import export_main, main
-from agents.alphazero.checkpoint import load_model, save_checkpoint
-from agents.alphazero.export import (
+from agents.alphazero.net import shipped
+from agents.alphazero.net.checkpoint import load_model, save_checkpoint
+from agents.alphazero.net.export import (
     METADATA_KEY,
     ONNX_OPSET,
     VALUE_OUTPUTS,
@@ -26,7 +26,7 @@ from agents.alphazero.export import (
     plane_table,
     sidecar_path,
 )
-from agents.alphazero.network import NetworkConfig, build_network
+from agents.alphazero.net.network import NetworkConfig, build_network
 from envs.encoding import N_PLANES, RULE_FIRST_PLANE
 from envs.rules import load_rules
 from tests.support import ROOT
@@ -253,7 +253,7 @@ def test_a_failed_write_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write that fails once checks have passed (a full disk) names the file, and leaves no file behind."""
-    import agents.alphazero.export as export
+    import agents.alphazero.net.export as export
 
     checkpoint = random_checkpoint(tmp_path / "net.pt", "scalar")
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from agents.alphazero.guard import AlphaBetaGuard
-from agents.alphazero.player import CheckpointPlayer
+from agents.alphazero.player.guard import AlphaBetaGuard
+from agents.alphazero.player.player import CheckpointPlayer
 from envs import Board, Move, RuleSet
 from envs.encoding import move_to_action
 from envs.players import PlayerSpecError, make_player

@@ -16,27 +16,17 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero import config as train_config
-from agents.alphazero import slots as slots_module
-from agents.alphazero.batcher import LeafBatcher, tail_mean_batch
-from agents.alphazero.inference import WorkerDiedError
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.progress import log_server
-from agents.alphazero.replay import (
-    BINARY_PLANES,
-    pack_masks,
-    pack_observations,
-    unpack_masks,
-    unpack_observations,
+from agents.alphazero.distributed import slots as slots_module
+from agents.alphazero.distributed.batcher import LeafBatcher, tail_mean_batch
+from agents.alphazero.distributed.inference import WorkerDiedError
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.distributed.settings import (
+    InferenceSettings,
+    InferenceSettingsError,
+    WorkerBackendError,
+    WorkerSettings,
 )
-from agents.alphazero.run import TrainingRun
-from agents.alphazero.runtime import make_evaluator, make_packed_evaluator, unpack_masks_on_device, unpack_on_device
-from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import SelfPlayData
-from agents.alphazero.settings import InferenceSettings, InferenceSettingsError, WorkerBackendError, WorkerSettings
-from agents.alphazero.slots import (
+from agents.alphazero.distributed.slots import (
     InferenceServiceError,
     LeafSlots,
     ServedEvaluator,
@@ -45,6 +35,15 @@ from agents.alphazero.slots import (
     leaves_per_game,
     slot_capacity,
 )
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.packing import BINARY_PLANES, pack_masks, pack_observations, unpack_masks, unpack_observations
+from agents.alphazero.net.runtime import make_evaluator, make_packed_evaluator, unpack_masks_on_device, unpack_on_device
+from agents.alphazero.search import MCTSConfig
+from agents.alphazero.selfplay.data import SelfPlayData
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
+from agents.alphazero.training import config as train_config
+from agents.alphazero.training.progress import log_server
+from agents.alphazero.training.run import TrainingRun
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
@@ -365,12 +364,12 @@ def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, wo
 ORPHANS = """
 import time
 from dataclasses import asdict
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.progress import log_server
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.training.progress import log_server
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.selfplay.games import SelfPlayConfig
+from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
 tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 s = WorkerSettings(network=tiny.to_dict(), mcts=asdict(MCTSConfig(num_simulations=2)), rules={},
                    selfplay=SelfPlayConfig(parallel=2, max_plies=4))
@@ -463,7 +462,7 @@ class ThreadedRay:
 
 
 def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agents.alphazero.workers as workers
+    import agents.alphazero.distributed.workers as workers
 
     fake = ThreadedRay()
     monkeypatch.setattr(workers, "import_ray", lambda: fake)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.learner import (
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.packing import pack_observations, unpack_observations
+from agents.alphazero.training.learner import (
     Learner,
     LearnerConfig,
     LearnerConfigError,
@@ -15,8 +17,7 @@ from agents.alphazero.learner import (
     StepMetrics,
     lr_at,
 )
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.replay import Batch, ReplayBuffer, ReplayError, pack_observations, unpack_observations
+from agents.alphazero.training.replay import Batch, ReplayBuffer, ReplayError
 from envs import Board, Move
 from envs.encoding import (
     MIRROR_ACTION,

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.device import BF16_MIN_BATCH, inference_dtype, native_bf16
-from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network, mask_logits, scalar_value
-from agents.alphazero.runtime import (
+from agents.alphazero.net.device import BF16_MIN_BATCH, inference_dtype, native_bf16
+from agents.alphazero.net.network import NetworkConfig, NetworkShapeError, build_network, mask_logits, scalar_value
+from agents.alphazero.net.runtime import (
     FUSED_FP32_MIN_BATCH,
     FusedCPUForward,
     for_inference,
@@ -161,7 +161,7 @@ def test_fused_cpu_kernels_compute_the_same_function(value_head: str) -> None:
 def test_bf16_without_onednn_bf16_runs_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a CPU whose oneDNN has no bf16 convolutions (AVX2 alone), bf16 runs the module, which answers,
     rather than the fused kernels, which oneDNN would refuse there."""
-    import agents.alphazero.runtime as runtime
+    import agents.alphazero.net.runtime as runtime
 
     monkeypatch.setattr(runtime, "onednn_bf16", lambda: False)
     torch.manual_seed(6)
@@ -257,7 +257,7 @@ def test_inference_dtype_rule(monkeypatch: pytest.MonkeyPatch, native: bool) -> 
 def test_bf16_agrees_with_fp32_on_selfplay_positions() -> None:
     """The shipped network in bf16 vs fp32 over 1000 positions of its own games:
     top-1 policy agreement >= 98% and mean |value difference| <= 0.02."""
-    from agents.alphazero.checkpoint import load_model
+    from agents.alphazero.net.checkpoint import load_model
 
     model, _ = load_model(SHIPPED)
     obs, mask = _selfplay_positions(model, 1000)
@@ -273,7 +273,7 @@ def test_bf16_agrees_with_fp32_on_selfplay_positions() -> None:
 def test_large_calls_run_in_parts_with_the_same_answers(monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
     """A call larger than `CPU_CHUNK` positions runs as equal parts (20 as 7 + 7 + 6) and answers as one
     forward pass over them all would, to the dtype's rounding by batch size; every row is filled."""
-    import agents.alphazero.runtime as runtime
+    import agents.alphazero.net.runtime as runtime
 
     torch.manual_seed(0)
     model = build_network(TINY)

@@ -5,10 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import agents.alphazero.runtime as runtime
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.planestem import PlaneStem
-from agents.alphazero.runtime import FusedCPUForward, make_evaluator
+import agents.alphazero.net.runtime as runtime
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.planestem import PlaneStem
+from agents.alphazero.net.runtime import FusedCPUForward, make_evaluator
 from envs.encoding import OBS_SHAPE, TERRAIN_FIRST_PLANE, TERRAIN_PLANES
 from tests.support.positions import position_batch
 

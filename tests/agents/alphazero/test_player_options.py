@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agents.alphazero.player import CheckpointPlayer
-from agents.alphazero.player_options import CheckpointOptions, option_bounds, options_table
+from agents.alphazero.player.options import CheckpointOptions, option_bounds, options_table
+from agents.alphazero.player.player import CheckpointPlayer
 from envs.players import PlayerSpecError, make_player
 from tests import support
 

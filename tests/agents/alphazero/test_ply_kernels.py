@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, MCTSConfig, PuctConfig, make_policy, uniform_evaluator
 from agents.alphazero.search.driver import NOISE_PLIES
 from agents.alphazero.search.gumbel import Gumbel
 from agents.alphazero.search.puct import Puct
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import SelfPlayData
+from agents.alphazero.selfplay.data import SelfPlayData
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
+from agents.alphazero.selfplay.samples import game_samples, new_samples, record_samples
 from envs import RuleSet
 from envs.batch import GameBatch
 from envs.board import IllegalMoveError

@@ -1,4 +1,4 @@
-"""agents/alphazero/progress.py: the CPU seconds of a run's process tree, whatever else shares the machine."""
+"""agents/alphazero/training/progress.py: the CPU seconds of a run's process tree, whatever else shares the machine."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.alphazero.progress import process_tree_cpu_seconds
+from agents.alphazero.training.progress import process_tree_cpu_seconds
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero import shipped
-from agents.alphazero.checkpoint import load_model
-from agents.alphazero.config import resumed_config
-from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network
-from agents.alphazero.planestem import PlaneStem
-from agents.alphazero.replay import pack_masks, pack_observations
-from agents.alphazero.runtime import make_evaluator, make_packed_evaluator
+from agents.alphazero.net import shipped
+from agents.alphazero.net.checkpoint import load_model
+from agents.alphazero.net.network import NetworkConfig, NetworkShapeError, build_network
+from agents.alphazero.net.packing import pack_masks, pack_observations
+from agents.alphazero.net.planestem import PlaneStem
+from agents.alphazero.net.runtime import make_evaluator, make_packed_evaluator
+from agents.alphazero.training.config import resumed_config
 from envs import Board, RuleSet
 from envs.encoding import LEGACY_PLANES, N_PLANES, OBS_SHAPE, RULE_FIRST_PLANE, encode_observation
 from envs.rules import load_rules

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from agents.alphazero import shipped
-from agents.alphazero.checkpoint import CheckpointError, load_checkpoint, load_model, trained_rule_sets
-from agents.alphazero.config import TrainConfig
-from agents.alphazero.rules_mix import RulesMixError, mix_from_state, parse_rules_mix
+from agents.alphazero.net import shipped
+from agents.alphazero.net.checkpoint import CheckpointError, load_checkpoint, load_model, trained_rule_sets
+from agents.alphazero.selfplay.rules_mix import RulesMixError, mix_from_state, parse_rules_mix
+from agents.alphazero.training.config import TrainConfig
 from envs import Board, RuleSet
 from envs.config import ConfigError
 from envs.players import PlayerSpecError, make_player

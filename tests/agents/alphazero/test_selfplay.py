@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agents.alphazero.rules_mix import draw_rules, parse_rules_mix
 from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import (
+from agents.alphazero.selfplay.data import SelfPlayData
+from agents.alphazero.selfplay.games import (
     SelfPlayConfig,
     SelfPlayConfigError,
     game_seed,
@@ -17,7 +17,7 @@ from agents.alphazero.selfplay import (
     play_games,
     value_targets,
 )
-from agents.alphazero.selfplay_data import SelfPlayData
+from agents.alphazero.selfplay.rules_mix import draw_rules, parse_rules_mix
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from envs import Board, Move, RuleSet
 from envs import kernels as K

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.alphazero import shipped
-from agents.alphazero.checkpoint import CheckpointError, load_model, resolve_checkpoint_path
+from agents.alphazero.net import shipped
+from agents.alphazero.net.checkpoint import CheckpointError, load_model, resolve_checkpoint_path
 from agents.play import game as play_game
 from envs import Board
 from envs.players import make_player

@@ -10,15 +10,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from agents.alphazero import config as train_config
-from agents.alphazero.checkpoint import check_compatible, load_model, save_checkpoint
-from agents.alphazero.learner import Learner, LearnerConfig, alphazero_loss
-from agents.alphazero.network import NetworkConfig, NetworkShapeError, build_network
-from agents.alphazero.replay import ReplayBuffer, ReplayError
-from agents.alphazero.runtime import fuse_for_inference, make_evaluator
+from agents.alphazero.net.checkpoint import check_compatible, load_model, save_checkpoint
+from agents.alphazero.net.network import NetworkConfig, NetworkShapeError, build_network
+from agents.alphazero.net.runtime import fuse_for_inference, make_evaluator
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
+from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
+from agents.alphazero.training import config as train_config
+from agents.alphazero.training.learner import Learner, LearnerConfig, alphazero_loss
+from agents.alphazero.training.replay import ReplayBuffer, ReplayError
 from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action

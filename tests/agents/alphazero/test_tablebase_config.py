@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.alphazero import config as train_config
-from agents.alphazero.endgames import tables_if_built
-from agents.alphazero.run import TrainingRun
+from agents.alphazero.selfplay.endgames import tables_if_built
+from agents.alphazero.training import config as train_config
+from agents.alphazero.training.run import TrainingRun
 from agents.arena.tournament import check_spec
 from envs.players import PlayerSpecError
 from envs.rules import RuleSet
@@ -48,7 +48,7 @@ def test_a_damaged_file_not_asked_for_does_not_stop_the_evaluation(
     file is passed over with one warning naming it and the command that builds it again."""
     path = damage(tmp_path)
     monkeypatch.setenv(ROOT_ENV, str(tmp_path))
-    with caplog.at_level(logging.INFO, logger="agents.alphazero.endgames"):
+    with caplog.at_level(logging.INFO, logger="agents.alphazero.selfplay.endgames"):
         assert tables_if_built(RULES) is None
     said = [r for r in caplog.records if str(path) in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING

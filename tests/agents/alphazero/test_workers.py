@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.distributed.settings import WorkerBackendError, WorkerSettings
+from agents.alphazero.distributed.workers import split_games
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
-from agents.alphazero.selfplay import SelfPlayConfig, play_games
-from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
-from agents.alphazero.settings import WorkerBackendError, WorkerSettings
-from agents.alphazero.workers import split_games
-from agents.child import ChildDiedError
+from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
+from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
+from agents.common.child import ChildDiedError
 from envs import RuleSet
 from envs.players import make_player
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
@@ -240,7 +240,7 @@ class FakeRay:
 
 def test_ray_actors_play_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Ray backend: with real Ray where it is installed (the `distributed` extra), else with FakeRay."""
-    import agents.alphazero.workers as workers
+    import agents.alphazero.distributed.workers as workers
 
     fake = None
     if importlib.util.find_spec("ray") is None:

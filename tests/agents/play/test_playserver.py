@@ -216,8 +216,8 @@ def test_computer_moves_first_when_the_person_plays_blue(client: Client) -> None
 
 
 def tiny_checkpoint(path: Path) -> Path:
-    from agents.alphazero.checkpoint import save_checkpoint
-    from agents.alphazero.network import NetworkConfig, build_network
+    from agents.alphazero.net.checkpoint import save_checkpoint
+    from agents.alphazero.net.network import NetworkConfig, build_network
 
     tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
     return save_checkpoint(

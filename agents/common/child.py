@@ -9,7 +9,7 @@ the play page's computer; external programs such as engines by `start_program`).
 
 A child ignores Ctrl-C (the terminal's Ctrl-C reaches the whole process group;
 the parent decides what a stop means) and exits within a second of its
-parent's death, even by ``kill -9`` (`agents.stopping`). The pipe ends handed
+parent's death, even by ``kill -9`` (`agents.common.stopping`). The pipe ends handed
 to a child are closed in the parent once it runs, so that each end is held by
 its own side only: a death then reads as end-of-file on the other side, never
 as a hang. A death is a `ChildDiedError` that names the child, its pid and how
@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from agents.stopping import exit_with_parent, ignore_interrupts
+from agents.common.stopping import exit_with_parent, ignore_interrupts
 
 
 def start_program(argv: Sequence[str]) -> subprocess.Popen[bytes]:

@@ -9,14 +9,14 @@
 Why: on a GPU machine one process running a thousand games cannot feed the
 device, because the tree work is single-threaded. So W self-play processes
 (numba trees, one a core) each play a contiguous range of a call's game
-indices, as the workers of `agents.alphazero.workers` do, but hold no
+indices, as the workers of `agents.alphazero.distributed.workers` do, but hold no
 network. Their evaluator (`ServedEvaluator`) writes each leaf batch into the
 process's own slot of shared memory (`LeafSlots`: obs and mask in, packed to
-bits, logits and value out; `agents.alphazero.slots`) and rings the server
+bits, logits and value out; `agents.alphazero.distributed.slots`) and rings the server
 through a pipe; the server unpacks them on its device. The
 inference server (one process, the only one that touches the device) answers
 each client from a thread of its own and hands the batches to a `LeafBatcher`
-(`agents.alphazero.batcher`), which joins the requests of every client that
+(`agents.alphazero.distributed.batcher`), which joins the requests of every client that
 is ready, waiting at most `max_wait` seconds for those still busy with their
 trees, into ONE network call, and scatters the results back. The learner's weights go to the server once per call; the
 self-play processes never see them.
@@ -34,7 +34,7 @@ of memory) ends the call at once with `WorkerDiedError` naming it
 the others. A client whose server died reads end-of-file on its pipe instead
 of waiting forever, and the server drops a dead client from the batches it
 waits for. Every process ignores Ctrl-C and exits with its parent
-(`agents.child`), even one killed with ``kill -9``.
+(`agents.common.child`), even one killed with ``kill -9``.
 
 Ray (`RayServedPool`, ``backend="ray"``): the server is a threaded Ray actor
 (one GPU when its device is CUDA) holding the same `LeafBatcher`; the
@@ -56,14 +56,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from agents.alphazero import workers as workers_module  # import_ray, looked up when a Ray actor starts
-from agents.alphazero.batcher import InferenceServer
-from agents.alphazero.device import resolve_device
-from agents.alphazero.replay import pack_masks, pack_observations
-from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
-from agents.alphazero.settings import InferenceSettings, WorkerSettings
-from agents.alphazero.slots import (
+from agents.alphazero.distributed import workers as workers_module  # import_ray, looked up when a Ray actor starts
+from agents.alphazero.distributed.batcher import InferenceServer
+from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.distributed.slots import (
     IDLE,
     InferenceServiceError,
     LeafSlots,
@@ -72,7 +68,7 @@ from agents.alphazero.slots import (
     check_shared_memory,
     slot_capacity,
 )
-from agents.alphazero.workers import (
+from agents.alphazero.distributed.workers import (
     CarriedGames,
     SelfPlayPool,
     next_game_after,
@@ -81,7 +77,11 @@ from agents.alphazero.workers import (
     split_games,
     start_ray,
 )
-from agents.child import Child, ChildDiedError, messages, receive, start_child
+from agents.alphazero.net.device import resolve_device
+from agents.alphazero.net.packing import pack_masks, pack_observations
+from agents.alphazero.search import MCTSConfig
+from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
+from agents.common.child import Child, ChildDiedError, messages, receive, start_child
 from envs.rules import RuleSet
 
 

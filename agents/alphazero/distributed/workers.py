@@ -6,15 +6,16 @@
         data = pool.play(model.state_dict(), seed=7, num_games=256)
 
 A `SelfPlayWorker` holds a CPU copy of the network (one torch thread) and
-plays a range of game indices with `agents.alphazero.selfplay.play_games`. A pool
+plays a range of game indices with `agents.alphazero.selfplay.games.play_games`. A pool
 splits a call's games into contiguous index ranges, one per worker, sends the
 current weights once per call (as CPU arrays), plays the ranges at once and
 puts the parts back together in game-index order (`merge_selfplay`). Game
 ``k`` draws everything from ``game_seed(seed, k)``, so the games are those of
 one in-process call with the same seed (up to the last-bit rounding of the
-network's CPU kernels by batch size; see `agents.alphazero.selfplay`).
+network's CPU kernels by batch size; see `agents.alphazero.selfplay.games`).
 
-Backends (`agents.alphazero.settings.BACKENDS`; `agents.alphazero.pools.make_selfplay_pool` makes their pools):
+Backends (`agents.alphazero.distributed.settings.BACKENDS`; `agents.alphazero.distributed.pools.make_selfplay_pool`
+makes their pools):
 
 ``inprocess``  the caller's own evaluator (a GPU one included), no workers: the default.
 ``process``    persistent local processes (``spawn``), one worker each.
@@ -25,7 +26,7 @@ Backends (`agents.alphazero.settings.BACKENDS`; `agents.alphazero.pools.make_sel
 With ``inference=InferenceSettings(device=...)`` the ``process`` and ``ray``
 workers hold no network: they send their leaf batches to one inference
 server that owns the device and evaluates the leaves of all of them in large
-batches (`agents.alphazero.inference`; the pipeline for a GPU machine).
+batches (`agents.alphazero.distributed.inference`; the pipeline for a GPU machine).
 
 With ``settings.selfplay.carry_over`` (not on ``ray``) each worker keeps its games in
 play from call to call (`CarriedGames`; `SelfPlayWorker.play_on`): each call asks
@@ -50,14 +51,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.rules_mix import mix_from_state
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.distributed.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.search import Evaluator, MCTSConfig
-from agents.alphazero.selfplay import SelfPlayLoop, build_opponents, play_games
-from agents.alphazero.selfplay_data import SelfPlayData, merge_selfplay
-from agents.alphazero.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
-from agents.pool import WorkerPool
+from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
+from agents.alphazero.selfplay.games import SelfPlayLoop, build_opponents, play_games
+from agents.alphazero.selfplay.rules_mix import mix_from_state
+from agents.common.processes import WorkerPool
 from envs.rules import RuleSet
 
 

@@ -1,14 +1,14 @@
 """The self-play pool of a backend: in this process, local processes, Ray actors, with or without an inference
-server (see `agents.alphazero.workers` and `agents.alphazero.inference`)."""
+server (see `agents.alphazero.distributed.workers` and `agents.alphazero.distributed.inference`)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from agents.alphazero.inference import RayServedPool, ServedPool
+from agents.alphazero.distributed.inference import RayServedPool, ServedPool
+from agents.alphazero.distributed.settings import BACKENDS, InferenceSettings, WorkerBackendError, WorkerSettings
+from agents.alphazero.distributed.workers import InProcessPool, ProcessPool, RayPool, SelfPlayPool
 from agents.alphazero.search import Evaluator
-from agents.alphazero.settings import BACKENDS, InferenceSettings, WorkerBackendError, WorkerSettings
-from agents.alphazero.workers import InProcessPool, ProcessPool, RayPool, SelfPlayPool
 from envs.config import check_choice, check_range
 
 
@@ -26,7 +26,7 @@ def make_selfplay_pool(
     plays in this process on `evaluator` (default: a CPU copy of the network).
 
     With `inference` the workers (``process`` or ``ray``, at least one) send their leaves to one inference
-    server on ``inference.device`` instead of holding a network (`agents.alphazero.inference`).
+    server on ``inference.device`` instead of holding a network (`agents.alphazero.distributed.inference`).
     Checks the backend, the count and the settings (opponent specs included) before any worker starts;
     `address` is the Ray cluster to join (``""``: a local one). ``settings.selfplay.carry_over`` (games kept in
     play from call to call, numbered from `first_game`) is built for this process and the ``process`` backend

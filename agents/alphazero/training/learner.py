@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from agents.alphazero.device import autocast_dtype, cuda_defaults
-from agents.alphazero.network import JungleNet, mask_logits
-from agents.alphazero.replay import Batch, ReplayBuffer
+from agents.alphazero.net.device import autocast_dtype, cuda_defaults
+from agents.alphazero.net.network import JungleNet, mask_logits
+from agents.alphazero.training.replay import Batch, ReplayBuffer
 from envs.config import ConfigError, check_choice, check_range, shown
 
 OPTIMIZERS = ("sgd", "adamw")

@@ -19,7 +19,7 @@ and says how to continue (`stop_line`). The second signal ends the process at
 once (``os._exit``) after one line on stderr: the job then continues from its
 last saved state.
 
-Child processes (`agents.child.start_child`) call `ignore_interrupts` (the
+Child processes (`agents.common.child.start_child`) call `ignore_interrupts` (the
 terminal's Ctrl-C reaches the whole process group; the parent decides) and
 `exit_with_parent` (a worker whose parent died, even by ``kill -9``, exits
 within a second instead of playing on as an orphan).

@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from agents.alphazero.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
-from agents.alphazero.guard import DEFAULT_MARGIN
+from agents.alphazero.net.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
+from agents.alphazero.player.guard import DEFAULT_MARGIN
 from agents.alphazero.search.cache import MAX_CACHE_ENTRIES
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
 from envs.config import check_choice, check_range, shown

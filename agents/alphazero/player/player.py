@@ -3,7 +3,7 @@
     checkpoint:path=checkpoints/my-run/best.pt,sims=200,algorithm=puct,device=cpu
 
 Its options (``path``, ``sims``, ``time``, ``algorithm``, ``leaf_batch``, ...) are `CheckpointOptions`
-(agents/alphazero/player_options.py: each one's default, bounds and line; the table in docs/evaluation.md);
+(agents/alphazero/player/options.py: each one's default, bounds and line; the table in docs/evaluation.md);
 ``CheckpointPlayer(path, sims=200)`` takes the same names as keywords. ``time`` searches in rounds of
 ``sims`` simulations on one growing tree, starting another round only while the rate measured so far says it
 ends within the budget (at least one round runs); such a search defaults to `TIMED_MAX_ACTIONS` and
@@ -27,7 +27,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from agents.alphazero.checkpoint import (
+from agents.alphazero.net.checkpoint import (
     CheckpointError,
     load_model,
     resolve_checkpoint_path,
@@ -35,10 +35,10 @@ from agents.alphazero.checkpoint import (
     stored_mcts,
     trained_rule_sets,
 )
-from agents.alphazero.device import resolve_device
-from agents.alphazero.guard import GUARD_CANDIDATES, AlphaBetaGuard
-from agents.alphazero.player_options import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointOptions
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.net.device import resolve_device
+from agents.alphazero.net.runtime import make_evaluator
+from agents.alphazero.player.guard import GUARD_CANDIDATES, AlphaBetaGuard
+from agents.alphazero.player.options import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointOptions
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.cache import CachedEvaluator
 from agents.alphazero.search.tree import ROOT, UNVISITED

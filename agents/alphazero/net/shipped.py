@@ -1,6 +1,6 @@
 """The shipped networks: `checkpoints/shipped/manifest.json` read, and a name like ``shipped:default-180`` resolved.
 
-    from agents.alphazero import shipped
+    from agents.alphazero.net import shipped
     [net.name for net in shipped.networks()]          # what ships, strongest first
     shipped.strongest().name                          # the first of them for the default rules
     shipped.resolve("shipped:default-180")            # -> .../checkpoints/shipped/default-180.pt
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints" / "shipped"
+SHIPPED_DIR = Path(__file__).resolve().parents[3] / "checkpoints" / "shipped"
 """Where the shipped files and their manifest live in a checkout."""
 MANIFEST = SHIPPED_DIR / "manifest.json"
 PREFIX = "shipped:"

@@ -35,22 +35,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from agents.alphazero.net.packing import (
+    BINARY_PLANES,
+    PACKED_OBS_BYTES,
+    PIECE_PLANES,
+    pack_observations,
+    pieces_on_board,
+    unpack_observations,
+)
 from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE
 
-_BINARY_PLANES = 21
-_SQUARES = OBS_SHAPE[1] * OBS_SHAPE[2]
-_BITS = _BINARY_PLANES * _SQUARES
-_PACKED = (_BITS + 7) // 8
-_PIECE_PLANES = 16
-BINARY_PLANES = _BINARY_PLANES
-"""Observation planes 0 .. BINARY_PLANES - 1 are 0/1 (packed to bits); the others are constant per position."""
-PACKED_OBS_BYTES = _PACKED
-"""Bytes of one position's bits (`pack_observations`)."""
-PACKED_MASK_BYTES = (N_ACTIONS + 7) // 8
-"""Bytes of one position's legal mask as bits (`pack_masks`)."""
-
-
-POSITION_BYTES = _PACKED + (OBS_SHAPE[0] - _BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + _PIECE_PLANES
+POSITION_BYTES = PACKED_OBS_BYTES + (OBS_SHAPE[0] - BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + PIECE_PLANES
 """Bytes one position takes in the buffer (its arrays are allocated whole when the buffer is made)."""
 
 
@@ -75,41 +70,6 @@ class Batch:
         return len(self.value)
 
 
-def pack_observations(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """obs [n,32,9,7] -> (bits uint8 [n, 166], scalars float32 [n, 11])."""
-    n = len(obs)
-    bits = np.packbits(obs[:, :_BINARY_PLANES].reshape(n, -1) > 0.5, axis=1)
-    scalars = np.ascontiguousarray(obs[:, _BINARY_PLANES:, 0, 0], dtype=np.float32)
-    return bits, scalars
-
-
-def pack_masks(mask: np.ndarray) -> np.ndarray:
-    """Legal masks bool [n, 252] -> bits uint8 [n, 32] (numpy's bit order: the first action is the high bit)."""
-    return np.packbits(mask, axis=1)
-
-
-def unpack_masks(bits: np.ndarray) -> np.ndarray:
-    """Inverse of `pack_masks` -> bool [n, 252]."""
-    return np.unpackbits(bits, axis=1, count=N_ACTIONS).view(np.bool_)
-
-
-def pieces_on_board(bits: np.ndarray) -> np.ndarray:
-    """Packed observations [n, 166] (`pack_observations`) -> bool [n, 16]: whether the piece of each of
-    observation planes 0-15 stands on the board."""
-    count = _PIECE_PLANES * _SQUARES
-    planes = np.unpackbits(bits[:, : (count + 7) // 8], axis=1, count=count)
-    return planes.reshape(len(bits), _PIECE_PLANES, _SQUARES).max(axis=2) > 0
-
-
-def unpack_observations(bits: np.ndarray, scalars: np.ndarray) -> np.ndarray:
-    """Inverse of `pack_observations` -> float32 [n, 32, 9, 7]."""
-    n = len(bits)
-    out = np.empty((n,) + OBS_SHAPE, dtype=np.float32)
-    out[:, :_BINARY_PLANES] = np.unpackbits(bits, axis=1, count=_BITS).reshape(n, _BINARY_PLANES, *OBS_SHAPE[1:])
-    out[:, _BINARY_PLANES:] = scalars[:, :, None, None]
-    return out
-
-
 class ReplayBuffer:
     """Ring buffer of the last `capacity` positions.
 
@@ -124,13 +84,13 @@ class ReplayBuffer:
         self.capacity = int(capacity)
         self.mirror = mirror
         self.rng = np.random.default_rng(seed)
-        self.bits = np.zeros((capacity, _PACKED), np.uint8)
-        self.scalars = np.zeros((capacity, OBS_SHAPE[0] - _BINARY_PLANES), np.float32)
+        self.bits = np.zeros((capacity, PACKED_OBS_BYTES), np.uint8)
+        self.scalars = np.zeros((capacity, OBS_SHAPE[0] - BINARY_PLANES), np.float32)
         self.mask = np.zeros((capacity, N_ACTIONS), np.bool_)
         self.policy = np.zeros((capacity, N_ACTIONS), np.float16)
         self.value = np.zeros(capacity, np.float32)
         self.full_search = np.zeros(capacity, np.bool_)
-        self.survival = np.zeros((capacity, _PIECE_PLANES), np.bool_)
+        self.survival = np.zeros((capacity, PIECE_PLANES), np.bool_)
         self.add_count = 0
 
     def __len__(self) -> int:
@@ -161,7 +121,7 @@ class ReplayBuffer:
             ("policy", policy, (n, N_ACTIONS)),
             ("value", value, (n,)),
             ("full_search", full_search, (n,)),
-            ("survival", survival, (n, _PIECE_PLANES)),
+            ("survival", survival, (n, PIECE_PLANES)),
         ):
             if arr.shape != shape:
                 raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")

@@ -10,7 +10,7 @@ A checkpoint is a dict of tensors and plain containers::
                   ``train.rules_mix`` trained on (only such runs write it; `trained_rule_sets`)
     config        the full training config as a YAML string ("" if none)
     counters      {"iteration", "learner_steps", "positions", "games", ...}
-    run_id        the id of the run that wrote it (agents.rundir; checkpoints of train.py)
+    run_id        the id of the run that wrote it (agents.common.rundir; checkpoints of train.py)
     learner       optimizer + grad scaler state and step count   (training only)
     replay        replay buffer state (contents, or counters only)  (training only)
     rng           python / numpy / torch / CUDA generator states     (training only)
@@ -42,10 +42,10 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import torch
 
-from agents.alphazero import shipped
-from agents.alphazero.network import JungleNet, NetworkConfig, build_network
+from agents.alphazero.net import shipped
+from agents.alphazero.net.network import JungleNet, NetworkConfig, build_network
 from agents.alphazero.search.config import MCTSConfig
-from agents.io import PathLike, atomic_write_bytes
+from agents.common.io import PathLike, atomic_write_bytes
 from envs.rules import DEFAULT_RULES, RuleSet, RuleSetError, load_rules, rule_set_names
 
 FORMAT = "jungle-zero/1"
@@ -80,7 +80,7 @@ def save_checkpoint(path: PathLike, state: Mapping[str, Any]) -> Path:
 
 def resolve_checkpoint_path(spec: PathLike, root: PathLike = "checkpoints") -> Path:
     """A file, a run directory (its `latest.pt`), a run name under `root`, or a shipped network
-    (``shipped:<name>``, `agents.alphazero.shipped`, its bytes checked against the manifest) -> the file path.
+    (``shipped:<name>``, `agents.alphazero.net.shipped`, its bytes checked against the manifest) -> the file path.
 
     Raises CheckpointError naming what was looked for when nothing exists.
     """

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
 
-    from agents.alphazero.learner import LearnMetrics
-    from agents.alphazero.selfplay_data import SelfPlayStats
+    from agents.alphazero.selfplay.data import SelfPlayStats
+    from agents.alphazero.training.learner import LearnMetrics
 
 PHASES = ("selfplay", "learn", "eval", "checkpoint")
 PROC = "/proc"

@@ -43,7 +43,7 @@ from itertools import compress
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Optional, Sequence
 
-from agents.io import TEMP_PATTERN, PathLike, atomic_write_json, remove_stale_temp_files
+from agents.common.io import TEMP_PATTERN, PathLike, atomic_write_json, remove_stale_temp_files
 
 LOCK_NAME = ".lock"
 RUN_FILE = "run.json"
@@ -267,7 +267,7 @@ def rewind_records(path: PathLike, seen: int, is_record: Callable[[bytes], bool]
     if not any(keep[keep.index(False) :]):  # what is kept is the file's beginning: cut the rest
         os.truncate(p, used)
         return done
-    tmp = p.parent / f".{p.name}.{secrets.token_hex(4)}.tmp"  # agents.io's temp name: cleared if left
+    tmp = p.parent / f".{p.name}.{secrets.token_hex(4)}.tmp"  # agents.common.io's temp name: cleared if left
     try:
         with open(p, "rb") as f, open(tmp, "xb") as out:
             out.writelines(compress(f, keep))

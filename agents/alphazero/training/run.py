@@ -15,7 +15,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.alphazero.checkpoint import (
+from agents.alphazero.distributed.pools import make_selfplay_pool
+from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.distributed.slots import check_shared_memory, slot_capacity
+from agents.alphazero.distributed.workers import SelfPlayPool
+from agents.alphazero.net.checkpoint import (
     BEST,
     LATEST,
     CheckpointError,
@@ -29,12 +33,13 @@ from agents.alphazero.checkpoint import (
     set_rng_state,
     widened_input_planes,
 )
-from agents.alphazero.config import Config, checked_config, resumed_config
-from agents.alphazero.evaluation import evaluate_ladder
-from agents.alphazero.learner import Learner, LearnMetrics
-from agents.alphazero.network import count_parameters
-from agents.alphazero.pools import make_selfplay_pool
-from agents.alphazero.progress import (
+from agents.alphazero.net.network import count_parameters
+from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
+from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
+from agents.alphazero.training.config import Config, checked_config, resumed_config
+from agents.alphazero.training.ladder import evaluate_ladder
+from agents.alphazero.training.learner import Learner, LearnMetrics
+from agents.alphazero.training.progress import (
     PhaseClock,
     format_seconds,
     iteration_line,
@@ -42,15 +47,10 @@ from agents.alphazero.progress import (
     log_server,
     process_tree_cpu_seconds,
 )
-from agents.alphazero.replay import ReplayBuffer
-from agents.alphazero.rules_mix import mix_state, parse_rules_mix
-from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
-from agents.alphazero.settings import InferenceSettings, WorkerSettings
-from agents.alphazero.slots import check_shared_memory, slot_capacity
-from agents.alphazero.workers import SelfPlayPool
+from agents.alphazero.training.replay import ReplayBuffer
 from agents.arena.records import append_jsonl, is_game_record
-from agents.io import atomic_write_text
-from agents.rundir import (
+from agents.common.io import atomic_write_text
+from agents.common.rundir import (
     RUN_FILE,
     RunDirLock,
     RunRecord,
@@ -67,7 +67,7 @@ from agents.rundir import (
     rewind_records,
     write_run_record,
 )
-from agents.stopping import GracefulStop, signal_name
+from agents.common.stopping import GracefulStop, signal_name
 from envs.config import override_key, shown
 from envs.rules import RuleSet
 from envs.seeding import derive_seed
@@ -261,7 +261,7 @@ class TrainingRun:
         atomic_write_text(run_dir / CONFIG_FILE, self.config_yaml)
 
     def open_writer(self) -> SummaryWriter:
-        """The run's TensorBoard writer: its own event files (agents.rundir.owned_log), a resumed run's cut
+        """The run's TensorBoard writer: its own event files (agents.common.rundir.owned_log), a resumed run's cut
         back to its checkpoint."""
         self.writer = SummaryWriter(
             str(self.run_dir),

@@ -4,7 +4,7 @@
 its device thread runs one evaluator call for the requests of every client
 that is ready;
 `InferenceServer` is the network on the server's device behind one. Both the
-server process and the Ray server actor of `agents.alphazero.inference` hold one.
+server process and the Ray server actor of `agents.alphazero.distributed.inference` hold one.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Optiona
 import numpy as np
 import torch
 
-from agents.alphazero.device import resolve_device
-from agents.alphazero.network import NetworkConfig, build_network
-from agents.alphazero.runtime import make_packed_evaluator
-from agents.alphazero.settings import InferenceSettings, WorkerSettings
-from agents.alphazero.workers import load_weights
+from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
+from agents.alphazero.distributed.workers import load_weights
+from agents.alphazero.net.device import resolve_device
+from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.runtime import make_packed_evaluator
 
 BatchEvaluator = Callable[..., tuple[np.ndarray, np.ndarray]]
 """An evaluator of n positions given as arrays of n rows each (`search.Evaluator`, or
@@ -197,7 +197,7 @@ class LeafBatcher:
 
 class InferenceServer:
     """The network on the server's device behind a `LeafBatcher` (the body of the server process and of the
-    Ray actor), fed packed leaves (`replay.pack_observations`, `replay.pack_masks`) that it unpacks there."""
+    Ray actor), fed packed leaves (`packing.pack_observations`, `packing.pack_masks`) that it unpacks there."""
 
     def __init__(self, settings: WorkerSettings, server: InferenceSettings) -> None:
         if server.threads > 0 and torch.get_num_threads() != server.threads:

@@ -2,7 +2,7 @@
 (`SelfPlayStats`).
 
 Parts played apart (index ranges of one call, by the workers of
-`agents.alphazero.workers`) are put back together with `merge_selfplay`.
+`agents.alphazero.distributed.workers`) are put back together with `merge_selfplay`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
     python -m agents.alphazero export checkpoints/my-run/best.pt --out best.pt --format torchscript
 
 The exported graph is the network's `JungleNet.forward` in float32, eval mode, with every batch norm folded into
-the convolution before it (`agents.alphazero.runtime.fuse_for_inference`; the same function to float rounding)::
+the convolution before it (`agents.alphazero.net.runtime.fuse_for_inference`; the same function to float rounding)::
 
     planes         [N, C, 9, 7] float32   the first C observation planes (`envs.encoding`), C = input_planes
     policy_logits  [N, 252]     float32   one logit per action (`envs.encoding`'s action encoding), unmasked
@@ -36,11 +36,11 @@ import torch
 from torch import nn
 
 import envs.encoding
-from agents.alphazero.checkpoint import load_model, resolve_checkpoint_path, trained_rule_sets
-from agents.alphazero.network import JungleNet
-from agents.alphazero.runtime import fuse_for_inference
-from agents.io import PathLike, atomic_write_bytes, atomic_write_json
-from agents.rundir import RunDirError, check_writable_dir
+from agents.alphazero.net.checkpoint import load_model, resolve_checkpoint_path, trained_rule_sets
+from agents.alphazero.net.network import JungleNet
+from agents.alphazero.net.runtime import fuse_for_inference
+from agents.common.io import PathLike, atomic_write_bytes, atomic_write_json
+from agents.common.rundir import RunDirError, check_writable_dir
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
 FORMATS = ("onnx", "torchscript")

@@ -1,8 +1,8 @@
 """What a self-play pool is asked to do: the workers' settings, the backends, the inference server's settings.
 
 Plain data, so that it travels to worker processes and Ray actors; train.py
-builds it from its config and `agents.alphazero.pools.make_selfplay_pool`
-takes it (see `agents.alphazero.workers` and `agents.alphazero.inference`).
+builds it from its config and `agents.alphazero.distributed.pools.make_selfplay_pool`
+takes it (see `agents.alphazero.distributed.workers` and `agents.alphazero.distributed.inference`).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from agents.alphazero.device import PRECISIONS, resolve_device
-from agents.alphazero.network import NetworkConfig
-from agents.alphazero.rules_mix import mix_from_state
+from agents.alphazero.net.device import PRECISIONS, resolve_device
+from agents.alphazero.net.network import NetworkConfig
 from agents.alphazero.search import MCTSConfig
-from agents.alphazero.selfplay import SelfPlayConfig, build_opponents
+from agents.alphazero.selfplay.games import SelfPlayConfig, build_opponents
+from agents.alphazero.selfplay.rules_mix import mix_from_state
 from envs.config import ConfigError, check_choice, check_range
 from envs.players import make_player
 from envs.rules import RuleSet
@@ -71,7 +71,7 @@ class InferenceSettings:
     """The server's device: `cuda`, `cuda:1`, `cpu` or `auto` (CUDA when present)."""
     precision: str = "auto"
     """`fp32`, `bf16` or `auto` (bf16 on CUDA, and on CPUs with native bf16 for batches of 16 or more; see
-    agents.alphazero.device.inference_dtype)."""
+    agents.alphazero.net.device.inference_dtype)."""
     max_wait: float = 0.002
     """Seconds a batch waits, after its first request, for clients still busy with their trees."""
     threads: int = 1

@@ -1,8 +1,8 @@
 """Shared memory between the self-play processes and the inference server: a slot per client, and the
 client's evaluator that sends its leaves through it.
 
-A client writes a leaf batch (obs and mask, packed to bits: `replay.pack_observations`,
-`replay.pack_masks`) into its own `Slot` of the `LeafSlots` and sends its size on
+A client writes a leaf batch (obs and mask, packed to bits: `packing.pack_observations`,
+`packing.pack_masks`) into its own `Slot` of the `LeafSlots` and sends its size on
 its pipe; the server unpacks them on its device, writes the logits and values back
 into the slot and answers with the size (or the text of an error).
 """
@@ -17,7 +17,7 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from agents.alphazero.replay import (
+from agents.alphazero.net.packing import (
     BINARY_PLANES,
     PACKED_MASK_BYTES,
     PACKED_OBS_BYTES,
@@ -46,11 +46,11 @@ class Slot(NamedTuple):
     """One client's part of `LeafSlots`: at most `capacity` positions a request."""
 
     bits: np.ndarray
-    """uint8 [capacity, 166], the observations' 0/1 planes (`replay.pack_observations`), written by the client."""
+    """uint8 [capacity, 166], the observations' 0/1 planes (`packing.pack_observations`), written by the client."""
     scalars: np.ndarray
     """float32 [capacity, 11], the observations' constant planes, written by the client."""
     mask: np.ndarray
-    """uint8 [capacity, 32], the legal masks as bits (`replay.pack_masks`), written by the client."""
+    """uint8 [capacity, 32], the legal masks as bits (`packing.pack_masks`), written by the client."""
     logits: np.ndarray
     """float32 [capacity, 252], written by the server."""
     value: np.ndarray

@@ -4,7 +4,7 @@
         for index, data in pool.run("play", [(weights, seed, 0, 32), (weights, seed, 32, 32)]):
             ...                                                 # results as they finish, with their call's index
 
-Each process is an `agents.child` child: it ignores Ctrl-C (the parent decides
+Each process is an `agents.common.child` child: it ignores Ctrl-C (the parent decides
 what a stop means) and exits when its parent dies. It takes one call at a time
 on its pipe; the calls go to the idle processes in order. A worker's exception
 is raised again in the parent when its result comes, with the worker's
@@ -25,7 +25,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from agents.child import Child, ChildDiedError, messages, receive, start_child
+from agents.common.child import Child, ChildDiedError, messages, receive, start_child
 
 STOP_GRACE = 2.0
 """Seconds a process told to stop (SIGTERM) has to end cleanly before it is killed."""

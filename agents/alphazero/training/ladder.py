@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from agents.alphazero.endgames import tables_if_built, value_accuracy
-from agents.alphazero.runtime import make_evaluator
+from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
+from agents.alphazero.selfplay.endgames import tables_if_built, value_accuracy
 from agents.arena.ratings import elo_from_score, score_interval
 from agents.arena.tournament import random_openings
 from envs import RuleSet
@@ -33,7 +33,7 @@ from envs.players import Player, make_player
 from envs.seeding import derive_seed
 
 if TYPE_CHECKING:
-    from agents.alphazero.config import EvalConfig
+    from agents.alphazero.training.config import EvalConfig
 
 
 @dataclass

@@ -13,10 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.alphazero.device import channels_last, cuda_defaults, inference_dtype, native_bf16
-from agents.alphazero.network import JungleNet, ResidualBlock, mask_logits, scalar_value
-from agents.alphazero.planestem import PlaneStem
-from agents.alphazero.replay import BINARY_PLANES, unpack_masks, unpack_observations
+from agents.alphazero.net.device import channels_last, cuda_defaults, inference_dtype, native_bf16
+from agents.alphazero.net.network import JungleNet, ResidualBlock, mask_logits, scalar_value
+from agents.alphazero.net.packing import BINARY_PLANES, unpack_masks, unpack_observations
+from agents.alphazero.net.planestem import PlaneStem
 from agents.alphazero.search import Evaluator
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 
@@ -320,8 +320,8 @@ def bucket_parts(n: int, buckets: Sequence[int]) -> list[tuple[int, int]]:
 
 
 def unpack_on_device(bits: torch.Tensor, scalars: torch.Tensor) -> torch.Tensor:
-    """Packed observations (`replay.pack_observations`: bits uint8 [n, 166], scalars float32 [n, 11]) on a
-    device -> float32 [n, 32, 9, 7] on that device, the numbers of `replay.unpack_observations`."""
+    """Packed observations (`packing.pack_observations`: bits uint8 [n, 166], scalars float32 [n, 11]) on a
+    device -> float32 [n, 32, 9, 7] on that device, the numbers of `packing.unpack_observations`."""
     n = bits.shape[0]
     out = torch.empty((n, *OBS_SHAPE), dtype=torch.float32, device=bits.device)
     out[:, :BINARY_PLANES] = _unpack_bits(bits, BINARY_PLANES * OBS_SHAPE[1] * OBS_SHAPE[2]).view(
@@ -332,7 +332,7 @@ def unpack_on_device(bits: torch.Tensor, scalars: torch.Tensor) -> torch.Tensor:
 
 
 def unpack_masks_on_device(bits: torch.Tensor) -> torch.Tensor:
-    """Packed legal masks (`replay.pack_masks`: uint8 [n, 32]) on a device -> bool [n, 252] there."""
+    """Packed legal masks (`packing.pack_masks`: uint8 [n, 32]) on a device -> bool [n, 252] there."""
     return _unpack_bits(bits, N_ACTIONS).bool()
 
 
@@ -372,7 +372,7 @@ class _Evaluation:
         return self._chunks(self._planes, obs, mask)
 
     def packed(self, bits: np.ndarray, scalars: np.ndarray, mask_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`planes` of packed observations (`replay.pack_observations`) and masks (`replay.pack_masks`): the
+        """`planes` of packed observations (`packing.pack_observations`) and masks (`packing.pack_masks`): the
         packed arrays go to the device and are unpacked there (a few percent of the planes' bytes)."""
         return self._chunks(self._packed, bits, scalars, mask_bits)
 
@@ -499,7 +499,7 @@ def make_packed_evaluator(
     compile: bool = False,
     buckets: Optional[Sequence[int]] = None,
 ) -> PackedEvaluator:
-    """`make_evaluator` fed packed observations (`replay.pack_observations`) and masks (`replay.pack_masks`),
+    """`make_evaluator` fed packed observations (`packing.pack_observations`) and masks (`packing.pack_masks`),
     unpacked on `device`: the inference server's, whose batches would otherwise cross to the device as
     float32 planes. The same outputs as `make_evaluator` of the unpacked arrays, bit for bit (`compile` and
     `buckets` as there)."""

@@ -13,18 +13,18 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.alphazero.checkpoint import CheckpointError, stored_config
-from agents.alphazero.device import MAX_THREADS, resolve_device
-from agents.alphazero.learner import LearnerConfig
-from agents.alphazero.network import NetworkConfig
-from agents.alphazero.replay import POSITION_BYTES
-from agents.alphazero.rules_mix import RulesMixError, parse_rules_mix
+from agents.alphazero.distributed.settings import BACKENDS, WorkerBackendError
+from agents.alphazero.net.checkpoint import CheckpointError, stored_config
+from agents.alphazero.net.device import MAX_THREADS, resolve_device
+from agents.alphazero.net.network import NetworkConfig
 from agents.alphazero.search import GumbelConfig, MCTSConfig, migrate_flat_mcts
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
-from agents.alphazero.selfplay import SelfPlayConfig
-from agents.alphazero.settings import BACKENDS, WorkerBackendError
-from agents.rundir import check_run_name
+from agents.alphazero.selfplay.games import SelfPlayConfig
+from agents.alphazero.selfplay.rules_mix import RulesMixError, parse_rules_mix
+from agents.alphazero.training.learner import LearnerConfig
+from agents.alphazero.training.replay import POSITION_BYTES
+from agents.common.rundir import check_run_name
 from envs.config import (
     SCHEMA,
     ConfigError,
@@ -67,7 +67,7 @@ class EvalConfig:
     """An evaluation game longer than this is a draw; 1 to `COUNTER_LIMIT` (30000)."""
     tablebase_positions: int = 1000
     """Random endgame-table positions per piece count on which each evaluation measures the value head
-    (``eval/tablebase_*``: `agents.alphazero.endgames.value_accuracy`) when the tables of the run's rules
+    (``eval/tablebase_*``: `agents.alphazero.selfplay.endgames.value_accuracy`) when the tables of the run's rules
     are built (``python -m envs tablebase build``; without them one log line says so); 0 to 1000000, 0 off."""
 
     def __post_init__(self) -> None:
@@ -101,7 +101,7 @@ class TrainConfig:
     """Self-play games per iteration; 1 to 1000000 (an iteration's positions are held in memory)."""
     selfplay: SelfPlayConfig = field(default_factory=lambda: SelfPlayConfig(**DRAW_BREAKERS))
     """How the self-play games are played: games at once (`parallel`), `max_plies`, playout caps,
-    opponent games (`opponents`, `opponent_fraction`); see agents.alphazero.selfplay.SelfPlayConfig.
+    opponent games (`opponents`, `opponent_fraction`); see agents.alphazero.selfplay.games.SelfPlayConfig.
     Its `player_name` is the run's name. A training run breaks the repetition draws that a young network's
     self-play settles into three ways (`DRAW_BREAKERS`, where `SelfPlayConfig` alone plays plain self-play):
     the first `random_plies` of each game are random, one colour of each game (`contempt_sides`) values a
@@ -119,7 +119,7 @@ class TrainConfig:
     """The Ray cluster to join (`ray.init(address=...)`, e.g. `auto`); empty: start a local one."""
     inference_server: bool = False
     """The workers hold no network: they send their leaf batches to one inference process that owns
-    `device` and evaluates the leaves of all of them at once (agents.alphazero.inference), which keeps a
+    `device` and evaluates the leaves of all of them at once (agents.alphazero.distributed.inference), which keeps a
     GPU busy. Needs `workers` >= 1 on the `process` or `ray` backend; the games stay the same."""
     inference_max_wait: float = 0.002
     """Seconds a batch of the inference server waits, after its first request, for the workers still busy with
@@ -242,7 +242,7 @@ class Config:
     precision: str = "auto"
     """Inference precision of the self-play and evaluation searches: `fp32`, `bf16`, or `auto`
     (bf16 where the device computes it natively: CUDA, CPUs with AVX512-BF16 or AMX; see
-    agents.alphazero.device.inference_dtype). The learner keeps fp32 master weights."""
+    agents.alphazero.net.device.inference_dtype). The learner keeps fp32 master weights."""
     compile: bool = False
     """torch.compile the networks where the time goes: the inference server's (or this process's self-play
     and evaluation network), its batches padded up to a few sizes, and the learner's forward pass and loss;

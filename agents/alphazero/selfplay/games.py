@@ -6,7 +6,7 @@
     data.obs.shape, data.policy.shape, data.value.shape    # (N, 32, 9, 7), (N, 252), (N,)
 
 `SelfPlayConfig` is the one list of self-play settings: `play_games` reads
-it, the workers of `agents.alphazero.workers` carry it, and train.py's
+it, the workers of `agents.alphazero.distributed.workers` carry it, and train.py's
 ``train`` group holds its fields.
 
 Each position played yields (observation, legal mask, search policy, final
@@ -19,7 +19,7 @@ Game ``k`` draws its search noise, its playout-cap coin and its opponent from
 generators seeded by ``game_seed(seed, k)``, whatever slot it runs in, and the
 output lists the games by index. Games are numbered from `first_game`, so a
 call's games can be split into index ranges played apart (by the workers of
-`agents.alphazero.workers`) and put back together with `selfplay_data.merge_selfplay`:
+`agents.alphazero.distributed.workers`) and put back together with `selfplay_data.merge_selfplay`:
 
     a = play_games(ev, settings, num_games=3, first_game=0, seed=7, ...)
     b = play_games(ev, settings, num_games=5, first_game=3, seed=7, ...)
@@ -54,12 +54,12 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from agents.alphazero.endgames import game_table_values, rescore, table_verdicts, table_winner
-from agents.alphazero.rules_mix import MixEntry, draw_rules
-from agents.alphazero.samples import game_samples, new_samples, record_samples
 from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_policy, search_tables
 from agents.alphazero.search.config import MAX_SIMULATIONS
-from agents.alphazero.selfplay_data import SelfPlayData, SelfPlayStats
+from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
+from agents.alphazero.selfplay.endgames import game_table_values, rescore, table_verdicts, table_winner
+from agents.alphazero.selfplay.rules_mix import MixEntry, draw_rules
+from agents.alphazero.selfplay.samples import game_samples, new_samples, record_samples
 from agents.arena.records import GameRecord
 from envs import kernels as K
 from envs.batch import GameBatch

@@ -1,0 +1,5 @@
+"""The training loop.
+
+Its config, the run's lifecycle, the replay buffer, the learner, progress and the evaluation ladder played
+between iterations.
+"""
