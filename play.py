@@ -21,7 +21,7 @@ import threading
 import webbrowser
 from typing import Optional, Sequence
 
-from agents.play.computer import ComputerError, ComputerPool, PlayerCache
+from agents.play.computer import ComputerError, ComputerWorkers, PlayerCache
 from agents.play.game import CHECKPOINT_DIRS, LEVELS, PACES, PlayError, PlayGame
 from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server
 from agents.play.terminal import run_terminal
@@ -151,7 +151,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-def _announce_ready(pool: ComputerPool) -> None:
+def _announce_ready(pool: ComputerWorkers) -> None:
     report = pool.wait_warm()
     if report is None:
         return

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from agents.play.computer import ComputerPool
+    from agents.play.computer import ComputerWorkers
     from tests.support.play_helpers import Client
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[ComputerPool]:
+def pool() -> Iterator[ComputerWorkers]:
     """One set of worker processes for a test module (each takes a moment to start)."""
     from tests.support.play_helpers import make_pool
 
@@ -26,7 +26,7 @@ def pool() -> Iterator[ComputerPool]:
 
 
 @pytest.fixture
-def client(tmp_path: Path, pool: ComputerPool) -> Iterator[Client]:
+def client(tmp_path: Path, pool: ComputerWorkers) -> Iterator[Client]:
     """A server saving into `tmp_path`, opponent `random` at the instant pace, and a client of it."""
     from tests.support.play_helpers import Client, start_server, stop_server
 

@@ -70,7 +70,7 @@ from agents.arena.ratings import (
 )
 from agents.arena.records import GameRecord, write_jsonl
 from agents.common.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.common.processes import WorkerPool
+from agents.common.processes import WorkerProcesses
 from agents.engine.client import ENGINE_FAULT, EngineFault, EnginePlayer, engine_settings
 from envs import Board, Move, RuleSet
 from envs.config import check_choice, check_range
@@ -342,7 +342,7 @@ class GameWorker:
         self.specs = specs
         self.rules = RuleSet.from_dict(rules)
         self.max_plies = max_plies
-        name = multiprocessing.current_process().name  # `worker-<k>` in a WorkerPool
+        name = multiprocessing.current_process().name  # `worker-<k>` in a WorkerProcesses
         worker = int(name.rpartition("-")[2]) if name.rpartition("-")[2].isdigit() else 0
         self.seats = Seats(specs, [None] * len(specs), self.rules, engine_logs, worker)
         multiprocessing.util.Finalize(self, self.seats.close, exitpriority=10)
@@ -1059,7 +1059,7 @@ def run_tournament(
             for engine in checked.values():  # each worker process starts its own
                 engine.close()
             logs = None if engine_logs is None else str(engine_logs)
-            with WorkerPool(
+            with WorkerProcesses(
                 workers, GameWorker, names, rules.to_dict(), max_plies, logs, start_method=start_method
             ) as pool:
                 while todo:

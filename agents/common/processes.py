@@ -1,6 +1,6 @@
 """A pool of child processes, each holding one worker object: tournaments' game players, self-play workers.
 
-    with WorkerPool(2, SelfPlayWorker, settings) as pool:     # each process builds SelfPlayWorker(settings) once
+    with WorkerProcesses(2, SelfPlayWorker, settings) as pool:     # each process builds SelfPlayWorker(settings) once
         for index, data in pool.run("play", [(weights, seed, 0, 32), (weights, seed, 32, 32)]):
             ...                                                 # results as they finish, with their call's index
 
@@ -59,7 +59,7 @@ def _serve_calls(conn: Connection, factory: Callable[..., Any], args: tuple[Any,
             conn.send((index, RuntimeError(repr(reply[1])), f"{type(e).__name__}: {e}\n{reply[2] or ''}"))
 
 
-class WorkerPool:
+class WorkerProcesses:
     """`processes` processes started with `start_method`, each holding ``factory(*args)``; `factory`
     and `args` must pickle (a module-level class or function, plain data). `role` names a process in
     messages (``worker 1 (pid 4711)``)."""
@@ -157,7 +157,7 @@ class WorkerPool:
             conn.close()
         self._busy.clear()
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> "WorkerProcesses":
         return self
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:

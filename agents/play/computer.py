@@ -3,7 +3,7 @@
 A search holds the GIL for as long as it runs (the numba alpha-beta, a
 network's tree search), so the server never runs one itself: it hands a
 `ThinkJob` (the player spec, the rules, the game's moves) to a
-`ComputerPool` of worker processes and waits on a pipe, which lets its
+`ComputerWorkers` of worker processes and waits on a pipe, which lets its
 other threads answer requests meanwhile. Each worker keeps the few players
 it built last (an alpha-beta player owns a transposition table, a checkpoint
 player a network), so a game's moves reuse its player.
@@ -188,7 +188,7 @@ class _Worker:
         self.conn.close()
 
 
-class ComputerPool:
+class ComputerWorkers:
     """A few worker processes that build players and choose moves, each job with a time limit.
 
     `run` blocks the calling thread (never the others) until the answer, a
@@ -410,7 +410,7 @@ class ComputerPool:
         for _, w in idle:
             w.kill()
 
-    def __enter__(self) -> "ComputerPool":
+    def __enter__(self) -> "ComputerWorkers":
         return self
 
     def __exit__(self, *exc: Any) -> None:

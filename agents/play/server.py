@@ -83,7 +83,7 @@ from urllib.parse import urlsplit
 
 from agents.arena.records import RecordError, parse_jsonl
 from agents.common.io import atomic_write_json, remove_stale_temp_files
-from agents.play.computer import Cancelled, ComputerError, ComputerPool
+from agents.play.computer import Cancelled, ComputerError, ComputerWorkers
 from agents.play.game import (
     CHECKPOINT_DIRS,
     GRACE_SECONDS,
@@ -162,7 +162,7 @@ class GameStore:
         state_dir: Optional[Path] = None,
         default_opponent: str = "beginner",
         default_pace: str = "quick",
-        pool: Optional[ComputerPool] = None,
+        pool: Optional[ComputerWorkers] = None,
         checkpoint_dirs: Iterable[Path] = CHECKPOINT_DIRS,
         move_seconds: float = MOVE_SECONDS,
     ) -> None:
@@ -178,7 +178,7 @@ class GameStore:
         self.pool = (
             pool
             if pool is not None
-            else ComputerPool(warm_up=warm_up_jobs(rules, [default_opponent], seconds=move_seconds))
+            else ComputerWorkers(warm_up=warm_up_jobs(rules, [default_opponent], seconds=move_seconds))
         )
         self.lock = threading.RLock()
         self.games: OrderedDict[str, PlayGame] = OrderedDict()  # least recently used first
@@ -946,7 +946,7 @@ def make_server(
     default_opponent: str = "beginner",
     default_pace: str = "quick",
     verbose: bool = False,
-    pool: Optional[ComputerPool] = None,
+    pool: Optional[ComputerWorkers] = None,
     checkpoint_dirs: Iterable[str | Path] = CHECKPOINT_DIRS,
     move_seconds: float = MOVE_SECONDS,
 ) -> PlayServer:

@@ -88,10 +88,10 @@ STARTERS = {"Process", "ProcessPoolExecutor", "Pool", "Popen", "fork", "forkpty"
 
 
 @pytest.mark.slow
-def test_every_child_process_is_started_in_agents_child() -> None:
+def test_every_child_process_is_started_in_agents_common_child() -> None:
     found = []
     for path in sorted([*(ROOT / "agents").rglob("*.py"), *(ROOT / "envs").rglob("*.py")]):
-        if path == ROOT / "agents" / "child.py":
+        if path == ROOT / "agents" / "common" / "child.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Call):
@@ -112,8 +112,8 @@ ORPHANS = """
 import sys, threading, time
 from pathlib import Path
 from agents.arena.tournament import GameWorker, Opening, schedule
-from agents.common.processes import WorkerPool
-from agents.play.computer import ComputerPool, ThinkJob
+from agents.common.processes import WorkerProcesses
+from agents.play.computer import ComputerWorkers, ThinkJob
 from envs import RuleSet
 from envs.board import START_JFEN
 from envs.players import register_player
@@ -137,9 +137,9 @@ def register_busy():
 
 
 if __name__ == "__main__":
-    tournament = WorkerPool(2, GameWorker, ["random", "random"], {}, 10)
+    tournament = WorkerProcesses(2, GameWorker, ["random", "random"], {}, 10)
     games = list(tournament.run("play", [(task,) for task in schedule(2, 2, [Opening()], seed=1)]))
-    computer = ComputerPool(workers=1, init=register_busy)
+    computer = ComputerWorkers(workers=1, init=register_busy)
     job = ThinkJob(key="game:computer", spec="busy", rules=tuple(RuleSet().to_dict().items()), seed=1, start=START_JFEN)
     threading.Thread(target=computer.run, args=("move", job), kwargs={"time_limit": 600}, daemon=True).start()
     while not SEARCHING.exists():

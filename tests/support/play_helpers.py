@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import pytest
 
-from agents.play.computer import ComputerPool
+from agents.play.computer import ComputerWorkers
 from agents.play.server import TOKEN_HEADER, PlayServer, make_server
 from envs import Board, Move
 from envs.players import RandomPlayer, register_player
@@ -91,13 +91,13 @@ def register_test_players() -> None:
     register_player("dying", lambda rules=None, seed=None: DyingPlayer())
 
 
-def make_pool() -> ComputerPool:
-    pool = ComputerPool(workers=2, init=register_test_players)
+def make_pool() -> ComputerWorkers:
+    pool = ComputerWorkers(workers=2, init=register_test_players)
     pool.start()
     return pool
 
 
-def start_server(state_dir: Optional[Path], pool: ComputerPool, **kwargs: Any) -> PlayServer:
+def start_server(state_dir: Optional[Path], pool: ComputerWorkers, **kwargs: Any) -> PlayServer:
     kwargs.setdefault("default_opponent", "random")
     kwargs.setdefault("default_pace", "instant")
     server = make_server(port=0, state_dir=state_dir, pool=pool, **kwargs)

@@ -58,7 +58,7 @@ from agents.alphazero.search import Evaluator, MCTSConfig
 from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
 from agents.alphazero.selfplay.games import SelfPlayLoop, build_opponents, play_games
 from agents.alphazero.selfplay.rules_mix import mix_from_state
-from agents.common.processes import WorkerPool
+from agents.common.processes import WorkerProcesses
 from envs.rules import RuleSet
 
 
@@ -342,7 +342,9 @@ class ProcessPool(SelfPlayPool):
         is above every game started so far."""
         self._started: dict[int, int] = {}
         """With carry_over: each worker's next index, as its last call reported it."""
-        self._pool: Optional[WorkerPool] = WorkerPool(workers, SelfPlayWorker, settings, role="self-play worker")
+        self._pool: Optional[WorkerProcesses] = WorkerProcesses(
+            workers, SelfPlayWorker, settings, role="self-play worker"
+        )
 
     @property
     def pids(self) -> list[Optional[int]]:

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 
 from agents.arena.records import GameRecord
-from agents.play.computer import ComputerPool
+from agents.play.computer import ComputerWorkers
 from agents.play.game import LEVELS
 from agents.play.server import PlayServer
 from envs import Board
@@ -35,7 +35,7 @@ PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture
-def server(tmp_path: Path, pool: ComputerPool) -> Iterator[PlayServer]:
+def server(tmp_path: Path, pool: ComputerWorkers) -> Iterator[PlayServer]:
     srv = start_server(tmp_path / "state", pool, default_opponent="beginner")
     yield srv
     stop_server(srv)
@@ -504,7 +504,9 @@ def test_the_network_level_opens_on_an_empty_numba_cache(browser: Any, tmp_path:
         proc.wait(timeout=60)
 
 
-def test_a_failed_computer_move_and_an_unsaved_game_are_shown(browser: Any, tmp_path: Path, pool: ComputerPool) -> None:
+def test_a_failed_computer_move_and_an_unsaved_game_are_shown(
+    browser: Any, tmp_path: Path, pool: ComputerWorkers
+) -> None:
     state = tmp_path / "state"
     srv = start_server(state, pool, move_seconds=0.5, default_opponent=f"gated:gate={tmp_path / 'never'}")
     try:

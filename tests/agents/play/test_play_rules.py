@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.play import game as play_game
-from agents.play.computer import ComputerPool
+from agents.play.computer import ComputerWorkers
 from envs import RuleSet
 from envs.rules import load_rules, rule_set_names
 from tests.support.checkpoints import mixed_checkpoint
@@ -47,7 +47,7 @@ def test_the_lobby_offers_every_rule_set_and_a_game_starts_under_the_chosen_one(
 
 @pytest.mark.slow  # the worker imports torch and loads a network
 def test_a_game_under_a_chosen_rule_set_against_a_network_trained_on_a_mix(
-    tmp_path: Path, pool: ComputerPool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pool: ComputerWorkers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = mixed_checkpoint(tmp_path / "mix" / "best.pt", ["default", "keeps_rank", "enemy_rat"])
     # 30 s a move: a worker's first move of a network imports torch and may compile the search (a cold cache).

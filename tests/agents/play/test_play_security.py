@@ -27,7 +27,7 @@ from hypothesis import strategies as hs
 
 from agents.arena.records import GameRecord
 from agents.play import server as server_module
-from agents.play.computer import ComputerPool
+from agents.play.computer import ComputerWorkers
 from agents.play.game import PlayError, PlayGame
 from agents.play.server import MAX_BODY, MAX_RECORDS, TOKEN_HEADER, PlayHandler, PlayServer, replay
 from tests.support import ROOT
@@ -142,7 +142,7 @@ def test_every_answer_forbids_framing_and_the_page_carries_its_token(client: Cli
 
 # --- 2. a slow opponent never freezes the server -------------------------------------------------
 @pytest.mark.slow
-def test_a_deep_search_neither_stalls_requests_nor_a_restart(tmp_path: Path, pool: ComputerPool) -> None:
+def test_a_deep_search_neither_stalls_requests_nor_a_restart(tmp_path: Path, pool: ComputerWorkers) -> None:
     server = start_server(tmp_path, pool, move_seconds=1.0)
     c = Client(server)
     v = c.new(opponent="alphabeta:depth=16")
@@ -167,7 +167,7 @@ def test_a_deep_search_neither_stalls_requests_nor_a_restart(tmp_path: Path, poo
 
 
 @pytest.mark.slow
-def test_a_runaway_player_is_stopped_at_its_time(tmp_path: Path, pool: ComputerPool) -> None:
+def test_a_runaway_player_is_stopped_at_its_time(tmp_path: Path, pool: ComputerWorkers) -> None:
     server = start_server(tmp_path, pool, move_seconds=0.5)
     try:
         c = Client(server)
@@ -421,7 +421,7 @@ def test_a_saved_game_with_any_odd_value_is_continued_or_refused_in_one_line(fie
         assert str(e) and "\n" not in str(e)
 
 
-def test_a_saved_game_with_an_infinite_rule_does_not_stop_the_server(tmp_path: Path, pool: ComputerPool) -> None:
+def test_a_saved_game_with_an_infinite_rule_does_not_stop_the_server(tmp_path: Path, pool: ComputerWorkers) -> None:
     saved = dict(_SAVED, rules=dict(_SAVED["rules"], no_capture_draw=float("inf")))
     (tmp_path / "last_game.json").write_text(json.dumps(saved))  # json writes Infinity
     server = start_server(tmp_path, pool)
@@ -433,7 +433,7 @@ def test_a_saved_game_with_an_infinite_rule_does_not_stop_the_server(tmp_path: P
         stop_server(server)
 
 
-def test_a_move_that_cannot_be_saved_is_played_and_says_so(tmp_path: Path, pool: ComputerPool) -> None:
+def test_a_move_that_cannot_be_saved_is_played_and_says_so(tmp_path: Path, pool: ComputerWorkers) -> None:
     state = tmp_path / "state"
     server = start_server(state, pool)
     try:
@@ -517,9 +517,9 @@ def test_connections_beyond_the_cap_wait_their_turn(client: Client) -> None:
 
 FD_SERVER = """
 import os, resource, sys, threading
-from agents.play.computer import ComputerPool
+from agents.play.computer import ComputerWorkers
 from agents.play.server import make_server
-server = make_server(port=0, state_dir=None, pool=ComputerPool(workers=1))  # a pool never started: no search here
+server = make_server(port=0, state_dir=None, pool=ComputerWorkers(workers=1))  # a pool never started: no search here
 threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 print(server.server_address[1], flush=True)
 sys.stdin.readline()

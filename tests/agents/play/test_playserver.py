@@ -17,7 +17,7 @@ import pytest
 
 from agents.arena.records import GameRecord
 from agents.play import game as play_game
-from agents.play.computer import Cancelled, ComputerError, ComputerPool, PlayerCache, ThinkJob, choose_move
+from agents.play.computer import Cancelled, ComputerError, ComputerWorkers, PlayerCache, ThinkJob, choose_move
 from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
 from agents.play.server import MAX_LIVE_GAMES, SOCKET_TIMEOUT
 from envs import Board, Move, RuleSet
@@ -232,7 +232,7 @@ def tiny_checkpoint(path: Path) -> Path:
 
 
 @pytest.mark.slow  # the worker imports torch and loads a network
-def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
+def test_checkpoint_opponent(tmp_path: Path, pool: ComputerWorkers) -> None:
     path = tiny_checkpoint(tmp_path / "ours" / "run" / "latest.pt")
     server = start_server(tmp_path / "state", pool, checkpoint_dirs=[tmp_path / "ours"])
     try:
@@ -257,7 +257,7 @@ def test_checkpoint_opponent(tmp_path: Path, pool: ComputerPool) -> None:
 
 @pytest.mark.slow  # the worker imports torch and loads a network
 def test_a_shipped_network_becomes_a_level_with_one_entry(
-    tmp_path: Path, pool: ComputerPool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pool: ComputerWorkers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tiny_checkpoint(tmp_path / "shipped" / "best.pt")
     level = play_game.Level("master", "Master", f"checkpoint:path={path},sims=4", "a network", seconds=4.0)
@@ -400,7 +400,7 @@ def test_settings_change_the_pace(client: Client) -> None:
 
 
 # --- saving and records --------------------------------------------------------------------------
-def test_saved_game_continues_after_a_restart(tmp_path: Path, pool: ComputerPool) -> None:
+def test_saved_game_continues_after_a_restart(tmp_path: Path, pool: ComputerWorkers) -> None:
     server = start_server(tmp_path, pool)
     c = Client(server)
     v = c.new(human="blue", seed=7)
@@ -429,7 +429,7 @@ def test_saved_game_continues_after_a_restart(tmp_path: Path, pool: ComputerPool
         stop_server(server)
 
 
-def test_damaged_save_does_not_stop_the_server(tmp_path: Path, pool: ComputerPool) -> None:
+def test_damaged_save_does_not_stop_the_server(tmp_path: Path, pool: ComputerWorkers) -> None:
     (tmp_path / "last_game.json").write_text('{"format": "jungle-zero-play-game", "moves": ["a3a9"]}')
     server = start_server(tmp_path, pool)
     try:
@@ -604,7 +604,7 @@ def test_live_games_are_bounded_and_the_saved_one_kept(client: Client) -> None:
 @pytest.mark.slow  # starts its own worker process twice
 def test_a_cancelled_search_frees_its_only_worker(tmp_path: Path) -> None:
     """An undo stops the search in progress: with one worker, the next job runs only if that one was killed."""
-    with ComputerPool(workers=1, init=register_test_players) as one:
+    with ComputerWorkers(workers=1, init=register_test_players) as one:
         stuck = PlayGame.new(opponent=f"gated:gate={tmp_path / 'never'},wait=600").job("computer")
         cancel = threading.Event()
         outcome: list[str] = []
@@ -626,7 +626,7 @@ def test_a_cancelled_search_frees_its_only_worker(tmp_path: Path) -> None:
         assert outcome[0] == "cancelled" and outcome[1] in Board().legal_moves, outcome
 
 
-def test_a_worker_that_dies_in_a_search_is_named_with_its_pid_and_signal(pool: ComputerPool) -> None:
+def test_a_worker_that_dies_in_a_search_is_named_with_its_pid_and_signal(pool: ComputerWorkers) -> None:
     """A worker killed mid-search (say, by the out-of-memory killer) is named, and a fresh one takes its place."""
     dying = replace(PlayGame.new(opponent="random").job("computer"), spec="dying")
     with pytest.raises(ComputerError, match=r"^the computer's worker process \(pid \d+\) died: killed by SIGKILL$"):
@@ -649,7 +649,7 @@ def _slow_start_job(key: str, first: float = 4.0) -> ThinkJob:
 def test_workers_warm_up_before_any_move_clock_starts(tmp_path: Path) -> None:
     """A first move that compiles for 4 s fits a 1 s limit once the warm-up paid for it, in every worker."""
     bad = replace(_slow_start_job("bad"), spec="nosuchkind")
-    with ComputerPool(workers=2, init=register_test_players, warm_up=[_slow_start_job("warm-up"), bad]) as pool:
+    with ComputerWorkers(workers=2, init=register_test_players, warm_up=[_slow_start_job("warm-up"), bad]) as pool:
         pool.start()
         assert pool.preparing  # until a worker is warm, a job would wait for the warm-up
         report = pool.wait_warm(timeout=300)
@@ -681,7 +681,7 @@ def test_workers_warm_up_before_any_move_clock_starts(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # starts its own worker process
 def test_the_page_says_preparing_while_the_computer_warms_up(tmp_path: Path) -> None:
-    with ComputerPool(workers=1, init=register_test_players, warm_up=[_slow_start_job("warm-up", 6.0)]) as own:
+    with ComputerWorkers(workers=1, init=register_test_players, warm_up=[_slow_start_job("warm-up", 6.0)]) as own:
         own.start()
         server = start_server(tmp_path, own, move_seconds=0.5)
         try:

@@ -13,13 +13,13 @@ import pytest
 
 from agents.arena.tournament import run_tournament
 from agents.common.child import ChildDiedError
-from agents.common.processes import WorkerPool
+from agents.common.processes import WorkerProcesses
 from tests.support.processes import Napper, children
 
 
 @pytest.mark.slow
 def test_calls_spread_over_the_processes_and_come_back_with_their_index() -> None:
-    with WorkerPool(2, Napper, "napper") as pool:
+    with WorkerProcesses(2, Napper, "napper") as pool:
         assert len(set(pool.pids)) == 2
         results = dict(pool.run("nap", [(0.3,)] * 5))
         assert sorted(results) == list(range(5))
@@ -30,7 +30,7 @@ def test_calls_spread_over_the_processes_and_come_back_with_their_index() -> Non
 
 @pytest.mark.slow
 def test_a_workers_exception_is_raised_with_its_traceback_and_the_pool_goes_on() -> None:
-    with WorkerPool(2, Napper, "napper") as pool:
+    with WorkerProcesses(2, Napper, "napper") as pool:
         with pytest.raises(ValueError, match="bad call") as caught:
             for _ in pool.run("fail", [("bad call",)]):
                 pass
@@ -46,7 +46,7 @@ def test_a_workers_exception_is_raised_with_its_traceback_and_the_pool_goes_on()
 
 @pytest.mark.slow
 def test_a_killed_worker_is_named_with_its_pid_and_signal() -> None:
-    with WorkerPool(2, Napper, "napper", role="test worker") as pool:
+    with WorkerProcesses(2, Napper, "napper", role="test worker") as pool:
         victim = pool.pids[1]
         timer = threading.Timer(0.5, os.kill, (victim, signal.SIGKILL))
         timer.start()
@@ -112,7 +112,7 @@ def test_every_start_method_plays_the_tournament_of_one_process(start_method: st
 def test_closing_stops_at_once_the_processes_still_working_for_an_abandoned_run() -> None:
     """A run left with a call in flight (a Ctrl-C during self-play): close() ends the process working on it
     instead of waiting for an answer it would drop; an idle process still ends after its goodbye."""
-    pool = WorkerPool(2, Napper, "napper")
+    pool = WorkerProcesses(2, Napper, "napper")
     for _ in pool.run("nap", [(0.0,), (20.0,)]):
         break  # call 1 sleeps on in its process
     processes = [child.process for child in pool._children]  # for their exit codes once closed
