@@ -136,3 +136,61 @@ def test_the_walk_counts_deferred_type_checking_and_relative_imports(tmp_path: P
     assert graph["pkg.sub.d"] == {"pkg.c": 1, "pkg.sub.e": 2}
     assert graph["pkg.sub.e"] == {"pkg.sub.d": 1, "pkg.c": 2}
     assert cycles(graph) == {frozenset({"pkg.a", "pkg.b"}), frozenset({"pkg.c", "pkg.sub.d", "pkg.sub.e"})}
+
+
+ROOM_LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"envs"}),
+    frozenset({"agents.common", "agents.alphabeta", "agents.alphazero.search"}),
+    frozenset({"agents.engine", "agents.alphazero.net"}),
+    frozenset({"agents.arena", "agents.alphazero.player"}),
+    frozenset({"agents.alphazero.selfplay"}),
+    frozenset({"agents.alphazero.distributed"}),
+    frozenset({"agents.alphazero.training", "agents.play"}),
+    frozenset({"agents", "agents.alphazero"}),
+)
+"""The rooms of envs/ and agents/, lowest first: a room imports only rooms of the layers below it.
+
+A room is `envs`, a folder of `agents`, or a folder of `agents/alphazero`; the packages `agents` and
+`agents.alphazero` themselves (their ``__init__`` and ``__main__``) sit on top."""
+
+
+def room_of(module: str) -> str:
+    """`agents.alphazero.net.device` -> `agents.alphazero.net`; `envs.tablebase.store` -> `envs`."""
+    parts = module.split(".")
+    if parts[0] == "envs":
+        return "envs"
+    if parts[:2] == ["agents", "alphazero"]:
+        return ".".join(parts[:3]) if len(parts) > 2 and parts[2] != "__main__" else "agents.alphazero"
+    return ".".join(parts[:2])
+
+
+def layer_of(room: str) -> int:
+    return next(k for k, rooms in enumerate(ROOM_LAYERS) if room in rooms)
+
+
+def test_every_module_lives_in_a_declared_room() -> None:
+    declared = set().union(*ROOM_LAYERS)
+    undeclared = sorted({room_of(m) for m in module_files(ROOT)} - declared)
+    assert not undeclared, f"rooms missing from ROOM_LAYERS: {undeclared}"
+
+
+def test_rooms_import_only_the_rooms_below_them() -> None:
+    graph = import_graph(ROOT)
+    upward = [
+        f"{a} -> {b} (line {line})"
+        for a, targets in sorted(graph.items())
+        for b, line in sorted(targets.items())
+        if room_of(a) != room_of(b) and layer_of(room_of(b)) >= layer_of(room_of(a))
+    ]
+    assert not upward, f"imports of a room on the same layer or above: {upward}"
+
+
+def test_room_of_names_the_folder() -> None:
+    assert room_of("envs.tablebase.store") == "envs"
+    assert room_of("agents.alphazero.net.device") == "agents.alphazero.net"
+    assert room_of("agents.alphazero.search") == "agents.alphazero.search"
+    assert room_of("agents.alphazero.__main__") == "agents.alphazero"
+    assert room_of("agents.alphazero") == "agents.alphazero"
+    assert room_of("agents.common.rundir") == "agents.common"
+    assert room_of("agents.play") == "agents.play"
+    assert room_of("agents") == "agents"
