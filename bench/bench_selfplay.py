@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import inspect
 import json
 import os
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
@@ -111,6 +113,56 @@ def _time_numba_calls(clock: _Clock) -> int:
                     if isinstance(member, staticmethod) and isinstance(member.__func__, Dispatcher):
                         setattr(obj, key, staticmethod(timed(member.__func__)))
     return len(wrapped)
+
+
+ROOM_MOVES = {
+    "net.network": "network",
+    "net.planestem": "planestem",
+    "net.runtime": "runtime",
+    "net.device": "device",
+    "net.checkpoint": "checkpoint",
+    "net.export": "export",
+    "net.shipped": "shipped",
+    "selfplay.games": "selfplay",
+    "selfplay.samples": "samples",
+    "selfplay.data": "selfplay_data",
+    "selfplay.endgames": "endgames",
+    "selfplay.rules_mix": "rules_mix",
+    "training.config": "config",
+    "training.run": "run",
+    "training.learner": "learner",
+    "training.replay": "replay",
+    "training.progress": "progress",
+    "training.ladder": "evaluation",
+    "distributed.settings": "settings",
+    "distributed.workers": "workers",
+    "distributed.pools": "pools",
+    "distributed.inference": "inference",
+    "distributed.batcher": "batcher",
+    "distributed.slots": "slots",
+}
+"""Where each module of agents/alphazero/ lived before the rooms (a subpackage a concern): new -> old name."""
+
+
+def alias_rooms() -> None:
+    """In a tree from before the rooms, make the rooms' module names import that tree's flat modules."""
+    try:
+        import agents.alphazero.net  # noqa: F401
+    except ImportError:
+        old_modules = {}
+        for new, old in ROOM_MOVES.items():
+            try:
+                old_modules[new] = importlib.import_module(f"agents.alphazero.{old}")
+            except ImportError:  # a module that tree does not have yet
+                pass
+        for new, module in old_modules.items():
+            room, name = f"agents.alphazero.{new.split('.')[0]}", new.split(".")[1]
+            if room not in sys.modules:  # (the old agents.alphazero.selfplay module stands for its room)
+                sys.modules[room] = types.ModuleType(room)
+            if not hasattr(sys.modules[room], "__path__"):
+                sys.modules[room].__path__ = []  # type: ignore[attr-defined]  # a package: its submodules import
+            sys.modules[f"agents.alphazero.{new}"] = module
+            setattr(sys.modules[room], name, module)
 
 
 def load(group: str, name: str) -> dict:
@@ -358,6 +410,7 @@ def main() -> None:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
+        alias_rooms()
         print(json.dumps(measure(args)))
         return
     common = [
