@@ -36,7 +36,7 @@ of waiting forever, and the server drops a dead client from the batches it
 waits for. Every process ignores Ctrl-C and exits with its parent
 (`agents.common.child`), even one killed with ``kill -9``.
 
-Ray (`RayServedPool`, ``backend="ray"``): the server is a threaded Ray actor
+Ray (`agents.alphazero.distributed.pools.RayPool` with a server): the server is a threaded Ray actor
 (one GPU when its device is CUDA) holding the same `LeafBatcher`; the
 self-play actors call it once per simulation step through the object store.
 """
@@ -75,9 +75,7 @@ from agents.alphazero.distributed.workers import (
     play_range,
     portable_state,
     split_games,
-    start_ray,
 )
-from agents.alphazero.net.device import resolve_device
 from agents.alphazero.net.packing import pack_masks, pack_observations
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
@@ -448,60 +446,3 @@ class ServedSelfPlayActor:
             )
         finally:
             self.evaluator.idle()
-
-
-class RayServedPool(SelfPlayPool):
-    """`workers` self-play Ray actors (one CPU each) and one inference server actor (one GPU on CUDA)."""
-
-    backend = "ray"
-
-    def __init__(self, settings: WorkerSettings, workers: int, inference: InferenceSettings, address: str = "") -> None:
-        if workers < 1:
-            raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
-        self._ray, self._owns_ray = start_ray(address, workers + 1)
-        ray = self._ray
-        gpus = 1 if resolve_device(inference.device).type == "cuda" else 0
-        # A thread per client's call, and one for the pool's own calls.
-        server = ray.remote(num_cpus=1, num_gpus=gpus, max_concurrency=workers + 2)(InferenceServer)
-        self._server = server.remote(settings, inference)
-        actor = ray.remote(num_cpus=1)(ServedSelfPlayActor)
-        self.workers = workers
-        self._actors: list[Any] = [actor.remote(settings, self._server, k) for k in range(workers)]
-        self.server_counts: dict[str, float] = {}
-
-    def play(
-        self,
-        model_state: Mapping[str, Any],
-        *,
-        seed: int,
-        num_games: int,
-        opponent_seeds: Optional[Sequence[int]] = None,
-        progress: bool = False,
-    ) -> SelfPlayData:
-        if not self._actors:
-            raise RuntimeError("this self-play pool is closed")
-        ray = self._ray
-        t0 = time.perf_counter()
-        ray.get(self._server.load_weights.remote(ray.put(portable_state(model_state))))
-        ranges = split_games(num_games, self.workers)
-        ray.get(self._server.take_counts.remote())  # the counts restart with this call
-        ray.get(self._server.expect.remote(range(len(ranges))))
-        seeds = list(opponent_seeds) if opponent_seeds is not None else None
-        refs = [actor.play.remote(seed, first, count, seeds) for actor, (first, count) in zip(self._actors, ranges)]
-        died = getattr(getattr(ray, "exceptions", None), "RayActorError", ())
-        parts = []
-        for k, ref in enumerate(refs):
-            try:
-                parts.append(ray.get(ref))
-            except died as e:
-                raise WorkerDiedError(f"self-play worker {k} (a Ray actor) died: {e}") from None
-        self.server_counts = ray.get(self._server.take_counts.remote())
-        return merge_selfplay(parts, seconds=time.perf_counter() - t0)
-
-    def close(self) -> None:
-        for actor in [*self._actors, self._server]:
-            self._ray.kill(actor)
-        self._actors = []
-        if self._owns_ray and self._ray.is_initialized():
-            self._ray.shutdown()
-            self._owns_ray = False

@@ -19,7 +19,7 @@ makes their pools):
 
 ``inprocess``  the caller's own evaluator (a GPU one included), no workers: the default.
 ``process``    persistent local processes (``spawn``), one worker each.
-``ray``        Ray actors wrapping the same worker (``pip install -e '.[distributed]'``);
+``ray``        Ray actors wrapping the same worker, `pools.RayPool` (``pip install -e '.[distributed]'``);
                ``ray.init(address=...)`` joins a cluster, the default starts a local one.
                Every node needs this package and, for ``checkpoint`` opponents, the files.
 
@@ -43,7 +43,6 @@ depends on the position alone, and the pure self-play games, do not.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Mapping, Optional, Sequence
 
@@ -403,61 +402,3 @@ def import_ray() -> Any:
             f"the self-play backend 'ray' needs Ray ({e}); install it with: {DISTRIBUTED_HINT}"
         ) from None
     return ray
-
-
-def start_ray(address: str, actors: int) -> tuple[Any, bool]:
-    """The `ray` module, initialised (joining `address`, or a local instance with room for `actors` one-CPU
-    actors) unless it already was, and whether this call initialised it (then the caller shuts it down)."""
-    ray = import_ray()
-    if ray.is_initialized():
-        return ray, False
-    # A local instance offers at least one CPU per actor: actors asking for more CPUs than exist would wait
-    # forever. A cluster offers what it has.
-    ray.init(
-        address=address or None,
-        include_dashboard=False,
-        num_cpus=None if address or os.environ.get("RAY_ADDRESS") else max(actors, os.cpu_count() or 1),
-    )
-    return ray, True
-
-
-class RayPool(SelfPlayPool):
-    """`workers` Ray actors (one CPU each), each one `SelfPlayWorker`; the weights go to the object store
-    once per call."""
-
-    backend = "ray"
-
-    def __init__(self, settings: WorkerSettings, workers: int, address: str = "") -> None:
-        self._ray, self._owns_ray = start_ray(address, workers)
-        actor = self._ray.remote(num_cpus=1)(SelfPlayWorker)
-        self.workers = workers
-        self._actors: list[Any] = [actor.remote(settings) for _ in range(workers)]
-
-    def play(
-        self,
-        model_state: Mapping[str, Any],
-        *,
-        seed: int,
-        num_games: int,
-        opponent_seeds: Optional[Sequence[int]] = None,
-        progress: bool = False,
-    ) -> SelfPlayData:
-        if not self._actors:
-            raise RuntimeError("this self-play pool is closed")
-        t0 = time.perf_counter()
-        weights = self._ray.put(portable_state(model_state))
-        seeds = list(opponent_seeds) if opponent_seeds is not None else None
-        refs = [
-            actor.play.remote(weights, seed, first, count, seeds)
-            for actor, (first, count) in zip(self._actors, split_games(num_games, self.workers))
-        ]
-        parts: list[SelfPlayData] = self._ray.get(refs)
-        return merge_selfplay(parts, seconds=time.perf_counter() - t0)
-
-    def close(self) -> None:
-        for actor in self._actors:
-            self._ray.kill(actor)
-        self._actors = []
-        if self._owns_ray and self._ray.is_initialized():
-            self._ray.shutdown()
-            self._owns_ray = False

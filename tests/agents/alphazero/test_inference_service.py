@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from multiprocessing import Pipe
 from typing import Any, Callable
@@ -47,6 +47,7 @@ from agents.alphazero.training.run import TrainingRun
 from envs import RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
+from tests.support.fake_ray import ThreadedRay
 from tests.support.processes import alive, survivors
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
@@ -396,71 +397,6 @@ def test_the_processes_exit_when_their_parent_dies() -> None:
 # --------------------------------------------------------------------------------------------
 # Ray, with the part of its API the pool uses run in this process (CI has no Ray)
 # --------------------------------------------------------------------------------------------
-class ThreadedRay:
-    """Actors are objects here; each method call runs in a thread of its own (as Ray's threaded actors and
-    separate actors do), object refs are futures and ref arguments are resolved before the call."""
-
-    class exceptions:
-        class RayActorError(Exception):
-            pass
-
-    def __init__(self) -> None:
-        self.initialized = False
-        self.killed = 0
-        self.options: list[dict[str, Any]] = []
-        self._threads = ThreadPoolExecutor(16)
-
-    def is_initialized(self) -> bool:
-        return self.initialized
-
-    def init(self, **kwargs: Any) -> None:
-        self.initialized = True
-
-    def shutdown(self) -> None:
-        self.initialized = False
-        self._threads.shutdown()
-
-    def put(self, value: Any) -> Future:
-        f: Future = Future()
-        f.set_result(value)
-        return f
-
-    def get(self, ref: Any) -> Any:
-        return [r.result() for r in ref] if isinstance(ref, list) else ref.result()
-
-    def kill(self, actor: Any) -> None:
-        self.killed += 1
-
-    def remote(self, **options: Any) -> Callable[[type], Any]:
-        fake = self
-        self.options.append(options)
-
-        class Handle:
-            def __init__(self, obj: Any) -> None:
-                self._obj = obj
-
-            def __getattr__(self, method: str) -> Any:
-                fn = getattr(self._obj, method)
-
-                class Method:
-                    @staticmethod
-                    def remote(*args: Any) -> Future:
-                        args = tuple(a.result() if isinstance(a, Future) else a for a in args)
-                        return fake._threads.submit(fn, *args)
-
-                return Method
-
-        def wrap(cls: type) -> Any:
-            class ActorClass:
-                @staticmethod
-                def remote(*args: Any) -> Handle:
-                    return Handle(cls(*args))
-
-            return ActorClass
-
-        return wrap
-
-
 def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -> None:
     import agents.alphazero.distributed.workers as workers
 

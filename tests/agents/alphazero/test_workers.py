@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from agents.alphazero.distributed.inference import WorkerDiedError
 from agents.alphazero.distributed.pools import make_selfplay_pool
 from agents.alphazero.distributed.settings import WorkerBackendError, WorkerSettings
 from agents.alphazero.distributed.workers import split_games
@@ -24,6 +25,7 @@ from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
 from agents.common.child import ChildDiedError
 from envs import RuleSet
 from envs.players import make_player
+from tests.support.fake_ray import ThreadedRay
 from tests.support.torch_threads import one_torch_thread  # noqa: F401 (autouse: one torch thread, as in the workers)
 
 RULES = RuleSet(no_capture_draw=40)
@@ -205,7 +207,7 @@ class FakeRay:
         return ("ref", value)
 
     def get(self, refs):
-        return [r() for r in refs]
+        return [r() for r in refs] if isinstance(refs, list) else refs()
 
     def kill(self, actor) -> None:
         self.killed += 1
@@ -257,3 +259,27 @@ def test_ray_actors_play_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -
     assert_same_data(there, here, atol=1e-6)
     if fake is not None:
         assert (fake.actors, fake.puts, fake.killed, fake.initialized) == (2, 1, 2, False)
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["workers", "served"])
+def test_a_dead_ray_actor_ends_the_call_with_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, served: bool) -> None:
+    """With or without an inference server, a Ray actor that died ends the call with the same one line naming it
+    (Ray's own message runs over several), every actor is killed and the local Ray, bound to this machine
+    alone and without its dashboard, is shut down."""
+    import agents.alphazero.distributed.workers as workers
+    from agents.alphazero.distributed.settings import InferenceSettings
+
+    fake = ThreadedRay()
+    monkeypatch.setattr(workers, "import_ray", lambda: fake)
+    inference = InferenceSettings(precision="fp32") if served else None
+    weights = build_network(TINY).state_dict()
+    with pytest.raises(WorkerDiedError) as died:
+        with make_selfplay_pool("ray", 2, settings(), inference=inference) as pool:
+            fake.actors[-1].dead = True  # self-play worker 1 (made after the server)
+            pool.play(weights, seed=3, num_games=4)
+    assert str(died.value) == (
+        "self-play worker 1 (a Ray actor) died: The actor died unexpectedly before finishing this task.; "
+        "the self-play call is abandoned and every worker stopped"
+    )
+    assert fake.killed == 2 + served and not fake.initialized
+    assert fake.init_kwargs["_node_ip_address"] == "127.0.0.1" and fake.init_kwargs["include_dashboard"] is False
