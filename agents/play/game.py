@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import os
 import secrets
 from dataclasses import dataclass
@@ -69,24 +70,47 @@ PAGE_MIN_THREADS = 1
 """The fewest torch threads of a checkpoint spec typed on the page (the option's 0, torch's own, takes every
 core of a machine the page shares)."""
 
-# Limits of a player spec typed on the page: option -> (least, most). Time is the level's.
-_SPEC_LIMITS: dict[str, dict[str, tuple[float, float]]] = {
-    "alphabeta": {"depth": (1, 30), "nodes": (1, 10**9), "tt": (4, 24), "noise": (0, 10000), "random": (0, 1)},
-}
+PAGE_MAX_DEPTH = 30
+"""The deepest alpha-beta search of a spec typed on the page (the option allows `MAX_DEPTH`)."""
+
+PAGE_MAX_NODES = 10**9
+"""The most positions an alpha-beta move of a spec typed on the page may search."""
+
+PAGE_MAX_TT = 24
+"""The largest transposition table of an alpha-beta spec typed on the page: 2**24 entries."""
 
 
 @functools.cache
 def _spec_limits(kind: str) -> dict[str, tuple[float, float]]:
-    """The page's limits of a spec of `kind`: a checkpoint's are its options' bounds (`CheckpointOptions`),
-    narrowed to `PAGE_MAX_SIMS`, `PAGE_MIN_THREADS` and this machine's cores. The options are read only when a
-    checkpoint spec is checked (they import torch, which the page's own process otherwise does without)."""
-    if kind != "checkpoint":
-        return _SPEC_LIMITS.get(kind, {})
-    from agents.alphazero.player.options import option_bounds
+    """The page's limits of a spec of `kind`: its options' bounds (`AlphaBetaOptions`, `CheckpointOptions`),
+    narrowed to the page's constants (`PAGE_MAX_DEPTH`, `PAGE_MAX_SIMS`, ...) and, for torch's threads, this
+    machine's cores; a spec's time per move is the level's (`bounded_spec`). A kind's options are read only when
+    a spec of it is checked (the checkpoint's import torch, which the page's own process otherwise does without)."""
+    if kind == "alphabeta":
+        from agents.alphabeta.options import AlphaBetaOptions
 
-    sims, threads = option_bounds("sims"), option_bounds("threads")
+        bounds = AlphaBetaOptions.option_bounds
+        return {
+            "depth": _narrowed(bounds("depth"), PAGE_MAX_DEPTH),
+            "nodes": _narrowed(bounds("nodes"), PAGE_MAX_NODES),
+            "tt": _narrowed(bounds("tt"), PAGE_MAX_TT),
+            "noise": _narrowed(bounds("noise")),
+            "random": _narrowed(bounds("random")),
+        }
+    if kind != "checkpoint":
+        return {}
+    from agents.alphazero.player.options import CheckpointOptions
+
+    sims, threads = CheckpointOptions.option_bounds("sims"), CheckpointOptions.option_bounds("threads")
     cores = min(os.cpu_count() or 1, threads[1] if threads[1] is not None else os.cpu_count() or 1)
     return {"sims": (sims[0], PAGE_MAX_SIMS), "threads": (max(threads[0], PAGE_MIN_THREADS), cores)}
+
+
+def _narrowed(bounds: tuple[float, Optional[float]], most: Optional[float] = None) -> tuple[float, float]:
+    """An option's (least, most), its most lowered to `most` where that is lower."""
+    low, high = bounds
+    highs = [h for h in (high, most) if h is not None]
+    return low, min(highs) if highs else math.inf
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,8 @@ BAD: list[tuple[type[Exception], Callable[[], Any], str]] = [
         "rule rank_order='wolf_first' is not one of standard, dog_over_wolf",
     ),
     (RuleSetError, lambda: RuleSet(no_capture_draw=-1), "rule no_capture_draw=-1 must lie in [0, 30000]"),
-    (PlayerSpecError, lambda: make_player("alphabeta:depth=0"), "alphabeta option depth=0 must lie in [1, 48]"),
-    (PlayerSpecError, lambda: make_player("alphabeta:random=2"), "alphabeta option random=2.0 must lie in [0, 1]"),
+    (PlayerSpecError, lambda: make_player("alphabeta:depth=0"), "player 'alphabeta': depth=0 must lie in [1, 48]"),
+    (PlayerSpecError, lambda: make_player("alphabeta:random=2"), "player 'alphabeta': random=2.0 must lie in [0, 1]"),
     (
         PlayerSpecError,
         lambda: make_player("checkpoint:path=none.pt,sims=0"),

@@ -1,27 +1,24 @@
 """The options of the player kind ``checkpoint``: each named once, with its default, its bounds and a line.
 
 `CheckpointOptions` is what both ``CheckpointPlayer(path, **keywords)`` and the spec
-``checkpoint:path=...,sims=200`` build (`CheckpointOptions.from_spec` reads the spec's strings): the same
-checks run either way, and `CheckpointOptions.resolved` fills the defaults that depend on other options.
-`options_table` writes the table of docs/evaluation.md.
+``checkpoint:path=...,sims=200`` build (`envs.player_options`: `CheckpointOptions.from_spec` reads the spec's
+strings, the same checks run either way), and `CheckpointOptions.resolved` fills the defaults that depend on other
+options. ``CheckpointOptions.table()`` writes the table of docs/evaluation.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import ClassVar, Optional
 
 from agents.alphazero.net.device import BF16_MIN_BATCH, MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.player.guard import DEFAULT_MARGIN
 from agents.alphazero.search.cache import MAX_CACHE_ENTRIES
 from agents.alphazero.search.config import ALGORITHMS, MAX_LEAF_BATCH, MAX_SIMULATIONS
-from envs.config import check_choice, check_range, shown
 from envs.encoding import N_ACTIONS
+from envs.player_options import PlayerOptions, option
 from envs.players import PlayerSpecError
-
-WHERE = "player 'checkpoint': "
-"""How every refusal of an option starts."""
 
 DEFAULT_CACHE = 1 << 15
 """Positions a checkpoint player remembers unless told otherwise (about 36 MB; a few dozen moves' searches
@@ -47,168 +44,115 @@ MAX_SECONDS = 3600
 MAX_GUARD_MARGIN = 100_000
 """The largest ``guard_margin`` (alpha-beta's scores: a Dog is 300)."""
 
-GROUPS = ("limits", "search", "runtime", "guard", "player")
-"""The options' groups, in the order of the table."""
-
-
-def _option(
-    default: Any,
-    group: str,
-    about: str,
-    *,
-    bounds: Optional[tuple[float, Optional[float]]] = None,
-    choices: tuple[str, ...] = (),
-    shown_default: str = "",
-) -> Any:
-    """A field of `CheckpointOptions` with its table entry: group, line, bounds or choices, default as written."""
-    meta = {"group": group, "about": about, "bounds": bounds, "choices": choices, "default": shown_default}
-    return field(default=default, metadata=meta)
-
 
 @dataclass(frozen=True)
-class CheckpointOptions:
+class CheckpointOptions(PlayerOptions):
     """The options of a checkpoint player (one default and one check each; the table in docs/evaluation.md)."""
 
-    path: str = _option(
+    KIND: ClassVar[str] = "checkpoint"
+    GROUPS: ClassVar[tuple[str, ...]] = ("limits", "search", "runtime", "guard", "player")
+
+    path: str = option(
         "",
-        "player",
         "a checkpoint file, a run directory (its latest.pt), a run name, or `shipped:<name>`",
+        group="player",
         shown_default="(required)",
     )
     # limits
-    sims: Optional[int] = _option(
+    sims: Optional[int] = option(
         None,
-        "limits",
         "simulations per move; with `time`, per round of the search",
+        group="limits",
         bounds=(1, MAX_SIMULATIONS),
         shown_default=f"{DEFAULT_SIMS} ({TIMED_SIMS} with `time`)",
     )
-    time: float = _option(
+    time: float = option(
         0.0,
-        "limits",
         "seconds per move: rounds of `sims` on one tree while the next fits (0: by `sims`)",
+        group="limits",
         bounds=(0, MAX_SECONDS),
     )
     # search
-    algorithm: Optional[str] = _option(
-        None,
-        "search",
-        "the tree search",
-        choices=ALGORITHMS,
-        shown_default="the run's own",
+    algorithm: Optional[str] = option(
+        None, "the tree search", group="search", choices=ALGORITHMS, shown_default="the run's own"
     )
-    leaf_batch: int = _option(
-        1,
-        "search",
-        "leaves evaluated per network call, kept apart by virtual loss",
-        bounds=(1, MAX_LEAF_BATCH),
+    leaf_batch: int = option(
+        1, "leaves evaluated per network call, kept apart by virtual loss", group="search", bounds=(1, MAX_LEAF_BATCH)
     )
-    max_actions: Optional[int] = _option(
+    max_actions: Optional[int] = option(
         None,
-        "search",
         "Gumbel's root actions considered",
+        group="search",
         bounds=(1, N_ACTIONS),
         shown_default=f"the run's own ({TIMED_MAX_ACTIONS} with `time`)",
     )
-    c_scale: Optional[float] = _option(
+    c_scale: Optional[float] = option(
         None,
-        "search",
         "Gumbel's sigma scale",
+        group="search",
         bounds=(0, None),
         shown_default=f"the run's own ({TIMED_C_SCALE:g} with `time`)",
     )
-    reuse: bool = _option(False, "search", "keep the search tree from one move to the next")
-    draw_value: Optional[float] = _option(
+    reuse: bool = option(False, "keep the search tree from one move to the next", group="search")
+    draw_value: Optional[float] = option(
         None,
-        "search",
         "the worth of a drawn end to the player (below 0: contempt for draws)",
+        group="search",
         bounds=(-1, 1),
         shown_default="the run's own",
     )
-    tablebase: bool = _option(False, "search", "search with the endgame tables as proven results")
+    tablebase: bool = option(False, "search with the endgame tables as proven results", group="search")
     # runtime
-    device: str = _option("auto", "runtime", "`auto`, `cpu`, `cuda` or `cuda:<n>`")
-    threads: int = _option(
-        1,
-        "runtime",
-        "torch CPU threads of the process (0: torch's own)",
-        bounds=(0, MAX_THREADS),
+    device: str = option("auto", "`auto`, `cpu`, `cuda` or `cuda:<n>`", group="runtime")
+    threads: int = option(
+        1, "torch CPU threads of the process (0: torch's own)", group="runtime", bounds=(0, MAX_THREADS)
     )
-    precision: Optional[str] = _option(
+    precision: Optional[str] = option(
         None,
-        "runtime",
         "the network's number format",
+        group="runtime",
         choices=PRECISIONS,
         shown_default=f"`auto` when `leaf_batch` >= {BF16_MIN_BATCH}, else `fp32`",
     )
-    cache: int = _option(
+    cache: int = option(
         DEFAULT_CACHE,
-        "runtime",
         "positions whose network answers are remembered (0: none)",
+        group="runtime",
         bounds=(0, MAX_CACHE_ENTRIES),
     )
     # guard
-    guard: float = _option(
+    guard: float = option(
         0.0,
-        "guard",
         "seconds of alpha-beta checking each move (0: none; under `time`, part of it)",
+        group="guard",
         bounds=(0, MAX_SECONDS),
     )
-    guard_margin: int = _option(
+    guard_margin: int = option(
         DEFAULT_MARGIN,
-        "guard",
         "how far below alpha-beta's best a move may score (a Dog = 300)",
+        group="guard",
         bounds=(0, MAX_GUARD_MARGIN),
     )
     # the player
-    name: str = _option("", "player", "the player's name in results", shown_default="its spec")
-    any_rules: bool = _option(False, "player", "play rules the network was not trained on")
+    name: str = option("", "the player's name in results", group="player", shown_default="its spec")
+    any_rules: bool = option(False, "play rules the network was not trained on", group="player")
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            if f.type in ("bool",):
-                if not isinstance(value, bool):
-                    raise PlayerSpecError(f"{WHERE}{f.name}={shown(value)} must be true or false")
-            elif f.type in ("int", "Optional[int]"):
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise PlayerSpecError(f"{WHERE}{f.name}={shown(value)} must be an integer")
-            elif f.type in ("float", "Optional[float]"):
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise PlayerSpecError(f"{WHERE}{f.name}={shown(value)} must be a number")
-            elif not isinstance(value, str):
-                raise PlayerSpecError(f"{WHERE}{f.name}={shown(value)} must be a string")
-            if f.metadata["bounds"] is not None:
-                check_range({f.name: value}, WHERE, PlayerSpecError, **{f.name: f.metadata["bounds"]})
-            if f.metadata["choices"]:
-                check_choice({f.name: value}, WHERE, PlayerSpecError, **{f.name: f.metadata["choices"]})
+        super().__post_init__()
+        where = self.where()
         if not self.path:
             raise PlayerSpecError(
                 "player 'checkpoint' needs path=<checkpoint file, run directory, run name or shipped:<name>>"
             )
         if self.time > 0 and self.guard >= self.time:
             raise PlayerSpecError(
-                f"{WHERE}guard={self.guard} must be less than time={self.time}: the guard's alpha-beta search "
+                f"{where}guard={self.guard} must be less than time={self.time}: the guard's alpha-beta search "
                 "is part of the move's time"
             )
         try:
             resolve_device(self.device)
         except ValueError as e:
-            raise PlayerSpecError(f"{WHERE}{e}") from None
-
-    @classmethod
-    def from_spec(cls, options: dict[str, str]) -> CheckpointOptions:
-        """The options of a spec's ``key=value`` strings: numbers and ``true``/``false`` read as such (a value
-        that does not read is passed on as it is, for the check to name); an unknown key is refused."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - set(fields))
-        if unknown:
-            raise PlayerSpecError(
-                f"player 'checkpoint' has no option(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}"
-            )
-        return cls(**{key: _read(str(fields[key].type), text) for key, text in options.items()})
+            raise PlayerSpecError(f"{where}{e}") from None
 
     def resolved(self) -> CheckpointOptions:
         """These options with the defaults that depend on others filled in: ``sims`` (`TIMED_SIMS` a round with
@@ -223,53 +167,3 @@ class CheckpointOptions:
             max_actions=TIMED_MAX_ACTIONS if timed and self.max_actions is None else self.max_actions,
             c_scale=TIMED_C_SCALE if timed and self.c_scale is None else self.c_scale,
         )
-
-
-def _read(kind: str, text: str) -> Any:
-    """A spec's string as the field's type (`kind` as the dataclass writes it), or the string itself when it does
-    not read as one."""
-    try:
-        if kind == "bool":
-            return {"true": True, "false": False}.get(text.lower(), text)
-        if kind in ("int", "Optional[int]"):
-            return int(text)
-        if kind in ("float", "Optional[float]"):
-            return float(text)
-    except ValueError:
-        return text
-    return text
-
-
-def options_table() -> str:
-    """The Markdown table of the options (name, group, default, bounds, what it is), as docs/evaluation.md has it."""
-    rows = ["| option | group | default | bounds | what it is |", "| --- | --- | --- | --- | --- |"]
-    fields = sorted(dataclasses.fields(CheckpointOptions), key=lambda f: GROUPS.index(f.metadata["group"]))
-    for f in fields:
-        meta = f.metadata
-        default = meta["default"] or f"`{_written(f.default)}`"
-        if meta["choices"]:
-            bounds = ", ".join(f"`{c}`" for c in meta["choices"])
-        elif meta["bounds"] is not None:
-            low, high = meta["bounds"]
-            bounds = f"[{_written(low)}, {_written(high)}]" if high is not None else f">= {_written(low)}"
-        elif f.type == "bool":
-            bounds = "`true`, `false`"
-        else:
-            bounds = ""
-        rows.append(f"| `{f.name}` | {meta['group']} | {default} | {bounds} | {meta['about']} |")
-    return "\n".join(rows) + "\n"
-
-
-def _written(value: Any) -> str:
-    """A default or a bound as the table writes it: ``true``/``false``, a whole number in full, else ``:g``."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def option_bounds(name: str) -> tuple[float, Optional[float]]:
-    """The (least, most) of a numeric option (None: no most), as `CheckpointOptions` checks it."""
-    bounds = next(f.metadata["bounds"] for f in dataclasses.fields(CheckpointOptions) if f.name == name)
-    if bounds is None:
-        raise KeyError(f"the checkpoint option {name!r} has no bounds")
-    return bounds

@@ -64,7 +64,7 @@ class CheckpointPlayer:
         """A player for `rules` (None: the first the network was trained on) with `options`, or the options
         `CheckpointOptions(path=path, **keywords)` (`sims=`, `time=`, ...: the names of the spec's options)."""
         if options is None:
-            options = CheckpointOptions(path=str(path), **keywords)
+            options = CheckpointOptions.from_keywords({"path": str(path), **keywords})
         self.options = options.resolved()
         """The player's options, with every default that depends on others filled in."""
         o = self.options

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.alphazero.player.options import CheckpointOptions, option_bounds, options_table
+from agents.alphazero.player.options import CheckpointOptions
 from agents.alphazero.player.player import CheckpointPlayer
 from envs.players import PlayerSpecError, make_player
 from tests import support
@@ -98,8 +98,8 @@ def test_spec_refusals_name_the_option() -> None:
 
 
 def test_the_page_table_is_the_generated_one() -> None:
-    """docs/evaluation.md's table of the checkpoint options is `options_table()`'s."""
-    assert options_table() in (support.ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    """docs/evaluation.md's table of the checkpoint options is `CheckpointOptions.table()`'s."""
+    assert CheckpointOptions.table() in (support.ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
 
 
 def test_the_play_page_limits_read_the_options_bounds() -> None:
@@ -107,7 +107,7 @@ def test_the_play_page_limits_read_the_options_bounds() -> None:
     from agents.play import game
 
     limits = game._spec_limits("checkpoint")
-    assert limits["sims"] == (option_bounds("sims")[0], game.PAGE_MAX_SIMS)
-    assert limits["threads"][0] == max(option_bounds("threads")[0], game.PAGE_MIN_THREADS)
+    assert limits["sims"] == (CheckpointOptions.option_bounds("sims")[0], game.PAGE_MAX_SIMS)
+    assert limits["threads"][0] == max(CheckpointOptions.option_bounds("threads")[0], game.PAGE_MIN_THREADS)
     with pytest.raises(game.PlayError, match=f"sims={game.PAGE_MAX_SIMS + 1} is outside the page's limits"):
         game.bounded_spec(f"checkpoint:path=p,sims={game.PAGE_MAX_SIMS + 1}", 1.0)

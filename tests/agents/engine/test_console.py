@@ -27,7 +27,10 @@ def test_the_console_script_and_the_module_run_one_main() -> None:
     "args, message",
     [
         (["--player", "nonsense"], "jungle-engine: error: unknown player kind 'nonsense' in spec 'nonsense'"),
-        (["--player", "alphabeta:depth=x"], "jungle-engine: error: alphabeta option depth='x' is not an integer"),
+        (
+            ["--player", "alphabeta:depth=x"],
+            "jungle-engine: error: player 'alphabeta': depth='x' must be an integer in [1, 48]",
+        ),
         (["--player", "random", "--rules", "no_such_rules"], "jungle-engine: error: unknown rule set 'no_such_rules'"),
     ],
 )
