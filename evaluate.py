@@ -36,25 +36,18 @@ if __name__ == "__main__":  # until the tournament starts, a Ctrl-C (imports, ch
             os._exit(130),
         ),
     )
-from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 
-from agents.arena.config import (
-    GAMES_FILE,
-    SETTINGS_FILE,
-    EvaluateConfig,
-    checked_config,
-    compose_config,
-    new_settings,
-    opening_from_text,
-    refuse_a_tournament_in,
-    stored_settings,
-)
+from agents.arena.config import EvaluateConfig, checked_config, compose_config
 from agents.common.cli import hydra_entry
 from envs.config import config_dir
+
+if TYPE_CHECKING:
+    from agents.arena.reporting import TournamentResult
+    from agents.arena.run import TournamentRun
 
 
 def main() -> None:
@@ -65,116 +58,64 @@ def main() -> None:
 
 @hydra.main(version_base=None, config_path=str(config_dir("")), config_name="evaluate")  # where installed
 def run(cfg: Any) -> None:
-    from agents.arena.records import append_jsonl, cut_torn_tail, read_jsonl
-    from agents.arena.tournament import Opening, TournamentError, run_tournament, schedule
-    from agents.common.io import atomic_write_json
-    from agents.common.rundir import RunDirLock, check_writable_dir, claim_run_dir
-    from agents.common.stopping import GracefulStop, signal_name
-    from envs.rules import RuleSet
+    """Config -> settings -> the tournament's directory -> its games -> the report. Bad input stops with one
+    line (exit 2); the directory is given up however the tournament ends (tests and notebooks go on)."""
+    from agents.arena.run import TournamentRun
 
-    lock: Optional[RunDirLock] = None
-    played: list[Any] = []
-    out_dir = Path(".")
+    tournament: Optional[TournamentRun] = None
     try:
-        try:
-            cfg = checked_config(cfg)
-            if cfg.resume:
-                out_dir = Path(cfg.resume)
-                settings = stored_settings(out_dir, HydraConfig.get().overrides.task)
-                games = out_dir / GAMES_FILE
-                if games.exists() and not games.is_file():
-                    raise TournamentError(
-                        f"{str(games)!r} is not a file: the tournament's games cannot be read or added to"
-                    )
-                lock = claim_run_dir(out_dir, what="tournament directory")
-                cut = cut_torn_tail(games)  # a game whose line a kill cut short is played again
-                if cut:
-                    print(
-                        f"evaluate.py: cut {cut} bytes of an unfinished last line from {games}; that game is played "
-                        "again",
-                        file=sys.stderr,
-                    )
-                if games.is_file():
-                    played = list(read_jsonl(games))
-            else:
-                out_dir = Path(str(cfg.out_dir))
-                check_writable_dir(out_dir)
-                refuse_a_tournament_in(out_dir)
-                settings = new_settings(cfg)
-            players = list(settings["players"])
-            openings = [Opening(*opening_from_text(t)) for t in settings["openings"]] if settings["openings"] else None
-            total = len(
-                schedule(len(players), settings["games_per_pair"], [Opening()], settings["seed"], settings["mode"])
+        conf = checked_config(cfg)
+        tournament = TournamentRun.open(conf, HydraConfig.get().overrides.task)
+        with tournament:
+            if tournament.cut:
+                print(
+                    f"evaluate.py: cut {tournament.cut} bytes of an unfinished last line from "
+                    f"{tournament.out_dir / 'games.jsonl'}; that game is played again",
+                    file=sys.stderr,
+                )
+            result = play(tournament, conf)
+            report(result, tournament, conf)
+    except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
+        refuse(str(e))
+    except OSError as e:  # an unreadable games file, a full disk: the games written so far are kept
+        where = tournament.out_dir if tournament is not None else "."
+        refuse(f"{e.filename or where}: {e.strerror or e}")
+
+
+def play(tournament: TournamentRun, conf: EvaluateConfig) -> TournamentResult:
+    """The tournament's games, those it lacks played (Ctrl-C or SIGTERM: the games so far kept, the line that
+    says how to continue, and the exit)."""
+    from agents.common.stopping import GracefulStop, signal_name
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the one line of the start no longer holds
+    with GracefulStop(on_second=f"stopped at once; continue with: {tournament.again}") as stop:
+        result = stop.abandonable(
+            tournament.play, workers=conf.workers, start_method=conf.start_method, progress=conf.progress
+        )
+    if result is None:
+        if tournament.lock is None:  # stopped while the players were being checked: the tournament never started
+            said = "stopped before the first game; nothing was written"
+        else:
+            said = (
+                f"stopped with {tournament.kept} of {tournament.total} games played "
+                f"(kept in {tournament.out_dir / 'games.jsonl'}); continue with: {tournament.again}"
             )
+        print(f"{signal_name(stop.requested or 2)}: {said}", file=sys.stderr)
+        sys.exit(stop.exit_code)  # the directory is given up on the way out (`run`'s with)
+    return result
 
-            def start() -> None:  # every check has passed: the first game is about to be played
-                nonlocal lock
-                if lock is None:  # checked again under the lock: another evaluate.py may have begun meanwhile
-                    lock = claim_run_dir(
-                        out_dir, what="tournament directory", check=lambda: refuse_a_tournament_in(out_dir)
-                    )
-                    atomic_write_json(out_dir / SETTINGS_FILE, settings)
 
-            kept = [len(played)]
+def report(result: TournamentResult, tournament: TournamentRun, conf: EvaluateConfig) -> None:
+    """Print the table and write the result files into the tournament's directory."""
+    print(result.table())
+    paths = result.write(tournament.out_dir, image=conf.image)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
 
-            def keep(rec: Any) -> None:
-                append_jsonl(out_dir / GAMES_FILE, [rec])
-                kept[0] += 1
 
-            again = f"python evaluate.py resume={out_dir}"
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # the one line of the start no longer holds
-            with GracefulStop(on_second=f"stopped at once; continue with: {again}") as stop:
-                result = stop.abandonable(
-                    run_tournament,
-                    players,
-                    games_per_pair=settings["games_per_pair"],
-                    seed=settings["seed"],
-                    workers=cfg.workers,
-                    mode=settings["mode"],
-                    rules=RuleSet.from_dict(settings["rules"]),
-                    opening_plies=settings["opening_plies"],
-                    openings=openings,
-                    max_plies=settings["max_plies"],
-                    anchor=settings["anchor"],
-                    prior_games=settings["prior_games"],
-                    progress=cfg.progress,
-                    start_method=cfg.start_method,
-                    sprt_stop=settings["sprt_stop"],
-                    elo0=settings["elo0"],
-                    elo1=settings["elo1"],
-                    alpha=settings["alpha"],
-                    beta=settings["beta"],
-                    on_game=keep,
-                    played=played,
-                    on_start=start,
-                    engine_logs=out_dir / "engines",
-                )
-        except ValueError as e:  # PlayerSpecError, OpeningsError, TournamentError, RuleSetError, RatingError...
-            print(f"evaluate.py: error: {e}", file=sys.stderr)
-            sys.exit(2)
-        except OSError as e:  # an unreadable games file, a full disk: the games written so far are kept
-            print(f"evaluate.py: error: {e.filename or out_dir}: {e.strerror or e}", file=sys.stderr)
-            sys.exit(2)
-        if result is None:
-            if lock is None:  # stopped while the players were being checked: the tournament never started
-                print(
-                    f"{signal_name(stop.requested or 2)}: stopped before the first game; nothing was written",
-                    file=sys.stderr,
-                )
-            else:
-                print(
-                    f"{signal_name(stop.requested or 2)}: stopped with {kept[0]} of {total} games played "
-                    f"(kept in {out_dir / GAMES_FILE}); continue with: {again}",
-                    file=sys.stderr,
-                )
-            sys.exit(stop.exit_code)
-        result.settings["openings"] = settings["openings_file"]
-        print(result.table())
-        paths = result.write(out_dir, image=cfg.image)
-        print("wrote " + ", ".join(str(p) for p in paths.values()))
-    finally:  # the lock is given up however the tournament ends (the process may go on: tests, notebooks)
-        if lock is not None:
-            lock.release()
+def refuse(line: str) -> NoReturn:
+    """Stop with one line and exit status 2."""
+    print(f"evaluate.py: error: {line}", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from agents.arena.settings import TournamentSettings  # noqa: E402
 from agents.arena.tournament import run_tournament  # noqa: E402
 
 
@@ -37,12 +38,10 @@ def main() -> None:
     players += [f"alphabeta:depth={d}" for d in range(args.min_depth, args.max_depth + 1)]
     result = run_tournament(
         players,
-        games_per_pair=args.games,
-        seed=args.seed,
+        TournamentSettings(
+            games_per_pair=args.games, seed=args.seed, mode="ladder", opening_plies=4, anchor=players[0]
+        ),
         workers=args.workers,
-        mode="ladder",
-        opening_plies=4,
-        anchor=players[0],
     )
     print(result.table())
     print("Ladder steps (the stronger-looking side first):")

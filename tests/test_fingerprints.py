@@ -39,6 +39,7 @@ from agents.alphazero.search import BatchedMCTS, GumbelConfig, MCTSConfig, make_
 from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
 from agents.alphazero.training.ladder import Searcher, play_match, play_vs_spec
 from agents.arena.records import GameRecord
+from agents.arena.settings import TournamentSettings
 from agents.arena.tournament import run_tournament
 from envs import Board, RuleSet
 from envs.batch import GameBatch
@@ -311,10 +312,8 @@ def test_tournament() -> None:
     """A round robin of three players in this process: the records (no timings) and the Elo ratings."""
     result = run_tournament(
         ["random", "alphabeta:depth=1", "alphabeta:depth=2,noise=20"],
-        games_per_pair=2,
-        seed=3,
+        TournamentSettings(games_per_pair=2, seed=3, max_plies=100),
         workers=0,
-        max_plies=100,
         progress=False,
     )
     digest = Digest().add([record_fields(r) for r in result.games])

@@ -1,20 +1,22 @@
-"""Tournaments between players: colour-swapped pairs from seeded openings, in parallel, rated.
+"""Tournaments between players: the schedule of colour-swapped pairs and its games, played in parallel.
 
+    from agents.arena.settings import TournamentSettings
     from agents.arena.tournament import run_tournament
     result = run_tournament(["random", "alphabeta:depth=1", "alphabeta:depth=2"],
-                            games_per_pair=10, seed=0, workers=2)
+                            TournamentSettings(games_per_pair=10, seed=0), workers=2)
     print(result.table())
     result.score("alphabeta:depth=2", "random")     # mean score of the first against the second
     result.ratings.elo("alphabeta:depth=2")         # Elo relative to the anchor (default: first player)
     result.write("runs/eval")                       # results.json, ratings.csv, pairings.csv, games.jsonl
 
+What decides the games is one `TournamentSettings` (agents/arena/settings.py); where they start,
+agents/arena/openings.py; the tables and files of the result, agents/arena/reporting.py.
+
 How games are made. Every pairing plays `games_per_pair` games as
 colour-swapped pairs: the two games of a pair start from the same opening,
-each player taking Red once. Opening k is the same for every pairing (fair
-comparisons, less noise): either `opening_plies` uniformly random moves from
-the start position drawn from ``(seed, k)``, or line k of an openings file
-(cycled when the file is shorter). Opening moves are part of the recorded
-game (``extra["opening_plies"]`` says how many), so every record replays.
+each player taking Red once. Opening k is the same for every pairing.
+Opening moves are part of the recorded game (``extra["opening_plies"]`` says
+how many), so every record replays.
 
 Reproducibility. Every game's players are built afresh from their specs with
 seeds drawn from ``(seed, pairing, game)``, and searches limited by depth or
@@ -29,8 +31,8 @@ an uninterrupted run gives.
 
 Players are spec strings (see `envs.players`) or objects with the Player
 protocol. Objects cannot be sent to worker processes: use ``workers`` 0 or 1
-with them. Every spec is built once before the first game, so a bad spec, a
-missing checkpoint or a malformed openings file fails at once.
+with them. Every spec is built once before the first game, so a bad spec or a
+missing checkpoint fails at once.
 
 Engines. An ``engine:`` spec (`agents.engine.client`) is a program of its own:
 each process playing games starts it once and keeps it from game to game.
@@ -42,136 +44,32 @@ goes on. Its standard error goes to ``engine_logs``.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import multiprocessing
 import multiprocessing.util
 import sys
-import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
-import numpy as np
-
-from agents.arena.ratings import (
-    GameResult,
-    PairStats,
-    PentanomialStats,
-    RatingTable,
-    fit_ratings,
-    head_to_head,
-    pair_class,
-    pentanomial_sprt,
-    pentanomial_stats,
-)
-from agents.arena.records import GameRecord, write_jsonl
-from agents.common.io import PathLike, atomic_write_bytes, atomic_write_json, atomic_write_text
+from agents.arena.errors import TournamentError
+from agents.arena.openings import Opening, random_openings
+from agents.arena.ratings import pair_class, pentanomial_sprt
+from agents.arena.records import GameRecord
+from agents.arena.reporting import TournamentResult, game_result, summarize
+from agents.arena.settings import MODES, SPRT_DEFAULTS, TournamentSettings
+from agents.common.io import PathLike
 from agents.common.processes import WorkerProcesses
 from agents.engine.client import ENGINE_FAULT, EngineFault, EnginePlayer, engine_settings
-from envs import Board, Move, RuleSet
+from envs import RuleSet
 from envs.config import check_choice, check_range
-from envs.notation import START_JFEN, Side
+from envs.notation import Side
 from envs.players import Player, PlayerSpecError, make_player, parse_spec
 from envs.seeding import derive_seed
 
-MODES = ("round_robin", "gauntlet", "ladder")
-TABLE_WIDTH = 100
-"""Columns of the printed report (`TournamentResult.table`): players appear there by label, P1, P2..."""
 PlayerLike = Union[str, Player]
-
-
-class TournamentError(ValueError):
-    """A tournament that cannot be run as asked (names the bad setting)."""
-
-
-class OpeningsError(TournamentError):
-    """A malformed openings file (names the file and line)."""
-
-
-@dataclass(frozen=True)
-class Opening:
-    """Where games start: a JFEN plus moves played from it before the players take over."""
-
-    start: str = START_JFEN
-    moves: tuple[str, ...] = ()
-
-    def board(self, rules: RuleSet) -> Board:
-        board = Board.from_jfen(self.start, rules=rules)
-        for m in self.moves:
-            board.push(m)
-        return board
-
-
-def random_openings(count: int, plies: int, seed: int, rules: Optional[RuleSet] = None) -> list[Opening]:
-    """`count` openings of `plies` random legal moves from the start, opening k drawn from
-    ``derive_seed(seed, "opening", k)``; distinct when possible."""
-    rules = rules if rules is not None else RuleSet()
-    out: list[Opening] = []
-    seen: set[tuple[str, ...]] = set()
-    for k in range(count):
-        rng = np.random.default_rng(derive_seed(seed, "opening", k))
-        opening = Opening()
-        for _attempt in range(20):
-            board = Board(rules=rules)
-            moves: list[str] = []
-            for _ in range(plies):
-                legal = board.legal_move_ints()
-                if len(legal) == 0 or board.outcome() is not None:
-                    break
-                m = Move.from_int(int(legal[rng.integers(len(legal))]))
-                board.push(m)
-                moves.append(str(m))
-            if board.outcome() is not None:
-                continue
-            opening = Opening(START_JFEN, tuple(moves))
-            if opening.moves not in seen:
-                break
-        seen.add(opening.moves)
-        out.append(opening)
-    return out
-
-
-def read_openings(path: PathLike, rules: Optional[RuleSet] = None) -> list[Opening]:
-    """Openings from a text file, one per line; blank lines and `#` comments skipped.
-
-    A line is a JFEN (``l5t/1d3c1/... r 0 1``), a list of moves from the
-    start position (``a3a4 g7g6``), or a JFEN then ``|`` then moves. Every line
-    is checked (JFEN parsed, moves played, game not over); OpeningsError names
-    the file and line of the first bad one."""
-    rules = rules if rules is not None else RuleSet()
-    p = Path(path)
-    if not p.is_file():
-        raise OpeningsError(f"openings file {str(p)!r} does not exist")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise OpeningsError(f"openings file {str(p)!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
-    out = []
-    for i, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if "|" in line:
-            jfen, _, rest = line.partition("|")
-            opening = Opening(jfen.strip(), tuple(rest.split()))
-        elif "/" in line:
-            opening = Opening(line, ())
-        else:
-            opening = Opening(START_JFEN, tuple(line.split()))
-        try:
-            board = opening.board(rules)
-        except ValueError as e:
-            raise OpeningsError(f"{p}:{i}: {e}") from None
-        if board.outcome() is not None:
-            raise OpeningsError(f"{p}:{i}: the game is already over in this opening")
-        out.append(opening)
-    if not out:
-        raise OpeningsError(f"openings file {str(p)!r} holds no opening")
-    return out
 
 
 @dataclass(frozen=True)
@@ -187,6 +85,16 @@ class GameTask:
     seed: int
     red_seed: int
     blue_seed: int
+
+    def record_extra(self) -> dict[str, int]:
+        """What the game's record keeps of its task (``extra``): game and pairing indices, opening, seeds."""
+        return {
+            "game": self.index,
+            "pairing": self.pairing,
+            "opening_index": self.opening_index,
+            "red_seed": self.red_seed,
+            "blue_seed": self.blue_seed,
+        }
 
 
 def schedule(
@@ -224,7 +132,7 @@ def schedule(
 def play_game(
     red: Player,
     blue: Player,
-    opening: Opening = Opening(),
+    opening: Optional[Opening] = None,
     *,
     rules: Optional[RuleSet] = None,
     max_plies: int = 600,
@@ -233,7 +141,7 @@ def play_game(
     blue_name: Optional[str] = None,
     **extra: Any,
 ) -> GameRecord:
-    """Play one game from `opening` and return its record.
+    """Play one game from `opening` (None: the start position) and return its record.
 
     `max_plies` counts the players' moves (the opening excluded); a game
     that reaches it, or whose counters reach their limit (`Board.at_counter_limit`), is scored a draw with
@@ -241,6 +149,7 @@ def play_game(
     that returns an illegal move raises TournamentError naming it; an engine's fault (`EngineFault`) loses
     it the game: termination ``engine_fault``, ``extra["fault"]`` the side at fault and what it did."""
     rules = rules if rules is not None else RuleSet()
+    opening = opening if opening is not None else Opening()
     board = opening.board(rules)
     red.reset()
     blue.reset()
@@ -292,10 +201,11 @@ class Seats:
         specs: Sequence[str],
         objects: Sequence[Optional[Player]],
         rules: RuleSet,
+        max_plies: int,
         engine_logs: Optional[PathLike] = None,
         worker: int = 0,
     ) -> None:
-        self.specs, self.objects, self.rules = list(specs), list(objects), rules
+        self.specs, self.objects, self.rules, self.max_plies = list(specs), list(objects), rules, max_plies
         self.engine_logs = None if engine_logs is None else Path(engine_logs)
         self.worker = worker
         self.engines: dict[int, EnginePlayer] = {}
@@ -324,6 +234,22 @@ class Seats:
             return engine
         return make_player(self.specs[index], rules=self.rules, seed=seed)
 
+    def play(self, task: GameTask) -> GameRecord:
+        """The game of `task` (the one place a tournament's game is played), its players named by their specs."""
+        red = self.player(task.red, task.red_seed)
+        blue = self.player(task.blue, task.blue_seed)
+        return play_game(
+            red,
+            blue,
+            task.opening,
+            rules=self.rules,
+            max_plies=self.max_plies,
+            seed=task.seed,
+            red_name=self.specs[task.red],
+            blue_name=self.specs[task.blue],
+            **task.record_extra(),
+        )
+
     def close(self) -> None:
         """End the engines' programs."""
         engines, self.engines = self.engines, {}
@@ -344,103 +270,12 @@ class GameWorker:
         self.max_plies = max_plies
         name = multiprocessing.current_process().name  # `worker-<k>` in a WorkerProcesses
         worker = int(name.rpartition("-")[2]) if name.rpartition("-")[2].isdigit() else 0
-        self.seats = Seats(specs, [None] * len(specs), self.rules, engine_logs, worker)
+        self.seats = Seats(specs, [None] * len(specs), self.rules, max_plies, engine_logs, worker)
         multiprocessing.util.Finalize(self, self.seats.close, exitpriority=10)
 
     def play(self, task: GameTask) -> str:
         """The game of `task`, its players built from their specs, as a JSON record."""
-        specs, rules = self.specs, self.rules
-        red = self.seats.player(task.red, task.red_seed)
-        blue = self.seats.player(task.blue, task.blue_seed)
-        rec = play_game(
-            red,
-            blue,
-            task.opening,
-            rules=rules,
-            max_plies=self.max_plies,
-            seed=task.seed,
-            red_name=specs[task.red],
-            blue_name=specs[task.blue],
-            game=task.index,
-            pairing=task.pairing,
-            opening_index=task.opening_index,
-            red_seed=task.red_seed,
-            blue_seed=task.blue_seed,
-        )
-        return rec.to_json()
-
-
-# --- results ------------------------------------------------------------------------------------
-def game_result(rec: GameRecord) -> GameResult:
-    """The record as a rating input: Red's score against Blue (ply caps and unfinished games count as draws)."""
-    score = {"1-0": 1.0, "0-1": 0.0}.get(rec.result, 0.5)
-    return GameResult(rec.red, rec.blue, score)
-
-
-def colour_swapped_pairs(
-    games: Sequence[GameRecord], players: Sequence[str]
-) -> dict[tuple[str, str], tuple[list[tuple[float, float]], int]]:
-    """Each pairing's games as colour-swapped pairs: {(a, b): (a's scores in each complete pair, games
-    outside a pair)}, `a` the earlier of the two in `players`, pairs in schedule order.
-
-    Games x and x + 1 (``extra["game"]``) are a pair when they are of one pairing (``extra["pairing"]``)
-    and one opening (``extra["opening_index"]``), `a` playing Red in x and Blue in x + 1: the pairs
-    `schedule` makes. Any other game is unpaired: the lone last game of an odd `games_per_pair`, a game
-    whose partner is missing, a record without those indices."""
-    index = {p: k for k, p in enumerate(players)}
-    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    played: dict[tuple[str, str], int] = {}
-    for rec in games:
-        key = (rec.red, rec.blue) if index.get(rec.red, -1) < index.get(rec.blue, -1) else (rec.blue, rec.red)
-        pairs.setdefault(key, [])
-        played[key] = played.get(key, 0) + 1
-    by_game: dict[int, GameRecord] = {}
-    for rec in games:
-        x = rec.extra.get("game")
-        if isinstance(x, int):
-            by_game.setdefault(x, rec)
-    for x in sorted(by_game):
-        first, second = by_game[x], by_game.get(x + 1)
-        a, b = first.red, first.blue
-        if second is None or index.get(a, -1) >= index.get(b, -1) or (second.red, second.blue) != (b, a):
-            continue
-        if any(first.extra.get(k) is None or first.extra.get(k) != second.extra.get(k) for k in SAME_IN_A_PAIR):
-            continue
-        pairs[(a, b)].append((game_result(first).score, 1.0 - game_result(second).score))
-    return {key: (found, played[key] - 2 * len(found)) for key, found in pairs.items()}
-
-
-SAME_IN_A_PAIR = ("pairing", "opening_index")
-"""Record extras the two games of a colour-swapped pair share."""
-SPRT_DEFAULTS = {"elo0": 0.0, "elo1": 30.0, "alpha": 0.05, "beta": 0.05}
-"""The SPRTs' hypotheses (logistic Elo of the first player over the second) and error rates, unless given."""
-
-
-def pair_statistics(
-    games: Sequence[GameRecord], players: Sequence[str], **sprt: float
-) -> dict[tuple[str, str], PentanomialStats]:
-    """`PentanomialStats` of each pairing from its colour-swapped pairs (`colour_swapped_pairs`); `sprt`:
-    elo0, elo1, alpha, beta (`SPRT_DEFAULTS`)."""
-    out = {}
-    for (a, b), (pairs, unpaired) in colour_swapped_pairs(games, players).items():
-        counts = [0] * 5
-        for s1, s2 in pairs:
-            counts[pair_class(s1, s2)] += 1
-        draws = sum((s1 == 0.5) + (s2 == 0.5) for s1, s2 in pairs)
-        out[(a, b)] = pentanomial_stats(a, b, counts, draws=draws, unpaired=unpaired, **{**SPRT_DEFAULTS, **sprt})
-    return out
-
-
-def check_sprt(node: Any, where: str = "", error: type[Exception] = TournamentError) -> None:
-    """Raise `error` for SPRT settings of `node` (an object or a Mapping with elo0, elo1, alpha, beta,
-    sprt_stop and mode) that cannot be: a bound or an error rate out of range, elo0 not below elo1,
-    sprt_stop outside a gauntlet."""
-    check_range(node, where, error, elo0=(-1000, 1000), elo1=(-1000, 1000), alpha=(1e-6, 0.5), beta=(1e-6, 0.5))
-    get: Callable[[str], Any] = node.get if isinstance(node, dict) else lambda key: getattr(node, key)
-    if not get("elo0") < get("elo1"):
-        raise error(f"{where}elo0={get('elo0')!r} must be below {where}elo1={get('elo1')!r} (H0 below H1)")
-    if get("sprt_stop") and get("mode") != "gauntlet":
-        raise error(f"{where}sprt_stop=true stops a gauntlet's pairings; {where}mode={get('mode')} has none to stop")
+        return self.seats.play(task).to_json()
 
 
 class SprtStop:
@@ -508,358 +343,6 @@ class SprtStop:
         return p in self.end and self.position[index] >= self.end[p]
 
 
-@dataclass
-class TournamentResult:
-    """Everything a tournament produced. Scores are from the row player's side."""
-
-    players: list[str]
-    games: list[GameRecord]
-    pairings: list[PairStats]
-    """Head-to-head statistics, `a` being the earlier player in `players`."""
-    ratings: RatingTable
-    points: np.ndarray
-    """[P, P]: points of player i against player j."""
-    counts: np.ndarray
-    """[P, P]: games between i and j."""
-    settings: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    pentanomial: list[PentanomialStats] = field(default_factory=list)
-    """Each pairing's colour-swapped pairs (the pentanomial model), in the order of `pairings`."""
-    sprt: dict[str, float] = field(default_factory=lambda: dict(SPRT_DEFAULTS))
-    """The SPRTs' elo0, elo1, alpha and beta (the trinomial and the pentanomial one)."""
-    sprt_stops: list[dict[str, Any]] = field(default_factory=list)
-    """Pairings a gauntlet stopped on their pair SPRT's verdict (`SprtStop`): a, b, pairs, verdict, llr, the
-    bound it passed, games_skipped (its games after the stop, never played or left out)."""
-
-    def score(self, a: str, b: str) -> float:
-        """Mean score of `a` against `b` (NaN if they did not meet)."""
-        i, j = self._index(a), self._index(b)
-        return float(self.points[i, j] / self.counts[i, j]) if self.counts[i, j] else float("nan")
-
-    def pair(self, a: str, b: str) -> PairStats:
-        """Head-to-head statistics from `a`'s side."""
-        for p in self.pairings:
-            if (p.a, p.b) == (a, b):
-                return p
-            if (p.a, p.b) == (b, a):
-                return _flip(p)
-        raise TournamentError(f"{a!r} and {b!r} did not meet")
-
-    def pairs(self, a: str, b: str) -> PentanomialStats:
-        """Colour-swapped pair statistics (the pentanomial model) from `a`'s side."""
-        for q in self.pentanomial:
-            if (q.a, q.b) == (a, b):
-                return q
-            if (q.a, q.b) == (b, a):
-                return pentanomial_stats(
-                    a, b, q.counts[::-1], draws=q.draws, unpaired=q.unpaired, **{**SPRT_DEFAULTS, **self.sprt}
-                )
-        raise TournamentError(f"{a!r} and {b!r} did not meet")
-
-    def _pentanomial(self, p: PairStats) -> Optional[PentanomialStats]:
-        return next((q for q in self.pentanomial if (q.a, q.b) == (p.a, p.b)), None)
-
-    def _index(self, name: str) -> int:
-        try:
-            return self.players.index(name)
-        except ValueError:
-            raise TournamentError(
-                f"no player {name!r} in this tournament; players: {', '.join(self.players)}"
-            ) from None
-
-    def wdl(self, name: str) -> tuple[int, int, int]:
-        """Wins, draws, losses of one player over all its games."""
-        w = d = l_ = 0
-        for rec in self.games:
-            if name not in (rec.red, rec.blue):
-                continue
-            s = game_result(rec).score if rec.red == name else 1.0 - game_result(rec).score
-            w, d, l_ = w + (s == 1.0), d + (s == 0.5), l_ + (s == 0.0)
-        return w, d, l_
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "players": self.players,
-            "settings": self.settings,
-            "seconds": round(self.seconds, 3),
-            "ratings": self.ratings.to_dict(),
-            "pairings": [_pair_dict(p, self._pentanomial(p)) for p in self.pairings],
-            "sprt": dict(self.sprt),
-            "sprt_stops": list(self.sprt_stops),
-            "crosstable": {
-                "points": self.points.tolist(),
-                "games": self.counts.tolist(),
-            },
-            "terminations": _terminations(self.games),
-        }
-
-    def labels(self) -> list[str]:
-        """The players' short names in the printed report, `P1`, `P2`... in player order."""
-        return [f"P{k + 1}" for k in range(len(self.players))]
-
-    def table(self) -> str:
-        """A readable report within `TABLE_WIDTH` columns: the players' legend, ratings, pairings, crosstable.
-
-        Players appear by label (`labels`) and the legend gives each one's full spec, wrapped at its commas;
-        the ratings repeat the specs when they all fit. The files (`write`) keep the full specs everywhere."""
-        out = io.StringIO()
-        label = dict(zip(self.players, self.labels()))
-        lw = max(len(v) for v in label.values())
-        out.write("Players\n")
-        for name in self.players:
-            out.write(_legend(f"  {label[name]:<{lw}} = ", name) + "\n")
-        rt = self.ratings
-
-        def rating_rows(names: bool) -> list[str]:
-            cell = {r.name: f"{label[r.name]:<{lw}}" + (f"  {r.name}" if names else "") for r in rt.ratings}
-            pw = max(len("player"), *(len(c) for c in cell.values()))
-            rows = [f"  {'#':>2}  {'player':<{pw}}  {'Elo':>6}  {'95% CI':>15}  {'games':>5}  {'W-D-L':>11}  score"]
-            for k, r in enumerate(rt.ratings, 1):
-                w, d, l_ = self.wdl(r.name)
-                ci = f"[{r.ci_low:+.0f}, {r.ci_high:+.0f}]"
-                rows.append(
-                    f"  {k:>2}  {cell[r.name]:<{pw}}  {r.elo:>+6.0f}  {ci:>15}  {r.games:>5}  "
-                    f"{f'{w}-{d}-{l_}':>11}  {r.score:.3f}"
-                )
-            return rows
-
-        rows = rating_rows(names=True)
-        if max(len(row) for row in rows) > TABLE_WIDTH:
-            rows = rating_rows(names=False)
-        out.write(
-            f"\nRatings (Bradley-Terry, Elo scale, anchor {label[rt.anchor]} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n"
-        )
-        out.write("\n".join(rows) + "\n")
-        bounds = f"SPRT({self.sprt['elo0']:g},{self.sprt['elo1']:g})"
-        out.write(
-            f"\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; {bounds} verdict;\n"
-            "  below: its colour-swapped pairs LL-LD-DD/WL-WD-WW, their score, Elo, nElo, draws, SPRT on pairs)\n"
-        )
-        for p in self.pairings:
-            pair = f"{label[p.a]:<{lw}} vs {label[p.b]:<{lw}}"
-            out.write(
-                f"  {pair}  {p.wins:>3}-{p.draws}-{p.losses:<3} score {p.score:.3f}  "
-                f"Elo {p.elo_diff:+.0f} [{p.elo_low:+.0f}, {p.elo_high:+.0f}]  LOS {p.los:.3f}  "
-                f"p {p.p_value:.2g}  {p.sprt}\n"
-            )
-            q = self._pentanomial(p)
-            if q is not None:
-                out.write(textwrap.fill(_pairs_line(q), TABLE_WIDTH, initial_indent="    ", subsequent_indent="      "))
-                out.write("\n")
-        for stop in self.sprt_stops:
-            out.write(
-                "\n"
-                + textwrap.fill(
-                    f"SPRT stop: {label[stop['a']]} vs {label[stop['b']]} stopped after {stop['pairs']} pairs on "
-                    f"{stop['verdict']} (pair LLR {stop['llr']:+.2f} past {stop['bound']:+.2f}); "
-                    f"{stop['games_skipped']} of its games not played",
-                    TABLE_WIDTH,
-                    subsequent_indent="  ",
-                )
-                + "\n"
-            )
-        out.write("\nCrosstable (row's points / games against column)\n")
-        n = len(self.players)
-        cells = [
-            [
-                "-" if i == j or not self.counts[i, j] else f"{_pts(self.points[i, j])}/{int(self.counts[i, j])}"
-                for j in range(n)
-            ]
-            for i in range(n)
-        ]
-        cw = 2 + max(len(c) for c in [*label.values(), *(c for row in cells for c in row)])
-        per = max(1, (TABLE_WIDTH - lw - 2) // cw)  # columns side by side; more players take several blocks
-        for first in range(0, n, per):
-            cols = range(first, min(n, first + per))
-            out.write(
-                ("\n" if first else "") + " " * (lw + 2) + "".join(f"{self.labels()[j]:>{cw}}" for j in cols) + "\n"
-            )
-            for i, name in enumerate(self.players):
-                out.write(f"  {label[name]:<{lw}}" + "".join(f"{cells[i][j]:>{cw}}" for j in cols) + "\n")
-        terms = ", ".join(f"{k} {v}" for k, v in _terminations(self.games).items())
-        out.write(
-            "\n"
-            + textwrap.fill(
-                f"{len(self.games)} games in {self.seconds:.1f}s; endings: {terms}", TABLE_WIDTH, subsequent_indent="  "
-            )
-            + "\n"
-        )
-        return out.getvalue()
-
-    def write(self, out_dir: PathLike, *, image: bool = True) -> dict[str, Path]:
-        """Write results.json, ratings.csv, pairings.csv, games.jsonl (and crosstable.png) atomically."""
-        d = Path(out_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        paths = {
-            "json": d / "results.json",
-            "ratings_csv": d / "ratings.csv",
-            "pairings_csv": d / "pairings.csv",
-            "games": d / "games.jsonl",
-        }
-        atomic_write_json(paths["json"], self.to_dict())
-        atomic_write_text(paths["ratings_csv"], self._ratings_csv())
-        atomic_write_text(paths["pairings_csv"], self._pairings_csv())
-        write_jsonl(paths["games"], self.games)
-        if image:
-            png = crosstable_png(self)
-            if png is not None:
-                paths["image"] = d / "crosstable.png"
-                atomic_write_bytes(paths["image"], png)
-        return paths
-
-    def _ratings_csv(self) -> str:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["rank", "player", "elo", "ci_low", "ci_high", "games", "wins", "draws", "losses", "score"])
-        for k, r in enumerate(self.ratings.ratings, 1):
-            w.writerow(
-                [
-                    k,
-                    r.name,
-                    f"{r.elo:.1f}",
-                    f"{r.ci_low:.1f}",
-                    f"{r.ci_high:.1f}",
-                    r.games,
-                    *self.wdl(r.name),
-                    f"{r.score:.4f}",
-                ]
-            )
-        return buf.getvalue()
-
-    def _pairings_csv(self) -> str:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        keys = list(_pair_dict(self.pairings[0], None).keys()) if self.pairings else ["a", "b"]
-        w.writerow(keys)
-        for p in self.pairings:
-            d = _pair_dict(p, self._pentanomial(p))
-            w.writerow([f"{d[k]:.4g}" if isinstance(d[k], float) else ("" if d[k] is None else d[k]) for k in keys])
-        return buf.getvalue()
-
-
-def _pts(x: float) -> str:
-    return f"{x:g}"
-
-
-def _legend(head: str, spec: str) -> str:
-    """`head` + `spec`, wrapped after its commas (a longer piece anywhere) to `TABLE_WIDTH` columns."""
-    room = TABLE_WIDTH - len(head)
-    parts = spec.split(",")
-    lines, line = [], ""
-    for piece in [p + "," for p in parts[:-1]] + parts[-1:]:
-        if line and len(line) + len(piece) > room:
-            lines.append(line)
-            line = ""
-        while len(piece) > room:
-            lines.append(piece[:room])
-            piece = piece[room:]
-        line += piece
-    lines.append(line)
-    return head + ("\n" + " " * len(head)).join(lines)
-
-
-def _flip(p: PairStats) -> PairStats:
-    from agents.arena.ratings import pair_stats
-
-    return pair_stats(p.b, p.a, p.losses, p.draws, p.wins)
-
-
-def _pairs_line(q: PentanomialStats) -> str:
-    """One pairing's colour-swapped pairs as the printed table shows them."""
-    nelo = "-" if q.nelo is None else f"{q.nelo:+.0f}"
-    line = (
-        f"pairs {'-'.join(map(str, q.counts))}  score {q.score:.3f}  "
-        f"Elo {q.elo_diff:+.0f} [{q.elo_low:+.0f}, {q.elo_high:+.0f}]  nElo {nelo}  "
-        f"draws {q.draw_ratio:.0%}  {q.sprt}"
-    )
-    return line + (f"  ({q.unpaired} unpaired)" if q.unpaired else "")
-
-
-PAIR_KEYS = (
-    "pairs",
-    "pairs_ll",
-    "pairs_ld",
-    "pairs_dd_wl",
-    "pairs_wd",
-    "pairs_ww",
-    "unpaired",
-    "pairs_score",
-    "pairs_elo_diff",
-    "pairs_elo_low",
-    "pairs_elo_high",
-    "nelo",
-    "draw_ratio",
-    "pairs_sprt_llr",
-    "pairs_sprt",
-)
-"""The pentanomial columns of results.json's pairings and pairings.csv, after the trinomial ones."""
-
-
-def _pair_dict(p: PairStats, q: Optional[PentanomialStats] = None) -> dict[str, Any]:
-    pairs: dict[str, Any] = dict.fromkeys(PAIR_KEYS)
-    if q is not None:
-        values: list[Any] = [q.pairs, *q.counts, q.unpaired, q.score, q.elo_diff, q.elo_low, q.elo_high, q.nelo]
-        values += [q.draw_ratio, q.sprt_llr, q.sprt]
-        pairs = dict(zip(PAIR_KEYS, values))
-    return {
-        "a": p.a,
-        "b": p.b,
-        "games": p.games,
-        "wins": p.wins,
-        "draws": p.draws,
-        "losses": p.losses,
-        "score": p.score,
-        "elo_diff": p.elo_diff,
-        "elo_low": p.elo_low,
-        "elo_high": p.elo_high,
-        "los": p.los,
-        "p_value": p.p_value,
-        "sprt_llr": p.sprt_llr,
-        "sprt": p.sprt,
-        **pairs,
-    }
-
-
-def _terminations(games: Sequence[GameRecord]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for g in games:
-        key = g.termination or "unfinished"
-        out[key] = out.get(key, 0) + 1
-    return dict(sorted(out.items()))
-
-
-def crosstable_png(result: TournamentResult, cell: int = 64) -> Optional[bytes]:
-    """The crosstable as a PNG (cells coloured by the row's score), or None when Pillow is not installed."""
-    try:
-        from PIL import Image, ImageDraw
-    except ImportError:
-        return None
-    n = len(result.players)
-    label_w = 12 + 7 * max(len(p) for p in result.players)
-    w, h = label_w + n * cell + 8, 28 + n * cell + 8
-    img = Image.new("RGB", (w, h), (255, 255, 255))
-    draw = ImageDraw.Draw(img)
-    for j in range(n):
-        draw.text((label_w + j * cell + cell // 2 - 6, 8), f"P{j + 1}", fill=(0, 0, 0))
-    for i, name in enumerate(result.players):
-        y = 28 + i * cell
-        draw.text((6, y + cell // 2 - 6), f"P{i + 1} {name}", fill=(0, 0, 0))
-        for j in range(n):
-            x = label_w + j * cell
-            if i == j or not result.counts[i, j]:
-                colour = (220, 220, 220)
-                text = ""
-            else:
-                s = result.points[i, j] / result.counts[i, j]
-                colour = (int(230 - 150 * s), int(80 + 150 * s), 90)
-                text = f"{s:.2f}"
-            draw.rectangle([x, y, x + cell - 2, y + cell - 2], fill=colour)
-            draw.text((x + cell // 2 - 12, y + cell // 2 - 6), text, fill=(0, 0, 0))
-    buf = io.BytesIO()
-    img.save(buf, format="PNG")
-    return buf.getvalue()
-
-
 # --- running --------------------------------------------------------------------------------------
 def check_spec(spec: str, rules: RuleSet) -> Player:
     """Build a spec once to prove it works (a checkpoint's path= may be a file, a run directory or a run
@@ -883,85 +366,107 @@ def _on_cuda(player: Player) -> bool:
 
 def run_tournament(
     players: Sequence[PlayerLike],
+    settings: Optional[TournamentSettings] = None,
     *,
-    games_per_pair: int = 20,
-    seed: int = 0,
     workers: int = 0,
-    mode: str = "round_robin",
-    rules: Optional[RuleSet] = None,
-    opening_plies: int = 4,
-    openings: Optional[Union[PathLike, Sequence[Opening]]] = None,
-    max_plies: int = 600,
-    anchor: Optional[str] = None,
-    prior_games: float = 1.0,
-    progress: bool = True,
     start_method: str = "spawn",
-    sprt_stop: bool = False,
-    elo0: float = 0.0,
-    elo1: float = 30.0,
-    alpha: float = 0.05,
-    beta: float = 0.05,
-    on_game: Optional[Callable[[GameRecord], None]] = None,
+    progress: bool = True,
     played: Sequence[GameRecord] = (),
     on_start: Optional[Callable[[], None]] = None,
+    on_game: Optional[Callable[[GameRecord], None]] = None,
     engine_logs: Optional[PathLike] = None,
 ) -> TournamentResult:
     """Play a round robin (every pair), a gauntlet (players[0] against each other) or a ladder
-    (each player against the next) and rate all games together.
+    (each player against the next), as `settings` say (None: `TournamentSettings`' defaults), and rate all
+    games together.
 
     players: spec strings (``"random"``, ``"alphabeta:depth=3"``, ``"checkpoint:path=...,sims=200"``) or
         Player objects (named by their `.name`; only with workers <= 1). Names must be distinct.
-    games_per_pair: games per pairing, played as colour-swapped pairs (an odd count leaves the last
-        pair half played).
-    seed: decides openings and player seeds; the same seed replays the same games.
-    workers: processes playing games at once; 0 or 1 plays in this process.
-    rules: the RuleSet (default rules when None).
-    opening_plies / openings: random plies from the start, or a file (see `read_openings`) or a list
-        of `Opening`s.
-    max_plies: moves per game (after the opening) before it is scored a draw (``ply_cap``).
-    anchor: the player rated `0` (default players[0]); prior_games: see `agents.arena.ratings`.
-    on_game: called in this process with each finished game's record (in completion order).
+    workers: processes playing games at once; 0 or 1 plays in this process. start_method: theirs
+        (``spawn``, ``forkserver`` or ``fork``). progress: show a progress bar.
     played: games of this very tournament already played (an interrupted run's games.jsonl): kept, not
         played again. Each must be the game its ``extra["game"]`` index schedules (same players, same seed).
     on_start: called once every check has passed, before the first game (e.g. to claim an output directory).
-    elo0, elo1, alpha, beta: the pairings' SPRTs, trinomial and on pairs (H0: the first player is elo0
-        stronger, H1: elo1; logistic Elo). sprt_stop: a gauntlet's pairing stops at its pair SPRT's verdict
-        (`SprtStop`; the table says which stopped, and why).
+    on_game: called in this process with each finished game's record (in completion order).
     engine_logs: the folder that keeps the standard error of ``engine:`` players' programs (`Seats`; made at
         the first game), or None to drop it.
 
     Returns a TournamentResult: `.score(a, b)`, `.pair(a, b)` (W/D/L, Elo difference, tests),
     `.ratings` (Elo with 95% CIs), `.games` (records in schedule order), `.table()`, `.write(dir)`.
-    Raises PlayerSpecError / OpeningsError / TournamentError before any game for bad input."""
-    rules = rules if rules is not None else RuleSet()
+    Raises PlayerSpecError / TournamentError before any game for bad input."""
+    settings = settings if settings is not None else TournamentSettings()
+    check_range({"workers": workers}, "", TournamentError, workers=(0, None))
+    names, objects, checked = check_players(players, settings, workers, start_method)
+    try:  # the engines the checks started end here if anything else fails before the first game
+        openings = settings.openings or random_openings(
+            (settings.games_per_pair + 1) // 2, settings.opening_plies, settings.seed, settings.rules
+        )
+        tasks = schedule(len(names), settings.games_per_pair, openings, settings.seed, settings.mode)
+        records = _place_played(played, tasks, names)
+        if on_start is not None:
+            on_start()
+    except BaseException:
+        for engine in checked.values():
+            engine.close()
+        raise
+
+    t0 = time.perf_counter()
+    bar = _Progress(len(tasks), names[0], progress)
+    stopper = SprtStop(tasks, names, **settings.sprt) if settings.sprt_stop else None
+
+    def finish(index: int, rec: GameRecord, new: bool = True) -> None:
+        records[index] = rec
+        if stopper is not None:
+            stopper.see(index, records)
+        bar.update(rec)
+        if on_game is not None and new:
+            on_game(rec)
+
+    todo = [task for task in tasks if records[task.index] is None]
+    for index, rec in enumerate(records):
+        if rec is not None:
+            finish(index, rec, new=False)
+    try:
+        if workers <= 1:
+            seats = Seats(names, objects, settings.rules, settings.max_plies, engine_logs)
+            for k, engine in checked.items():
+                seats.keep(k, engine)
+            for task in todo:
+                if stopper is None or not stopper.skips(task.index):
+                    finish(task.index, seats.play(task))
+        else:
+            for engine in checked.values():  # each worker process starts its own
+                engine.close()
+            logs = None if engine_logs is None else str(engine_logs)
+            setup = (names, settings.rules.to_dict(), settings.max_plies, logs)
+            with WorkerProcesses(workers, GameWorker, *setup, start_method=start_method) as pool:
+                _play_in_workers(pool, todo, records, stopper, finish)
+    finally:
+        bar.close()
+        for engine in checked.values():
+            engine.close()
+    games = [r for i, r in enumerate(records) if r is not None and (stopper is None or not stopper.skips(i))]
+    stops = stopper.stops if stopper is not None else ()
+    return summarize(games, names, settings, workers=workers, seconds=time.perf_counter() - t0, sprt_stops=stops)
+
+
+def check_players(
+    players: Sequence[PlayerLike], settings: TournamentSettings, workers: int, start_method: str
+) -> tuple[list[str], list[Optional[Player]], dict[int, EnginePlayer]]:
+    """Check the players before any game: each spec built once (`check_spec`), names distinct, objects only
+    in this process, no forked workers beside CUDA, the anchor among them. Returns their names, the
+    objects given (None for a spec) and the ``engine:`` players the checks started, by index (they play
+    this process's games). TournamentError / PlayerSpecError naming the player."""
     if len(players) < 2:
         raise TournamentError(f"a tournament needs at least two players, got {len(players)}")
-    arguments = {
-        "games_per_pair": games_per_pair,
-        "max_plies": max_plies,
-        "opening_plies": opening_plies,
-        "mode": mode,
-        "workers": workers,
-    }
-    check_range(
-        arguments,
-        "",
-        TournamentError,
-        games_per_pair=(1, None),
-        max_plies=(1, None),
-        opening_plies=(0, None),
-        workers=(0, None),
-    )
-    check_choice(arguments, "", TournamentError, mode=MODES)
-    check_sprt({"elo0": elo0, "elo1": elo1, "alpha": alpha, "beta": beta, "sprt_stop": sprt_stop, "mode": mode})
     objects: list[Optional[Player]] = []
     names: list[str] = []
     on_cuda: list[str] = []
-    checked: dict[int, EnginePlayer] = {}  # engines started by the checks: they play this process's games
+    checked: dict[int, EnginePlayer] = {}
     try:
         for p in players:
             if isinstance(p, str):
-                built = check_spec(p, rules)
+                built = check_spec(p, settings.rules)
                 if isinstance(built, EnginePlayer):
                     checked[len(names)] = built
                 if _on_cuda(built):
@@ -984,119 +489,33 @@ def run_tournament(
                 f"start_method=fork with {who}: CUDA fails in forked worker processes; use start_method=spawn "
                 "(the default) or forkserver, or the player's device=cpu"
             )
-        if anchor is not None and anchor not in names:
-            raise TournamentError(f"anchor {anchor!r} is not among the players {', '.join(names)}")
-        n_openings = (games_per_pair + 1) // 2
-        if openings is None:
-            opening_list = random_openings(n_openings, opening_plies, seed, rules)
-        elif isinstance(openings, (str, Path)):
-            opening_list = read_openings(openings, rules)
-        else:
-            opening_list = list(openings)  # type: ignore[arg-type]
-            if not opening_list:
-                raise OpeningsError("an empty list of openings")
-        tasks = schedule(len(names), games_per_pair, opening_list, seed, mode)
-        records = _place_played(played, tasks, names)
-        if on_start is not None:
-            on_start()
+        if settings.anchor is not None and settings.anchor not in names:
+            raise TournamentError(f"anchor {settings.anchor!r} is not among the players {', '.join(names)}")
     except BaseException:  # the checks failed: the engines they started end here
         for engine in checked.values():
             engine.close()
         raise
+    return names, objects, checked
 
-    t0 = time.perf_counter()
-    bar = _progress(len(tasks), progress)
-    tally = [0, 0, 0]
-    bounds = {"elo0": elo0, "elo1": elo1, "alpha": alpha, "beta": beta}
-    stopper = SprtStop(tasks, names, **bounds) if sprt_stop else None
 
-    def finish(index: int, rec: GameRecord, new: bool = True) -> None:
-        records[index] = rec
-        if stopper is not None:
-            stopper.see(index, records)
-        s = game_result(rec).score
-        first = names[0]
-        if first in (rec.red, rec.blue):
-            mine = s if rec.red == first else 1.0 - s
-            tally[0 if mine == 1.0 else (1 if mine == 0.5 else 2)] += 1
-        if bar is not None:
-            bar.set_postfix_str(f"{first}: W/D/L {tally[0]}/{tally[1]}/{tally[2]}", refresh=False)
-            bar.update(1)
-        if on_game is not None and new:
-            on_game(rec)
-
-    todo = [task for task in tasks if records[task.index] is None]
-    for index, rec in enumerate(records):
-        if rec is not None:
-            finish(index, rec, new=False)
-    try:
-        if workers <= 1:
-            seats = Seats(names, objects, rules, engine_logs)
-            for k, engine in checked.items():
-                seats.keep(k, engine)
-            for task in todo:
-                if stopper is not None and stopper.skips(task.index):
-                    continue
-                red = seats.player(task.red, task.red_seed)
-                blue = seats.player(task.blue, task.blue_seed)
-                rec = play_game(
-                    red,
-                    blue,
-                    task.opening,
-                    rules=rules,
-                    max_plies=max_plies,
-                    seed=task.seed,
-                    red_name=names[task.red],
-                    blue_name=names[task.blue],
-                    game=task.index,
-                    pairing=task.pairing,
-                    opening_index=task.opening_index,
-                    red_seed=task.red_seed,
-                    blue_seed=task.blue_seed,
-                )
-                finish(task.index, rec)
-        else:
-            for engine in checked.values():  # each worker process starts its own
-                engine.close()
-            logs = None if engine_logs is None else str(engine_logs)
-            with WorkerProcesses(
-                workers, GameWorker, names, rules.to_dict(), max_plies, logs, start_method=start_method
-            ) as pool:
-                while todo:
-                    batch = [task for task in todo if stopper is None or not stopper.skips(task.index)]
-                    todo = []
-                    for k, text in pool.run("play", [(task,) for task in batch]):
-                        finish(batch[k].index, GameRecord.from_dict(json.loads(text)))
-                        if stopper is not None and stopper.new_stop:  # its games in flight are dropped
-                            stopper.new_stop = False
-                            todo = [task for task in batch if records[task.index] is None]
-                            break
-    finally:
-        if bar is not None:
-            bar.close()
-        for engine in checked.values():
-            engine.close()
-    games = [r for i, r in enumerate(records) if r is not None and (stopper is None or not stopper.skips(i))]
-    return summarize(
-        games,
-        names,
-        anchor=anchor,
-        prior_games=prior_games,
-        seconds=time.perf_counter() - t0,
-        sprt=bounds,
-        sprt_stops=stopper.stops if stopper is not None else (),
-        settings={
-            "mode": mode,
-            "games_per_pair": games_per_pair,
-            "seed": seed,
-            "workers": workers,
-            "opening_plies": opening_plies,
-            "openings": str(openings) if isinstance(openings, (str, Path)) else None,
-            "max_plies": max_plies,
-            "rules": rules.to_dict(),
-            "sprt_stop": sprt_stop,
-        },
-    )
+def _play_in_workers(
+    pool: WorkerProcesses,
+    todo: list[GameTask],
+    records: list[Optional[GameRecord]],
+    stopper: Optional[SprtStop],
+    finish: Callable[[int, GameRecord], None],
+) -> None:
+    """Play the `todo` games in the worker processes; when a pairing stops (`SprtStop`), its games in flight
+    are dropped and the others sent again."""
+    while todo:
+        batch = [task for task in todo if stopper is None or not stopper.skips(task.index)]
+        todo = []
+        for k, text in pool.run("play", [(task,) for task in batch]):
+            finish(batch[k].index, GameRecord.from_dict(json.loads(text)))
+            if stopper is not None and stopper.new_stop:
+                stopper.new_stop = False
+                todo = [task for task in batch if records[task.index] is None]
+                break
 
 
 def _place_played(
@@ -1127,60 +546,28 @@ def _place_played(
     return records
 
 
-def summarize(
-    games: Sequence[GameRecord],
-    players: Sequence[str],
-    *,
-    anchor: Optional[str] = None,
-    prior_games: float = 1.0,
-    seconds: float = 0.0,
-    settings: Optional[dict[str, Any]] = None,
-    sprt: Optional[dict[str, float]] = None,
-    sprt_stops: Sequence[dict[str, Any]] = (),
-) -> TournamentResult:
-    """Rate a list of game records (from `run_tournament` or read back from a games.jsonl).
+class _Progress:
+    """The progress bar of a tournament (none when not `enabled`): games done and the first player's W/D/L."""
 
-    sprt: elo0, elo1, alpha, beta of the pairings' SPRTs (`SPRT_DEFAULTS` for those not given); sprt_stops:
-    the pairings a gauntlet stopped (`TournamentResult.sprt_stops`)."""
-    bounds = {**SPRT_DEFAULTS, **(sprt or {})}
-    players = list(players)
-    index = {p: k for k, p in enumerate(players)}
-    n = len(players)
-    points = np.zeros((n, n))
-    counts = np.zeros((n, n))
-    results = []
-    for rec in games:
-        r = game_result(rec)
-        if r.a not in index or r.b not in index:
-            raise TournamentError(f"game between {r.a!r} and {r.b!r}: not among the players {', '.join(players)}")
-        i, j = index[r.a], index[r.b]
-        points[i, j] += r.score
-        points[j, i] += 1.0 - r.score
-        counts[i, j] += 1
-        counts[j, i] += 1
-        # Orient every result as (earlier player, later player) so pairings read in player order.
-        results.append(r if i < j else GameResult(r.b, r.a, 1.0 - r.score))
-    ratings = fit_ratings(results, players, anchor=anchor, prior_games=prior_games)
-    pairings = sorted(head_to_head(results, **bounds), key=lambda p: (index[p.a], index[p.b]))
-    by_pairs = pair_statistics(games, players, **bounds)
-    return TournamentResult(
-        players=players,
-        games=list(games),
-        pairings=pairings,
-        ratings=ratings,
-        points=points,
-        counts=counts,
-        settings=dict(settings or {}),
-        seconds=seconds,
-        pentanomial=[by_pairs[(p.a, p.b)] for p in pairings if (p.a, p.b) in by_pairs],
-        sprt=bounds,
-        sprt_stops=list(sprt_stops),
-    )
+    def __init__(self, total: int, first: str, enabled: bool) -> None:
+        self.first, self.tally = first, [0, 0, 0]
+        self.bar: Any = None
+        if enabled:
+            from tqdm import tqdm
 
+            self.bar = tqdm(total=total, desc="games", unit="game", dynamic_ncols=True)
 
-def _progress(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm import tqdm
+    def update(self, rec: GameRecord) -> None:
+        """Count game `rec`, just finished (or kept from an interrupted run)."""
+        first, s = self.first, game_result(rec).score
+        if first in (rec.red, rec.blue):
+            mine = s if rec.red == first else 1.0 - s
+            self.tally[0 if mine == 1.0 else (1 if mine == 0.5 else 2)] += 1
+        if self.bar is not None:
+            w, d, l_ = self.tally
+            self.bar.set_postfix_str(f"{first}: W/D/L {w}/{d}/{l_}", refresh=False)
+            self.bar.update(1)
 
-    return tqdm(total=total, desc="games", unit="game", dynamic_ncols=True)
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.arena.settings import TournamentSettings
 from agents.arena.tournament import run_tournament
 from agents.common.child import ChildDiedError
 from agents.common.processes import WorkerProcesses
@@ -85,10 +86,8 @@ def test_a_killed_tournament_worker_is_named_with_its_pid_and_signal() -> None:
     with pytest.raises(ChildDiedError, match=r"^worker [01] \(pid \d+\) died: killed by SIGKILL$") as caught:
         run_tournament(
             ["alphabeta:time=0.5", "alphabeta:time=0.5,noise=20"],
-            games_per_pair=2,
-            seed=1,
+            TournamentSettings(games_per_pair=2, seed=1, max_plies=200),
             workers=2,
-            max_plies=200,
             progress=False,
             on_start=killer.start,
         )  # minutes of games if none died
@@ -100,9 +99,11 @@ def test_a_killed_tournament_worker_is_named_with_its_pid_and_signal() -> None:
 @pytest.mark.parametrize("start_method", ["forkserver", "fork"])
 def test_every_start_method_plays_the_tournament_of_one_process(start_method: str) -> None:
     # A forkserver's child is the server's: it once took the server for a dead parent and exited at once.
-    kw = dict(games_per_pair=2, seed=3, max_plies=60, progress=False)
-    here = run_tournament(["random", "alphabeta:depth=1"], workers=0, **kw)  # type: ignore[arg-type]
-    there = run_tournament(["random", "alphabeta:depth=1"], workers=2, start_method=start_method, **kw)  # type: ignore[arg-type]
+    settings = TournamentSettings(games_per_pair=2, seed=3, max_plies=60)
+    here = run_tournament(["random", "alphabeta:depth=1"], settings, workers=0, progress=False)
+    there = run_tournament(
+        ["random", "alphabeta:depth=1"], settings, workers=2, start_method=start_method, progress=False
+    )
     assert [(g.red, g.blue, g.moves, g.result) for g in there.games] == [
         (g.red, g.blue, g.moves, g.result) for g in here.games
     ]

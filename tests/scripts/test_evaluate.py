@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.arena.config import checked_config, compose_config, stored_settings
+from agents.arena.config import checked_config, compose_config
+from agents.arena.errors import OpeningsError, TournamentError
+from agents.arena.openings import read_openings
 from agents.arena.records import read_jsonl
-from agents.arena.tournament import OpeningsError, TournamentError, read_openings, run_tournament
+from agents.arena.run import TournamentRun
+from agents.arena.settings import TournamentSettings
+from agents.arena.tournament import run_tournament
 from envs.config import ConfigError
 from envs.players import PlayerSpecError, RandomPlayer
 from envs.rules import RuleSet
@@ -87,15 +91,15 @@ def test_evaluate_end_to_end_writes_files_and_replays_in_process(tmp_path: Path)
     assert rows["random"]["score"] < 0.5
     assert (out / "ratings.csv").read_text().splitlines()[0].startswith("rank,player,elo")
     # The same seed in this process (no workers) replays the very same games.
-    again = run_tournament(PLAYERS, games_per_pair=4, seed=5, workers=0, opening_plies=3, progress=False)
+    again = run_tournament(PLAYERS, TournamentSettings(games_per_pair=4, seed=5, opening_plies=3), progress=False)
     assert [g.moves for g in again.games] == [g.moves for g in games]
     assert [g.result for g in again.games] == [g.result for g in games]
 
 
 def test_seeds_decide_the_openings() -> None:
-    a = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=1, progress=False)
-    b = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=1, progress=False)
-    c = run_tournament(["random", "alphabeta:depth=1"], games_per_pair=4, seed=2, progress=False)
+    a = run_tournament(["random", "alphabeta:depth=1"], TournamentSettings(games_per_pair=4, seed=1), progress=False)
+    b = run_tournament(["random", "alphabeta:depth=1"], TournamentSettings(games_per_pair=4, seed=1), progress=False)
+    c = run_tournament(["random", "alphabeta:depth=1"], TournamentSettings(games_per_pair=4, seed=2), progress=False)
     assert [g.moves for g in a.games] == [g.moves for g in b.games]
     assert [g.moves[:4] for g in a.games] != [g.moves[:4] for g in c.games]
     assert a.games[0].moves[:4] != a.games[2].moves[:4]  # pairs start from different openings
@@ -108,11 +112,13 @@ def test_seeds_decide_the_openings() -> None:
 def test_bad_input_fails_before_any_game(tmp_path: Path) -> None:
     played = []
     with pytest.raises(PlayerSpecError, match="nosuch"):
-        run_tournament(["random", "nosuch:x=1"], games_per_pair=2, on_game=played.append, progress=False)
+        run_tournament(
+            ["random", "nosuch:x=1"], TournamentSettings(games_per_pair=2), on_game=played.append, progress=False
+        )
     with pytest.raises(PlayerSpecError, match="does not exist"):
         run_tournament(
             ["random", f"checkpoint:path={tmp_path / 'missing.pt'}"],
-            games_per_pair=2,
+            TournamentSettings(games_per_pair=2),
             on_game=played.append,
             progress=False,
         )
@@ -120,7 +126,10 @@ def test_bad_input_fails_before_any_game(tmp_path: Path) -> None:
     bad.write_text("# two openings\na3a4 g7g6\na3a4 a3a5\n")
     with pytest.raises(OpeningsError, match=r"openings.txt:3"):
         run_tournament(
-            ["random", "alphabeta:depth=1"], games_per_pair=2, openings=bad, on_game=played.append, progress=False
+            ["random", "alphabeta:depth=1"],
+            TournamentSettings(games_per_pair=2, openings_file=str(bad)),
+            on_game=played.append,
+            progress=False,
         )
     with pytest.raises(TournamentError, match="workers"):
         run_tournament([RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")], workers=2, progress=False)
@@ -138,7 +147,8 @@ def test_openings_file_and_player_objects(tmp_path: Path) -> None:
     openings = read_openings(f)
     assert [o.moves for o in openings] == [("a3a4", "g7g6"), ("g3g4",)]
     players = [RandomPlayer(seed=1, name="r1"), RandomPlayer(seed=2, name="r2")]
-    res = run_tournament(players, games_per_pair=4, openings=f, workers=0, progress=False, mode="gauntlet")
+    settings = TournamentSettings(games_per_pair=4, openings_file=str(f), mode="gauntlet")
+    res = run_tournament(players, settings, workers=0, progress=False)
     assert len(res.games) == 4
     assert [g.moves[:2] for g in res.games[:2]] == [["a3a4", "g7g6"]] * 2
     assert res.games[2].moves[0] == "g3g4"
@@ -171,7 +181,7 @@ def test_the_printed_tables_fit_100_columns_and_the_files_keep_the_full_specs(tm
     import numpy as np
 
     from agents.arena.records import GameRecord
-    from agents.arena.tournament import TABLE_WIDTH, summarize
+    from agents.arena.reporting import TABLE_WIDTH, summarize
 
     long_path = "checkpoints/" + "a-very-long-run-name-" * 8 + "/iter_000060.pt"
     players = (
@@ -303,13 +313,14 @@ def test_a_resumed_tournament_keeps_its_rules(finished_tournament: Path) -> None
     again = f"resume={finished_tournament}"
     for override in ("rules=keeps_rank", "rules.no_capture_draw=200", "+rules.bogus=1"):
         with pytest.raises(TournamentError) as e:
-            stored_settings(finished_tournament, [again, override])
+            TournamentRun.resume(finished_tournament, [again, override])
         key = override.lstrip("+").split("=")[0]
         assert f"{key} cannot change (only workers, progress, image, start_method can)" in str(e.value)
-    settings = stored_settings(
+    with TournamentRun.resume(
         finished_tournament, [again, "workers=3", "progress=false", "image=false", "start_method=fork"]
-    )
-    assert settings["rules"] == RuleSet().to_dict() and settings["games_per_pair"] == 2
+    ) as resumed:
+        settings = resumed.settings
+    assert settings.rules.to_dict() == RuleSet().to_dict() and settings.games_per_pair == 2
 
 
 @pytest.mark.slow
@@ -340,14 +351,14 @@ def test_an_out_dir_that_is_not_a_writable_directory_is_refused_before_any_game(
 ANOTHER_BEGINS_MEANWHILE = """
 from pathlib import Path
 import agents.arena.config as config
-real = config.new_settings
+real = config.tournament_settings
 def another_begins_meanwhile(cfg):
     settings = real(cfg)
     out = Path(cfg.out_dir)
     out.mkdir()
     (out / "tournament.json").write_text('{"the": "other tournament"}\\n')
     return settings
-config.new_settings = another_begins_meanwhile
+config.tournament_settings = another_begins_meanwhile
 """
 """Run before evaluate.py: another tournament's settings appear in out_dir between the first check and the lock."""
 

@@ -41,8 +41,11 @@ from agents.alphazero.net.checkpoint import (
 from agents.alphazero.net.network import NetworkConfig, build_network
 from agents.alphazero.training import config as train_config
 from agents.alphazero.training.progress import PhaseClock, evaluation_due
+from agents.arena.errors import OpeningsError, TournamentError
+from agents.arena.openings import read_openings
 from agents.arena.records import GameRecord, cut_torn_tail, is_game_record, read_jsonl
-from agents.arena.tournament import OpeningsError, TournamentError, check_spec, read_openings, run_tournament
+from agents.arena.settings import TournamentSettings
+from agents.arena.tournament import check_spec, run_tournament
 from agents.common.io import atomic_write_bytes, remove_stale_temp_files
 from agents.common.rundir import (
     RunDirBusyError,
@@ -965,18 +968,24 @@ def test_a_torn_last_line_is_cut_from_a_jsonl_log(tmp_path: Path) -> None:
 
 def test_a_tournament_continues_from_its_games_already_played() -> None:
     players = ["random", "alphabeta:depth=1", "alphabeta:depth=2"]
-    whole = run_tournament(players, games_per_pair=4, seed=1, progress=False)
+    whole = run_tournament(players, TournamentSettings(games_per_pair=4, seed=1), progress=False)
     seen: list[Any] = []
     rest = run_tournament(
-        players, games_per_pair=4, seed=1, progress=False, played=whole.games[::3], on_game=seen.append
+        players,
+        TournamentSettings(games_per_pair=4, seed=1),
+        progress=False,
+        played=whole.games[::3],
+        on_game=seen.append,
     )
     assert len(seen) == len(whole.games) - len(whole.games[::3])  # only the missing games are played
     assert [g.moves for g in rest.games] == [g.moves for g in whole.games]
     assert rest.table().splitlines()[:-1] == whole.table().splitlines()[:-1]  # all but the timing line
     with pytest.raises(TournamentError, match="is not game 0 of this tournament"):
-        run_tournament(players, games_per_pair=4, seed=2, progress=False, played=whole.games[:1])
+        run_tournament(players, TournamentSettings(games_per_pair=4, seed=2), progress=False, played=whole.games[:1])
     with pytest.raises(TournamentError, match="given twice"):
-        run_tournament(players, games_per_pair=4, seed=1, progress=False, played=whole.games[:1] * 2)
+        run_tournament(
+            players, TournamentSettings(games_per_pair=4, seed=1), progress=False, played=whole.games[:1] * 2
+        )
 
 
 def test_checkpoint_specs_take_run_names_and_openings_files_must_be_utf8(

@@ -12,7 +12,9 @@ from agents.alphazero.net.device import autocast_dtype, channels_last, inference
 from agents.alphazero.net.network import NetworkConfig, build_network
 from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.training.learner import Learner, LearnerConfig
-from agents.arena.tournament import TournamentError, run_tournament
+from agents.arena.errors import TournamentError
+from agents.arena.settings import TournamentSettings
+from agents.arena.tournament import run_tournament
 from envs.players import register_player
 
 CUDA = torch.device("cuda")
@@ -97,7 +99,8 @@ class _CudaPlayer:
 def test_a_tournament_refuses_to_fork_workers_from_a_process_using_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forked workers of a parent that has started CUDA fail at their first CUDA call: refused in one line."""
     register_player("cudastub", lambda rules=None, seed=None, **kw: _CudaPlayer(seed))
-    kw: dict[str, Any] = dict(games_per_pair=2, max_plies=4, progress=False, workers=2)
+    kw: dict[str, Any] = dict(progress=False, workers=2)
+    kw["settings"] = TournamentSettings(games_per_pair=2, max_plies=4)
     with pytest.raises(TournamentError, match=r"^start_method=fork with player 'cudastub' runs on CUDA: .*spawn"):
         run_tournament(["random", "cudastub"], start_method="fork", **kw)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)

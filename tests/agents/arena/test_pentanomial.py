@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agents.arena.errors import TournamentError
+from agents.arena.openings import Opening
 from agents.arena.ratings import (
     SPRT_MIN_PAIRS,
     RatingError,
@@ -23,15 +25,9 @@ from agents.arena.ratings import (
     sprt,
 )
 from agents.arena.records import GameRecord
-from agents.arena.tournament import (
-    GameTask,
-    Opening,
-    SprtStop,
-    TournamentError,
-    run_tournament,
-    schedule,
-    summarize,
-)
+from agents.arena.reporting import summarize
+from agents.arena.settings import TournamentSettings
+from agents.arena.tournament import GameTask, SprtStop, run_tournament, schedule
 
 ELO_PER_NAT = 400 / math.log(10)
 
@@ -268,10 +264,11 @@ def test_the_stop_falls_at_the_same_pair_whatever_order_the_games_end_in() -> No
 @pytest.mark.slow
 def test_a_gauntlet_stops_on_its_verdict_says_why_and_a_resume_plays_no_more() -> None:
     players = ["alphabeta:depth=1", "random"]
-    kwargs: dict[str, Any] = dict(mode="gauntlet", games_per_pair=24, seed=0, progress=False, elo1=400.0)
+    kwargs: dict[str, Any] = dict(mode="gauntlet", games_per_pair=24, seed=0, elo1=400.0)
     kwargs["max_plies"] = 200
+    stopping, every_game = TournamentSettings(sprt_stop=True, **kwargs), TournamentSettings(**kwargs)
     played: list[GameRecord] = []
-    result = run_tournament(players, workers=0, sprt_stop=True, on_game=played.append, **kwargs)
+    result = run_tournament(players, stopping, workers=0, on_game=played.append, progress=False)
     stop = result.sprt_stops[0]
     assert (stop["pairs"], stop["verdict"], stop["games_skipped"]) == (10, "H1", 4)
     assert len(result.games) == len(played) == 20 and result.pairs(*players).sprt == "H1"
@@ -280,18 +277,20 @@ def test_a_gauntlet_stops_on_its_verdict_says_why_and_a_resume_plays_no_more() -
     assert json.loads(json.dumps(result.to_dict()))["sprt_stops"][0]["games_skipped"] == 4
     # Resumed with every game it kept: nothing more is played, and the tables are the same.
     again: list[GameRecord] = []
-    resumed = run_tournament(players, workers=0, sprt_stop=True, played=played, on_game=again.append, **kwargs)
+    resumed = run_tournament(players, stopping, workers=0, played=played, on_game=again.append, progress=False)
     assert again == [] and resumed.table().splitlines()[:-1] == text.splitlines()[:-1]
     # Off by default: every game is played.
-    assert len(run_tournament(players, workers=0, **kwargs).games) == 24
+    assert len(run_tournament(players, every_game, workers=0, progress=False).games) == 24
     # Worker processes stop at the same pair, and the games in flight past it are left out.
-    parallel = run_tournament(players, workers=2, sprt_stop=True, **kwargs)
+    parallel = run_tournament(players, stopping, workers=2, progress=False)
     assert [(g.red, g.seed, g.moves) for g in parallel.games] == [(g.red, g.seed, g.moves) for g in result.games]
     assert parallel.sprt_stops == result.sprt_stops
 
 
 def test_the_stop_is_opt_in_for_gauntlets_and_its_bounds_are_checked(tmp_path: Path) -> None:
-    from agents.arena.config import SETTINGS_FILE, checked_config, compose_config, new_settings, stored_settings
+    from agents.arena.config import checked_config, compose_config, tournament_settings
+    from agents.arena.run import SETTINGS_FILE, TournamentRun
+    from agents.arena.settings import read_tournament_file, write_tournament_file
     from envs.config import ConfigError
 
     cfg = checked_config(compose_config(["mode=gauntlet"]))
@@ -305,17 +304,19 @@ def test_the_stop_is_opt_in_for_gauntlets_and_its_bounds_are_checked(tmp_path: P
         with pytest.raises(ConfigError, match=re.escape(message)):
             checked_config(compose_config(overrides))
     with pytest.raises(TournamentError, match="elo0"):
-        run_tournament(["random", "random:name=b"], elo0=10, elo1=5, progress=False)
+        run_tournament(["random", "random:name=b"], TournamentSettings(elo0=10, elo1=5), progress=False)
     # tournament.json keeps them (a resume plays on as set up); a file from before them resumes with the defaults.
-    settings = new_settings(checked_config(compose_config(["mode=gauntlet", "sprt_stop=true", "elo1=10"])))
-    assert (settings["sprt_stop"], settings["elo1"]) == (True, 10.0)
+    settings = tournament_settings(checked_config(compose_config(["mode=gauntlet", "sprt_stop=true", "elo1=10"])))
+    assert (settings.sprt_stop, settings.elo1) == (True, 10.0)
+    write_tournament_file(tmp_path / SETTINGS_FILE, ["random", "alphabeta:depth=1"], settings)
+    stored = json.loads((tmp_path / SETTINGS_FILE).read_text())
     for key in ("sprt_stop", "elo0", "elo1", "alpha", "beta"):
-        del settings[key]
-    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings))
-    old = stored_settings(tmp_path, [])
-    assert (old["sprt_stop"], old["elo0"], old["elo1"], old["alpha"], old["beta"]) == (False, 0.0, 30.0, 0.05, 0.05)
+        del stored[key]
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(stored))
+    _, old = read_tournament_file(tmp_path / SETTINGS_FILE)
+    assert (old.sprt_stop, old.elo0, old.elo1, old.alpha, old.beta) == (False, 0.0, 30.0, 0.05, 0.05)
     with pytest.raises(TournamentError, match="sprt_stop"):
-        stored_settings(tmp_path, ["sprt_stop=true"])
+        TournamentRun.resume(tmp_path, ["sprt_stop=true"])
 
 
 @pytest.mark.slow

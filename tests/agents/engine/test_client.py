@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agents.arena.records import GameRecord, read_jsonl
+from agents.arena.settings import TournamentSettings
 from agents.arena.tournament import run_tournament
 from agents.engine.client import ENGINE_FAULT, EngineFault, EnginePlayer, engine_settings
 from envs import Board
@@ -248,10 +249,12 @@ def tournament(tmp_path: Path, behaviour: str, limits: str = "time=0.05", **kwar
     spec = f"engine:cmd={cmd},name=fake,{limits}"
     result = run_tournament(
         [spec, "random"],
-        games_per_pair=kwargs.pop("games_per_pair", 2),  # type: ignore[arg-type]
-        mode="gauntlet",
-        opening_plies=0,
-        max_plies=40,
+        TournamentSettings(
+            games_per_pair=kwargs.pop("games_per_pair", 2),  # type: ignore[arg-type]
+            mode="gauntlet",
+            opening_plies=0,
+            max_plies=40,
+        ),
         progress=False,
         engine_logs=tmp_path / "engines",
         **kwargs,  # type: ignore[arg-type]
