@@ -69,8 +69,8 @@ def run(cfg: Any) -> None:
         with tournament:
             if tournament.cut:
                 print(
-                    f"evaluate.py: cut {tournament.cut} bytes of an unfinished last line from "
-                    f"{tournament.out_dir / 'games.jsonl'}; that game is played again",
+                    f"evaluate.py: cut {tournament.cut} bytes of an unfinished last line from {tournament.games}; "
+                    "that game is played again",
                     file=sys.stderr,
                 )
             result = play(tournament, conf)
@@ -98,7 +98,7 @@ def play(tournament: TournamentRun, conf: EvaluateConfig) -> TournamentResult:
         else:
             said = (
                 f"stopped with {tournament.kept} of {tournament.total} games played "
-                f"(kept in {tournament.out_dir / 'games.jsonl'}); continue with: {tournament.again}"
+                f"(kept in {tournament.games}); continue with: {tournament.again}"
             )
         print(f"{signal_name(stop.requested or 2)}: {said}", file=sys.stderr)
         sys.exit(stop.exit_code)  # the directory is given up on the way out (`run`'s with)

@@ -45,6 +45,8 @@ class TournamentRun:
         cut: int = 0,
     ) -> None:
         self.out_dir, self.players, self.settings = out_dir, players, settings
+        self.games = out_dir / GAMES_FILE
+        """The games log: one record a line, appended as each game ends."""
         self.lock = lock
         self.played = list(played)
         """The games already in games.jsonl (a resumed tournament's)."""
@@ -114,7 +116,7 @@ class TournamentRun:
 
     def keep(self, rec: GameRecord) -> None:
         """Append a finished game to games.jsonl."""
-        append_jsonl(self.out_dir / GAMES_FILE, [rec])
+        append_jsonl(self.games, [rec])
         self.kept += 1
 
     def play(self, *, workers: int = 0, start_method: str = "spawn", progress: bool = True) -> TournamentResult:
