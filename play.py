@@ -22,8 +22,11 @@ import webbrowser
 from typing import Optional, Sequence
 
 from agents.play.computer import ComputerError, ComputerWorkers, PlayerCache
-from agents.play.game import CHECKPOINT_DIRS, LEVELS, PACES, PlayError, PlayGame
+from agents.play.errors import PlayError
+from agents.play.game import PACES, PlayGame
+from agents.play.levels import LEVELS
 from agents.play.server import DEFAULT_PORT, DEFAULT_STATE_DIR, make_server
+from agents.play.specs import CHECKPOINT_DIRS
 from agents.play.terminal import run_terminal
 from envs.rules import RuleSetError, add_rule_arguments, rules_from_arguments
 

@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
 from agents.arena.records import GameRecord  # noqa: E402
-from agents.play.game import MAX_REPLAY_PLIES  # noqa: E402
+from agents.play.replay import MAX_REPLAY_PLIES  # noqa: E402
 from agents.play.server import MAX_LIVE_GAMES, TOKEN_HEADER, make_server  # noqa: E402
 
 

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pytest
 
 from agents.alphazero.net import shipped
-from agents.play.game import LEVELS
+from agents.play.levels import LEVELS
 from tests.support import ROOT
 
 README = ROOT / "README.md"
@@ -183,7 +183,7 @@ def test_the_readmes_watch_section_links_the_commands_that_compare_a_run_on_the_
 
 
 def test_every_level_of_the_play_page_is_on_the_pages() -> None:
-    """Each level of agents.play.game.LEVELS is named in the README's Play section, has its row in play.md's
+    """Each level of agents.play.levels.LEVELS is named in the README's Play section, has its row in play.md's
     table of levels and its line in first-hour.md's `play.py --help` transcript."""
     play = section(README.read_text(encoding="utf-8"), "play")
     table = (ROOT / "docs" / "play.md").read_text(encoding="utf-8")

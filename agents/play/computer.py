@@ -77,6 +77,11 @@ class ThinkJob:
         return board
 
 
+def job_rules(rules: RuleSet) -> tuple[tuple[str, Any], ...]:
+    """`rules` as a `ThinkJob` carries them (`ThinkJob.board` reads them back)."""
+    return tuple(sorted(rules.to_dict().items()))
+
+
 class PlayerCache:
     """The players one process has built, by job key and spec; the least recently used goes first."""
 

@@ -15,281 +15,32 @@ undid meanwhile). The server runs the jobs in worker processes
     game.human_move("a3a4")
     game.apply_computer_move(choose_move(game.job("computer"), PlayerCache()), game.version)  # True
 
-The page's opponents are data: `LEVELS` lists the named ones (a shipped
-network becomes a level with one more entry), and `bounded_spec` caps any
-spec the page accepts to a time per move. A game is played under the rule
-set the person chose in the lobby (`game_rules`); a level of a network plays
-the rule sets that network was trained on (`Level.rule_sets`) and refuses
-others (`check_level_rules`).
+Its opponent is a level of `agents.play.levels` or a spec that `agents.play.specs` bounds; what the page
+draws of it comes from `agents.play.view`.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import math
-import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-import numpy as np
-
-from agents.alphazero.net import shipped
-from agents.arena.records import GameRecord, RecordError
-from agents.play.computer import ThinkJob
-from envs import kernels as K
+from agents.arena.records import GameRecord
+from agents.play.computer import ThinkJob, job_rules
+from agents.play.errors import PlayError
+from agents.play.levels import MOVE_SECONDS, level_seconds
+from agents.play.specs import HINT_SPEC, bounded_spec, opponent_spec
+from agents.play.view import PlyInfo, board_letters, end_reason, parse_side, ply_info, side_name, trapped_squares
 from envs.board import Board, IllegalMoveError
-from envs.notation import FILE_NAMES, SQUARE_NAMES, START_JFEN, InvalidMoveError, Move, Side
-from envs.players import PlayerSpecError, known_kinds, parse_spec
-from envs.rules import RuleSet, RuleSetError, load_rules, rule_set_names
+from envs.notation import START_JFEN, InvalidMoveError, Move, Side
+from envs.rules import RuleSet, RuleSetError
 from envs.seeding import derive_seed
 
 MODES = ("computer", "two_players")
 PACES: dict[str, tuple[float, float]] = {"instant": (0.0, 0.0), "quick": (1.0, 2.0), "natural": (2.0, 5.0)}
 """Pace name -> (least, most) seconds the computer takes for a move, thinking included."""
 HINTS_PER_GAME = 3
-HINT_SPEC = "alphabeta:level=normal"
-"""Where hints come from."""
-MOVE_SECONDS = 10.0
-"""The most a computer move may take on the page unless its level says otherwise."""
-GRACE_SECONDS = 3.0
-"""Added to a move's time before its worker is killed (a search stopping at its own limit needs a moment)."""
 MAX_SEED = 2**63 - 1
-MAX_REPLAY_PLIES = 4000
-"""The longest game the replay viewer accepts (a default-rules game ends within about 2000 plies)."""
-
-CHECKPOINT_DIRS: tuple[Path, ...] = (Path("checkpoints"),)
-"""Where the page may load checkpoints from (play.py adds the directory of its --opponent and --checkpoint-dir)."""
-
-PAGE_MAX_SIMS = 4000
-"""The most simulations a move of a checkpoint spec typed on the page (the option allows `MAX_SIMULATIONS`)."""
-
-PAGE_MIN_THREADS = 1
-"""The fewest torch threads of a checkpoint spec typed on the page (the option's 0, torch's own, takes every
-core of a machine the page shares)."""
-
-PAGE_MAX_DEPTH = 30
-"""The deepest alpha-beta search of a spec typed on the page (the option allows `MAX_DEPTH`)."""
-
-PAGE_MAX_NODES = 10**9
-"""The most positions an alpha-beta move of a spec typed on the page may search."""
-
-PAGE_MAX_TT = 24
-"""The largest transposition table of an alpha-beta spec typed on the page: 2**24 entries."""
-
-
-@functools.cache
-def _spec_limits(kind: str) -> dict[str, tuple[float, float]]:
-    """The page's limits of a spec of `kind`: its options' bounds (`AlphaBetaOptions`, `CheckpointOptions`),
-    narrowed to the page's constants (`PAGE_MAX_DEPTH`, `PAGE_MAX_SIMS`, ...) and, for torch's threads, this
-    machine's cores; a spec's time per move is the level's (`bounded_spec`). A kind's options are read only when
-    a spec of it is checked (the checkpoint's import torch, which the page's own process otherwise does without)."""
-    if kind == "alphabeta":
-        from agents.alphabeta.options import AlphaBetaOptions
-
-        bounds = AlphaBetaOptions.option_bounds
-        return {
-            "depth": _narrowed(bounds("depth"), PAGE_MAX_DEPTH),
-            "nodes": _narrowed(bounds("nodes"), PAGE_MAX_NODES),
-            "tt": _narrowed(bounds("tt"), PAGE_MAX_TT),
-            "noise": _narrowed(bounds("noise")),
-            "random": _narrowed(bounds("random")),
-        }
-    if kind != "checkpoint":
-        return {}
-    from agents.alphazero.player.options import CheckpointOptions
-
-    sims, threads = CheckpointOptions.option_bounds("sims"), CheckpointOptions.option_bounds("threads")
-    cores = min(os.cpu_count() or 1, threads[1] if threads[1] is not None else os.cpu_count() or 1)
-    return {"sims": (sims[0], PAGE_MAX_SIMS), "threads": (max(threads[0], PAGE_MIN_THREADS), cores)}
-
-
-def _narrowed(bounds: tuple[float, Optional[float]], most: Optional[float] = None) -> tuple[float, float]:
-    """An option's (least, most), its most lowered to `most` where that is lower."""
-    low, high = bounds
-    highs = [h for h in (high, most) if h is not None]
-    return low, min(highs) if highs else math.inf
-
-
-@dataclass(frozen=True)
-class Level:
-    """A named opponent of the page: its spec, a line about it, and its time per move."""
-
-    name: str
-    label: str
-    spec: str
-    about: str
-    seconds: float = MOVE_SECONDS
-    """The most one move may take (alpha-beta stops its deepening there; any other player is stopped)."""
-
-    def available(self) -> bool:
-        """A level that names a checkpoint (a file, or a shipped network's entry) is offered only once that file is
-        there."""
-        kind, options = parse_spec(self.spec)
-        try:
-            return kind != "checkpoint" or shipped.resolve(options.get("path", "")).exists()
-        except shipped.ShippedError:  # no manifest (an install without the shipped files) or no such entry
-            return False
-
-    def rule_sets(self) -> Optional[list[tuple[str, RuleSet]]]:
-        """The (name, RuleSet) pairs a network level plays: its manifest entry's ``rules`` for a shipped network
-        (a name or a list of names of `configs/rules/`), else those its checkpoint was trained on
-        (`checkpoint.trained_rule_sets`, read once per file version); None for a level that plays any rules."""
-        kind, options = parse_spec(self.spec)
-        if kind != "checkpoint":
-            return None
-        path = options.get("path", "")
-        if path.startswith(shipped.PREFIX):
-            return [(name, _named_rules(name)) for name in shipped.network(path).rule_set_names]
-        return _trained_rule_sets(Path(path))
-
-    def to_dict(self) -> dict[str, Any]:
-        rule_sets = self.rule_sets()
-        return {
-            "name": self.name,
-            "label": self.label,
-            "spec": self.spec,
-            "about": self.about,
-            "seconds": self.seconds,
-            "rules": None if rule_sets is None else [name for name, _ in rule_sets],
-        }
-
-
-_TRAINED: dict[tuple[str, int, int], list[tuple[str, RuleSet]]] = {}
-"""`Level.rule_sets` of checkpoint files read so far, by (path, size, mtime)."""
-
-
-def _trained_rule_sets(path: Path) -> list[tuple[str, RuleSet]]:
-    from agents.alphazero.net.checkpoint import load_checkpoint, resolve_checkpoint_path, trained_rule_sets
-
-    file = resolve_checkpoint_path(path)
-    stat = file.stat()
-    key = (str(file), stat.st_size, stat.st_mtime_ns)
-    if key not in _TRAINED:
-        _TRAINED[key] = trained_rule_sets(load_checkpoint(file), file)
-    return _TRAINED[key]
-
-
-@functools.lru_cache(maxsize=None)
-def _rule_set_names() -> tuple[str, ...]:
-    """`rule_set_names`, read once: the server answers with no file descriptor to spare."""
-    return tuple(rule_set_names())
-
-
-@functools.lru_cache(maxsize=None)
-def _named_rules(name: str) -> RuleSet:
-    """`load_rules` of a set of `configs/rules/`, read once."""
-    return load_rules(name)
-
-
-def game_rules(name: Any) -> tuple[str, RuleSet]:
-    """The rule set the lobby names (a set of `configs/rules/`) -> (its name, its RuleSet); PlayError naming the
-    known sets otherwise."""
-    known = _rule_set_names()
-    if not isinstance(name, str) or name not in known:
-        raise PlayError(f"rules {str(name)[:80]!r} is not a rule set of the page ({', '.join(known)})")
-    return name, _named_rules(name)
-
-
-def rule_set_choices(name: str, rules: RuleSet) -> list[dict[str, Any]]:
-    """The lobby's rule sets: the server's own (`name`, `rules`) first, then every set of `configs/rules/`; each
-    with its rules and ranks (what the rules panel shows)."""
-    choices = [(name, rules)] + [(n, _named_rules(n)) for n in _rule_set_names() if n != name]
-    return [{"name": n, "rules": r.to_dict(), "ranks": list(r.ranks())} for n, r in choices]
-
-
-def check_level_rules(opponent: Any, rules: RuleSet, rules_name: str) -> None:
-    """PlayError when `opponent` names a level whose network was not trained on `rules` (naming the rule sets
-    it plays) or cannot play (`_check_level_network`); nothing for any other opponent."""
-    for level in LEVELS:
-        if opponent == level.name:
-            _check_level_network(level)
-            rule_sets = level.rule_sets()
-            if rule_sets is not None and all(r != rules for _, r in rule_sets):
-                names = ", ".join(name for name, _ in rule_sets)
-                raise PlayError(
-                    f"the {level.name} level plays the rule sets {names}, not {rules_name}: choose one of those "
-                    "rule sets or another level"
-                )
-
-
-def _strongest_network(manifest: Optional[Path] = None) -> str:
-    """The ``shipped:<name>`` of `shipped.strongest` (so that shipping a stronger network moves the page's
-    network level with it); without a readable manifest a name that `Level.available` refuses."""
-    try:
-        return shipped.strongest(manifest=manifest).spec_path
-    except shipped.ShippedError:
-        return shipped.PREFIX + "strongest"
-
-
-LEVELS: tuple[Level, ...] = (
-    Level("beginner", "Beginner", "alphabeta:level=beginner", "alpha-beta, 1 ply, one move in five at random"),
-    Level("normal", "Normal", "alphabeta:level=normal", "alpha-beta, 3 plies"),
-    # The manifest's strongest network for the default rules (its first such entry), 1 s a move.
-    Level(
-        "network",
-        "Network",
-        f"checkpoint:path={_strongest_network()},time=1,leaf_batch=8",
-        "the strongest shipped AlphaZero network, 1 s a move",
-        seconds=5.0,
-    ),
-    Level("expert", "Expert", "alphabeta:level=expert", "alpha-beta, 6 plies"),
-    # One network for six rule variants (checkpoints/shipped/manifest.json lists them): the level that plays
-    # the lobby's variants; the others above play any rule set (alpha-beta) or the default rules only.
-    Level(
-        "variants",
-        "Network, variants",
-        "checkpoint:path=shipped:variants-40,time=1,leaf_batch=8",
-        "one shipped AlphaZero network for six rule variants, 1 s a move",
-        seconds=5.0,
-    ),
-)
-"""The page's named opponents, weakest first."""
-
-
-def available_levels() -> list[Level]:
-    return [level for level in LEVELS if level.available()]
-
-
-_SIDE_NAMES = {Side.RED: "red", Side.BLUE: "blue"}
-_TERMINATION_TEXT = {
-    "den": "{winner} entered {loser}'s den",
-    "all_captured": "{winner} captured {loser}'s last piece",
-    "no_moves": "{loser} has no legal move",
-    "repetition": "the same position occurred for the third time",
-    "no_capture_limit": "{limit} plies passed without a capture",
-    "ply_cap": "the game was stopped at its ply cap",
-    "resign": "{loser} resigned",
-}
-
-
-class PlayError(ValueError):
-    """A request the game refuses (bad input, illegal move, not your turn...); the game is unchanged."""
-
-    status = 400
-
-
-class UnknownGameError(PlayError):
-    """No game with that id."""
-
-    status = 404
-
-
-def parse_side(text: Any) -> Side:
-    """`'red'`/`'r'` -> Side.RED, `'blue'`/`'b'` -> Side.BLUE; PlayError otherwise."""
-    if isinstance(text, str):
-        t = text.strip().lower()
-        if t in ("red", "r"):
-            return Side.RED
-        if t in ("blue", "b"):
-            return Side.BLUE
-    raise PlayError(f"side {text!r} is not 'red' or 'blue'")
-
-
-def side_name(side: Side) -> str:
-    return _SIDE_NAMES[side]
 
 
 def _choice(name: str, value: Any, allowed: Iterable[str]) -> str:
@@ -299,234 +50,6 @@ def _choice(name: str, value: Any, allowed: Iterable[str]) -> str:
     return value
 
 
-# --- opponents ----------------------------------------------------------------------------------
-def opponent_spec(text: Any, checkpoint_dirs: Optional[Iterable[Path]] = None) -> str:
-    """What a person types for an opponent -> a player spec.
-
-    A level name (`beginner`, `normal`, ... of `LEVELS`) is its spec; a path
-    ending in `.pt`, an existing file or run directory, or a run name under
-    `checkpoints/` is a checkpoint; anything else must already be a spec
-    (`alphabeta:depth=3`, `checkpoint:path=...,sims=200`, `random`). With
-    `checkpoint_dirs` (the page), a checkpoint must lie inside one of them, so
-    that the page cannot probe other files.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise PlayError(f"opponent {text!r} is empty; choose a level, a checkpoint path or a player spec")
-    t = text.strip()
-    if len(t) > 500:
-        raise PlayError(f"opponent spec of {len(t)} characters is too long (at most 500)")
-    for level in LEVELS:
-        if t == level.name:
-            _check_level_network(level)
-            return level.spec
-    if ":" not in t and (
-        t.endswith(".pt") or "/" in t or _exists(Path(t)) or _exists(Path("checkpoints") / t, dir=True)
-    ):
-        t = f"checkpoint:path={t}"
-    elif ":" not in t and t not in known_kinds():
-        levels = [level.name for level in LEVELS]
-        close = difflib.get_close_matches(t, levels + known_kinds(), n=1)
-        raise PlayError(
-            f"opponent {t[:80]!r} is not a level ({', '.join(levels)}), a player kind "
-            f"({', '.join(known_kinds())}), a checkpoint file or a run under checkpoints/"
-            + (f"; did you mean {close[0]!r}?" if close else "")
-        )
-    try:
-        kind, options = parse_spec(t)
-    except PlayerSpecError as e:
-        raise PlayError(str(e)) from None
-    if kind == "checkpoint" and checkpoint_dirs is not None:
-        _check_checkpoint_place(options.get("path", ""), checkpoint_dirs)
-    return t
-
-
-def _check_level_network(level: Level) -> None:
-    """PlayError, in one line, when `level` plays a shipped network whose manifest entry is malformed or
-    missing, or whose file is not the one the manifest names (`shipped.checked_file`)."""
-    kind, options = parse_spec(level.spec)
-    path = options.get("path", "") if kind == "checkpoint" else ""
-    if path.startswith(shipped.PREFIX):
-        try:
-            shipped.checked_file(path)
-        except shipped.ShippedError as e:
-            raise PlayError(f"the {level.name} level cannot play: {e}") from None
-
-
-def _exists(path: Path, dir: bool = False) -> bool:
-    """Whether `path` exists (is a directory); a name the file system refuses (too long, say) names nothing."""
-    try:
-        return path.is_dir() if dir else path.exists()
-    except OSError:
-        return False
-
-
-def _check_checkpoint_place(path: str, dirs: Iterable[Path]) -> None:
-    """PlayError unless `path` (a file, run directory or run name) lies inside one of `dirs`, or is a shipped
-    network."""
-    if path.startswith(shipped.PREFIX):  # the manifest's own files only: nothing else can be probed this way
-        try:
-            shipped.network(path)
-        except shipped.ShippedError as e:
-            raise PlayError(str(e)) from None
-        return
-    dirs = [Path(d).resolve() for d in dirs]
-    p = Path(path).expanduser()
-    candidates = [p] if p.is_absolute() else [p, Path("checkpoints") / p]
-    for c in candidates:
-        resolved = c.resolve()
-        if any(resolved == d or d in resolved.parents for d in dirs):
-            return
-    where = ", ".join(str(d) for d in dirs)
-    raise PlayError(
-        f"the page plays checkpoints from {where} only; {path!r} is not there "
-        "(start play.py with --checkpoint-dir to add a directory)"
-    )
-
-
-def bounded_spec(spec: str, seconds: float) -> str:
-    """The spec the computer really plays: options within the page's limits, alpha-beta stopping at `seconds`.
-
-    A limit above the page's is refused (PlayError) rather than silently
-    lowered; an alpha-beta spec gets `time=<seconds>` unless it asks for less.
-    Other kinds keep their spec; the worker is stopped at `seconds` anyway.
-    """
-    try:
-        kind, options = parse_spec(spec)
-    except PlayerSpecError as e:
-        raise PlayError(str(e)) from None
-    for key, (low, high) in _spec_limits(kind).items():
-        if key not in options:
-            continue
-        try:
-            value = float(options[key])
-        except ValueError:
-            raise PlayError(f"{kind} option {key}={options[key]!r} is not a number") from None
-        if not low <= value <= high:
-            raise PlayError(f"{kind} option {key}={options[key]} is outside the page's limits [{low:g}, {high:g}]")
-    if kind == "alphabeta":
-        if "time" in options:
-            try:
-                t = float(options["time"])
-            except ValueError:
-                raise PlayError(f"alphabeta option time={options['time']!r} is not a number") from None
-            if not 0 < t <= seconds:
-                raise PlayError(
-                    f"alphabeta option time={options['time']} is outside the page's limit of {seconds:g} s a move"
-                )
-        else:
-            options["time"] = f"{seconds:g}"
-    return kind + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
-
-
-def level_seconds(spec: Optional[str], default: float = MOVE_SECONDS) -> float:
-    """The time per move of the level whose spec this is (`default` for any other spec)."""
-    return next((level.seconds for level in LEVELS if level.spec == spec), default)
-
-
-def warm_up_jobs(rules: RuleSet, opponents: Iterable[str] = (), seconds: float = MOVE_SECONDS) -> tuple[ThinkJob, ...]:
-    """A move from the start for each offered level, the hints and `opponents`, as each would play on the page.
-
-    The computer's workers play them before their first job (see
-    `agents.play.computer.warm_up`), so that no move's clock pays for
-    compiling a search. An opponent the page would refuse is left out (the
-    game that names it is refused anyway)."""
-    specs = [bounded_spec(level.spec, level.seconds) for level in available_levels()]
-    specs.append(bounded_spec(HINT_SPEC, MOVE_SECONDS))
-    for text in opponents:
-        try:
-            spec = opponent_spec(text)
-            specs.append(bounded_spec(spec, level_seconds(spec, seconds)))
-        except PlayError:
-            continue
-    return tuple(
-        ThinkJob(key=f"warm-up:{i}", spec=spec, rules=_rules_key(rules), seed=0, start=START_JFEN)
-        for i, spec in enumerate(dict.fromkeys(specs))
-    )
-
-
-# --- what a ply did -----------------------------------------------------------------------------
-@dataclass
-class PlyInfo:
-    """What one ply did, for the page's highlight, move list and sounds."""
-
-    move: str
-    piece: str
-    captured: Optional[str]
-    jump: bool
-
-    @property
-    def notation(self) -> str:
-        """`'L d4xd5'`: the animal's letter, the squares, `x` for a capture."""
-        return f"{self.piece.upper()} {self.move[:2]}{'x' if self.captured else ''}{self.move[2:]}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "move": self.move,
-            "from": self.move[:2],
-            "to": self.move[2:],
-            "piece": self.piece,
-            "captured": self.captured,
-            "jump": self.jump,
-            "notation": self.notation,
-        }
-
-
-def ply_info(board: Board, move: Move) -> PlyInfo:
-    """Describe `move` in `board` (before it is pushed)."""
-    piece = board.piece_at(move.from_square)
-    target = board.piece_at(move.to_square)
-    r0, f0 = divmod(move.from_square, K.N_FILES)
-    r1, f1 = divmod(move.to_square, K.N_FILES)
-    return PlyInfo(
-        str(move), piece.letter if piece else "", target.letter if target else None, abs(f0 - f1) + abs(r0 - r1) > 1
-    )
-
-
-def trapped_squares(board: Board) -> list[int]:
-    """Squares whose piece stands in an enemy trap (rank 0 there: any enemy may take it)."""
-    codes = board.state[: K.N_SQUARES]
-    trapped = ((codes > 0) & (K.TRAP_OWNER == K.BLUE)) | ((codes < 0) & (K.TRAP_OWNER == K.RED))
-    return [int(sq) for sq in np.flatnonzero(trapped)]
-
-
-def board_letters(board: Board) -> list[str]:
-    return [p.letter if (p := board.piece_at(sq)) else "" for sq in range(K.N_SQUARES)]
-
-
-def terrain() -> dict[str, Any]:
-    """The board the page draws: size, square names, water, traps and dens with their owners."""
-    return {
-        "files": FILE_NAMES,
-        "n_files": K.N_FILES,
-        "n_ranks": K.N_RANKS,
-        "squares": list(SQUARE_NAMES),
-        "water": [SQUARE_NAMES[s] for s in range(K.N_SQUARES) if K.WATER[s]],
-        "traps": {
-            SQUARE_NAMES[s]: side_name(Side(int(K.TRAP_OWNER[s]))) for s in range(K.N_SQUARES) if K.TRAP_OWNER[s] >= 0
-        },
-        "dens": {SQUARE_NAMES[int(K.DEN[side])]: side_name(side) for side in Side},
-    }
-
-
-def termination_text(termination: str, winner: Optional[Side], loser: Optional[Side], rules: RuleSet) -> str:
-    """`'den'` -> 'Red entered Blue's den' and so on; draws name their rule."""
-    text = _TERMINATION_TEXT.get(termination, termination.replace("_", " "))
-    return text.format(
-        winner=side_name(winner).title() if winner is not None else "",
-        loser=side_name(loser).title() if loser is not None else "",
-        limit=rules.no_capture_draw,
-    )
-
-
-def _end_reason(board: Board, termination: Optional[str], winner: Optional[Side]) -> Optional[str]:
-    if termination is None:
-        return None
-    loser = winner.other if winner is not None else None
-    if termination == "no_moves":
-        loser = board.side_to_move
-    return termination_text(termination, winner, loser, board.rules)
-
-
 def _captured(plies: Iterable[PlyInfo]) -> dict[str, list[str]]:
     """The letters of each side's pieces taken so far: {'red': [...], 'blue': [...]}."""
     out: dict[str, list[str]] = {"red": [], "blue": []}
@@ -534,10 +57,6 @@ def _captured(plies: Iterable[PlyInfo]) -> dict[str, list[str]]:
         if p.captured:
             out["red" if p.captured.isupper() else "blue"].append(p.captured)
     return out
-
-
-def _rules_key(rules: RuleSet) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(rules.to_dict().items()))
 
 
 # --- the game -----------------------------------------------------------------------------------
@@ -778,7 +297,7 @@ class PlayGame:
         return ThinkJob(
             key=f"{self.id}:{role}",
             spec=spec,
-            rules=_rules_key(self.rules),
+            rules=job_rules(self.rules),
             seed=seed,
             start=self.start,
             moves=tuple(str(m) for m in self.board.move_stack),
@@ -903,67 +422,6 @@ class PlayGame:
             "result": result,
             "termination": termination,
             "winner": side_name(winner) if winner is not None else None,
-            "reason": _end_reason(b, termination, winner),
+            "reason": end_reason(b, termination, winner),
             "computer_error": self.error,
         }
-
-
-# --- replays --------------------------------------------------------------------------------------
-def replay_frames(record: GameRecord) -> dict[str, Any]:
-    """Every position of a recorded game for the replay viewer, and how it ended.
-
-    Returns {"frames": [{jfen, side_to_move, trapped}], "plies": [...] (frame
-    i follows ply i-1), "end": {result, termination, winner, reason} or None}. Every move is
-    checked by the rules engine and the game must stop at its end: RecordError
-    names the first bad move, a move after the end, or a game longer than
-    MAX_REPLAY_PLIES, so the work per record is bounded.
-    """
-    if len(record.moves) > MAX_REPLAY_PLIES:
-        raise RecordError(f"the game has {len(record.moves)} plies; the viewer shows at most {MAX_REPLAY_PLIES}")
-    if not isinstance(record.rules, dict) or not isinstance(record.start, str):
-        raise RecordError("record cannot be set up: 'rules' must be an object of rules and 'start' a JFEN string")
-    try:
-        rules = RuleSet.from_dict(record.rules)
-        board = Board.from_jfen(record.start, rules=rules)
-    except (ValueError, TypeError, OverflowError) as e:  # OverflowError: a rule number that is infinite
-        raise RecordError(f"record cannot be set up: {e}") from None
-
-    def frame() -> dict[str, Any]:
-        return {"jfen": board.jfen(), "side_to_move": side_name(board.side_to_move), "trapped": trapped_squares(board)}
-
-    frames = [frame()]
-    plies = []
-    for i, mv in enumerate(record.moves):
-        over = board.outcome()
-        if over is not None:
-            raise RecordError(
-                f"move {i + 1} ({str(mv)[:12]!r}) comes after the end of the game "
-                f"({over.termination.name.lower()} at ply {i})"
-            )
-        try:
-            m = board.parse_move(mv)
-        except ValueError as e:
-            raise RecordError(f"move {i + 1} ({str(mv)[:12]!r}) does not replay: {e}") from None
-        info = ply_info(board, m)
-        board.push(m)
-        plies.append(info.to_dict())
-        frames.append(frame())
-    out = board.outcome()
-    end = None
-    if out is not None:
-        end = {
-            "result": out.result(),
-            "termination": out.termination.name.lower(),
-            "winner": side_name(out.winner) if out.winner is not None else None,
-        }
-    elif record.result != "*":
-        winner = {"1-0": Side.RED, "0-1": Side.BLUE}.get(record.result)
-        end = {
-            "result": record.result,
-            "termination": record.termination,
-            "winner": side_name(winner) if winner is not None else None,
-        }
-    if end is not None:
-        winner = Side.RED if end["winner"] == "red" else Side.BLUE if end["winner"] == "blue" else None
-        end["reason"] = _end_reason(board, end["termination"], winner) or "the record gives no reason"
-    return {"frames": frames, "plies": plies, "end": end}

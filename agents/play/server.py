@@ -84,25 +84,19 @@ from urllib.parse import urlsplit
 from agents.arena.records import RecordError, parse_jsonl
 from agents.common.io import atomic_write_json, remove_stale_temp_files
 from agents.play.computer import Cancelled, ComputerError, ComputerWorkers
-from agents.play.game import (
-    CHECKPOINT_DIRS,
+from agents.play.errors import PlayError, UnknownGameError
+from agents.play.game import HINTS_PER_GAME, MODES, PACES, PlayGame
+from agents.play.levels import (
     GRACE_SECONDS,
-    HINTS_PER_GAME,
-    MAX_REPLAY_PLIES,
-    MODES,
     MOVE_SECONDS,
-    PACES,
-    PlayError,
-    PlayGame,
-    UnknownGameError,
     available_levels,
     check_level_rules,
     game_rules,
-    replay_frames,
     rule_set_choices,
-    terrain,
-    warm_up_jobs,
 )
+from agents.play.replay import MAX_REPLAY_PLIES, replay_frames
+from agents.play.specs import CHECKPOINT_DIRS, warm_up_jobs
+from agents.play.view import terrain
 from envs.rules import RuleSet, RuleSetError
 
 WEB_DIR = Path(__file__).resolve().parent / "web"

@@ -14,7 +14,9 @@ import time
 from typing import Optional, TextIO
 
 from agents.play.computer import ComputerError, PlayerCache, choose_move
-from agents.play.game import HINTS_PER_GAME, PACES, PlayError, PlayGame, side_name
+from agents.play.errors import PlayError
+from agents.play.game import HINTS_PER_GAME, PACES, PlayGame
+from agents.play.view import side_name
 from envs.config import did_you_mean
 from envs.notation import FILE_NAMES, Side
 from envs.render import render_ansi

@@ -118,12 +118,13 @@ def test_the_docs_table_is_the_generated_one() -> None:
 
 def test_the_play_page_limits_read_the_options_bounds() -> None:
     """The page's limits of an alpha-beta spec are the options' bounds, narrowed only by its named constants."""
-    from agents.play import game
+    from agents.play import specs
+    from agents.play.errors import PlayError
 
-    limits = game._spec_limits("alphabeta")
+    limits = specs._spec_limits("alphabeta")
     bounds = AlphaBetaOptions.option_bounds
-    assert limits["depth"] == (bounds("depth")[0], game.PAGE_MAX_DEPTH)
-    assert limits["tt"] == (bounds("tt")[0], game.PAGE_MAX_TT)
+    assert limits["depth"] == (bounds("depth")[0], specs.PAGE_MAX_DEPTH)
+    assert limits["tt"] == (bounds("tt")[0], specs.PAGE_MAX_TT)
     assert limits["noise"] == bounds("noise") and limits["random"] == bounds("random")
-    with pytest.raises(game.PlayError, match=f"depth={game.PAGE_MAX_DEPTH + 1} is outside the page's limits"):
-        game.bounded_spec(f"alphabeta:depth={game.PAGE_MAX_DEPTH + 1}", 1.0)
+    with pytest.raises(PlayError, match=f"depth={specs.PAGE_MAX_DEPTH + 1} is outside the page's limits"):
+        specs.bounded_spec(f"alphabeta:depth={specs.PAGE_MAX_DEPTH + 1}", 1.0)

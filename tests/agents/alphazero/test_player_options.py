@@ -104,10 +104,11 @@ def test_the_page_table_is_the_generated_one() -> None:
 
 def test_the_play_page_limits_read_the_options_bounds() -> None:
     """The page's limits of a checkpoint spec are the options' bounds, narrowed only by its named constants."""
-    from agents.play import game
+    from agents.play import specs
+    from agents.play.errors import PlayError
 
-    limits = game._spec_limits("checkpoint")
-    assert limits["sims"] == (CheckpointOptions.option_bounds("sims")[0], game.PAGE_MAX_SIMS)
-    assert limits["threads"][0] == max(CheckpointOptions.option_bounds("threads")[0], game.PAGE_MIN_THREADS)
-    with pytest.raises(game.PlayError, match=f"sims={game.PAGE_MAX_SIMS + 1} is outside the page's limits"):
-        game.bounded_spec(f"checkpoint:path=p,sims={game.PAGE_MAX_SIMS + 1}", 1.0)
+    limits = specs._spec_limits("checkpoint")
+    assert limits["sims"] == (CheckpointOptions.option_bounds("sims")[0], specs.PAGE_MAX_SIMS)
+    assert limits["threads"][0] == max(CheckpointOptions.option_bounds("threads")[0], specs.PAGE_MIN_THREADS)
+    with pytest.raises(PlayError, match=f"sims={specs.PAGE_MAX_SIMS + 1} is outside the page's limits"):
+        specs.bounded_spec(f"checkpoint:path=p,sims={specs.PAGE_MAX_SIMS + 1}", 1.0)

@@ -11,7 +11,9 @@ import pytest
 
 from agents.alphazero.net import shipped
 from agents.alphazero.net.checkpoint import CheckpointError, load_model, resolve_checkpoint_path
-from agents.play import game as play_game
+from agents.play import errors as play_errors
+from agents.play import levels as play_levels
+from agents.play import specs as play_specs
 from envs import Board
 from envs.players import make_player
 from envs.rules import RuleSet
@@ -54,18 +56,18 @@ def test_a_spec_names_a_shipped_network_by_its_entry() -> None:
 
 
 def test_the_play_pages_network_level_is_a_manifest_entry() -> None:
-    (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
+    (level,) = [lv for lv in play_levels.LEVELS if lv.name == "network"]
     assert level.spec.startswith("checkpoint:path=shipped:") and level.available()
     assert shipped.network(level.spec.split("path=")[1].split(",")[0]).path.is_file()
-    assert play_game.opponent_spec("checkpoint:path=shipped:default-60,sims=8", play_game.CHECKPOINT_DIRS)
-    with pytest.raises(play_game.PlayError, match="no shipped network 'nope'"):
-        play_game.opponent_spec("checkpoint:path=shipped:nope,sims=8", play_game.CHECKPOINT_DIRS)
-    ghost = play_game.Level("ghost", "Ghost", "checkpoint:path=shipped:nope", "no such entry")
+    assert play_specs.opponent_spec("checkpoint:path=shipped:default-60,sims=8", play_specs.CHECKPOINT_DIRS)
+    with pytest.raises(play_errors.PlayError, match="no shipped network 'nope'"):
+        play_specs.opponent_spec("checkpoint:path=shipped:nope,sims=8", play_specs.CHECKPOINT_DIRS)
+    ghost = play_levels.Level("ghost", "Ghost", "checkpoint:path=shipped:nope", "no such entry")
     assert not ghost.available()
 
 
 def test_the_network_level_plays_the_manifests_first_entry_for_the_default_rules(tmp_path: Path) -> None:
-    (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
+    (level,) = [lv for lv in play_levels.LEVELS if lv.name == "network"]
     first = next(net for net in NETWORKS if net.rule_set_names == ("default",))
     assert f"path={first.spec_path}," in level.spec and shipped.strongest() == first
 
@@ -80,12 +82,12 @@ def test_the_network_level_plays_the_manifests_first_entry_for_the_default_rules
     names = [net.rule_set_names for net in shipped.networks(manifest)]
     assert names == [("default", "keeps_rank"), ("default",), ("default",)]
     assert shipped.strongest(manifest=manifest).name == "b"  # a rule mix is skipped; no "rules" is default
-    assert play_game._strongest_network(manifest) == "shipped:b"
+    assert play_levels._strongest_network(manifest) == "shipped:b"
     with pytest.raises(shipped.ShippedError, match="no shipped network plays the rule set 'keeps_rank' alone"):
         shipped.strongest("keeps_rank", manifest)
     # Without a readable manifest the level names no entry and is not offered.
-    spec = f"checkpoint:path={play_game._strongest_network(tmp_path / 'none.json')},time=1"
-    assert not play_game.Level("network", "Network", spec, "").available()
+    spec = f"checkpoint:path={play_levels._strongest_network(tmp_path / 'none.json')},time=1"
+    assert not play_levels.Level("network", "Network", spec, "").available()
 
 
 def test_a_missing_or_malformed_manifest_is_named(tmp_path: Path) -> None:
@@ -142,8 +144,8 @@ def test_a_shipped_file_that_differs_from_its_manifest_entry_is_refused_when_loa
     load_model("shipped:default-120")  # the other entries still load
     # The play page refuses the level of a bad network when it is chosen, in one line.
     (tmp_path / "campaign-1084.pt").write_bytes(b"PK\x03\x04 not the network")
-    with pytest.raises(play_game.PlayError, match="campaign-1084.pt.*sha256"):
-        play_game.opponent_spec("network", play_game.CHECKPOINT_DIRS)
+    with pytest.raises(play_errors.PlayError, match="campaign-1084.pt.*sha256"):
+        play_specs.opponent_spec("network", play_specs.CHECKPOINT_DIRS)
 
 
 def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
@@ -161,7 +163,7 @@ def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
     entries += [[1, 2], {"name": ["a", "list"]}, *good]
     manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries}))
     assert [net.name for net in shipped.networks()] == ["default-60", "variants-40"]
-    assert shipped.strongest().name == "default-60" and play_game._strongest_network() == "shipped:default-60"
+    assert shipped.strongest().name == "default-60" and play_levels._strongest_network() == "shipped:default-60"
     load_model("shipped:default-60")
     words = {"rules-five": "rules", "no-hash": "sha256", "odd-commands": "commands", "odd-strength": "strength"}
     for name, word in words.items():
@@ -171,17 +173,17 @@ def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
         assert str(manifest) in line and repr(name) in line and word in line and "\n" not in line, line
         with pytest.raises(CheckpointError, match=word):
             make_player(f"checkpoint:path=shipped:{name},sims=4", seed=0)
-        assert not play_game.Level(name, name, f"checkpoint:path=shipped:{name}", "").available()
+        assert not play_levels.Level(name, name, f"checkpoint:path=shipped:{name}", "").available()
     # The page's network level, its entry malformed, is refused when chosen, in one line.
-    (level,) = [lv for lv in play_game.LEVELS if lv.name == "network"]
+    (level,) = [lv for lv in play_levels.LEVELS if lv.name == "network"]
     entries.insert(0, dict(good[0], name=level.spec.split("path=shipped:")[1].split(",")[0], rules=5))
     manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries}))
     assert not level.available()
     for choose in (
-        lambda: play_game.check_level_rules("network", RuleSet(), "default"),
-        lambda: play_game.opponent_spec("network"),
+        lambda: play_levels.check_level_rules("network", RuleSet(), "default"),
+        lambda: play_specs.opponent_spec("network"),
     ):
-        with pytest.raises(play_game.PlayError, match="the network level cannot play: .* is malformed: its 'rules'"):
+        with pytest.raises(play_errors.PlayError, match="the network level cannot play: .* is malformed: its 'rules'"):
             choose()
     manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries[:1]}))
     with pytest.raises(shipped.ShippedError, match=r"alone; shipped: none; malformed: campaign-1084$"):
@@ -195,4 +197,4 @@ def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
         manifest.write_text(text)
         with pytest.raises(shipped.ShippedError, match="manifest.json"):
             shipped.networks()
-        assert play_game._strongest_network() == "shipped:strongest"
+        assert play_levels._strongest_network() == "shipped:strongest"

@@ -21,7 +21,7 @@ import pytest
 
 from agents.arena.records import GameRecord
 from agents.play.computer import ComputerWorkers
-from agents.play.game import LEVELS
+from agents.play.levels import LEVELS
 from agents.play.server import PlayServer
 from envs import Board
 from envs.players import RandomPlayer

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from agents.play import errors as play_errors
 from agents.play import game as play_game
+from agents.play import levels as play_levels
+from agents.play import replay as play_replay
 from agents.play.computer import ComputerWorkers
 from envs import RuleSet
 from envs.rules import load_rules, rule_set_names
@@ -51,8 +54,8 @@ def test_a_game_under_a_chosen_rule_set_against_a_network_trained_on_a_mix(
 ) -> None:
     path = mixed_checkpoint(tmp_path / "mix" / "best.pt", ["default", "keeps_rank", "enemy_rat"])
     # 30 s a move: a worker's first move of a network imports torch and may compile the search (a cold cache).
-    level = play_game.Level("mixed", "Mixed", f"checkpoint:path={path},sims=4", "a network of three rule sets", 30.0)
-    monkeypatch.setattr(play_game, "LEVELS", (*play_game.LEVELS, level))
+    level = play_levels.Level("mixed", "Mixed", f"checkpoint:path={path},sims=4", "a network of three rule sets", 30.0)
+    monkeypatch.setattr(play_levels, "LEVELS", (*play_levels.LEVELS, level))
     server = start_server(tmp_path / "state", pool)
     try:
         client = Client(server)
@@ -97,11 +100,11 @@ def test_a_saved_game_or_record_whose_rules_hold_a_bool_for_a_number_is_refused_
         "hints_left": 3,
         "resigned": None,
     }
-    with pytest.raises(play_game.PlayError) as refused:
+    with pytest.raises(play_errors.PlayError) as refused:
         play_game.PlayGame.from_saved(saved)
     assert "no_capture_draw" in str(refused.value) and "\n" not in str(refused.value)
     record = GameRecord(moves=["a3a4"], rules=dict(RuleSet().to_dict(), no_capture_draw=value))
-    for replay in (record.replay, lambda: play_game.replay_frames(record)):
+    for replay in (record.replay, lambda: play_replay.replay_frames(record)):
         with pytest.raises(RecordError) as refused_record:
             replay()
         assert "no_capture_draw" in str(refused_record.value) and "\n" not in str(refused_record.value)

@@ -28,7 +28,8 @@ from hypothesis import strategies as hs
 from agents.arena.records import GameRecord
 from agents.play import server as server_module
 from agents.play.computer import ComputerWorkers
-from agents.play.game import PlayError, PlayGame
+from agents.play.errors import PlayError
+from agents.play.game import PlayGame
 from agents.play.server import MAX_BODY, MAX_RECORDS, TOKEN_HEADER, PlayHandler, PlayServer, replay
 from tests.support import ROOT
 from tests.support.play_helpers import Client, start_server, stop_server

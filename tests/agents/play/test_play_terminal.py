@@ -137,7 +137,7 @@ def run_page(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
 
 @pytest.mark.slow
 def test_opponent_typos_name_the_levels_and_help_names_every_level(tmp_path: Path) -> None:
-    from agents.play.game import LEVELS
+    from agents.play.levels import LEVELS
 
     names = [level.name for level in LEVELS]
     for p in (run_play("", "--opponent", "netwrok"), run_page("--opponent", "netwrok", "--state-dir", str(tmp_path))):

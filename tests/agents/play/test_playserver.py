@@ -16,10 +16,13 @@ from typing import Any, Optional
 import pytest
 
 from agents.arena.records import GameRecord
-from agents.play import game as play_game
+from agents.play import levels as play_levels
 from agents.play.computer import Cancelled, ComputerError, ComputerWorkers, PlayerCache, ThinkJob, choose_move
-from agents.play.game import MAX_REPLAY_PLIES, PlayError, PlayGame, bounded_spec, replay_frames
+from agents.play.errors import PlayError
+from agents.play.game import PlayGame
+from agents.play.replay import MAX_REPLAY_PLIES, replay_frames
 from agents.play.server import MAX_LIVE_GAMES, SOCKET_TIMEOUT
+from agents.play.specs import bounded_spec
 from envs import Board, Move, RuleSet
 from envs.rules import resolve_rules
 from tests.support.play_helpers import Client, register_test_players, snapshot, start_server, stop_server
@@ -260,9 +263,9 @@ def test_a_shipped_network_becomes_a_level_with_one_entry(
     tmp_path: Path, pool: ComputerWorkers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tiny_checkpoint(tmp_path / "shipped" / "best.pt")
-    level = play_game.Level("master", "Master", f"checkpoint:path={path},sims=4", "a network", seconds=4.0)
-    gone = play_game.Level("ghost", "Ghost", f"checkpoint:path={tmp_path / 'none.pt'}", "not shipped yet")
-    monkeypatch.setattr(play_game, "LEVELS", (*play_game.LEVELS, level, gone))
+    level = play_levels.Level("master", "Master", f"checkpoint:path={path},sims=4", "a network", seconds=4.0)
+    gone = play_levels.Level("ghost", "Ghost", f"checkpoint:path={tmp_path / 'none.pt'}", "not shipped yet")
+    monkeypatch.setattr(play_levels, "LEVELS", (*play_levels.LEVELS, level, gone))
     server = start_server(tmp_path / "state", pool)
     try:
         client = Client(server)
@@ -636,8 +639,8 @@ def test_a_worker_that_dies_in_a_search_is_named_with_its_pid_and_signal(pool: C
 
 def test_every_named_level_is_offered_from_a_checkout() -> None:
     # A level naming a checkpoint is hidden while its file is missing: the shipped ones must be there.
-    assert [lv.name for lv in play_game.available_levels()] == [lv.name for lv in play_game.LEVELS]
-    assert any(lv.spec.startswith("checkpoint:") for lv in play_game.LEVELS)
+    assert [lv.name for lv in play_levels.available_levels()] == [lv.name for lv in play_levels.LEVELS]
+    assert any(lv.spec.startswith("checkpoint:") for lv in play_levels.LEVELS)
 
 
 # --- the computer warms up before any move's clock starts ----------------------------------------
