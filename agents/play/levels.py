@@ -113,7 +113,7 @@ def rule_set_choices(name: str, rules: RuleSet) -> list[dict[str, Any]]:
 
 def check_level_rules(opponent: Any, rules: RuleSet, rules_name: str) -> None:
     """PlayError when `opponent` names a level whose network was not trained on `rules` (naming the rule sets
-    it plays) or cannot play (`_check_level_network`); nothing for any other opponent."""
+    it plays) or cannot play (`check_level_network`); nothing for any other opponent."""
     for level in LEVELS:
         if opponent == level.name:
             check_level_network(level)
