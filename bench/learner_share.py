@@ -36,8 +36,8 @@ from typing import Any, NamedTuple
 
 PROG = "learner_share.py"
 QUICK = {"games": 4, "max_plies": 8, "sims": 4, "steps": 3, "batch_size": 32}
-"""The sizes of `--quick` (the smoke test's): a run of seconds whose figures mean nothing, on the `tiny` model
-unless `--models` says otherwise."""
+"""The sizes of `--quick` (the smoke test's): a run of seconds whose figures mean nothing (each
+where its option is left at its default), on the `tiny` model unless `--models` says otherwise."""
 
 
 def cpu_seconds() -> float:
@@ -179,9 +179,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: %(default)s, the run's)")
     ap.add_argument("--quick", action="store_true", help=f"tiny sizes for a smoke test ({QUICK})")
     args = ap.parse_args()
-    if args.quick:
+    if args.quick:  # the sizes left at their defaults
         for key, value in QUICK.items():
-            setattr(args, key, value)
+            if getattr(args, key) == ap.get_default(key):
+                setattr(args, key, value)
     args.models = args.models or ("tiny" if args.quick else "small,medium")
     for key in ("games", "max_plies", "steps"):
         if getattr(args, key) < 1:

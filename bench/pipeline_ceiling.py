@@ -1,0 +1,309 @@
+"""The self-play pipeline's ceiling: self-play on a network that costs nothing, and the per-leaf costs of the
+served path (packing, unpacking, the shared-memory slot's round trip) measured one by one.
+
+    python bench/pipeline_ceiling.py                       # the default run's search, 64 games at once
+    python bench/pipeline_ceiling.py --device cuda         # the device-side unpack on the GPU
+    python bench/pipeline_ceiling.py --quick               # tiny sizes (the smoke test's)
+
+Self-play: the default run's search and self-play settings (`Config()`: Gumbel, 32 simulations over 4 root
+actions, the draw breakers, games capped at 200 plies), `--games` games at once in this process
+(`InProcessPool`), on a free evaluator: a uniform policy over the legal moves (masked logits, as
+`make_evaluator` returns them) and value 0, called once a leaf batch like the real one, so the search, the
+game loop and the evaluator calls are all that is left. Beside it the same games on the uniform evaluator that
+the search runs inside numba (no evaluator calls at all). Figures per CPU second of the whole process tree
+(`resource.getrusage`, this process and its children, all threads) and per wall second.
+
+Per leaf: the bytes a position takes in float32 planes and packed (`net/packing.py`; what crosses to the
+inference server and back), and microseconds a position for numpy packing and unpacking, the server's unpack
+on `--device` (the host-to-device copy included), and a round trip through a shared-memory slot
+(`distributed/slots.py`: the client's `ServedEvaluator` packs the batch into its slot and rings a server
+process on a pipe, which writes zero answers back into the slot; the server's network and unpack left out),
+each at the batch sizes `--batches`, on the positions the self-play above played. Packing and unpacking count
+this process's CPU time; the round trip counts wall time (its server is another process). Each figure is the
+best of three rounds of at least `--seconds`.
+
+Each pipeline is a row function (`PIPELINES`): rows for one served process, two servers and Ray-served
+self-play can join them; this version measures the in-process ones only, and says so. Figures only (no
+assertions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing
+import sys
+import time
+from dataclasses import asdict
+from typing import Any, Callable, NamedTuple
+
+from learner_share import cpu_seconds, timed
+
+PROG = "pipeline_ceiling.py"
+QUICK = {"games": 4, "max_plies": 8, "sims": 4, "batches": "16", "seconds": 0.01}
+"""The sizes of `--quick` (the smoke test's): a run of seconds whose figures mean nothing (each
+where its option is left at its default)."""
+NOT_MEASURED = "served rows (one server, two servers, Ray-served): not measured in this version"
+
+
+class FreeEvaluator:
+    """An `Evaluator` that costs nothing but its call: a uniform policy over the legal actions (illegal logits at
+    float32's minimum, as `make_evaluator` masks them) and value 0 for the side to move."""
+
+    def __call__(self, obs: Any, mask: Any) -> tuple[Any, Any]:
+        import numpy as np
+
+        lowest = np.finfo(np.float32).min
+        return np.where(mask, np.float32(0.0), lowest).astype(np.float32), np.zeros(len(obs), np.float32)
+
+
+class Row(NamedTuple):
+    """One pipeline's self-play: its label, the games' counts and the CPU and wall seconds they took."""
+
+    label: str
+    positions: int
+    simulations: int
+    games: int
+    cpu: float
+    wall: float
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    """The workers' settings of the default run, with `--games` at once, `--max-plies` and `--sims`."""
+    from agents.alphazero.distributed.settings import WorkerSettings
+    from agents.alphazero.net.network import NetworkConfig
+    from agents.alphazero.search import MCTSConfig
+    from agents.alphazero.training.config import Config
+
+    conf = Config()
+    mcts = MCTSConfig.from_dict(dict(asdict(conf.mcts), num_simulations=args.sims or conf.mcts.num_simulations))
+    return WorkerSettings(
+        network=NetworkConfig().to_dict(),  # not played: the evaluator is the pool's
+        mcts=asdict(mcts),
+        rules=conf.rules.rule_set().to_dict(),
+        selfplay=dataclasses.replace(conf.train.selfplay, parallel=args.games, max_plies=args.max_plies),
+        precision=conf.precision,
+    )
+
+
+def _in_process(label: str, evaluator: Any, args: argparse.Namespace) -> tuple[Row, Any]:
+    """`--games` games in this process on `evaluator` (after a warm-up call), and the games' data."""
+    from agents.alphazero.distributed.pools import make_selfplay_pool
+
+    with make_selfplay_pool("inprocess", 0, _settings(args), evaluator=evaluator) as pool:
+        pool.play({}, seed=1, num_games=2)  # load the numba cache (or compile)
+        data, cpu, wall = timed(lambda: pool.play({}, seed=0, num_games=args.games))
+    s = data.stats
+    return Row(label, s.positions, s.simulations, s.games, cpu, wall), data
+
+
+def free_network_row(args: argparse.Namespace) -> tuple[Row, Any]:
+    """In this process, the free evaluator called once a leaf batch."""
+    return _in_process("in process, free network", FreeEvaluator(), args)
+
+
+def kernels_only_row(args: argparse.Namespace) -> tuple[Row, Any]:
+    """In this process, the uniform evaluator that the search answers inside numba (no evaluator calls)."""
+    from agents.alphazero.search import uniform_evaluator
+
+    return _in_process("in process, uniform inside the search (no calls)", uniform_evaluator, args)
+
+
+PIPELINES: dict[str, Callable[[argparse.Namespace], tuple[Row, Any]]] = {
+    "free": free_network_row,
+    "kernels": kernels_only_row,
+}
+"""Each pipeline's row function (its figures and the games' data); a served pipeline's row joins here."""
+
+
+# --------------------------------------------------------------------------------------------
+# Per-leaf costs
+# --------------------------------------------------------------------------------------------
+def best_micros(run: Callable[[], Any], leaves: int, seconds: float, clock: Callable[[], float]) -> float:
+    """Microseconds per leaf of `run` (one batch of `leaves`) by `clock`: the best of three rounds of at least
+    `seconds` each (a round repeats `run`)."""
+    best = float("inf")
+    for _ in range(3):
+        calls, t0, w0 = 0, clock(), time.perf_counter()
+        while calls == 0 or time.perf_counter() - w0 < seconds:
+            run()
+            calls += 1
+        best = min(best, (clock() - t0) / (calls * leaves))
+    return best * 1e6
+
+
+def _echo(name: str, capacity: int, pipe: Any) -> None:
+    """A server that costs nothing: answers each request on `pipe` by writing zeros into slot 0 of the leaf slots
+    `name`; None ends it."""
+    from agents.alphazero.distributed.slots import IDLE, LeafSlots
+
+    slots = LeafSlots(1, capacity, name=name)
+    slot = slots.slot(0)
+    while (n := pipe.recv()) is not None:
+        if n != IDLE:
+            slot.logits[:n] = 0.0
+            slot.value[:n] = 0.0
+        pipe.send(n)
+    del slot
+    slots.close()
+
+
+class SlotRoundTrip:
+    """A `ServedEvaluator` on a slot of `capacity` positions, answered by `_echo` in a process of its own."""
+
+    def __init__(self, capacity: int) -> None:
+        from agents.alphazero.distributed.slots import LeafSlots, ServedEvaluator
+
+        self.slots = LeafSlots(1, capacity)
+        here, there = multiprocessing.Pipe()
+        self.pipe = here
+        self.server = multiprocessing.get_context("spawn").Process(
+            target=_echo, args=(self.slots.name, capacity, there), daemon=True
+        )
+        self.server.start()
+        there.close()
+        self.evaluator = ServedEvaluator(self.slots.slot(0), here)
+
+    def close(self) -> None:
+        self.pipe.send(None)
+        self.server.join(10)
+        if self.server.is_alive():
+            self.server.kill()
+            self.server.join()
+        del self.evaluator
+        self.pipe.close()
+        self.slots.unlink()
+
+
+def batch_micros(obs: Any, mask: Any, device: Any, seconds: float) -> dict[str, float]:
+    """Microseconds a leaf of each step of the served path for one batch `obs` [n, 32, 9, 7], `mask` [n, 252]."""
+    import torch
+
+    from agents.alphazero.net.packing import pack_masks, pack_observations, unpack_masks, unpack_observations
+    from agents.alphazero.net.runtime import unpack_masks_on_device, unpack_on_device
+
+    n = len(obs)
+    bits, scalars = pack_observations(obs)
+    mask_bits = pack_masks(mask)
+
+    def on_device() -> None:
+        unpack_on_device(torch.from_numpy(bits).to(device), torch.from_numpy(scalars).to(device))
+        unpack_masks_on_device(torch.from_numpy(mask_bits).to(device))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    trip = SlotRoundTrip(n)
+    try:
+        steps: dict[str, tuple[Callable[[], Any], Callable[[], float]]] = {
+            "pack (numpy, CPU)": (lambda: (pack_observations(obs), pack_masks(mask)), cpu_seconds),
+            "unpack (numpy, CPU)": (lambda: (unpack_observations(bits, scalars), unpack_masks(mask_bits)), cpu_seconds),
+            f"copy to {device} and unpack there (torch, CPU)": (on_device, cpu_seconds),
+            "slot round trip, packing included (wall)": (lambda: trip.evaluator(obs, mask), time.perf_counter),
+        }
+        with torch.inference_mode():
+            return {label: best_micros(run, n, seconds, clock) for label, (run, clock) in steps.items()}
+    finally:
+        trip.close()
+
+
+def leaf_costs(obs: Any, mask: Any, batches: list[int], device: Any, seconds: float) -> list[str]:
+    """The per-leaf table: bytes, then microseconds a leaf of each step at each batch size, on `obs` and `mask`
+    (positions tiled up to the largest batch)."""
+    import numpy as np
+
+    from agents.alphazero.distributed.slots import ROW_BYTES, SCALAR_PLANES
+    from agents.alphazero.net.packing import PACKED_MASK_BYTES, PACKED_OBS_BYTES
+    from envs.encoding import N_ACTIONS
+
+    planes = obs[0].nbytes + mask[0].nbytes
+    packed = PACKED_OBS_BYTES + 4 * SCALAR_PLANES + PACKED_MASK_BYTES
+    answer = 4 * N_ACTIONS + 4
+    lines = [
+        f"bytes a leaf: {planes} as float32 planes and a bool mask, {packed} packed ({PACKED_OBS_BYTES} of bits, "
+        f"{4 * SCALAR_PLANES} of constant planes, {PACKED_MASK_BYTES} of mask bits; {planes / packed:.0f}x fewer); "
+        f"{answer} back (logits and value, float32); a slot holds {ROW_BYTES} a position",
+        f"| microseconds a leaf | {' | '.join(f'batch {b}' for b in batches)} |",
+        "| --- |" + " --- |" * len(batches),
+    ]
+    reps = -(-max(batches) // len(obs))
+    obs, mask = np.concatenate([obs] * reps), np.concatenate([mask] * reps)
+    rows: dict[str, list[float]] = {}
+    for b in batches:
+        for label, micros in batch_micros(obs[:b].copy(), mask[:b].copy(), device, seconds).items():
+            rows.setdefault(label, []).append(micros)
+    for label, figures in rows.items():
+        lines.append(f"| {label} | {' | '.join(f'{u:.2f}' for u in figures)} |")
+    return lines
+
+
+def main() -> None:
+    from agents.common.cli import refuse
+
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    ap.error = lambda message: refuse(PROG, ValueError(message))  # type: ignore[method-assign]  # one line, no usage
+    ap.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda (default: %(default)s)")
+    ap.add_argument("--games", type=int, default=64, help="self-play games at once (default: %(default)s)")
+    ap.add_argument("--max-plies", type=int, default=200, help="each game's cap (default: %(default)s, the run's)")
+    ap.add_argument("--sims", type=int, default=0, help="simulations a move (0: the default run's, 32)")
+    ap.add_argument(
+        "--batches", default="64,1024", help="leaf batch sizes of the per-leaf costs (default: %(default)s)"
+    )
+    ap.add_argument("--seconds", type=float, default=0.2, help="least seconds a round (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: %(default)s, the run's)")
+    ap.add_argument("--quick", action="store_true", help=f"tiny sizes for a smoke test ({QUICK})")
+    args = ap.parse_args()
+    if args.quick:  # the sizes left at their defaults
+        for key, value in QUICK.items():
+            if getattr(args, key) == ap.get_default(key):
+                setattr(args, key, value)
+    for key in ("games", "max_plies"):
+        if getattr(args, key) < 1:
+            ap.error(f"--{key.replace('_', '-')}={getattr(args, key)} must be at least 1")
+    for key in ("sims", "threads"):
+        if getattr(args, key) < 0:
+            ap.error(f"--{key}={getattr(args, key)} must be at least 0")
+    if not 0 < args.seconds <= 60:
+        ap.error(f"--seconds={args.seconds:g} must be above 0 and at most 60")
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        batches = []
+    if not batches or min(batches) < 1:
+        ap.error(f"--batches={args.batches!r} must be batch sizes of at least 1, separated by commas")
+    if args.device not in ("auto", "cpu", "cuda"):
+        ap.error(f"--device={args.device!r} must be auto, cpu or cuda")
+    import torch
+
+    from agents.alphazero.net.device import resolve_device
+
+    try:
+        device = resolve_device(args.device)
+    except ValueError as e:
+        ap.error(str(e))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rows, data = [], None
+    for run in PIPELINES.values():
+        row, played = run(args)
+        rows.append(row)
+        data = played if data is None else data
+    settings = _settings(args)
+    print(
+        f"self-play: {args.games} games at once, Gumbel {settings.mcts['num_simulations']} simulations over "
+        f"{settings.mcts['gumbel']['max_actions']} root actions, games capped at {args.max_plies} plies; "
+        f"{torch.get_num_threads()} torch threads"
+    )
+    print("| pipeline | positions per CPU s | simulations per CPU s | positions per wall s | mean plies |")
+    print("| --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(
+            f"| {r.label} | {r.positions / max(r.cpu, 1e-9):.0f} | {r.simulations / max(r.cpu, 1e-9):.0f} "
+            f"| {r.positions / max(r.wall, 1e-9):.0f} | {r.positions / max(r.games, 1):.0f} |"
+        )
+    print(NOT_MEASURED)
+    assert data is not None
+    print("\n".join(leaf_costs(data.obs, data.mask, batches, device, args.seconds)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
