@@ -57,7 +57,6 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from agents.alphazero.net.checkpoint import CheckpointError, rng_state
-from agents.alphazero.net.device import resolve_device
 from agents.alphazero.net.network import build_network
 from agents.alphazero.net.runtime import NonFiniteOutputError, make_evaluator
 from agents.alphazero.selfplay.data import SelfPlayStats
@@ -107,7 +106,7 @@ def run(cfg: DictConfig) -> None:
 
     # -- build (and restore a resumed run's every part, each checked, before its directory is claimed; then
     #    claim it: this process alone writes to it, only what it wrote is touched, logs cut back) --------
-    device = resolve_device(conf.device)
+    device = training.device  # resolved once, when the config was checked
     model = build_network(conf.model).to(device)
     learner = Learner(model, tc.learner, device=device, amp=conf.amp, compile=conf.compile)
     replay = ReplayBuffer(tc.replay_capacity, mirror=tc.mirror, seed=conf.seed)
@@ -129,7 +128,7 @@ def run(cfg: DictConfig) -> None:
     except ValueError as e:  # a damaged part of the checkpoint, a second writer
         refuse("train.py", e)
     evaluator = make_evaluator(model, device, conf.precision, compile=conf.compile)
-    pool = training.selfplay_pool(evaluator, device)  # checks the settings (opponent specs included) before any game
+    pool = training.selfplay_pool(evaluator)  # checks the settings (opponent specs included) before any game
     training.open_writer()
 
     # -- loop: {self-play -> learn -> evaluate -> checkpoint}; a stop signal ends it at a safe point ---
@@ -178,7 +177,7 @@ def run(cfg: DictConfig) -> None:
                 scores: dict[str, float] = {}
                 if due:
                     stop.waiting_for = f"the evaluation of iteration {it}"
-                    result = stop.abandonable(training.evaluate, evaluator, previous, it, device, progress)
+                    result = stop.abandonable(training.evaluate, evaluator, previous, it, progress)
                     if result is None:
                         training.keep_latest(it, pending=True)
                         stopped = f"during the evaluation of iteration {it}, which the resumed run plays again"

@@ -182,9 +182,9 @@ def load(group: str, name: str) -> dict:
 
 def _mix_settings(settings: Any, mix: str) -> Any:
     """`settings` with each game's rules drawn from the comma-separated `mix` (this tree only)."""
-    from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
+    from agents.alphazero.selfplay.rules_mix import parse_rules_mix
 
-    return dataclasses.replace(settings, rules_mix=mix_state(parse_rules_mix(mix.split(","))))
+    return dataclasses.replace(settings, rules_mix=tuple(parse_rules_mix(mix.split(","))))
 
 
 def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) -> Any:
@@ -208,6 +208,12 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
             max_plies=args.max_plies,
             threads=max(args.threads, 0),
         )
+    if "Mapping" not in str(dataclasses.fields(WorkerSettings)[0].type):  # the config objects themselves
+        from agents.alphazero.net.network import NetworkConfig
+        from agents.alphazero.search import MCTSConfig
+        from envs import RuleSet
+
+        network, mcts, rules = NetworkConfig.from_dict(network), MCTSConfig.from_dict(mcts), RuleSet.from_dict(rules)
     return WorkerSettings(
         network=network,
         mcts=mcts,

@@ -51,6 +51,7 @@ from agents.alphazero.distributed.batcher import tail_mean_batch
 from agents.alphazero.distributed.pools import make_selfplay_pool
 from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.distributed.slots import ROW_BYTES, SHM_DIR, slot_capacity
+from agents.alphazero.net.device import resolve_device
 from agents.alphazero.net.network import NetworkConfig, build_network
 from agents.alphazero.net.runtime import fuse_for_inference, make_evaluator
 from agents.alphazero.training.config import checked_config, compose_config
@@ -122,7 +123,7 @@ CPU = Plan(
     training=(
         "preset=smoke",
         "train.workers=2",
-        "train.inference_server=true",
+        "train.inference.server=true",
         "train.iterations=3",
         "train.max_steps_per_iteration=4",
         "train.learner.warmup_steps=1",
@@ -199,7 +200,7 @@ def shm_rows(plan: Plan) -> list[Row]:
     conf = selfplay_config(plan)
     workers = max(plan.processes)
     games = -(-max(plan.games, conf.train.selfplay.parallel) // workers)
-    need = workers * slot_capacity(games, asdict(conf.mcts)) * ROW_BYTES
+    need = workers * slot_capacity(games, conf.mcts) * ROW_BYTES
     try:
         fs = os.statvfs(SHM_DIR)
     except (OSError, AttributeError):
@@ -219,9 +220,9 @@ def warm_up_probe() -> None:
     t0 = time.perf_counter()
     conf = checked_config(compose_config(["preset=smoke"]))
     settings = WorkerSettings(
-        network=conf.model.to_dict(),
-        mcts=asdict(conf.mcts),
-        rules=conf.rules.rule_set().to_dict(),
+        network=conf.model,
+        mcts=conf.mcts,
+        rules=conf.rules.rule_set(),
         selfplay=replace(conf.train.selfplay, max_plies=2, parallel=2),
     )
     torch.manual_seed(0)
@@ -332,10 +333,11 @@ def _number(value: Any) -> str:
 
 def _settings(conf: Any, plan: Plan) -> WorkerSettings:
     return WorkerSettings(
-        network=conf.model.to_dict(),
-        mcts=asdict(conf.mcts),
-        rules=conf.rules.rule_set().to_dict(),
+        network=conf.model,
+        mcts=conf.mcts,
+        rules=conf.rules.rule_set(),
         selfplay=replace(conf.train.selfplay, max_plies=plan.plies),
+        precision=conf.precision,
     )
 
 
@@ -347,7 +349,7 @@ def selfplay_rows(plan: Plan) -> list[Row]:
     """Positions/s of served self-play by the number of self-play processes feeding one server."""
     conf = selfplay_config(plan)
     settings = _settings(conf, plan)
-    inference = InferenceSettings(device=plan.device, precision=conf.precision)
+    inference = InferenceSettings(device=resolve_device(plan.device))
     torch.manual_seed(0)
     weights = build_network(conf.model).state_dict()
     deadline = time.monotonic() + plan.budgets["selfplay"]

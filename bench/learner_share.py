@@ -31,7 +31,6 @@ import dataclasses
 import resource
 import sys
 import time
-from dataclasses import asdict
 from typing import Any, NamedTuple
 
 PROG = "learner_share.py"
@@ -94,7 +93,6 @@ def measure(name: str, args: argparse.Namespace, device: Any) -> dict[str, Any]:
     from agents.alphazero.distributed.settings import WorkerSettings
     from agents.alphazero.net.network import build_network, count_parameters
     from agents.alphazero.net.runtime import make_evaluator
-    from agents.alphazero.search import MCTSConfig
     from agents.alphazero.training.config import Config
     from agents.alphazero.training.learner import Learner
     from agents.alphazero.training.replay import ReplayBuffer
@@ -102,12 +100,12 @@ def measure(name: str, args: argparse.Namespace, device: Any) -> dict[str, Any]:
     conf = Config()
     torch.manual_seed(0)
     model = build_network(network_config(name)).to(device)
-    mcts = MCTSConfig.from_dict(dict(asdict(conf.mcts), num_simulations=args.sims or conf.mcts.num_simulations))
+    mcts = dataclasses.replace(conf.mcts, num_simulations=args.sims or conf.mcts.num_simulations)
     selfplay = dataclasses.replace(conf.train.selfplay, parallel=args.games, max_plies=args.max_plies, draw_keep=1.0)
     settings = WorkerSettings(
-        network=model.config.to_dict(),
-        mcts=asdict(mcts),
-        rules=conf.rules.rule_set().to_dict(),
+        network=model.config,
+        mcts=mcts,
+        rules=conf.rules.rule_set(),
         selfplay=selfplay,
         precision=conf.precision,
     )

@@ -34,7 +34,6 @@ import dataclasses
 import multiprocessing
 import sys
 import time
-from dataclasses import asdict
 from typing import Any, Callable, NamedTuple
 
 from learner_share import cpu_seconds, timed
@@ -72,15 +71,14 @@ def _settings(args: argparse.Namespace) -> Any:
     """The workers' settings of the default run, with `--games` at once, `--max-plies` and `--sims`."""
     from agents.alphazero.distributed.settings import WorkerSettings
     from agents.alphazero.net.network import NetworkConfig
-    from agents.alphazero.search import MCTSConfig
     from agents.alphazero.training.config import Config
 
     conf = Config()
-    mcts = MCTSConfig.from_dict(dict(asdict(conf.mcts), num_simulations=args.sims or conf.mcts.num_simulations))
+    mcts = dataclasses.replace(conf.mcts, num_simulations=args.sims or conf.mcts.num_simulations)
     return WorkerSettings(
-        network=NetworkConfig().to_dict(),  # not played: the evaluator is the pool's
-        mcts=asdict(mcts),
-        rules=conf.rules.rule_set().to_dict(),
+        network=NetworkConfig(),  # not played: the evaluator is the pool's
+        mcts=mcts,
+        rules=conf.rules.rule_set(),
         selfplay=dataclasses.replace(conf.train.selfplay, parallel=args.games, max_plies=args.max_plies),
         precision=conf.precision,
     )
@@ -289,8 +287,8 @@ def main() -> None:
         data = played if data is None else data
     settings = _settings(args)
     print(
-        f"self-play: {args.games} games at once, Gumbel {settings.mcts['num_simulations']} simulations over "
-        f"{settings.mcts['gumbel']['max_actions']} root actions, games capped at {args.max_plies} plies; "
+        f"self-play: {args.games} games at once, Gumbel {settings.mcts.num_simulations} simulations over "
+        f"{settings.mcts.gumbel.max_actions} root actions, games capped at {args.max_plies} plies; "
         f"{torch.get_num_threads()} torch threads"
     )
     print("| pipeline | positions per CPU s | simulations per CPU s | positions per wall s | mean plies |")

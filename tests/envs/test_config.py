@@ -8,7 +8,7 @@ import pytest
 
 from agents.alphazero.distributed.pools import make_selfplay_pool
 from agents.alphazero.distributed.settings import (
-    InferenceSettings,
+    InferenceConfig,
     InferenceSettingsError,
     WorkerBackendError,
     WorkerSettings,
@@ -35,7 +35,7 @@ CLASSES = [
 
 
 def _pool(backend: str, workers: int) -> Any:
-    settings = WorkerSettings(network=NetworkConfig().to_dict(), mcts={}, rules=RuleSet().to_dict())
+    settings = WorkerSettings(network=NetworkConfig(), mcts=MCTSConfig(), rules=RuleSet())
     return make_selfplay_pool(backend, workers, settings)
 
 
@@ -93,12 +93,8 @@ BAD: list[tuple[type[Exception], Callable[[], Any], str]] = [
         "self-play backend='threads' is not one of inprocess, process, ray",
     ),
     (WorkerBackendError, lambda: _pool("process", -1), "self-play workers=-1 must be >= 0"),
-    (InferenceSettingsError, lambda: InferenceSettings(max_wait=-1), "inference.max_wait=-1 must lie in [0, 10]"),
-    (
-        InferenceSettingsError,
-        lambda: InferenceSettings(precision="fp8"),
-        "inference.precision='fp8' is not one of fp32, bf16, auto",
-    ),
+    (InferenceSettingsError, lambda: InferenceConfig(max_wait=-1), "train.inference.max_wait=-1 must lie in [0, 10]"),
+    (InferenceSettingsError, lambda: InferenceConfig(halves=3), "train.inference.halves=3 must lie in [1, 2]"),
 ]
 
 

@@ -4,6 +4,7 @@ and checked in-process with Hydra's compose API (groups, presets, bad values ref
 import re
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from agents.alphazero.distributed.settings import InferenceConfig
 from agents.alphazero.net.checkpoint import load_checkpoint
 from agents.alphazero.training import config as train_config
 from agents.alphazero.training.learner import LearnMetrics
@@ -450,6 +452,60 @@ def test_a_stored_config_without_the_draw_breakers_resumes_with_plain_self_play(
     assert (sp.random_plies, sp.contempt_sides, sp.draw_keep) == (0, "both", 1.0)
 
 
+def test_a_stored_config_with_renamed_keys_resumes_under_the_new_names(tmp_path: Path) -> None:
+    """A key renamed since a run stored its config (`RENAMED_KEYS`) is read under its new name on resume, as in
+    the stored configs of the campaigns; given by its old name on the command line it is refused in one line
+    naming the new one."""
+    composed = OmegaConf.to_container(train_config.compose_config(["train=tiny", "name=run", "train.workers=2"]))
+    assert isinstance(composed, dict)
+    inference = composed["train"].pop("inference")
+    assert inference == {"server": False, "max_wait": 0.002, "halves": 1}
+    composed["train"].update(inference_server=True, inference_max_wait=0.01, inference_halves=2)
+    stored = OmegaConf.to_yaml(OmegaConf.create(composed))
+    conf = train_config.checked_config(train_config.resumed_config(stored, tmp_path, ["resume=run"]))
+    assert conf.train.inference == InferenceConfig(server=True, max_wait=0.01, halves=2)
+    for campaign in sorted((ROOT / "checkpoints").glob("campaign-*/config.yaml")):
+        cfg = train_config.resumed_config(campaign.read_text(), campaign, ["resume=run"])
+        assert cfg.train.inference == OmegaConf.create(asdict(InferenceConfig())), campaign
+    for old, new in train_config.RENAMED_KEYS.items():
+        with pytest.raises(train_config.ConfigError) as refused:
+            train_config.resumed_config(stored, tmp_path, [f"{old}=1"])
+        assert str(refused.value) == f"{old} is now {new} ({old}=1)"
+
+
+@pytest.mark.slow
+def test_the_device_is_resolved_once_on_the_training_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Composing, checking and opening a run resolve its device once; what runs below (the inference server,
+    the pools) takes the torch.device it got."""
+    import agents.alphazero.distributed.workers as workers
+    from agents.alphazero.distributed.pools import make_selfplay_pool
+    from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
+    from agents.alphazero.net import device as device_module
+    from agents.alphazero.net.network import build_network
+    from tests.support.fake_ray import ThreadedRay
+
+    calls: list[str] = []
+    real = device_module.resolve_device
+
+    def counted(spec: str) -> torch.device:
+        calls.append(spec)
+        return real(spec)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "resolve_device", None) is real:
+            monkeypatch.setattr(module, "resolve_device", counted)
+    overrides = ["preset=smoke", f"out_dir={tmp_path}", "name=once", "train.workers=1", "train.inference.server=true"]
+    training, conf = TrainingRun.open(train_config.compose_config(overrides), overrides)
+    assert calls == ["auto"] and training.device == real("auto")
+    fake = ThreadedRay()
+    monkeypatch.setattr(workers, "import_ray", lambda: fake)
+    settings = WorkerSettings(network=conf.model, mcts=conf.mcts, rules=conf.rules.rule_set(), precision="fp32")
+    inference = InferenceSettings(config=conf.train.inference, device=training.device)
+    with make_selfplay_pool("ray", 1, settings, inference=inference) as pool:  # a server actor, in this process
+        pool.play(build_network(conf.model).state_dict(), seed=0, num_games=1)
+    assert calls == ["auto"]
+
+
 def test_the_log_line_gives_each_evaluation_score_its_interval() -> None:
     from agents.alphazero.training.progress import iteration_line
 
@@ -553,7 +609,7 @@ def test_a_mixed_run_evaluates_per_rule_set_records_its_mix_and_resumes(tmp_path
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "where",
-    [[], ["train.workers=2", "train.inference_server=true", "train.inference_halves=2"]],
+    [[], ["train.workers=2", "train.inference.server=true", "train.inference.halves=2"]],
     ids=["inprocess", "served"],
 )
 def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games(

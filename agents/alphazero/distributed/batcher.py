@@ -19,8 +19,7 @@ import torch
 
 from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.distributed.workers import load_weights
-from agents.alphazero.net.device import resolve_device
-from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.network import build_network
 from agents.alphazero.net.runtime import make_packed_evaluator
 
 BatchEvaluator = Callable[..., tuple[np.ndarray, np.ndarray]]
@@ -202,10 +201,10 @@ class InferenceServer:
     def __init__(self, settings: WorkerSettings, server: InferenceSettings) -> None:
         if server.threads > 0 and torch.get_num_threads() != server.threads:
             torch.set_num_threads(server.threads)
-        self.device = resolve_device(server.device)
-        self.model = build_network(NetworkConfig.from_dict(settings.network)).to(self.device).eval()
-        evaluator = make_packed_evaluator(self.model, self.device, server.precision, compile=server.compile)
-        self.batcher = LeafBatcher(evaluator, server.max_wait)
+        self.device = server.device
+        self.model = build_network(settings.network).to(self.device).eval()
+        evaluator = make_packed_evaluator(self.model, self.device, settings.precision, compile=server.compile)
+        self.batcher = LeafBatcher(evaluator, server.config.max_wait)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:
         """Take the learner's weights (between calls, or with every batch held back)."""

@@ -1,8 +1,8 @@
 """The inference service: self-play processes send their leaf batches to one process that owns the device.
 
-    settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
-                              selfplay=SelfPlayConfig(parallel=128))
-    server = InferenceSettings(device="cuda", precision="auto")
+    settings = WorkerSettings(network=net_cfg, mcts=mcts_cfg, rules=rules, selfplay=SelfPlayConfig(parallel=128),
+                              precision="auto")
+    server = InferenceSettings(device=resolve_device("cuda"))
     with make_selfplay_pool("process", 15, settings, inference=server) as pool:
         data = pool.play(model.state_dict(), seed=7, num_games=1024)   # the games of one in-process call
 
@@ -77,10 +77,8 @@ from agents.alphazero.distributed.workers import (
     split_games,
 )
 from agents.alphazero.net.packing import pack_masks, pack_observations
-from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
 from agents.common.child import Child, ChildDiedError, messages, receive, start_child
-from envs.rules import RuleSet
 
 
 class WorkerDiedError(ChildDiedError):
@@ -160,12 +158,11 @@ def _serve(
 
 def _play_served(index: int, settings: WorkerSettings, pipes: list[Connection], commands: Connection) -> None:
     """A self-play process: plays the game ranges sent on `commands` (None ends it), its leaves evaluated by
-    the server through its slots and `pipes` (one a half of its games: `InferenceSettings.halves`); each
+    the server through its slots and `pipes` (one a half of its games: `InferenceConfig.halves`); each
     result or exception goes back on `commands`. With carry_over each half keeps its games in play between
     calls (a `CarriedGames`, searching through whatever slots the process holds at the time)."""
     if settings.threads > 0 and torch.get_num_threads() != settings.threads:
         torch.set_num_threads(settings.threads)  # the opponents' networks, if any
-    rules, mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
     slots: Optional[LeafSlots] = None
     halves = len(pipes)
     evaluators: list[ServedEvaluator] = []  # replaced in place: the carried games look them up at each batch
@@ -179,7 +176,7 @@ def _play_served(index: int, settings: WorkerSettings, pipes: list[Connection], 
             slots = LeafSlots(first + halves, capacity, name=name)  # attaches; the slots up to ours are all it holds
             evaluators.extend(ServedEvaluator(slots.slot(first + j), pipe) for j, pipe in enumerate(pipes))
         try:
-            reply: tuple[Any, ...] = ("done", *_play_halves(evaluators, settings, mcts, rules, parts, carried))
+            reply: tuple[Any, ...] = ("done", *_play_halves(evaluators, settings, parts, carried))
         except Exception as e:
             reply = ("error", e, traceback.format_exc())
         try:
@@ -192,8 +189,6 @@ def _play_part(
     evaluators: Sequence[ServedEvaluator],
     j: int,
     settings: WorkerSettings,
-    mcts: MCTSConfig,
-    rules: RuleSet,
     part: Mapping[str, Any],
     carried: list[Optional[CarriedGames]],
 ) -> tuple[SelfPlayData, Optional[int]]:
@@ -201,7 +196,7 @@ def _play_part(
     ``num_games`` to finish of its carried games (numbered from ``first_game`` by ``stride``) and the index of
     the next game they would start."""
     if not settings.selfplay.carry_over:
-        return play_range(evaluators[j], settings, mcts, rules, **part), None
+        return play_range(evaluators[j], settings, **part), None
     games = carried[j]
     if games is None:
         games = carried[j] = CarriedGames(
@@ -213,8 +208,6 @@ def _play_part(
 def _play_halves(
     evaluators: Sequence[ServedEvaluator],
     settings: WorkerSettings,
-    mcts: MCTSConfig,
-    rules: RuleSet,
     parts: Sequence[Mapping[str, Any]],
     carried: list[Optional[CarriedGames]],
 ) -> tuple[SelfPlayData, list[Optional[int]]]:
@@ -225,7 +218,7 @@ def _play_halves(
     halves = len(evaluators) if settings.selfplay.carry_over else len(parts)
     if halves == 1:
         try:
-            data, after = _play_part(evaluators, 0, settings, mcts, rules, parts[0], carried)
+            data, after = _play_part(evaluators, 0, settings, parts[0], carried)
             return data, [after]
         finally:
             evaluators[0].idle()
@@ -236,7 +229,7 @@ def _play_halves(
 
     def half(j: int) -> None:
         try:
-            results[j] = _play_part(evaluators, j, share, mcts, rules, parts[j], carried)
+            results[j] = _play_part(evaluators, j, share, parts[j], carried)
         except BaseException as e:  # raised in the calling thread below
             errors.append(e)
         finally:
@@ -265,7 +258,7 @@ class ServedPool(SelfPlayPool):
             raise ValueError(f"an inference server needs at least one self-play worker, got {workers}")
         # The largest slots a call can need (every worker at `parallel` games), checked before any process starts.
         self.settings, self.workers, self.inference = settings, workers, inference
-        self.halves = inference.halves
+        self.halves = inference.config.halves
         self.carry = settings.selfplay.carry_over
         self.first_game = self.next_game = first_game
         """With carry_over: half j of worker w (loop ``l = w * halves + j``) plays the games `first_game + l`,
@@ -427,7 +420,6 @@ class ServedSelfPlayActor:
         if settings.threads > 0 and torch.get_num_threads() != settings.threads:
             torch.set_num_threads(settings.threads)
         self.settings = settings
-        self.rules, self.mcts = RuleSet.from_dict(settings.rules), MCTSConfig.from_dict(settings.mcts)
         self.evaluator = RayServedEvaluator(workers_module.import_ray(), server, client)
 
     def play(
@@ -437,8 +429,6 @@ class ServedSelfPlayActor:
             return play_range(
                 self.evaluator,
                 self.settings,
-                self.mcts,
-                self.rules,
                 seed=seed,
                 first_game=first_game,
                 num_games=num_games,

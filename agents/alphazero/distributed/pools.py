@@ -19,7 +19,6 @@ from agents.alphazero.distributed.workers import (
     portable_state,
     split_games,
 )
-from agents.alphazero.net.device import resolve_device
 from agents.alphazero.search import Evaluator
 from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
 from envs.config import check_choice, check_range
@@ -71,7 +70,7 @@ class RayPool(SelfPlayPool):
                 actor = ray.remote(num_cpus=1)(SelfPlayWorker)
                 self._actors = [actor.remote(settings) for _ in range(workers)]
             else:
-                gpus = 1 if resolve_device(inference.device).type == "cuda" else 0
+                gpus = 1 if inference.device.type == "cuda" else 0
                 # A thread per client's call, and one for the pool's own calls.
                 server = ray.remote(num_cpus=1, num_gpus=gpus, max_concurrency=workers + 2)(InferenceServer)
                 self._server = server.remote(settings, inference)

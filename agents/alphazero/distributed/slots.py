@@ -13,7 +13,7 @@ import contextlib
 import os
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -61,16 +61,10 @@ MAX_SLOT_ROWS = 4096
 """Most positions a self-play process's slot holds (about 5 MB); a larger leaf batch goes in pieces."""
 
 
-def leaves_per_game(mcts: Mapping[str, Any]) -> int:
-    """Most leaves one game's search sends in one evaluator call under the search settings `mcts`
-    (`search.leaves_per_call`)."""
-    return leaves_per_call(MCTSConfig.from_dict(mcts))
-
-
-def slot_capacity(games: int, mcts: Mapping[str, Any]) -> int:
+def slot_capacity(games: int, mcts: MCTSConfig) -> int:
     """Positions a slot holds for a self-play process playing `games` games at once under the search settings
     `mcts`: a search step of every game, at most `MAX_SLOT_ROWS` (but never fewer than one leaf a game)."""
-    return min(games * leaves_per_game(mcts), max(games, MAX_SLOT_ROWS))
+    return min(games * leaves_per_call(mcts), max(games, MAX_SLOT_ROWS))
 
 
 ROW_BYTES = 4 * N_ACTIONS + 4 + 4 * SCALAR_PLANES + PACKED_OBS_BYTES + PACKED_MASK_BYTES

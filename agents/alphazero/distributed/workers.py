@@ -1,7 +1,6 @@
 """Self-play workers: an iteration's games split over local processes or Ray actors.
 
-    settings = WorkerSettings(network=net_cfg.to_dict(), mcts=asdict(mcts_cfg), rules=rules.to_dict(),
-                              selfplay=SelfPlayConfig(parallel=64))
+    settings = WorkerSettings(network=net_cfg, mcts=mcts_cfg, rules=rules, selfplay=SelfPlayConfig(parallel=64))
     with make_selfplay_pool("process", workers=4, settings=settings) as pool:
         data = pool.play(model.state_dict(), seed=7, num_games=256)
 
@@ -23,7 +22,7 @@ makes their pools):
                ``ray.init(address=...)`` joins a cluster, the default starts a local one.
                Every node needs this package and, for ``checkpoint`` opponents, the files.
 
-With ``inference=InferenceSettings(device=...)`` the ``process`` and ``ray``
+With ``inference=InferenceSettings(device=...)`` (`agents.alphazero.distributed.settings`) the ``process`` and ``ray``
 workers hold no network: they send their leaf batches to one inference
 server that owns the device and evaluates the leaves of all of them in large
 batches (`agents.alphazero.distributed.inference`; the pipeline for a GPU machine).
@@ -51,14 +50,12 @@ import torch
 from tqdm import tqdm
 
 from agents.alphazero.distributed.settings import DISTRIBUTED_HINT, WorkerBackendError, WorkerSettings
-from agents.alphazero.net.network import NetworkConfig, build_network
+from agents.alphazero.net.network import build_network
 from agents.alphazero.net.runtime import make_evaluator
-from agents.alphazero.search import Evaluator, MCTSConfig
+from agents.alphazero.search import Evaluator
 from agents.alphazero.selfplay.data import SelfPlayData, merge_selfplay
 from agents.alphazero.selfplay.games import SelfPlayLoop, build_opponents, play_games
-from agents.alphazero.selfplay.rules_mix import mix_from_state
 from agents.common.processes import WorkerProcesses
-from envs.rules import RuleSet
 
 
 def split_games(num_games: int, workers: int) -> list[tuple[int, int]]:
@@ -93,8 +90,6 @@ def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
 def play_range(
     evaluator: Evaluator,
     settings: WorkerSettings,
-    mcts: MCTSConfig,
-    rules: RuleSet,
     *,
     seed: int,
     first_game: int,
@@ -104,18 +99,18 @@ def play_range(
 ) -> SelfPlayData:
     """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed` on `evaluator`, opponents
     built from the specs of `settings` (what every worker plays)."""
-    opponents = build_opponents(settings.selfplay, rules, seed, opponent_seeds)
+    opponents = build_opponents(settings.selfplay, settings.rules, seed, opponent_seeds)
     return play_games(
         evaluator,
         settings.selfplay,
-        mcts=mcts,
-        rules=rules,
+        mcts=settings.mcts,
+        rules=settings.rules,
         num_games=num_games,
         seed=seed,
         first_game=first_game,
         opponents=opponents,
         progress=progress,
-        rules_mix=mix_from_state(settings.rules_mix),
+        rules_mix=settings.rules_mix,
     )
 
 
@@ -128,9 +123,7 @@ class SelfPlayWorker:
         if own_process and settings.threads > 0 and torch.get_num_threads() != settings.threads:
             torch.set_num_threads(settings.threads)
         self.settings = settings
-        self.rules = RuleSet.from_dict(settings.rules)
-        self.mcts = MCTSConfig.from_dict(settings.mcts)
-        self.model = build_network(NetworkConfig.from_dict(settings.network))
+        self.model = build_network(settings.network)
         self.model.eval()
         self.evaluator = make_evaluator(self.model, "cpu", settings.precision)
         self.carried: Optional[CarriedGames] = None
@@ -156,8 +149,6 @@ class SelfPlayWorker:
         return play_range(
             self.evaluator,
             self.settings,
-            self.mcts,
-            self.rules,
             seed=seed,
             first_game=first_game,
             num_games=num_games,
@@ -227,8 +218,6 @@ class CarriedGames:
 
     def __init__(self, settings: WorkerSettings, evaluator: Evaluator, first_game: int = 0, stride: int = 1) -> None:
         self.settings, self.evaluator, self.stride = settings, evaluator, stride
-        self.rules = RuleSet.from_dict(settings.rules)
-        self.mcts = MCTSConfig.from_dict(settings.mcts)
         self.loop: Optional[SelfPlayLoop] = None
         """The games carried over from the last call."""
         self.next_game = first_game
@@ -242,14 +231,14 @@ class CarriedGames:
             self.loop = SelfPlayLoop(
                 self.evaluator,
                 self.settings.selfplay,
-                mcts=self.mcts,
-                rules=self.rules,
+                mcts=self.settings.mcts,
+                rules=self.settings.rules,
                 num_games=count,
                 seed=seed,
                 first_game=self.next_game,
-                opponents=build_opponents(self.settings.selfplay, self.rules, seed, opponent_seeds),
+                opponents=build_opponents(self.settings.selfplay, self.settings.rules, seed, opponent_seeds),
                 progress=progress,
-                rules_mix=mix_from_state(self.settings.rules_mix),
+                rules_mix=self.settings.rules_mix,
                 stride=self.stride,
             )
         elif seed != self.loop.seed:
@@ -282,8 +271,6 @@ class InProcessPool(SelfPlayPool):
         self.settings = settings
         self.evaluator = evaluator
         self.worker = SelfPlayWorker(settings, own_process=False) if evaluator is None else None
-        self.rules = RuleSet.from_dict(settings.rules)
-        self.mcts = MCTSConfig.from_dict(settings.mcts)
         games = self.worker.evaluator if self.worker is not None else evaluator  # follows the trainer's model
         assert games is not None
         self.carried = CarriedGames(settings, games, first_game)
@@ -318,8 +305,6 @@ class InProcessPool(SelfPlayPool):
         return play_range(
             self.evaluator,
             self.settings,
-            self.mcts,
-            self.rules,
             seed=seed,
             first_game=0,
             num_games=num_games,

@@ -13,7 +13,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.alphazero.distributed.settings import BACKENDS, WorkerBackendError
+from agents.alphazero.distributed.settings import BACKENDS, InferenceConfig, WorkerBackendError
 from agents.alphazero.net.checkpoint import CheckpointError, stored_config
 from agents.alphazero.net.device import MAX_THREADS, resolve_device
 from agents.alphazero.net.network import NetworkConfig
@@ -117,17 +117,10 @@ class TrainConfig:
     pip install -e '.[distributed]'); `inprocess` ignores `workers`."""
     ray_address: str = ""
     """The Ray cluster to join (`ray.init(address=...)`, e.g. `auto`); empty: start a local one."""
-    inference_server: bool = False
-    """The workers hold no network: they send their leaf batches to one inference process that owns
-    `device` and evaluates the leaves of all of them at once (agents.alphazero.distributed.inference), which keeps a
-    GPU busy. Needs `workers` >= 1 on the `process` or `ray` backend; the games stay the same."""
-    inference_max_wait: float = 0.002
-    """Seconds a batch of the inference server waits, after its first request, for the workers still busy with
-    their trees (0 to 10): longer joins more leaves a call, shorter idles the device less."""
-    inference_halves: int = 1
-    """With the inference server on the process backend: 1, or 2 to keep two requests in flight per
-    self-play process (its games in two halves, one searching while the other's leaves are evaluated);
-    the games stay the same."""
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
+    """The inference server: `server` (the workers send their leaves to one process that owns `device`; needs
+    `workers` >= 1 on the `process` or `ray` backend), its batches' `max_wait` and the requests in flight per
+    self-play process (`halves`); see agents.alphazero.distributed.settings.InferenceConfig."""
     replay_capacity: int = 60000
     """Replay buffer size in positions (the newest are kept); 1 to 100000000, and at most what this
     machine's memory holds (about 1 KB a position, allocated at the start)."""
@@ -176,8 +169,6 @@ class TrainConfig:
             max_steps_per_iteration=(1, None),
             checkpoint_every=(1, None),
             replay_in_checkpoint_mb=(0, None),
-            inference_max_wait=(0, 10),
-            inference_halves=(1, 2),
         )
         if self.selfplay.player_name != SelfPlayConfig.player_name:
             raise ConfigError(
@@ -204,9 +195,9 @@ class TrainConfig:
                 f"train.selfplay.carry_over=true keeps the games in play in local processes: it needs "
                 f"train.workers=0 or train.worker_backend=process (got {self.workers} on 'ray')"
             )
-        if self.inference_server and (self.workers < 1 or self.worker_backend == "inprocess"):
+        if self.inference.server and (self.workers < 1 or self.worker_backend == "inprocess"):
             raise ConfigError(
-                f"train.inference_server=true serves self-play workers: it needs train.workers >= 1 on "
+                f"train.inference.server=true serves self-play workers: it needs train.workers >= 1 on "
                 f"the process or ray backend (got {self.workers} on {self.worker_backend!r})"
             )
 
@@ -298,8 +289,12 @@ class Config:
                     f"train.rules_mix gives each game its rules: leave the rules group at its default "
                     f"(rules.{changed[0]}={getattr(self.rules, changed[0])!r} is set)"
                 )
+
+    def run_device(self) -> torch.device:
+        """`device` resolved: the one resolution of a training process (`checked_run_config`), which refuses a
+        device this machine lacks in one line."""
         try:
-            device = resolve_device(self.device)
+            return resolve_device(self.device)
         except ValueError as e:
             hint = (
                 " (preset=gpu asks for device=cuda; the default preset=cpu runs on the CPU)"
@@ -307,9 +302,8 @@ class Config:
                 else ""
             )
             raise ConfigError(f"{e}{hint}") from None
-        self._check_memory(device)
 
-    def _check_memory(self, device: torch.device) -> None:
+    def check_memory(self) -> None:
         """Refuse a replay buffer or self-play trees larger than this machine's memory (both are made whole
         at the start; the network's own memory is bounded by the model's shape)."""
         total = machine_memory()
@@ -361,7 +355,14 @@ def refuse_unknown_keys(node: Any, schema: type, where: str) -> None:
 
 
 def checked_config(cfg: DictConfig) -> Config:
-    """The composed (or resumed) config as dataclasses with every value checked, before any work.
+    """The composed (or resumed) config as dataclasses with every value checked, before any work
+    (`checked_run_config` without the device it resolves)."""
+    return checked_run_config(cfg)[0]
+
+
+def checked_run_config(cfg: DictConfig) -> tuple[Config, torch.device]:
+    """The composed (or resumed) config as dataclasses with every value checked, before any work, and its device
+    resolved (once: what runs below takes this torch.device).
 
     Raises a ValueError subclass naming the key at fault: an unknown key
     (even one added with `+`), a value out of range (ConfigError,
@@ -401,13 +402,44 @@ def checked_config(cfg: DictConfig) -> Config:
             f"train.selfplay.opponent_fraction={conf.train.selfplay.opponent_fraction} needs "
             "train.selfplay.opponents (player specs)"
         )
-    return conf
+    device = conf.run_device()
+    conf.check_memory()
+    return conf, device
+
+
+RENAMED_KEYS: dict[str, str] = {
+    "train.inference_server": "train.inference.server",
+    "train.inference_max_wait": "train.inference.max_wait",
+    "train.inference_halves": "train.inference.halves",
+}
+"""Keys renamed since a run could store its config (old -> new): a stored config's old key is read under its
+new name (`move_renamed_keys`); given on a command line, the old name is refused in one line naming the new one
+(`refuse_renamed_keys`)."""
+
+
+def refuse_renamed_keys(overrides: Sequence[str]) -> None:
+    """ConfigError naming the new key for an override that sets a key by its old name (`RENAMED_KEYS`)."""
+    for item in overrides:
+        key = override_key(item)
+        if key in RENAMED_KEYS:
+            raise ConfigError(f"{key} is now {RENAMED_KEYS[key]} ({item})")
+
+
+def move_renamed_keys(stored: DictConfig) -> None:
+    """A stored config's keys of old (`RENAMED_KEYS`) moved, in place, to their new names."""
+    for old, new in RENAMED_KEYS.items():
+        where, _, name = old.rpartition(".")
+        node = OmegaConf.select(stored, where)
+        if isinstance(node, DictConfig) and name in node:
+            OmegaConf.update(stored, new, node.pop(name), force_add=True)
 
 
 def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
     """The config that ``python train.py <overrides>`` would run, composed in this process (tests, notebooks).
 
-    ConfigError, in one line, for an override Hydra refuses (an unknown key, a mistyped value...)."""
+    ConfigError, in one line, for an override Hydra refuses (an unknown key, a mistyped value...) and for a
+    key given by its old name (`RENAMED_KEYS`)."""
+    refuse_renamed_keys(overrides)
     register_configs()
     return compose(config_dir(""), "config", overrides, schema=Config, job_name="train")  # type: ignore[no-any-return]
 
@@ -415,6 +447,7 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
 def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> DictConfig:
     """The run's stored config (the composed config it started with) with this command line's
     `key=value` overrides, except `resume`, merged on top; a config group cannot change."""
+    refuse_renamed_keys(overrides)
     dotlist = []
     for item in overrides:
         key = override_key(item)
@@ -430,6 +463,7 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
         dotlist.append(item.lstrip("+"))
     try:  # the schema refuses unknown keys and mistyped values
         stored = stored_config(stored_yaml, path)
+        move_renamed_keys(stored)
         if isinstance(stored.get("mcts"), DictConfig):  # the flat search keys of earlier versions, into their nodes
             stored.mcts = migrate_flat_mcts(stored.mcts)
         if isinstance(stored.get("model"), DictConfig) and "input_planes" not in stored.model:

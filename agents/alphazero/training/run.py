@@ -7,7 +7,7 @@ import logging
 import math
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
@@ -36,7 +36,7 @@ from agents.alphazero.net.checkpoint import (
 from agents.alphazero.net.network import count_parameters
 from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
-from agents.alphazero.training.config import Config, checked_config, resumed_config
+from agents.alphazero.training.config import Config, checked_run_config, resumed_config
 from agents.alphazero.training.ladder import evaluate_ladder
 from agents.alphazero.training.learner import Learner, LearnMetrics
 from agents.alphazero.training.progress import (
@@ -88,6 +88,7 @@ class TrainingRun:
     def __init__(
         self,
         conf: Config,
+        device: torch.device,
         config_yaml: str,
         run_dir: Path,
         resume_path: Path,
@@ -97,6 +98,8 @@ class TrainingRun:
         init_from: Optional[dict[str, Any]],
     ) -> None:
         self.conf, self.config_yaml, self.run_dir = conf, config_yaml, run_dir
+        self.device = device
+        """The run's device (`Config.device` resolved, once: everything below takes it)."""
         self.mix = parse_rules_mix(conf.train.rules_mix)
         """The rule sets the self-play games are drawn from (`train.rules_mix`; empty: `rules` alone)."""
         self.rules = run_rules(conf)
@@ -146,11 +149,11 @@ class TrainingRun:
             if "name" in given:
                 check_run_name(cfg.name)  # name= given empty
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
-        conf = checked_config(cfg)
+        conf, device = checked_run_config(cfg)
         check_writable_dir(conf.out_dir)
         tc = conf.train
-        if tc.inference_server and tc.worker_backend == "process":  # their leaf slots, in shared memory
-            check_shared_memory(tc.workers, slot_capacity(tc.selfplay.parallel, asdict(conf.mcts)))
+        if tc.inference.server and tc.worker_backend == "process":  # their leaf slots, in shared memory
+            check_shared_memory(tc.workers, slot_capacity(tc.selfplay.parallel, conf.mcts))
         init_from: Optional[dict[str, Any]] = None
         init_path = Path()
         if resume_from is not None:
@@ -173,7 +176,7 @@ class TrainingRun:
                 init_from = widened_input_planes(load_checkpoint(init_path), init_path, conf.model)
                 check_compatible(init_from, init_path, network=conf.model, rules=run_rules(conf))
         return cls(
-            conf, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path, init_from
+            conf, device, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path, init_from
         ), conf
 
     def restore(
@@ -272,29 +275,22 @@ class TrainingRun:
             self.writer.add_text("config", "```\n" + self.config_yaml + "\n```", 0)
         return self.writer
 
-    def selfplay_pool(self, evaluator: Any, device: torch.device) -> SelfPlayPool:
+    def selfplay_pool(self, evaluator: Any) -> SelfPlayPool:
         """The self-play pool of the run (its workers, or this process), which checks the settings (opponent specs
         included) before any game; logs what the run is."""
         conf, tc = self.conf, self.conf.train
         assert self.parts is not None
         settings = WorkerSettings(
-            network=conf.model.to_dict(),
-            mcts=asdict(conf.mcts),
-            rules=self.rules.to_dict(),
+            network=conf.model,
+            mcts=conf.mcts,
+            rules=self.rules,
             selfplay=replace(tc.selfplay, player_name=conf.name),
             precision=conf.precision,
-            rules_mix=mix_state(self.mix),
+            rules_mix=tuple(self.mix),
         )
         inference = (
-            InferenceSettings(
-                device=str(device),
-                precision=conf.precision,
-                threads=conf.threads,
-                max_wait=tc.inference_max_wait,
-                halves=tc.inference_halves,
-                compile=conf.compile,
-            )
-            if tc.inference_server
+            InferenceSettings(config=tc.inference, device=self.device, threads=conf.threads, compile=conf.compile)
+            if tc.inference.server
             else None
         )
         pool = make_selfplay_pool(
@@ -311,11 +307,11 @@ class TrainingRun:
             conf.name,
             conf.model,
             count_parameters(self.parts[0]),
-            device,
+            self.device,
             conf.mcts.algorithm,
             conf.mcts.num_simulations,
             (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
-            + (f" feeding an inference server on {device}" if tc.inference_server else ""),
+            + (f" feeding an inference server on {self.device}" if tc.inference.server else ""),
         )
         return pool
 
@@ -339,9 +335,7 @@ class TrainingRun:
         self.next_game = getattr(pool, "next_game", 0)  # counted with the games (`played`)
         return data
 
-    def evaluate(
-        self, evaluator: Any, previous: torch.nn.Module, it: int, device: torch.device, progress: bool
-    ) -> dict[str, float]:
+    def evaluate(self, evaluator: Any, previous: torch.nn.Module, it: int, progress: bool) -> dict[str, float]:
         """Iteration `it`'s scores against the ladder and the previous network (`evaluate_ladder`), announced in
         the log. Changes nothing of the run's: a stop may abandon it."""
         conf, ec = self.conf, self.conf.train.eval
@@ -351,12 +345,32 @@ class TrainingRun:
         elo = float(self.history["elo"])
         if not self.mix:
             return evaluate_ladder(
-                evaluator, previous, ec, conf.mcts, self.rules, conf.seed, it, device, conf.precision, elo, progress
+                evaluator,
+                previous,
+                ec,
+                conf.mcts,
+                self.rules,
+                conf.seed,
+                it,
+                self.device,
+                conf.precision,
+                elo,
+                progress,
             )
         return mixed_scores(
             {
                 m.name: evaluate_ladder(
-                    evaluator, previous, ec, conf.mcts, m.rules, conf.seed, it, device, conf.precision, elo, progress
+                    evaluator,
+                    previous,
+                    ec,
+                    conf.mcts,
+                    m.rules,
+                    conf.seed,
+                    it,
+                    self.device,
+                    conf.precision,
+                    elo,
+                    progress,
                 )
                 for m in self.mix
             }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,7 @@ import torch
 
 from agents.alphazero.distributed.inference import ServedPool
 from agents.alphazero.distributed.pools import make_selfplay_pool
-from agents.alphazero.distributed.settings import InferenceSettings, WorkerBackendError, WorkerSettings
+from agents.alphazero.distributed.settings import InferenceConfig, InferenceSettings, WorkerBackendError, WorkerSettings
 from agents.alphazero.distributed.workers import InProcessPool, next_game_after
 from agents.alphazero.net.network import NetworkConfig, build_network
 from agents.alphazero.net.runtime import make_evaluator
@@ -139,9 +139,7 @@ TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 
 
 def _worker_settings(carry_over: bool = True, parallel: int = 4) -> WorkerSettings:
-    return WorkerSettings(
-        network=TINY.to_dict(), mcts=asdict(MCTS), rules=RULES.to_dict(), selfplay=_settings(carry_over, parallel)
-    )
+    return WorkerSettings(network=TINY, mcts=MCTS, rules=RULES, selfplay=_settings(carry_over, parallel))
 
 
 class Interrupted(Exception):
@@ -190,7 +188,7 @@ def test_the_weights_of_each_call_search_the_carried_games() -> None:
 
 
 def test_carry_over_is_refused_on_ray() -> None:
-    for inference in (None, InferenceSettings(device="cpu")):
+    for inference in (None, InferenceSettings()):
         with pytest.raises(WorkerBackendError, match="carry_over") as e:
             make_selfplay_pool("ray", 2, _worker_settings(), inference=inference)
         assert "\n" not in str(e.value)
@@ -235,7 +233,7 @@ def test_interleaved_loops_number_their_games_apart() -> None:
 # --------------------------------------------------------------------------------------------
 ROUNDING = 1e-5
 """The network's last-bit rounding by batch size, in search policies and values (see test_inference_service)."""
-SERVED = InferenceSettings(device="cpu", precision="fp32", max_wait=1.0)
+SERVED = InferenceSettings(config=InferenceConfig(max_wait=1.0))  # on the CPU, in the workers' fp32
 """A batch waits for every client in play (as a GPU's server does, its clients never far behind): its size is
 then the clients' requests', not the machine's timing."""
 
@@ -308,7 +306,7 @@ def test_served_workers_carry_their_games_and_keep_the_servers_batches_wide(halv
     # 16 games an iteration on 2 processes of 8 slots (4 a half): every loop full at every call.
     net = _tiny_network()
     weights = net.state_dict()
-    served = replace(SERVED, halves=halves)
+    served = replace(SERVED, config=replace(SERVED.config, halves=halves))
     pool: Any
     with make_selfplay_pool("process", 2, _worker_settings(parallel=8), inference=served) as pool:
         assert isinstance(pool, ServedPool)

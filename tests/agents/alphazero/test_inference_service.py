@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import replace
 from multiprocessing import Pipe
 from typing import Any, Callable
 
@@ -21,6 +21,7 @@ from agents.alphazero.distributed.batcher import LeafBatcher, tail_mean_batch
 from agents.alphazero.distributed.inference import WorkerDiedError
 from agents.alphazero.distributed.pools import make_selfplay_pool
 from agents.alphazero.distributed.settings import (
+    InferenceConfig,
     InferenceSettings,
     InferenceSettingsError,
     WorkerBackendError,
@@ -32,7 +33,6 @@ from agents.alphazero.distributed.slots import (
     ServedEvaluator,
     SharedMemoryError,
     check_shared_memory,
-    leaves_per_game,
     slot_capacity,
 )
 from agents.alphazero.net.network import NetworkConfig, build_network
@@ -55,8 +55,9 @@ RULES = RuleSet(no_capture_draw=40)
 SCALAR_PLANE = BINARY_PLANES
 """The first observation plane that is constant per position (stored as a float in the packed form)."""
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
-FP32 = InferenceSettings(precision="fp32")
-"""The in-process games here run in fp32 (`make_evaluator`'s default) whatever the CPU offers."""
+FP32 = InferenceSettings()
+"""A CPU server; its precision is the workers' (`WorkerSettings.precision`, fp32: `make_evaluator`'s default),
+so the in-process games here run in fp32 whatever the CPU offers."""
 ROUNDING = 1e-5
 """How far a search policy may move when the server's batches mix the leaves of several processes (the
 network's CPU kernels round the last bit by batch size; measured differences are about 1e-7)."""
@@ -88,9 +89,9 @@ def settings(**selfplay: Any) -> WorkerSettings:
     )
     sp.update(selfplay)
     return WorkerSettings(
-        network=TINY.to_dict(),
-        mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
-        rules=RULES.to_dict(),
+        network=TINY,
+        mcts=MCTSConfig(algorithm="gumbel", num_simulations=4),
+        rules=RULES,
         selfplay=SelfPlayConfig(**sp),
     )
 
@@ -187,13 +188,18 @@ def test_the_counts_say_how_small_the_last_tenth_of_the_batches_got() -> None:
 
 @pytest.mark.slow
 def test_train_config_sets_the_server_wait() -> None:
+    """The server's settings are the train.inference section, checked once with the config; its keys of old
+    (train.inference_server ...) are refused on the command line with one line naming the new key."""
     conf = train_config.checked_config(
-        train_config.compose_config(["train.inference_server=true", "train.workers=2", "train.inference_max_wait=0.01"])
+        train_config.compose_config(["train.inference.server=true", "train.workers=2", "train.inference.max_wait=0.01"])
     )
-    assert conf.train.inference_max_wait == 0.01
-    assert train_config.checked_config(train_config.compose_config([])).train.inference_max_wait == 0.002
-    with pytest.raises(ValueError, match=r"train.inference_max_wait=11(.0)? must lie in \[0, 10\]"):
-        train_config.checked_config(train_config.compose_config(["train.inference_max_wait=11"]))
+    assert conf.train.inference == InferenceConfig(server=True, max_wait=0.01)
+    assert train_config.checked_config(train_config.compose_config([])).train.inference.max_wait == 0.002
+    with pytest.raises(ValueError, match=r"^train.inference.max_wait=11(.0)? must lie in \[0, 10\]$"):
+        train_config.checked_config(train_config.compose_config(["train.inference.max_wait=11"]))
+    with pytest.raises(train_config.ConfigError) as old:
+        train_config.compose_config(["train.inference_max_wait=0.01"])
+    assert str(old.value) == "train.inference_max_wait is now train.inference.max_wait (train.inference_max_wait=0.01)"
 
 
 def test_a_batch_waits_at_most_max_wait_and_never_for_a_client_that_left() -> None:
@@ -267,12 +273,10 @@ def test_the_served_evaluator_sends_a_batch_larger_than_its_slot_in_pieces() -> 
 
 
 def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> None:
-    with pytest.raises(InferenceSettingsError, match="max_wait=-1"):
-        InferenceSettings(max_wait=-1)
-    with pytest.raises(InferenceSettingsError, match="precision='fp8'"):
-        InferenceSettings(precision="fp8")
-    with pytest.raises(InferenceSettingsError, match="unknown device 'gpu0'"):
-        InferenceSettings(device="gpu0")
+    with pytest.raises(InferenceSettingsError, match="^train.inference.max_wait=-1 must lie in"):
+        InferenceConfig(max_wait=-1)
+    with pytest.raises(InferenceSettingsError, match="^train.inference.halves=3 must lie in"):
+        InferenceConfig(halves=3)
     for backend, workers in (("inprocess", 2), ("process", 0)):
         with pytest.raises(WorkerBackendError, match="needs workers >= 1 on the process or ray backend"):
             make_selfplay_pool(backend, workers, settings(), inference=FP32)
@@ -280,15 +284,15 @@ def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> No
 
 @pytest.mark.slow
 def test_train_config_switches_the_server_on_for_workers_only() -> None:
-    with pytest.raises(ValueError, match="inference_server=true .* needs train.workers >= 1"):
-        train_config.checked_config(train_config.compose_config(["train.inference_server=true", "train.workers=0"]))
-    conf = train_config.checked_config(train_config.compose_config(["train.inference_server=true", "train.workers=2"]))
-    assert conf.train.inference_server and conf.train.workers == 2
+    with pytest.raises(ValueError, match="inference.server=true .* needs train.workers >= 1"):
+        train_config.checked_config(train_config.compose_config(["train.inference.server=true", "train.workers=0"]))
+    conf = train_config.checked_config(train_config.compose_config(["train.inference.server=true", "train.workers=2"]))
+    assert conf.train.inference.server and conf.train.workers == 2
     gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))
-    assert gpu.train.inference_server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
+    assert gpu.train.inference.server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
     assert not train_config.checked_config(
         train_config.compose_config([])
-    ).train.inference_server  # the CPU default is as before
+    ).train.inference.server  # the CPU default is as before
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,7 +321,7 @@ def test_the_served_pool_plays_the_games_of_one_in_process_call() -> None:
             play_games(
                 counted(make_evaluator(net, "cpu", "fp32"), leaves_seen),
                 s.selfplay,
-                mcts=MCTSConfig.from_dict(s.mcts),
+                mcts=s.mcts,
                 rules=RULES,
                 num_games=games,
                 seed=seed,
@@ -364,15 +368,15 @@ def test_a_killed_process_stops_the_call_with_an_error_naming_it(victim: str, wo
 
 ORPHANS = """
 import time
-from dataclasses import asdict
 from agents.alphazero.net.network import NetworkConfig, build_network
 from agents.alphazero.distributed.pools import make_selfplay_pool
 from agents.alphazero.training.progress import log_server
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay.games import SelfPlayConfig
 from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
+from envs.rules import RuleSet
 tiny = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
-s = WorkerSettings(network=tiny.to_dict(), mcts=asdict(MCTSConfig(num_simulations=2)), rules={},
+s = WorkerSettings(network=tiny, mcts=MCTSConfig(num_simulations=2), rules=RuleSet(),
                    selfplay=SelfPlayConfig(parallel=2, max_plies=4))
 pool = make_selfplay_pool("process", 1, s, inference=InferenceSettings())
 pool.play(build_network(tiny).state_dict(), seed=0, num_games=2)
@@ -408,7 +412,7 @@ def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPa
     here = play_games(
         make_evaluator(net, "cpu", "fp32"),
         s.selfplay,
-        mcts=MCTSConfig.from_dict(s.mcts),
+        mcts=s.mcts,
         rules=RULES,
         num_games=5,
         seed=3,
@@ -426,6 +430,10 @@ def test_ray_served_pool_plays_the_in_process_games(monkeypatch: pytest.MonkeyPa
 def test_slots_hold_a_search_step_of_every_game() -> None:
     """A self-play process's slot is sized for the leaves one search step can send per game: Gumbel's
     shared runs send up to its root actions, leaf batching its lanes, PUCT one."""
+
+    def leaves_per_game(mcts: dict[str, Any]) -> int:
+        return slot_capacity(1, MCTSConfig.from_dict(mcts))
+
     assert leaves_per_game({"algorithm": "gumbel", "gumbel": {"max_actions": 4}}) == 4
     assert leaves_per_game({"algorithm": "gumbel", "gumbel": {"max_actions": 16}, "leaf_batch": 8}) == 8
     assert leaves_per_game({"algorithm": "puct"}) == 1
@@ -452,7 +460,7 @@ def test_leaf_slots_larger_than_the_free_shared_memory_are_refused_naming_the_fi
 ) -> None:
     """Past the free space of /dev/shm a self-play process dies with SIGBUS at its first write: the need, the
     free space and the fix are named before any process starts."""
-    capacity = slot_capacity(128, asdict(MCTSConfig(algorithm="gumbel", num_simulations=32)))
+    capacity = slot_capacity(128, MCTSConfig(algorithm="gumbel", num_simulations=32))
     need = 15 * capacity * slots_module.ROW_BYTES
     free = need - 4096  # one page short
     asked = small_shm(monkeypatch, free)
@@ -473,7 +481,7 @@ def test_the_served_pool_and_train_refuse_too_little_shared_memory_before_any_pr
     small_shm(monkeypatch, 16 * 1024)
     with pytest.raises(SharedMemoryError, match="2 self-play workers"):
         make_selfplay_pool("process", 2, settings(parallel=64), inference=FP32)
-    overrides = ["train.inference_server=true", "train.workers=3", f"out_dir={tmp_path}", "name=shm"]
+    overrides = ["train.inference.server=true", "train.workers=3", f"out_dir={tmp_path}", "name=shm"]
     with pytest.raises(SharedMemoryError, match="3 self-play workers"):
         TrainingRun.open(train_config.compose_config(overrides), overrides)
     assert list(tmp_path.iterdir()) == []
@@ -547,7 +555,7 @@ def test_the_server_counts_are_logged_as_scalars_and_one_line() -> None:
 
 @pytest.mark.slow
 def test_two_halves_in_flight_per_process_play_the_games_of_one_request_in_flight() -> None:
-    """Double buffering (`InferenceSettings.halves=2`): each process searches two halves of its games in turn,
+    """Double buffering (`InferenceConfig.halves=2`): each process searches two halves of its games in turn,
     one half's request in flight while the other grows its trees; the games are those of one request in
     flight, and the server evaluates exactly as many leaves."""
     s = settings()
@@ -555,20 +563,20 @@ def test_two_halves_in_flight_per_process_play_the_games_of_one_request_in_fligh
     weights = build_network(TINY).state_dict()
     results, counts = [], []
     for halves in (1, 2):
-        with make_selfplay_pool("process", 2, s, inference=replace(FP32, halves=halves)) as pool:
+        with make_selfplay_pool(
+            "process", 2, s, inference=replace(FP32, config=InferenceConfig(halves=halves))
+        ) as pool:
             results.append(pool.play(weights, seed=9, num_games=7))
             counts.append(pool.server_counts["positions"])
             assert pool._slots is not None and pool._slots.clients == 2 * halves  # a slot and a pipe a half
     assert_same_games(results[1], results[0])
     assert counts[1] == counts[0] > 0
-    with pytest.raises(InferenceSettingsError, match="halves=3"):
-        InferenceSettings(halves=3)
 
 
 @pytest.mark.slow
 def test_train_config_sets_the_halves_in_flight() -> None:
-    conf = train_config.checked_config(train_config.compose_config(["train.inference_halves=2"]))
-    assert conf.train.inference_halves == 2
-    assert train_config.checked_config(train_config.compose_config([])).train.inference_halves == 1
-    with pytest.raises(ValueError, match=r"train.inference_halves=3 must lie in \[1, 2\]"):
-        train_config.checked_config(train_config.compose_config(["train.inference_halves=3"]))
+    conf = train_config.checked_config(train_config.compose_config(["train.inference.halves=2"]))
+    assert conf.train.inference.halves == 2
+    assert train_config.checked_config(train_config.compose_config([])).train.inference.halves == 1
+    with pytest.raises(ValueError, match=r"train.inference.halves=3 must lie in \[1, 2\]"):
+        train_config.checked_config(train_config.compose_config(["train.inference.halves=3"]))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 import importlib.util
 import os
+import pickle
 import signal
 import threading
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -83,11 +83,22 @@ def test_split_games_covers_the_range_contiguously() -> None:
 def settings(**kw) -> WorkerSettings:
     selfplay = SelfPlayConfig(parallel=4, max_plies=24, playout_cap_fraction=0.25, cheap_simulations=2, **kw)
     return WorkerSettings(
-        network=TINY.to_dict(),
-        mcts=asdict(MCTSConfig(algorithm="gumbel", num_simulations=4)),
-        rules=RULES.to_dict(),
+        network=TINY,
+        mcts=MCTSConfig(algorithm="gumbel", num_simulations=4),
+        rules=RULES,
         selfplay=selfplay,
     )
+
+
+def test_worker_settings_are_the_config_objects_and_pickle_as_they_are() -> None:
+    """A worker gets the run's config objects themselves (no dict copies to rebuild), pickled as they are to
+    its process."""
+    s = settings()
+    back = pickle.loads(pickle.dumps(s))
+    assert back == s
+    assert (type(back.network), type(back.mcts), type(back.rules)) == (NetworkConfig, MCTSConfig, RuleSet)
+    with make_selfplay_pool("inprocess", 0, s) as pool:  # checked and played as they are
+        assert pool.play(build_network(TINY).state_dict(), seed=1, num_games=1).stats.games == 1
 
 
 def rows_by_game(data: SelfPlayData) -> list[slice]:
@@ -104,7 +115,7 @@ def test_process_workers_play_the_games_of_one_in_process_call() -> None:
     here = play_games(
         make_evaluator(net),
         s.selfplay,
-        mcts=MCTSConfig.from_dict(s.mcts),
+        mcts=s.mcts,
         rules=RULES,
         num_games=6,
         seed=9,
@@ -271,7 +282,7 @@ def test_a_dead_ray_actor_ends_the_call_with_one_line_naming_it(monkeypatch: pyt
 
     fake = ThreadedRay()
     monkeypatch.setattr(workers, "import_ray", lambda: fake)
-    inference = InferenceSettings(precision="fp32") if served else None
+    inference = InferenceSettings() if served else None
     weights = build_network(TINY).state_dict()
     with pytest.raises(WorkerDiedError) as died:
         with make_selfplay_pool("ray", 2, settings(), inference=inference) as pool:
