@@ -58,7 +58,7 @@ from agents.alphazero.search import BatchedMCTS, Evaluator, MCTSConfig, make_pol
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.endgames import game_table_values, rescore, table_verdicts, table_winner
-from agents.alphazero.selfplay.rules_mix import MixEntry, draw_rules
+from agents.alphazero.selfplay.rules_mix import MixEntry, check_mix_compatible, draw_rules
 from agents.alphazero.selfplay.samples import game_samples, new_samples, record_samples
 from agents.arena.records import GameRecord
 from envs import kernels as K
@@ -337,16 +337,7 @@ class SelfPlayLoop:
         stride: int = 1,
     ) -> None:
         if rules_mix:
-            for key, on in (
-                ("tablebase_adjudicate", settings.tablebase_adjudicate),
-                ("tablebase_rescore", settings.tablebase_rescore),
-                ("opponent_fraction", settings.opponent_fraction > 0),
-                ("mcts.tablebase", mcts.tablebase),
-            ):
-                if on:
-                    raise SelfPlayConfigError(
-                        f"{key} cannot be used with a rules mix (the games play several rule sets)"
-                    )
+            check_mix_compatible(mcts, settings)
             rules = rules_mix[0].rules
         self.rules_mix = list(rules_mix)
         if num_games < 1:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -35,6 +35,24 @@ class MixEntry:
     name: str
     weight: float
     rules: RuleSet
+
+
+MIX_CONFLICTS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+    ("mcts.tablebase", lambda mcts, selfplay: bool(mcts.tablebase)),
+    ("train.selfplay.tablebase_adjudicate", lambda mcts, selfplay: bool(selfplay.tablebase_adjudicate)),
+    ("train.selfplay.tablebase_rescore", lambda mcts, selfplay: bool(selfplay.tablebase_rescore)),
+    ("train.selfplay.opponent_fraction", lambda mcts, selfplay: selfplay.opponent_fraction > 0),
+)
+"""The settings a mix of rule sets cannot play with, each a key and whether (`MCTSConfig`, `SelfPlayConfig`) set
+it: endgame tables belong to one rule set, and so do the opponents' players."""
+
+
+def check_mix_compatible(mcts: Any, selfplay: Any) -> None:
+    """RulesMixError naming the first of `MIX_CONFLICTS` that the search settings `mcts` or the self-play settings
+    `selfplay` set: the one check of the run's config and of a self-play loop given a mix."""
+    for key, on in MIX_CONFLICTS:
+        if on(mcts, selfplay):
+            raise RulesMixError(f"{key} cannot be used with train.rules_mix (the games play several rule sets)")
 
 
 def parse_rules_mix(entries: Sequence[Any]) -> list[MixEntry]:
@@ -100,12 +118,5 @@ def draw_rules(mix: Sequence[MixEntry], seed: int) -> MixEntry:
 
 
 def mix_state(mix: Sequence[MixEntry]) -> list[dict[str, Any]]:
-    """The mix as plain data: a checkpoint's ``rules_mix`` entry and what travels to the self-play workers."""
+    """The mix as plain data: a checkpoint's ``rules_mix`` entry (`checkpoint.trained_rule_sets` reads it)."""
     return [{"name": m.name, "weight": float(m.weight), "rules": m.rules.to_dict()} for m in mix]
-
-
-def mix_from_state(items: Sequence[Mapping[str, Any]]) -> list[MixEntry]:
-    """The mix that `mix_state` wrote, its weights checked again (`check_weights`)."""
-    mix = [MixEntry(str(d["name"]), float(d["weight"]), RuleSet.from_dict(d["rules"])) for d in items]
-    check_weights(mix)
-    return mix

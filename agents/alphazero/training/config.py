@@ -21,7 +21,7 @@ from agents.alphazero.search import GumbelConfig, MCTSConfig, migrate_flat_mcts
 from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay.games import SelfPlayConfig
-from agents.alphazero.selfplay.rules_mix import RulesMixError, parse_rules_mix
+from agents.alphazero.selfplay.rules_mix import RulesMixError, check_mix_compatible, parse_rules_mix
 from agents.alphazero.training.learner import LearnerConfig
 from agents.alphazero.training.replay import POSITION_BYTES
 from agents.common.rundir import check_run_name
@@ -181,16 +181,8 @@ class TrainConfig:
                 f"{self.replay_capacity}: learning would never start"
             )
         check_choice(self, "train", WorkerBackendError, worker_backend=BACKENDS)
-        mix = parse_rules_mix(self.rules_mix)  # RulesMixError naming a bad entry
-        sp = self.selfplay
-        for key, on in (
-            ("train.selfplay.tablebase_adjudicate", sp.tablebase_adjudicate),
-            ("train.selfplay.tablebase_rescore", sp.tablebase_rescore),
-            ("train.selfplay.opponent_fraction", sp.opponent_fraction > 0),
-        ):
-            if mix and on:
-                raise RulesMixError(f"{key} cannot be used with train.rules_mix (the games play several rule sets)")
-        if sp.carry_over and self.workers > 0 and self.worker_backend == "ray":
+        parse_rules_mix(self.rules_mix)  # RulesMixError naming a bad entry
+        if self.selfplay.carry_over and self.workers > 0 and self.worker_backend == "ray":
             raise ConfigError(
                 f"train.selfplay.carry_over=true keeps the games in play in local processes: it needs "
                 f"train.workers=0 or train.worker_backend=process (got {self.workers} on 'ray')"
@@ -279,10 +271,7 @@ class Config:
         if self.name:
             check_run_name(self.name)
         if self.train.rules_mix:
-            if self.mcts.tablebase:
-                raise RulesMixError(
-                    "mcts.tablebase cannot be used with train.rules_mix (the games play several rule sets)"
-                )
+            check_mix_compatible(self.mcts, self.train.selfplay)
             changed = sorted(k for k, v in self.rules.rule_set().to_dict().items() if v != DEFAULT_RULES.to_dict()[k])
             if changed:
                 raise RulesMixError(

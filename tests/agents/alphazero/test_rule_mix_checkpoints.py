@@ -12,8 +12,10 @@ from hypothesis import strategies as hs
 
 from agents.alphazero.net import shipped
 from agents.alphazero.net.checkpoint import CheckpointError, load_checkpoint, load_model, trained_rule_sets
-from agents.alphazero.selfplay.rules_mix import RulesMixError, mix_from_state, parse_rules_mix
-from agents.alphazero.training.config import TrainConfig
+from agents.alphazero.search import MCTSConfig, uniform_evaluator
+from agents.alphazero.selfplay.games import SelfPlayConfig, SelfPlayLoop
+from agents.alphazero.selfplay.rules_mix import RulesMixError, parse_rules_mix
+from agents.alphazero.training.config import Config, TrainConfig
 from envs import Board, RuleSet
 from envs.config import ConfigError
 from envs.players import PlayerSpecError, make_player
@@ -109,9 +111,6 @@ def test_rule_mix_weights_and_their_sum_are_finite_and_positive(entries: list[st
     with pytest.raises(RulesMixError) as refused:
         parse_rules_mix(entries)
     assert words in str(refused.value) and "\n" not in str(refused.value)
-    stored = [{"name": "a", "weight": 1e308, "rules": {}}, {"name": "b", "weight": 1e308, "rules": {}}]
-    with pytest.raises(RulesMixError, match="the weights add up to inf"):
-        mix_from_state(stored)  # the mix a run hands its self-play workers
     with pytest.raises(ConfigError, match="train.rules_mix"):
         TrainConfig(rules_mix=["default:1e308", "keeps_rank:1e308"])
 
@@ -151,3 +150,38 @@ def test_a_hostile_rule_file_in_a_mix_is_one_line(text: str, words: str, tmp_pat
         parse_rules_mix(["default", str(path)])
     line = str(refused.value)
     assert "\n" not in line and str(path) in line and words in line
+
+
+TWO_RULE_SETS = ["default", "keeps_rank"]
+
+
+@pytest.mark.parametrize(
+    "mcts, selfplay",
+    [
+        (MCTSConfig(tablebase=True), SelfPlayConfig()),
+        (MCTSConfig(), SelfPlayConfig(tablebase_adjudicate=True)),
+        (MCTSConfig(), SelfPlayConfig(tablebase_rescore=True)),
+        (MCTSConfig(), SelfPlayConfig(opponents=["random"], opponent_fraction=0.5)),
+    ],
+    ids=["mcts.tablebase", "tablebase_adjudicate", "tablebase_rescore", "opponent_fraction"],
+)
+def test_what_a_mix_cannot_play_is_refused_alike_by_the_config_and_the_games(
+    mcts: MCTSConfig, selfplay: SelfPlayConfig
+) -> None:
+    """One list of the settings a mix of rule sets cannot play with: the run's config and the self-play loop
+    refuse each with the same line."""
+    with pytest.raises(RulesMixError) as by_config:
+        Config(mcts=mcts, train=TrainConfig(rules_mix=TWO_RULE_SETS, selfplay=selfplay))
+    with pytest.raises(RulesMixError) as by_games:
+        SelfPlayLoop(
+            uniform_evaluator,
+            selfplay,
+            mcts=mcts,
+            rules=RuleSet(),
+            num_games=1,
+            seed=0,
+            rules_mix=parse_rules_mix(TWO_RULE_SETS),
+        )
+    assert str(by_config.value) == str(by_games.value)
+    assert str(by_config.value).endswith("cannot be used with train.rules_mix (the games play several rule sets)")
+    Config(mcts=mcts, train=TrainConfig(selfplay=selfplay))  # without a mix, each is a setting like any other

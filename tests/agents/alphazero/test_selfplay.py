@@ -17,7 +17,7 @@ from agents.alphazero.selfplay.games import (
     play_games,
     value_targets,
 )
-from agents.alphazero.selfplay.rules_mix import draw_rules, parse_rules_mix
+from agents.alphazero.selfplay.rules_mix import RulesMixError, draw_rules, parse_rules_mix
 from agents.arena.records import GameRecord, read_jsonl, write_jsonl
 from envs import Board, Move, RuleSet
 from envs import kernels as K
@@ -479,7 +479,7 @@ def test_a_mix_refuses_the_tables_and_opponents() -> None:
         (SelfPlayConfig(opponents=["random"], opponent_fraction=0.5), MCTSConfig()),
         (SelfPlayConfig(), MCTSConfig(tablebase=True)),
     ):
-        with pytest.raises(SelfPlayConfigError, match="cannot be used with a rules mix"):
+        with pytest.raises(RulesMixError, match="cannot be used with train.rules_mix"):
             play_games(uniform_evaluator, settings, mcts=mcts, rules=RuleSet(), num_games=1, seed=0, rules_mix=mix)
 
 
