@@ -156,36 +156,44 @@ def spec_tag(spec: str) -> str:
 def evaluate_ladder(
     evaluator: Any,
     previous: torch.nn.Module,
-    ec: EvalConfig,
+    *,
+    config: EvalConfig,
     mcts: MCTSConfig,
     rules: RuleSet,
     seed: int,
-    it: int,
+    iteration: int,
     device: torch.device,
     precision: str,
     elo: float,
     progress: bool = False,
 ) -> dict[str, float]:
-    """Scores against the ladder and the previous network, the running Elo (`elo` before this evaluation), and
-    the value head's accuracy on endgame-table positions (`endgames.value_accuracy`) when the tables are built.
+    """Scores of the network of `evaluator` against the ladder of `config` (``train.eval``) and against
+    `previous` (the network of the last evaluation, run on `device` in `precision`), both searching with `mcts`
+    under `rules`, each match seeded from `seed` and `iteration`; the running Elo (`elo` before this
+    evaluation); and the value head's accuracy on endgame-table positions (`endgames.value_accuracy`) when the
+    tables are built.
 
     Changes nothing outside: a stop may abandon it at any point."""
-    me = Searcher(evaluator, mcts, ec.simulations)
+    me = Searcher(evaluator, mcts, config.simulations)
     out: dict[str, float] = {}
     ladder = []
     bar = tqdm(
-        total=len(ec.opponents) + int(ec.vs_previous), desc="eval", unit="match", disable=not progress, leave=False
+        total=len(config.opponents) + int(config.vs_previous),
+        desc="eval",
+        unit="match",
+        disable=not progress,
+        leave=False,
     )
-    for spec in ec.opponents:
+    for spec in config.opponents:
         bar.set_postfix_str(spec)
         r = play_vs_spec(
             me,
             spec,
-            games=ec.games,
+            games=config.games,
             rules=rules,
-            seed=derive_seed(seed, "eval", spec, it),
-            max_plies=ec.max_plies,
-            opening_plies=ec.opening_plies,
+            seed=derive_seed(seed, "eval", spec, iteration),
+            max_plies=config.max_plies,
+            opening_plies=config.opening_plies,
         )
         out[f"score_{spec_tag(spec)}"] = r.score
         # The 95% interval of the score (24 games: about +-0.2), logged beside it and drawn by plot_run.py.
@@ -194,27 +202,27 @@ def evaluate_ladder(
         bar.update(1)
     if ladder:
         out["ladder_score"] = float(np.mean(ladder))
-    if ec.vs_previous:
+    if config.vs_previous:
         bar.set_postfix_str("previous")
-        prev = Searcher(make_evaluator(previous, device, precision), mcts, ec.simulations, name="previous")
+        prev = Searcher(make_evaluator(previous, device, precision), mcts, config.simulations, name="previous")
         r = play_match(
             me,
             prev,
-            games=ec.games,
+            games=config.games,
             rules=rules,
-            seed=derive_seed(seed, "previous", it),
-            max_plies=ec.max_plies,
-            opening_plies=ec.opening_plies,
+            seed=derive_seed(seed, "previous", iteration),
+            max_plies=config.max_plies,
+            opening_plies=config.opening_plies,
         )
         out["score_previous"] = r.score
         out["elo"] = elo + elo_from_score(r.score, r.games)
         bar.update(1)
     bar.close()
-    tables = tables_if_built(rules) if ec.tablebase_positions > 0 else None
+    tables = tables_if_built(rules) if config.tablebase_positions > 0 else None
     if tables is not None:
         out.update(
             value_accuracy(
-                evaluator, rules, tables, ec.tablebase_positions, seed=derive_seed(seed, "tablebase", it)
+                evaluator, rules, tables, config.tablebase_positions, seed=derive_seed(seed, "tablebase", iteration)
             ).tags()
         )
     return out

@@ -343,38 +343,25 @@ class TrainingRun:
             against = ", ".join([*ec.opponents, *(["previous"] if ec.vs_previous else [])])
             log.info("iter %d: evaluation (%d games against each of %s)", it, ec.games, against)
         elo = float(self.history["elo"])
-        if not self.mix:
+
+        def ladder(rules: RuleSet) -> dict[str, float]:
             return evaluate_ladder(
                 evaluator,
                 previous,
-                ec,
-                conf.mcts,
-                self.rules,
-                conf.seed,
-                it,
-                self.device,
-                conf.precision,
-                elo,
-                progress,
+                config=ec,
+                mcts=conf.mcts,
+                rules=rules,
+                seed=conf.seed,
+                iteration=it,
+                device=self.device,
+                precision=conf.precision,
+                elo=elo,
+                progress=progress,
             )
-        return mixed_scores(
-            {
-                m.name: evaluate_ladder(
-                    evaluator,
-                    previous,
-                    ec,
-                    conf.mcts,
-                    m.rules,
-                    conf.seed,
-                    it,
-                    self.device,
-                    conf.precision,
-                    elo,
-                    progress,
-                )
-                for m in self.mix
-            }
-        )
+
+        if not self.mix:
+            return ladder(self.rules)
+        return mixed_scores({m.name: ladder(m.rules) for m in self.mix})
 
     def log_iteration(
         self,

@@ -50,7 +50,16 @@ def test_the_ladder_measures_the_value_head_on_the_tables_when_they_are_built(
 
     def ladder() -> dict[str, float]:
         return evaluate_ladder(
-            uniform_evaluator, torch.nn.Identity(), ec, MCTSConfig(), RuleSet(), 1, 3, torch.device("cpu"), "fp32", 0.0
+            uniform_evaluator,
+            torch.nn.Identity(),
+            config=ec,
+            mcts=MCTSConfig(),
+            rules=RuleSet(),
+            seed=1,
+            iteration=3,
+            device=torch.device("cpu"),
+            precision="fp32",
+            elo=0.0,
         )
 
     monkeypatch.setenv(ROOT_ENV, str(tmp_path))
@@ -61,3 +70,7 @@ def test_the_ladder_measures_the_value_head_on_the_tables_when_they_are_built(
     assert out["tablebase_sign"] == 0.0 and 0.0 < out["tablebase_mae"] < 1.0  # the uniform evaluator's zeros
     ec.tablebase_positions = 0
     assert ladder() == {}
+    with pytest.raises(TypeError):  # the settings by name only: ten in a row were easy to swap
+        evaluate_ladder(  # type: ignore[misc]
+            uniform_evaluator, torch.nn.Identity(), ec, MCTSConfig(), RuleSet(), 1, 3, torch.device("cpu"), "fp32", 0.0
+        )
