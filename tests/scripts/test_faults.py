@@ -74,7 +74,7 @@ TINY = [
     "train.iterations=3",
     'train.eval.opponents=["alphabeta:depth=2"]',
     "train.eval.games=8",
-    "train.eval.simulations=8",
+    "train.eval.num_simulations=8",
     "train.eval.max_plies=100",
 ]
 """Three iterations of a few seconds; an evaluation (about a second) after each."""

@@ -184,7 +184,7 @@ def test_every_train_group_composes(group: str) -> None:
         ("train.selfplay.player_name=me", "set name=... instead"),
         ("train.min_replay=70000", "learning would never start"),
         ("train.eval.games=0", "train.eval.games=0"),
-        ("train.eval.simulations=0", "train.eval.simulations=0"),
+        ("train.eval.num_simulations=0", "train.eval.num_simulations=0"),
         ("train.eval.every=-1", "train.eval.every=-1"),
         ("threads=-1", "threads=-1"),
         ("train.eval.opponents=[nobody]", "train.eval.opponents: unknown player kind 'nobody'"),
@@ -198,7 +198,10 @@ def test_every_train_group_composes(group: str) -> None:
         ("seed=-1", "seed=-1 must lie in [0, 2**32 - 1]"),
         ("threads=100000", "threads=100000 must lie in [0, 1024]"),
         ("mcts.num_simulations=1000000000", "mcts.num_simulations=1000000000 must lie in [0, 100000]"),
-        ("train.eval.simulations=1000000000", "train.eval.simulations=1000000000 must lie in [1, 100000]"),
+        (
+            "train.eval.num_simulations=1000000000",
+            "train.eval.num_simulations=1000000000 must lie in [1, 100000]",
+        ),
         ("train.replay_capacity=100000000000", "train.replay_capacity=100000000000 must lie in [1, 100000000]"),
         ("train.batch_size=100000000000", "train.batch_size=100000000000 must lie in [1, 65536]"),
         ("train.selfplay.max_plies=100000000", "train.selfplay.max_plies=100000000 must lie in [1, 30000]"),
@@ -461,12 +464,16 @@ def test_a_stored_config_with_renamed_keys_resumes_under_the_new_names(tmp_path:
     inference = composed["train"].pop("inference")
     assert inference == {"server": False, "max_wait": 0.002, "halves": 1}
     composed["train"].update(inference_server=True, inference_max_wait=0.01, inference_halves=2)
+    composed["train"]["eval"]["simulations"] = 7
+    del composed["train"]["eval"]["num_simulations"]
     stored = OmegaConf.to_yaml(OmegaConf.create(composed))
     conf = train_config.checked_config(train_config.resumed_config(stored, tmp_path, ["resume=run"]))
     assert conf.train.inference == InferenceConfig(server=True, max_wait=0.01, halves=2)
+    assert conf.train.eval.num_simulations == 7
     for campaign in sorted((ROOT / "checkpoints").glob("campaign-*/config.yaml")):
         cfg = train_config.resumed_config(campaign.read_text(), campaign, ["resume=run"])
         assert cfg.train.inference == OmegaConf.create(asdict(InferenceConfig())), campaign
+        assert cfg.train.eval.num_simulations == OmegaConf.create(campaign.read_text()).train.eval.simulations
     for old, new in train_config.RENAMED_KEYS.items():
         with pytest.raises(train_config.ConfigError) as refused:
             train_config.resumed_config(stored, tmp_path, [f"{old}=1"])

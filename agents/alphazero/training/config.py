@@ -51,9 +51,9 @@ class EvalConfig:
     """Evaluate every this many iterations (and at the last one); 0 switches evaluation off. >= 0."""
     games: int = 24
     """Games per opponent (colours alternate; pairs share a random opening); 1 to 100000."""
-    simulations: int = 128
-    """Search simulations per move of the network in evaluation games (no exploration noise); 1 to
-    `MAX_SIMULATIONS` (100000)."""
+    num_simulations: int = 128
+    """Search simulations per move of the network in evaluation games (no exploration noise), in place of
+    `mcts.num_simulations`; 1 to `MAX_SIMULATIONS` (100000)."""
     opponents: list[str] = field(
         default_factory=lambda: ["alphabeta:depth=1", "alphabeta:depth=2", "alphabeta:depth=3"]
     )
@@ -76,7 +76,7 @@ class EvalConfig:
             "train.eval",
             every=(0, None),
             games=(1, 100_000),
-            simulations=(1, MAX_SIMULATIONS),
+            num_simulations=(1, MAX_SIMULATIONS),
             opening_plies=(0, COUNTER_LIMIT),
             max_plies=(1, COUNTER_LIMIT),
             tablebase_positions=(0, 1_000_000),
@@ -400,6 +400,7 @@ RENAMED_KEYS: dict[str, str] = {
     "train.inference_server": "train.inference.server",
     "train.inference_max_wait": "train.inference.max_wait",
     "train.inference_halves": "train.inference.halves",
+    "train.eval.simulations": "train.eval.num_simulations",
 }
 """Keys renamed since a run could store its config (old -> new): a stored config's old key is read under its
 new name (`move_renamed_keys`); given on a command line, the old name is refused in one line naming the new one

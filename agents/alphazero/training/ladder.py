@@ -42,7 +42,8 @@ class Searcher:
 
     evaluator: Evaluator
     mcts: MCTSConfig
-    simulations: int
+    num_simulations: int
+    """The search's simulations a move (`EvalConfig.num_simulations` in a training run's evaluation)."""
     name: str = "net"
 
 
@@ -106,7 +107,7 @@ def play_match(
             if len(idx) == 0:
                 continue
             if isinstance(side, Searcher):
-                out = searches[k].search(batch, active=mine, add_noise=False, num_simulations=side.simulations)
+                out = searches[k].search(batch, active=mine, add_noise=False, num_simulations=side.num_simulations)
                 actions = {int(i): int(out.action[i]) for i in idx}
             else:
                 actions = {}
@@ -174,7 +175,7 @@ def evaluate_ladder(
     tables are built.
 
     Changes nothing outside: a stop may abandon it at any point."""
-    me = Searcher(evaluator, mcts, config.simulations)
+    me = Searcher(evaluator, mcts, config.num_simulations)
     out: dict[str, float] = {}
     ladder = []
     bar = tqdm(
@@ -204,7 +205,7 @@ def evaluate_ladder(
         out["ladder_score"] = float(np.mean(ladder))
     if config.vs_previous:
         bar.set_postfix_str("previous")
-        prev = Searcher(make_evaluator(previous, device, precision), mcts, config.simulations, name="previous")
+        prev = Searcher(make_evaluator(previous, device, precision), mcts, config.num_simulations, name="previous")
         r = play_match(
             me,
             prev,
