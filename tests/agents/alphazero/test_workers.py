@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import os
 import pickle
 import signal
@@ -194,71 +193,13 @@ def test_ray_backend_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch
         make_selfplay_pool("ray", 2, settings())
 
 
-class FakeRay:
-    """The part of Ray's API the backend uses, run in this process (CI has no Ray): checks the glue code,
-    i.e. one actor per worker, one object-store put per call, every actor killed and Ray shut down on close."""
-
-    def __init__(self) -> None:
-        self.initialized = False
-        self.puts = 0
-        self.killed = 0
-        self.actors = 0
-
-    def is_initialized(self) -> bool:
-        return self.initialized
-
-    def init(self, **kwargs) -> None:
-        self.initialized = True
-
-    def shutdown(self) -> None:
-        self.initialized = False
-
-    def put(self, value):
-        self.puts += 1
-        return ("ref", value)
-
-    def get(self, refs):
-        return [r() for r in refs] if isinstance(refs, list) else refs()
-
-    def kill(self, actor) -> None:
-        self.killed += 1
-
-    def remote(self, **options):
-        fake = self
-
-        def wrap(cls):
-            class Handle:
-                def __init__(self, *args) -> None:
-                    self.obj = cls(*args)
-                    self.play = Method(self.obj.play)
-
-            class Method:
-                def __init__(self, fn) -> None:
-                    self.fn = fn
-
-                def remote(self, *args):
-                    args = tuple(a[1] if isinstance(a, tuple) and a[:1] == ("ref",) else a for a in args)
-                    return lambda: self.fn(*args)
-
-            class Actor:
-                @staticmethod
-                def remote(*args):
-                    fake.actors += 1
-                    return Handle(*args)
-
-            return Actor
-
-        return wrap
-
-
 def test_ray_actors_play_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Ray backend: with real Ray where it is installed (the `distributed` extra), else with FakeRay."""
+    """The Ray backend, with the part of Ray's API it uses run in this process (real Ray nodes run in
+    tests/agents/alphazero/test_ray_cluster.py, on a loopback-only network)."""
     import agents.alphazero.distributed.workers as workers
 
-    fake = None
-    if importlib.util.find_spec("ray") is None:
-        fake = FakeRay()
-        monkeypatch.setattr(workers, "import_ray", lambda: fake)
+    fake = ThreadedRay()
+    monkeypatch.setattr(workers, "import_ray", lambda: fake)
     torch.manual_seed(5)
     weights = build_network(TINY).state_dict()
     s = settings()
@@ -268,8 +209,7 @@ def test_ray_actors_play_the_in_process_games(monkeypatch: pytest.MonkeyPatch) -
         assert pool.backend == "ray" and pool.workers == 2
         there = pool.play(weights, seed=3, num_games=5)
     assert_same_data(there, here, atol=1e-6)
-    if fake is not None:
-        assert (fake.actors, fake.puts, fake.killed, fake.initialized) == (2, 1, 2, False)
+    assert (len(fake.actors), fake.puts, fake.killed, fake.initialized) == (2, 1, 2, False)
 
 
 @pytest.mark.parametrize("served", [False, True], ids=["workers", "served"])
@@ -289,7 +229,7 @@ def test_a_dead_ray_actor_ends_the_call_with_one_line_naming_it(monkeypatch: pyt
             fake.actors[-1].dead = True  # self-play worker 1 (made after the server)
             pool.play(weights, seed=3, num_games=4)
     assert str(died.value) == (
-        "self-play worker 1 (a Ray actor) died: The actor died unexpectedly before finishing this task.; "
+        "self-play worker 1 on node 0 (a Ray actor) died: The actor died unexpectedly before finishing this task.; "
         "the self-play call is abandoned and every worker stopped"
     )
     assert fake.killed == 2 + served and not fake.initialized
