@@ -219,6 +219,7 @@ def test_every_train_group_composes(group: str) -> None:
         ("name=/etc", "name='/etc' must be one plain directory name"),
         ("name=..", "name='..' is not a directory name of its own"),
         ("device=cuda:7", "device='cuda:7' is not available"),
+        ("precision=fp8", "precision='fp8' is not one of fp32, bf16, auto"),
     ],
 )
 def test_bad_values_are_refused(override: str, words: str) -> None:

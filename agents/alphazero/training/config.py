@@ -15,7 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from agents.alphazero.distributed.settings import BACKENDS, InferenceConfig, WorkerBackendError
 from agents.alphazero.net.checkpoint import CheckpointError, stored_config
-from agents.alphazero.net.device import MAX_THREADS, resolve_device
+from agents.alphazero.net.device import MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.net.network import NetworkConfig
 from agents.alphazero.search import GumbelConfig, MCTSConfig, migrate_flat_mcts
 from agents.alphazero.search.config import MAX_SIMULATIONS
@@ -263,6 +263,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_range(self, "", seed=(0, 2**32 - 1), threads=(0, MAX_THREADS))
+        check_choice(self, "", precision=PRECISIONS)  # the one check of the workers' and the server's precision
         if self.mcts.num_simulations < 1:
             raise ConfigError(
                 f"mcts.num_simulations={self.mcts.num_simulations!r}: self-play and evaluation "
