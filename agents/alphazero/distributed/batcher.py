@@ -194,6 +194,29 @@ class LeafBatcher:
         }
 
 
+BATCH_MEANS = ("mean_wait_ms", "mean_batch_ms", "tail_mean_batch")
+"""The counts that are means over a server's batches (`LeafBatcher.take_counts`)."""
+
+
+def merge_counts(counts: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The counts of several servers over the same call (`LeafBatcher.take_counts` each) as one: sums, the
+    largest batch, and the means weighted by each server's batches (the tail's too); empty if all are."""
+    counts = [c for c in counts if c]
+    if len(counts) <= 1:
+        return dict(counts[0]) if counts else {}
+    batches = sum(c["batches"] for c in counts)
+    positions = sum(c["positions"] for c in counts)
+    merged = {
+        "batches": batches,
+        "positions": positions,
+        "mean_batch": positions / batches if batches else 0.0,
+        "max_batch": max(c["max_batch"] for c in counts),
+    }
+    for name in BATCH_MEANS:
+        merged[name] = sum(c[name] * c["batches"] for c in counts) / batches if batches else 0.0
+    return merged
+
+
 class InferenceServer:
     """The network on the server's device behind a `LeafBatcher` (the body of the server process and of the
     Ray actor), fed packed leaves (`packing.pack_observations`, `packing.pack_masks`) that it unpacks there."""

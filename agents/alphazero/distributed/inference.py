@@ -57,7 +57,7 @@ import torch
 from tqdm import tqdm
 
 from agents.alphazero.distributed import workers as workers_module  # import_ray, looked up when a Ray actor starts
-from agents.alphazero.distributed.batcher import InferenceServer
+from agents.alphazero.distributed.batcher import InferenceServer, merge_counts
 from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.distributed.slots import (
     IDLE,
@@ -120,12 +120,19 @@ def _evaluate_slot(server: InferenceServer, k: int, slot: Slot, n: int) -> Any:
 
 
 def _serve(
-    settings: WorkerSettings, inference: InferenceSettings, control: Connection, pipes: list[Connection]
+    settings: WorkerSettings,
+    inference: InferenceSettings,
+    control: Connection,
+    pipes: list[Connection],
+    clients: list[int],
 ) -> None:
-    """The server process: answers its clients' pipes from threads. On `control` the pool sends (weights or
-    None, the slots' name, their capacity, the clients about to play) before and after each call and gets
-    the batch counts since the last message back; None ends it."""
+    """The server process: answers its clients' pipes from threads (``pipes[i]`` is client ``clients[i]``'s, on
+    its slot of the shared memory). On `control` the pool sends (weights or None, the slots' name, their
+    capacity, its clients about to play) before and after each call and gets the batch counts since the last
+    message back; None ends it."""
     try:
+        if inference.device.type == "cuda" and inference.device.index is not None:
+            torch.cuda.set_device(inference.device)  # this process's CUDA handles on its own device
         server = InferenceServer(settings, inference)
     except Exception:
         control.send(("error", traceback.format_exc()))
@@ -139,13 +146,13 @@ def _serve(
             if not slots or slots[0].name != name:
                 with server.batcher.hold():  # no request is in flight between calls; this makes sure
                     old = slots[:]
-                    slots[:] = [LeafSlots(len(pipes), capacity, name=name)]
+                    slots[:] = [LeafSlots(max(clients) + 1, capacity, name=name)]  # the slots up to its last
                     for s in old:
                         s.close()
             if not threads:
                 threads = [
                     threading.Thread(target=_answer, args=(k, pipe, server, slots), name=f"client-{k}", daemon=True)
-                    for k, pipe in enumerate(pipes)
+                    for k, pipe in zip(clients, pipes)
                 ]
                 for t in threads:
                     t.start()
@@ -247,7 +254,9 @@ def _play_halves(
 
 
 class ServedPool(SelfPlayPool):
-    """`workers` self-play processes without a network and one inference server process, all ``spawn``ed."""
+    """`workers` self-play processes without a network and an inference server process on each of the
+    inference settings' devices (one by default), all ``spawn``ed: worker k feeds server k mod S, the halves
+    of its games with it."""
 
     backend = "process"
 
@@ -267,42 +276,61 @@ class ServedPool(SelfPlayPool):
         """With carry_over: each loop's next index, as its last call reported it."""
         check_shared_memory(workers * self.halves, slot_capacity(self._half_games(), settings.mcts))
         self.server_counts: dict[str, float] = {}
-        """The server's `LeafBatcher.take_counts` over the last call (batches, positions, mean_batch)."""
+        """The servers' `LeafBatcher.take_counts` over the last call, summed (batches, positions, mean_batch)."""
+        self.servers_counts: list[dict[str, float]] = []
+        """Each server's counts over the last call."""
+        self.devices = [s.device for s in inference.servers()]
+        """The servers' devices, one a server."""
+        self._loops = [
+            [k * self.halves + j for k in range(s, workers, len(self.devices)) for j in range(self.halves)]
+            for s in range(len(self.devices))
+        ]
+        """The loops (``w * halves + j``, a pipe and a slot each) each server answers: worker w's go to w mod S."""
         self._slots: Optional[LeafSlots] = None
         self._broken = False
-        self._control, control = Pipe()
         pipes = [Pipe() for _ in range(workers * self.halves)]  # (the client's end, the server's end); h a worker
+        self._controls: list[Connection] = []
+        self._servers: list[Child] = []
         self._clients: list[Child] = []
         self._commands: list[Connection] = []
-        # Each end goes to its own process only (start_child closes it here), so that a death reads as
-        # end-of-file on the other side.
-        self._server = start_child(
-            _serve, (settings, inference, control, [s for _, s in pipes]), name="inference-server"
-        )
         try:
+            # Each end goes to its own process only (start_child closes it here), so that a death reads as
+            # end-of-file on the other side.
+            for s, (server, loops) in enumerate(zip(inference.servers(), self._loops)):
+                here, control = Pipe()
+                self._controls.append(here)
+                name = "inference-server" if len(self.devices) == 1 else f"inference-server-{s}"
+                ends = [pipes[h][1] for h in loops]
+                self._servers.append(start_child(_serve, (settings, server, control, ends, loops), name=name))
             for k in range(workers):
                 here, there = Pipe()
                 self._commands.append(here)
                 ends = [c for c, _ in pipes[k * self.halves : (k + 1) * self.halves]]
                 self._clients.append(start_child(_play_served, (k, settings, ends, there), name=f"selfplay-{k}"))
         except BaseException:
-            for c, _ in pipes:
-                c.close()
+            for pair in pipes:
+                for end in pair:
+                    end.close()
             self._broken = True
             self.close()
             raise
 
     @property
     def pids(self) -> dict[str, Optional[int]]:
-        """The processes by name: ``inference-server``, ``selfplay-0`` ..."""
-        return {c.name: c.pid for c in [self._server, *self._clients]}
+        """The processes by name: ``inference-server`` (``inference-server-0`` ... with several), ``selfplay-0`` ..."""
+        return {c.name: c.pid for c in [*self._servers, *self._clients]}
 
     def _receive(self, pipes: Sequence[Connection]) -> Iterator[tuple[int, Any]]:
         """``(i, message)`` from each of `pipes` as they come; WorkerDiedError as soon as any process dies."""
-        return receive(pipes, [self._server, *self._clients], self._death)
+        return receive(pipes, [*self._servers, *self._clients], self._death)
+
+    def _server_name(self, s: int) -> str:
+        """``the inference server`` when it is alone, else ``inference server 1 on cuda:1``."""
+        return "the inference server" if len(self._servers) == 1 else f"inference server {s} on {self.devices[s]}"
 
     def _death(self, child: Child) -> WorkerDiedError:
-        who = "the inference server" if child is self._server else f"self-play worker {self._clients.index(child)}"
+        servers = [s for s, c in enumerate(self._servers) if c is child]
+        who = self._server_name(servers[0]) if servers else f"self-play worker {self._clients.index(child)}"
         return WorkerDiedError(f"{child.death(who)}; the self-play call is abandoned and every worker stopped")
 
     def play(
@@ -329,10 +357,13 @@ class ServedPool(SelfPlayPool):
             if self._slots is None or capacity > self._slots.capacity:  # made to measure, kept while big enough
                 old, self._slots = self._slots, LeafSlots(self.workers * self.halves, capacity)
             slots = self._slots
-            self._control.send((portable_state(model_state), slots.name, slots.capacity, clients))
-            for _, (status, *detail) in self._receive([self._control]):
+            weights = portable_state(model_state)
+            for control, served in zip(self._controls, self._loops):
+                control.send((weights, slots.name, slots.capacity, [h for h in clients if h in served]))
+            for s, (status, *detail) in self._receive(self._controls):
                 if status == "error":
-                    raise InferenceServiceError(f"the inference server (pid {self._server.pid}) failed:\n{detail[0]}")
+                    who = f"{self._server_name(s)} (pid {self._servers[s].pid})"
+                    raise InferenceServiceError(f"{who} failed:\n{detail[0]}")
             if old is not None:
                 old.unlink()  # the server has let go of it; a client lets go at its next call
             seeds = list(opponent_seeds) if opponent_seeds is not None else None
@@ -349,9 +380,10 @@ class ServedPool(SelfPlayPool):
                     if status == "error":
                         error, remote = detail
                         if isinstance(error, InferenceServiceError):  # name the cause, if it is the server's end
-                            self._server.process.join(1.0)
-                            if self._server.process.exitcode is not None:
-                                raise self._death(self._server)
+                            server = self._servers[k % len(self._servers)]
+                            server.process.join(1.0)
+                            if server.process.exitcode is not None:
+                                raise self._death(server)
                         error.add_note(f"in self-play worker {k} (pid {self._clients[k].pid}):\n{remote}")
                         raise error
                     parts[k] = detail[0]
@@ -359,9 +391,12 @@ class ServedPool(SelfPlayPool):
                         if after is not None:
                             self._started[k * self.halves + j] = after
                     bar.update(len(parts[k].records))
-            self._control.send((None, slots.name, slots.capacity, ()))  # asks for the call's batch counts
-            for _, (status, *detail) in self._receive([self._control]):
-                self.server_counts = detail[0] if status == "ready" else {}
+            for control in self._controls:  # asks for the call's batch counts
+                control.send((None, slots.name, slots.capacity, ()))
+            counts: list[dict[str, float]] = [{} for _ in self._controls]
+            for s, (status, *detail) in self._receive(self._controls):
+                counts[s] = detail[0] if status == "ready" else {}
+            self.servers_counts, self.server_counts = counts, merge_counts(counts)
         except BaseException:  # a death, a worker's error, a stop signal: results may still be on the way
             self._broken = True
             raise
@@ -375,9 +410,9 @@ class ServedPool(SelfPlayPool):
 
     def close(self) -> None:
         """Stop the processes: after their calls, or at once when a call was cut short."""
-        processes = [c.process for c in [*self._clients, self._server]]
+        processes = [c.process for c in [*self._clients, *self._servers]]
         if not self._broken:
-            for pipe in [*self._commands, self._control]:
+            for pipe in [*self._commands, *self._controls]:
                 with contextlib.suppress(OSError):
                     pipe.send(None)
             deadline = time.monotonic() + 10.0
@@ -387,9 +422,9 @@ class ServedPool(SelfPlayPool):
             if p.is_alive():
                 p.terminate()
             p.join()
-        for pipe in [*self._commands, self._control]:
+        for pipe in [*self._commands, *self._controls]:
             pipe.close()
-        self._commands, self._clients = [], []
+        self._commands, self._clients, self._controls, self._servers = [], [], [], []
         if self._slots is not None:
             self._slots.unlink()
             self._slots = None

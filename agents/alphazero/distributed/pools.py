@@ -13,7 +13,13 @@ import torch
 from agents.alphazero.distributed import workers as workers_module  # import_ray, looked up at each start
 from agents.alphazero.distributed.batcher import InferenceServer
 from agents.alphazero.distributed.inference import ServedPool, ServedSelfPlayActor, WorkerDiedError
-from agents.alphazero.distributed.settings import BACKENDS, InferenceSettings, WorkerBackendError, WorkerSettings
+from agents.alphazero.distributed.settings import (
+    BACKENDS,
+    InferenceSettings,
+    WorkerBackendError,
+    WorkerSettings,
+    check_servers,
+)
 from agents.alphazero.distributed.workers import (
     InProcessPool,
     ProcessPool,
@@ -327,19 +333,11 @@ def make_selfplay_pool(
             f"an inference server serves self-play worker processes or actors: it needs "
             f"workers >= 1 on the process or ray backend (got {workers} on {backend!r})"
         )
-    servers = len(inference.devices) if inference is not None else 0
-    if servers > 1 and backend == "ray":
-        raise WorkerBackendError(
-            f"{servers} inference servers run on the process backend: on 'ray' one server actor serves the workers"
-        )
-    if servers > workers:
-        raise WorkerBackendError(
-            f"{servers} inference servers need at least {servers} self-play workers, got {workers}"
-        )
+    check_servers(len(inference.devices) if inference is not None else 0, workers, backend)
     if backend == "inprocess" or workers == 0:
         return InProcessPool(settings, evaluator, first_game)
     if backend == "ray":
-        return RayPool(settings, workers, inference.servers()[0] if inference is not None else None, address)
+        return RayPool(settings, workers, inference, address)
     if inference is not None:
         return ServedPool(settings, workers, inference, first_game)
     return ProcessPool(settings, workers, first_game)

@@ -8,10 +8,12 @@ and Ray actors; train.py builds them and `agents.alphazero.distributed.pools.mak
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 
+from agents.alphazero.net.device import resolve_device
 from agents.alphazero.net.network import NetworkConfig
 from agents.alphazero.search import MCTSConfig
 from agents.alphazero.selfplay.games import SelfPlayConfig, build_opponents
@@ -77,6 +79,12 @@ class InferenceConfig:
     """With the inference server on the process backend: 1, or 2 to keep two requests in flight per
     self-play process (its games in two halves, one searching while the other's leaves are evaluated: double
     buffering); the games stay the same."""
+    devices: Any = field(default_factory=list)
+    """One inference server a device, on the process backend: a list (`[cuda:0, cuda:1]`; `[cpu, cpu]` runs
+    two CPU servers) or `all` (every CUDA device of this machine); empty: one server on the run's `device`.
+    Self-play worker k feeds server k mod S (its halves with it), each server gets the learner's weights once
+    per call, and the games stay the same. Needs `server` and at least as many `train.workers` as servers;
+    resolved once, with the run's device (`resolve_server_devices`). The learner stays on `device`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.server, bool):
@@ -84,6 +92,69 @@ class InferenceConfig:
         if isinstance(self.halves, bool) or not isinstance(self.halves, int):
             raise InferenceSettingsError(f"train.inference.halves={self.halves!r} must be an integer")
         check_range(self, "train.inference", InferenceSettingsError, max_wait=(0, 10), halves=(1, 2))
+        self.devices = _device_names(self.devices)
+        if self.devices and not self.server:
+            raise InferenceSettingsError(
+                f"train.inference.devices={self.devices} runs inference servers: it needs train.inference.server=true"
+            )
+
+
+ALL_DEVICES = "all"
+"""`InferenceConfig.devices`'s word for every CUDA device of the machine."""
+
+
+def _device_names(devices: Any) -> list[str]:
+    """`InferenceConfig.devices` as a list of names (`all` alone, or torch device names checked when resolved)."""
+    if isinstance(devices, str):
+        devices = [devices]
+    if not isinstance(devices, (list, tuple)):
+        raise InferenceSettingsError(
+            f"train.inference.devices={devices!r} must be a list of devices ([cuda:0, cuda:1], [cpu, cpu]) or all"
+        )
+    for name in devices:
+        if not isinstance(name, str):
+            raise InferenceSettingsError(
+                f"train.inference.devices={list(devices)}: entry {name!r} is not a device name (cpu, cuda:N, all)"
+            )
+    if ALL_DEVICES in devices and len(devices) > 1:
+        raise InferenceSettingsError(f"train.inference.devices={list(devices)}: 'all' stands alone")
+    return list(devices)
+
+
+def shown_devices(names: list[str]) -> str:
+    """`InferenceConfig.devices` as a message shows it: ``all``, or the list."""
+    return ALL_DEVICES if names == [ALL_DEVICES] else str(names)
+
+
+def resolve_server_devices(config: InferenceConfig) -> tuple[torch.device, ...]:
+    """The devices of the run's inference servers, one a server (`InferenceConfig.devices` on this machine;
+    ``()``: one server on the run's device), resolved once, where the run's device is. InferenceSettingsError
+    in one line naming the key, the value and what this machine has."""
+    names = config.devices
+    if names == [ALL_DEVICES]:
+        if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
+            raise InferenceSettingsError(
+                "train.inference.devices=all runs a server on every CUDA device: this machine has none"
+            )
+        return tuple(torch.device("cuda", i) for i in range(torch.cuda.device_count()))
+    try:
+        return tuple(resolve_device(name) for name in names)
+    except ValueError as e:
+        raise InferenceSettingsError(f"train.inference.devices={names}: {e}") from None
+
+
+def check_servers(servers: int, workers: int, backend: str) -> None:
+    """WorkerBackendError for more inference servers on given devices than self-play workers (each worker feeds
+    one server), or for any on Ray (its pool places a server on each node itself)."""
+    if servers and backend == "ray":
+        raise WorkerBackendError(
+            f"inference servers on given devices ({servers}) run on the process backend: on 'ray' the pool places "
+            "its servers on the cluster's nodes itself"
+        )
+    if servers > workers:
+        raise WorkerBackendError(
+            f"{servers} inference servers need at least {servers} self-play workers (train.workers), got {workers}"
+        )
 
 
 @dataclass(frozen=True)
@@ -95,9 +166,15 @@ class InferenceSettings:
     config: InferenceConfig = field(default_factory=InferenceConfig)
     """``train.inference``: the batches' wait and the requests in flight per process."""
     device: torch.device = torch.device("cpu")
-    """The server's device (`device.resolve_device`'s)."""
+    """The server's device (`device.resolve_device`'s): the run's."""
+    devices: tuple[torch.device, ...] = ()
+    """One server a device, on the process backend (`resolve_server_devices`); empty: one server on `device`."""
     threads: int = 1
     """torch CPU threads of the server process (0: torch's default); they matter for a CPU server."""
     compile: bool = False
     """Run the server's network through `torch.compile`, its batches padded up to a few sizes
     (`runtime.CUDA_BUCKETS`) so that it compiles once a size, and not again when the weights change."""
+
+    def servers(self) -> list[InferenceSettings]:
+        """The settings of each server, `devices` resolved: one on `device` when there are none."""
+        return [replace(self, device=d, devices=()) for d in self.devices] or [self]
