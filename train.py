@@ -65,6 +65,7 @@ from agents.alphazero.training.learner import Learner, LearnerDivergedError, Lea
 from agents.alphazero.training.progress import evaluation_due, format_seconds
 from agents.alphazero.training.replay import ReplayBuffer, ReplayError
 from agents.alphazero.training.run import TrainingRun
+from agents.common.child import ChildDiedError
 from agents.common.cli import hydra_entry, refuse
 from agents.common.stopping import GracefulStop
 
@@ -197,8 +198,8 @@ def run(cfg: DictConfig) -> None:
                 if stop.requested:
                     stopped = f"after iteration {it}"
                     break
-    except (LearnerDivergedError, NonFiniteOutputError, ReplayError, CheckpointError, OSError) as e:
-        training.failed(it, e)
+    except (LearnerDivergedError, NonFiniteOutputError, ReplayError, CheckpointError, ChildDiedError, OSError) as e:
+        training.failed(it, e)  # a lost self-play worker or Ray actor (ChildDiedError) included: said, never a hang
     training.close(stop, stopped)
     log.info("done: %s (%s)", training.run_dir, format_seconds(time.time() - started))
 

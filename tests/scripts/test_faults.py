@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import runpy
 import shutil
 import signal
@@ -1200,3 +1201,34 @@ def test_ctrl_c_during_self_play_says_at_once_that_it_stops_and_ends_the_workers
     assert len(resume) == 1 and resume[0].startswith("Ctrl-C: stopped during the self-play of iteration 2"), after
     assert "Traceback" not in job.output and "leaked" not in job.output and not [k for k in kids if alive(k)]
     assert len(after) == 2 and load_checkpoint(tmp_path / "run" / "latest.pt")["counters"]["iteration"] == 1
+
+
+@pytest.mark.slow
+def test_a_self_play_worker_lost_mid_run_stops_the_run_naming_it_at_its_last_checkpoint(tmp_path: Path) -> None:
+    """A self-play process killed during an iteration (a lost node's actors end the same way on Ray) ends the
+    run at once with one line: which worker died and how, what latest.pt holds and the resume command; the
+    resumed run goes on."""
+    run_dir = tmp_path / "lost"
+    job = Job(
+        "train.py",
+        *TINY,
+        "train.iterations=200",
+        "train.workers=2",
+        "train.worker_backend=process",
+        f"out_dir={tmp_path}",
+        "name=lost",
+    )
+    assert job.wait_for("iter 1/"), job.output[-3000:]
+    kids = children(job.proc.pid)
+    assert len(kids) >= 2
+    os.kill(kids[-1], signal.SIGKILL)
+    assert job.finish(120) == 1, job.output[-3000:]
+    assert "Traceback" not in job.output
+    errors = [line.rstrip() for line in job.lines if line.startswith("train.py: error: ")]
+    assert len(errors) == 1, job.output[-3000:]
+    assert re.search(r"self-play worker \d \(pid \d+\) died: killed by SIGKILL", errors[0]), errors[0]
+    assert "latest.pt holds iteration " in errors[0]
+    assert errors[0].endswith(f"continue with: python train.py resume={run_dir}"), errors[0]
+    assert not [k for k in kids if alive(k)]
+    resumed = Job("train.py", f"resume={run_dir}", "train.iterations=3")
+    assert resumed.finish() == 0, resumed.output[-3000:]

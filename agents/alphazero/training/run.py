@@ -49,6 +49,7 @@ from agents.alphazero.training.progress import (
 )
 from agents.alphazero.training.replay import ReplayBuffer
 from agents.arena.records import append_jsonl, is_game_record
+from agents.common.child import ChildDiedError
 from agents.common.io import atomic_write_text
 from agents.common.rundir import (
     RUN_FILE,
@@ -504,13 +505,14 @@ class TrainingRun:
 
     def failed(self, it: int, error: Exception) -> NoReturn:
         """End the run on `error` in iteration `it` with one line (exit 1): what went wrong, what latest.pt
-        holds and how to continue (a diverged learner: with a lower learning rate)."""
+        holds and how to continue (a diverged learner: with a lower learning rate; a lost self-play worker or
+        Ray actor, `ChildDiedError`: as it was, the iteration it was playing played again)."""
         advice = f"continue with: {self.again}"
         if isinstance(error, OSError):  # a full disk, a file system gone read-only: the last latest.pt is whole
             failure = f"iteration {it}: cannot write {error.filename or 'a file of the run'}: {error.strerror or error}"
         else:
             failure = f"iteration {it}: {error}"
-            if not isinstance(error, CheckpointError):
+            if not isinstance(error, (CheckpointError, ChildDiedError)):
                 advice = (
                     f"continue with a lower learning rate: {self.again} "
                     f"train.learner.lr={self.conf.train.learner.lr / 10:g}"
