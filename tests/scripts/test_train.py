@@ -355,7 +355,9 @@ def test_the_dataclasses_defaults_are_the_default_run() -> None:
 
 
 @pytest.mark.slow
-def test_presets_set_several_nodes_and_the_command_line_wins() -> None:
+def test_presets_set_several_nodes_and_the_command_line_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a machine of one GPU (preset=gpu serves on all)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel.max_actions == 4

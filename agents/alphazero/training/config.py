@@ -13,7 +13,14 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.alphazero.distributed.settings import BACKENDS, InferenceConfig, WorkerBackendError
+from agents.alphazero.distributed.settings import (
+    BACKENDS,
+    InferenceConfig,
+    WorkerBackendError,
+    check_servers,
+    resolve_server_devices,
+    shown_devices,
+)
 from agents.alphazero.net.checkpoint import CheckpointError, stored_config
 from agents.alphazero.net.device import MAX_THREADS, PRECISIONS, resolve_device
 from agents.alphazero.net.network import NetworkConfig
@@ -293,6 +300,18 @@ class Config:
             )
             raise ConfigError(f"{e}{hint}") from None
 
+    def server_devices(self) -> tuple[torch.device, ...]:
+        """`train.inference.devices` resolved, one device a server (``()``: one server on the run's device),
+        with the run's device (`checked_run_config`); a device this machine lacks, or more servers than the
+        workers feed, refused in one line."""
+        tc = self.train
+        devices = resolve_server_devices(tc.inference)
+        try:
+            check_servers(len(devices), tc.workers, tc.worker_backend)
+        except WorkerBackendError as e:
+            raise WorkerBackendError(f"train.inference.devices={shown_devices(tc.inference.devices)}: {e}") from None
+        return devices
+
     def check_memory(self) -> None:
         """Refuse a replay buffer or self-play trees larger than this machine's memory (both are made whole
         at the start; the network's own memory is bounded by the model's shape)."""
@@ -346,13 +365,14 @@ def refuse_unknown_keys(node: Any, schema: type, where: str) -> None:
 
 def checked_config(cfg: DictConfig) -> Config:
     """The composed (or resumed) config as dataclasses with every value checked, before any work
-    (`checked_run_config` without the device it resolves)."""
+    (`checked_run_config` without the devices it resolves)."""
     return checked_run_config(cfg)[0]
 
 
-def checked_run_config(cfg: DictConfig) -> tuple[Config, torch.device]:
-    """The composed (or resumed) config as dataclasses with every value checked, before any work, and its device
-    resolved (once: what runs below takes this torch.device).
+def checked_run_config(cfg: DictConfig) -> tuple[Config, torch.device, tuple[torch.device, ...]]:
+    """The composed (or resumed) config as dataclasses with every value checked, before any work, its device
+    and its inference servers' devices resolved (once: what runs below takes these torch.devices;
+    `Config.server_devices`).
 
     Raises a ValueError subclass naming the key at fault: an unknown key
     (even one added with `+`), a value out of range (ConfigError,
@@ -393,8 +413,9 @@ def checked_run_config(cfg: DictConfig) -> tuple[Config, torch.device]:
             "train.selfplay.opponents (player specs)"
         )
     device = conf.run_device()
+    servers = conf.server_devices()
     conf.check_memory()
-    return conf, device
+    return conf, device, servers
 
 
 RENAMED_KEYS: dict[str, str] = {

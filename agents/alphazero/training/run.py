@@ -90,6 +90,7 @@ class TrainingRun:
         self,
         conf: Config,
         device: torch.device,
+        servers: tuple[torch.device, ...],
         config_yaml: str,
         run_dir: Path,
         resume_path: Path,
@@ -101,6 +102,8 @@ class TrainingRun:
         self.conf, self.config_yaml, self.run_dir = conf, config_yaml, run_dir
         self.device = device
         """The run's device (`Config.device` resolved, once: everything below takes it)."""
+        self.servers = servers
+        """The inference servers' devices (`train.inference.devices` resolved; ``()``: one on `device`)."""
         self.mix = parse_rules_mix(conf.train.rules_mix)
         """The rule sets the self-play games are drawn from (`train.rules_mix`; empty: `rules` alone)."""
         self.rules = run_rules(conf)
@@ -150,7 +153,7 @@ class TrainingRun:
             if "name" in given:
                 check_run_name(cfg.name)  # name= given empty
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
-        conf, device = checked_run_config(cfg)
+        conf, device, servers = checked_run_config(cfg)
         check_writable_dir(conf.out_dir)
         tc = conf.train
         if tc.inference.server and tc.worker_backend == "process":  # their leaf slots, in shared memory
@@ -177,7 +180,16 @@ class TrainingRun:
                 init_from = widened_input_planes(load_checkpoint(init_path), init_path, conf.model)
                 check_compatible(init_from, init_path, network=conf.model, rules=run_rules(conf))
         return cls(
-            conf, device, OmegaConf.to_yaml(cfg), run_dir, resume_path, resume_from, loaded_as, init_path, init_from
+            conf,
+            device,
+            servers,
+            OmegaConf.to_yaml(cfg),
+            run_dir,
+            resume_path,
+            resume_from,
+            loaded_as,
+            init_path,
+            init_from,
         ), conf
 
     def restore(
@@ -290,7 +302,13 @@ class TrainingRun:
             rules_mix=tuple(self.mix),
         )
         inference = (
-            InferenceSettings(config=tc.inference, device=self.device, threads=conf.threads, compile=conf.compile)
+            InferenceSettings(
+                config=tc.inference,
+                device=self.device,
+                devices=self.servers,
+                threads=conf.threads,
+                compile=conf.compile,
+            )
             if tc.inference.server
             else None
         )
@@ -312,7 +330,7 @@ class TrainingRun:
             conf.mcts.algorithm,
             conf.mcts.num_simulations,
             (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
-            + (f" feeding an inference server on {self.device}" if tc.inference.server else ""),
+            + (f" feeding {served(self.servers or (self.device,))}" if tc.inference.server else ""),
         )
         return pool
 
@@ -552,6 +570,12 @@ class TrainingRun:
             then = "no checkpoint was written yet, so nothing was kept: run the same command again to start afresh"
         print(f"{signal_name(stop.requested)}: stopped {when}; {then}", file=sys.stderr)
         sys.exit(stop.exit_code)
+
+
+def served(devices: Sequence[torch.device]) -> str:
+    """``an inference server on cuda:0``, ``2 inference servers on cuda:0, cuda:1`` (the run's first log line)."""
+    servers = "an inference server" if len(devices) == 1 else f"{len(devices)} inference servers"
+    return f"{servers} on {', '.join(str(d) for d in devices)}"
 
 
 def run_rules(conf: Config) -> RuleSet:

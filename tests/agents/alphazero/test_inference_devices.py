@@ -130,11 +130,15 @@ def test_train_config_resolves_the_devices_once_and_the_gpu_preset_serves_on_eve
 
     on = ("train.inference.server=true", "train.workers=2")
     assert check(*on) == () and check(*on, "train.inference.devices=[cpu,cpu]") == (CPU, CPU)
-    with pytest.raises(InferenceSettingsError, match=r"runs 3 inference servers but train.workers=2"):
+    with pytest.raises(WorkerBackendError) as e:
         check(*on, "train.inference.devices=[cpu,cpu,cpu]")
+    assert str(e.value) == (
+        "train.inference.devices=['cpu', 'cpu', 'cpu']: 3 inference servers need at least 3 self-play workers "
+        "(train.workers), got 2"
+    )
     with pytest.raises(InferenceSettingsError, match=r"needs train.inference.server=true"):
         check("train.inference.devices=[cpu,cpu]")
-    with pytest.raises(WorkerBackendError, match=r"train.inference.devices=\[cpu,cpu\]: 2 inference servers run on"):
+    with pytest.raises(WorkerBackendError, match=r"^train.inference.devices=\['cpu', 'cpu'\]: inference servers on"):
         check(*on, "train.worker_backend=ray", "train.inference.devices=[cpu,cpu]")
     gpus(monkeypatch, 2)
     cuda = (torch.device("cuda:0"), torch.device("cuda:1"))

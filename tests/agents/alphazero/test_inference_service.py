@@ -283,11 +283,13 @@ def test_bad_inference_settings_and_a_server_without_workers_are_refused() -> No
 
 
 @pytest.mark.slow
-def test_train_config_switches_the_server_on_for_workers_only() -> None:
+def test_train_config_switches_the_server_on_for_workers_only(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="inference.server=true .* needs train.workers >= 1"):
         train_config.checked_config(train_config.compose_config(["train.inference.server=true", "train.workers=0"]))
     conf = train_config.checked_config(train_config.compose_config(["train.inference.server=true", "train.workers=2"]))
     assert conf.train.inference.server and conf.train.workers == 2
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a machine of one GPU (preset=gpu serves on all)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     gpu = train_config.checked_config(train_config.compose_config(["preset=gpu", "device=cpu"]))
     assert gpu.train.inference.server and gpu.train.workers == 15 and gpu.train.worker_backend == "process"
     assert not train_config.checked_config(
