@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 import torch
 
 from agents.alphazero.distributed import workers as workers_module  # import_ray, looked up at each start
-from agents.alphazero.distributed.batcher import InferenceServer
+from agents.alphazero.distributed.batcher import InferenceServer, merge_counts
 from agents.alphazero.distributed.inference import ServedPool, ServedSelfPlayActor, WorkerDiedError
 from agents.alphazero.distributed.settings import (
     BACKENDS,
@@ -123,29 +123,6 @@ def place(nodes: Sequence[RayNode], workers: int, inference: Optional[InferenceS
         servers += [(node.node_id, device)] * n_servers  # Ray gives each GPU server actor its own GPU as cuda:0
         placed += [(node.node_id, first + k % n_servers if n_servers else None) for k in range(count)]
     return Placement(tuple(servers), tuple(placed))
-
-
-def merged_counts(counts: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """The batch counts of several servers (`LeafBatcher.take_counts`) as one: sums, the largest batch, and the
-    means weighted by each server's batches."""
-    counts = [c for c in counts if c]
-    if len(counts) <= 1:
-        return dict(counts[0]) if counts else {}
-    batches = sum(c["batches"] for c in counts)
-
-    def mean(key: str) -> float:
-        return sum(c[key] * c["batches"] for c in counts) / batches if batches else 0.0
-
-    positions = sum(c["positions"] for c in counts)
-    return {
-        "batches": batches,
-        "positions": positions,
-        "mean_batch": positions / batches if batches else 0.0,
-        "max_batch": max(c["max_batch"] for c in counts),
-        "mean_wait_ms": mean("mean_wait_ms"),
-        "mean_batch_ms": mean("mean_batch_ms"),
-        "tail_mean_batch": mean("tail_mean_batch"),
-    }
 
 
 class NodeInferenceServer(InferenceServer):
@@ -279,7 +256,7 @@ class RayPool(SelfPlayPool):
             for actor, c, (first, count) in zip(self._actors, self._clients, ranges)
         ]
         parts = [self._get(ref, self._who(k)) for k, ref in enumerate(refs)]
-        self.server_counts = merged_counts(
+        self.server_counts = merge_counts(
             [self._get(server.take_counts.remote(), self._server_name(s)) for s, server in enumerate(self._servers)]
         )
         return merge_selfplay(parts, seconds=time.perf_counter() - t0)

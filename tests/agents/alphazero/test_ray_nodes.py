@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from agents.alphazero.distributed.inference import WorkerDiedError
-from agents.alphazero.distributed.pools import Placement, RayNode, make_selfplay_pool, merged_counts, place
+from agents.alphazero.distributed.pools import Placement, RayNode, make_selfplay_pool, place
 from agents.alphazero.distributed.settings import InferenceSettings, WorkerBackendError
 from agents.alphazero.net.network import build_network
 from agents.alphazero.net.runtime import make_evaluator
@@ -55,17 +55,6 @@ def test_actors_that_do_not_fit_the_cluster_are_refused_in_one_line() -> None:
         "and each inference server one CPU on its node"
     )
     assert "\n" not in str(e.value)
-
-
-def test_the_counts_of_several_servers_are_merged_by_their_batches() -> None:
-    a = dict(batches=2, positions=10, mean_batch=5.0, max_batch=6, mean_wait_ms=1.0, mean_batch_ms=2.0,
-             tail_mean_batch=4.0)  # fmt: skip
-    b = dict(batches=6, positions=6, mean_batch=1.0, max_batch=1, mean_wait_ms=3.0, mean_batch_ms=4.0,
-             tail_mean_batch=1.0)  # fmt: skip
-    m = merged_counts([a, b, {}])
-    assert (m["batches"], m["positions"], m["mean_batch"], m["max_batch"]) == (8, 16, 2.0, 6)
-    assert (m["mean_wait_ms"], m["mean_batch_ms"], m["tail_mean_batch"]) == (2.5, 3.5, 1.75)
-    assert merged_counts([a]) == a and merged_counts([]) == {}
 
 
 def two_nodes(monkeypatch: pytest.MonkeyPatch) -> ThreadedRay:
