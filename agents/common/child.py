@@ -26,7 +26,7 @@ import subprocess
 import time
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from agents.common.stopping import exit_with_parent, ignore_interrupts
 
@@ -37,6 +37,19 @@ def start_program(argv: Sequence[str]) -> subprocess.Popen[bytes]:
     OSError when it cannot be started."""
     return subprocess.Popen(
         list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+ProgramResult = subprocess.CompletedProcess
+"""What `run_program` returns: the exit status and the captured output."""
+
+
+def run_program(
+    argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None
+) -> subprocess.CompletedProcess[str]:
+    """Run an external program to its end (`timeout` seconds at most: TimeoutExpired), its output captured as text."""
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout, env=dict(env) if env is not None else None, cwd=cwd
     )
 
 

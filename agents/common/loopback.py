@@ -2,18 +2,19 @@
 
 Ray's processes listen on every interface of the machine whatever node address they are given (its gRPC
 servers bind the wildcard address, its runtime-env agent the machine's own address), and a node asked to
-use 127.0.0.1 swaps it for the machine's address. The tests that start real Ray nodes therefore run them
-in a new network namespace (`unshare -n`, or `unshare -rn` without root) with ``lo`` up and nothing else:
-there the machine's only address is 127.0.0.1, so everything the nodes open listens there and can reach
-nothing else.
+use 127.0.0.1 swaps it for the machine's address. The tests and benches that start real Ray nodes on one
+machine therefore run them in a new network namespace (`unshare -n`, or `unshare -rn` without root) with
+``lo`` up and nothing else: there the machine's only address is 127.0.0.1, so everything the nodes open
+listens there and can reach nothing else.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from typing import Mapping, Optional, Sequence
+
+from agents.common.child import ProgramResult, run_program
 
 BRING_UP = 'ip link set lo up && exec "$@"'
 
@@ -27,19 +28,12 @@ def unshare_command() -> list[str]:
 
 def run_on_loopback(
     argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None
-) -> subprocess.CompletedProcess[str]:
+) -> ProgramResult[str]:
     """`argv` run in a loopback-only network namespace; its output captured as text."""
-    return subprocess.run(
-        [*unshare_command(), "sh", "-c", BRING_UP, "sh", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(env) if env is not None else None,
-        cwd=cwd,
-    )
+    return run_program([*unshare_command(), "sh", "-c", BRING_UP, "sh", *argv], timeout=timeout, env=env, cwd=cwd)
 
 
 def listening_addresses() -> set[str]:
     """The local addresses of the TCP sockets listening in this network namespace (``ss -ltn``)."""
-    out = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, check=True).stdout
+    out = run_program(["ss", "-ltnH"], timeout=30).stdout
     return {line.split()[3].rpartition(":")[0] for line in out.splitlines() if line.strip()}

@@ -3,7 +3,7 @@
     python -m tests.support.ray_nodes SCENARIO OUT.json     # run by `run_two_nodes`, inside the namespace
 
 Starts a head node (custom resource ``node_a``) and a second node (``node_b``), two CPUs each, both at
-127.0.0.1 (`tests.support.loopback`), runs the scenario function in a driver connected to them, writes what
+127.0.0.1 (`agents.common.loopback`), runs the scenario function in a driver connected to them, writes what
 it returns as JSON, and stops both nodes, whatever happened.
 """
 
@@ -18,8 +18,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from agents.common.loopback import listening_addresses, run_on_loopback
 from tests.support import ROOT
-from tests.support.loopback import listening_addresses, run_on_loopback
 
 ADDRESS = "127.0.0.1:6379"
 """The head's address inside the namespace (the namespace is new, so the default port is free)."""
