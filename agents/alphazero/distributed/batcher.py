@@ -20,6 +20,7 @@ import torch
 from agents.alphazero.distributed.settings import InferenceSettings, WorkerSettings
 from agents.alphazero.distributed.workers import load_weights
 from agents.alphazero.net.network import build_network
+from agents.alphazero.net.packing import unpack_masks
 from agents.alphazero.net.runtime import make_packed_evaluator
 
 BatchEvaluator = Callable[..., tuple[np.ndarray, np.ndarray]]
@@ -217,6 +218,15 @@ def merge_counts(counts: Sequence[Mapping[str, float]]) -> dict[str, float]:
     return merged
 
 
+def free_packed_evaluator(
+    bits: np.ndarray, scalars: np.ndarray, mask_bits: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A network that costs nothing, fed packed leaves like `make_packed_evaluator`'s: logits 0 on the legal
+    actions and float32's minimum elsewhere [n, 252], value 0 [n] (`InferenceSettings.free_network`)."""
+    logits = np.where(unpack_masks(mask_bits), np.float32(0.0), np.finfo(np.float32).min).astype(np.float32)
+    return logits, np.zeros(len(bits), np.float32)
+
+
 class InferenceServer:
     """The network on the server's device behind a `LeafBatcher` (the body of the server process and of the
     Ray actor), fed packed leaves (`packing.pack_observations`, `packing.pack_masks`) that it unpacks there."""
@@ -226,7 +236,11 @@ class InferenceServer:
             torch.set_num_threads(server.threads)
         self.device = server.device
         self.model = build_network(settings.network).to(self.device).eval()
-        evaluator = make_packed_evaluator(self.model, self.device, settings.precision, compile=server.compile)
+        evaluator: BatchEvaluator = (
+            free_packed_evaluator
+            if server.free_network
+            else make_packed_evaluator(self.model, self.device, settings.precision, compile=server.compile)
+        )
         self.batcher = LeafBatcher(evaluator, server.config.max_wait)
 
     def load_weights(self, model_state: Mapping[str, Any]) -> None:

@@ -174,6 +174,10 @@ class InferenceSettings:
     compile: bool = False
     """Run the server's network through `torch.compile`, its batches padded up to a few sizes
     (`runtime.CUDA_BUCKETS`) so that it compiles once a size, and not again when the weights change."""
+    free_network: bool = False
+    """The pipeline bench's (bench/pipeline_ceiling.py): the server answers every leaf with a uniform policy over
+    its legal moves and value 0 (`batcher.free_packed_evaluator`) instead of its network, so that what is timed
+    is the pipeline around the network. Never set by a training run."""
 
     def servers(self) -> list[InferenceSettings]:
         """The settings of each server, `devices` resolved: one on `device` when there are none."""
