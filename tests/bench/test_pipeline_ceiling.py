@@ -1,8 +1,11 @@
-"""bench/pipeline_ceiling.py prints self-play on a free network, says which rows it leaves out, prints the
-per-leaf costs of the served path, and refuses bad input in one line."""
+"""bench/pipeline_ceiling.py prints self-play on a free network in process, served by one and two servers and by
+Ray, the per-leaf costs of the served path and the server's per-batch overhead, and refuses bad input in one
+line."""
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 import subprocess
 import sys
 
@@ -23,32 +26,77 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip("|").split("|")]
 
 
-@pytest.mark.slow  # a subprocess that imports torch, plays games and starts a server process
-def test_the_bench_prints_the_free_pipelines_and_the_costs_of_a_leaf() -> None:
-    run = _bench("--quick", "--device", "cpu", "--batches", "8,16")
+SERVED = {
+    "one server (process backend, 1 worker)",
+    "two servers (devices [cpu, cpu], 2 workers)",
+}
+RAY = "Ray-served (1 actor, its node's CPU server)"
+
+
+def _rows(lines: list[str]) -> dict[str, list[str]]:
+    """The self-play table's rows: label -> figures."""
+    first = lines.index(next(line for line in lines if line.startswith("| pipeline |")))
+    rows = {}
+    for line in lines[first + 2 :]:
+        if not line.startswith("| "):
+            break
+        rows[_cells(line)[0]] = _cells(line)[1:]
+    return rows
+
+
+def _assert_figures(figures: list[str], served: bool) -> None:
+    """Positions and simulations per CPU s, per wall s, CPU s, wall s, mean plies; the mean leaf batch of a
+    served row."""
+    assert all(float(x) > 0 for x in figures[:6]), figures
+    assert (figures[6] != "-" and float(figures[6]) >= 1) if served else figures[6] == "-"
+
+
+@pytest.mark.slow  # a subprocess that imports torch, plays games and starts server processes
+def test_the_bench_prints_the_free_pipelines_served_rows_and_the_costs_of_a_leaf() -> None:
+    run = _bench("--quick", "--device", "cpu", "--batches", "8,16", "--rows", "free,server,servers")
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
-    rows = {_cells(line)[0]: _cells(line)[1:] for line in lines if line.startswith("| in process")}
-    assert set(rows) == {"in process, free network", "in process, uniform inside the search (no calls)"}
-    for figures in rows.values():
-        assert all(float(x) > 0 for x in figures)  # positions and simulations per CPU s, per wall s, mean plies
-    assert "served rows (one server, two servers, Ray-served): not measured in this version" in lines
+    rows = _rows(lines)
+    assert set(rows) == {"in process, free network"} | SERVED
+    for label, figures in rows.items():
+        _assert_figures(figures, served=label in SERVED)
     packed = PACKED_OBS_BYTES + 4 * 11 + PACKED_MASK_BYTES
     assert any(
         line.startswith(f"bytes a leaf: 8316 as float32 planes and a bool mask, {packed} packed") for line in lines
     )
     assert any(line.endswith(f"a slot holds {ROW_BYTES} a position") for line in lines)
-    costs = {
-        _cells(line)[0]: _cells(line)[1:]
-        for line in lines[lines.index("| microseconds a leaf | batch 8 | batch 16 |") + 2 :]
+    per_leaf = lines.index("| microseconds a leaf | batch 8 | batch 16 |")
+    per_batch = lines.index("| microseconds a batch | batch 8 | batch 16 |")
+    costs = {_cells(line)[0]: _cells(line)[1:] for line in lines[per_leaf + 2 : per_batch] if line.strip()}
+    server = {
+        "server's batcher, an evaluator that does nothing (wall)",
+        "server's batcher and the free network: masks unpacked, answers built (wall)",
     }
-    assert set(costs) == {
-        "pack (numpy, CPU)",
-        "unpack (numpy, CPU)",
-        "copy to cpu and unpack there (torch, CPU)",
-        "slot round trip, packing included (wall)",
-    }
+    assert (
+        set(costs)
+        == {
+            "pack (numpy, CPU)",
+            "unpack (numpy, CPU)",
+            "copy to cpu and unpack there (torch, CPU)",
+            "slot round trip, packing included (wall)",
+        }
+        | server
+    )
     assert all(len(v) == 2 and all(float(x) > 0 for x in v) for v in costs.values())
+    batches = {_cells(line)[0]: _cells(line)[1:] for line in lines[per_batch + 2 :]}
+    assert set(batches) == server and all(len(v) == 2 and all(float(x) > 0 for x in v) for v in batches.values())
+
+
+@pytest.mark.slow  # a subprocess that starts a local Ray in a network namespace
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None or shutil.which("unshare") is None, reason="needs Ray and unshare"
+)
+def test_the_ray_row_runs_in_a_loopback_namespace_and_is_printed() -> None:
+    run = _bench("--quick", "--device", "cpu", "--batches", "8", "--rows", "ray")
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = _rows(run.stdout.splitlines())
+    assert set(rows) == {RAY}, run.stdout
+    _assert_figures(rows[RAY], served=True)
 
 
 @pytest.mark.slow  # a subprocess that imports torch
@@ -59,6 +107,10 @@ def test_the_bench_prints_the_free_pipelines_and_the_costs_of_a_leaf() -> None:
         (["--batches", "64,0"], "--batches='64,0' must be batch sizes of at least 1, separated by commas"),
         (["--seconds", "0"], "--seconds=0 must be above 0 and at most 60"),
         (["--games", "0"], "--games=0 must be at least 1"),
+        (
+            ["--rows", "free,gpu"],
+            "--rows='free,gpu' must name rows of free,kernels,server,servers,ray, separated by commas",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line(args: list[str], message: str) -> None:
