@@ -154,8 +154,12 @@ def test_an_unknown_config_key_is_an_error() -> None:
 
 
 @pytest.mark.parametrize("group", ["default", "gpu", "tiny", "opponents"])
-def test_every_train_group_composes(group: str) -> None:
-    """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys)."""
+def test_every_train_group_composes(group: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys); the gpu
+    group (a server on every GPU) is checked as on a machine of one GPU, whatever this one has."""
+    if group == "gpu":
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     cfg = train_config.compose_config([f"train={group}"])
     text = OmegaConf.to_yaml(cfg)
     assert "iterations:" in text
@@ -465,7 +469,7 @@ def test_a_stored_config_with_renamed_keys_resumes_under_the_new_names(tmp_path:
     composed = OmegaConf.to_container(train_config.compose_config(["train=tiny", "name=run", "train.workers=2"]))
     assert isinstance(composed, dict)
     inference = composed["train"].pop("inference")
-    assert inference == {"server": False, "max_wait": 0.002, "halves": 1}
+    assert inference == {"server": False, "max_wait": 0.002, "halves": 1, "devices": []}
     composed["train"].update(inference_server=True, inference_max_wait=0.01, inference_halves=2)
     composed["train"]["eval"]["simulations"] = 7
     del composed["train"]["eval"]["num_simulations"]
