@@ -1,6 +1,6 @@
 """GPU check: one machine's device, inference, self-play and training figures, step by step (`--cpu`: small, on CPU).
 
-    python bench/gpu_check.py --json gpu.json           # a CUDA machine: at most about 8 minutes
+    python bench/gpu_check.py --json gpu.json           # a CUDA machine: about 8 minutes (9 with several GPUs)
     python bench/gpu_check.py --cpu --json cpu.json     # the same steps at small sizes on CPU
     python bench/gpu_check.py --steps inference,selfplay --json gpu.json   # some steps only
 
@@ -16,6 +16,11 @@ Steps, in order (each prints its rows as it finishes and appends them, one recor
               excluded), and the host-copy share: the part of an fp32 call spent outside the forward pass
               on device-resident inputs (copies in and out, conversions)
   selfplay    served self-play positions/s and the server's mean batch with the plan's process counts
+  devices     the same with one server a GPU (train.inference.devices): 2 GPUs and all of them, each row
+              skipped with its reason where the machine has fewer (--cpu: 2 and 3 CPU servers stand in)
+  ray         the same on a local Ray (the ray backend's per-node serving: one server a GPU of the node, or one
+              CPU server), run in a loopback-only network namespace (agents.common.loopback), since Ray
+              listens on every interface otherwise; skipped with its reason without Ray or the namespace
   inprocess   the same games in this process (train.workers=0: every game's tree in one process, direct
               network calls on the device)
   training    a 3-iteration train.py run: self-play positions/s, learner ms a step, whether the loss is
@@ -64,7 +69,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SKIPPED = "skipped (time budget)"
 MODES = {"fp32": "fused", "bf16": "bf16", "chlast": "chlast", "compile": "compile"}
 """The inference columns and the bench_network paths that measure them."""
-STEPS = ("device", "shm", "warm-up", "inference", "selfplay", "inprocess", "training")
+STEPS = ("device", "shm", "warm-up", "inference", "selfplay", "devices", "ray", "inprocess", "training")
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class Plan:
     """Self-play games are capped at this many plies (the rate of a game's opening plies)."""
     training: tuple[str, ...]
     """train.py overrides of the training run."""
+    stand_ins: int = 0
+    """CPU servers that stand in for GPUs in the `devices` step (0: the machine's GPUs)."""
     budgets: Mapping[str, float] = field(default_factory=dict)
     """Seconds each step may take (its later rows are skipped past it)."""
 
@@ -108,7 +115,15 @@ GPU = Plan(
         "train.max_steps_per_iteration=50",
         "train.eval.every=0",
     ),
-    budgets={"warm-up": 60, "inference": 120, "selfplay": 110, "inprocess": 40, "training": 150},
+    budgets={
+        "warm-up": 60,
+        "inference": 100,
+        "selfplay": 80,
+        "devices": 60,
+        "ray": 50,
+        "inprocess": 40,
+        "training": 130,
+    },
 )
 CPU = Plan(
     device="cpu",
@@ -129,7 +144,16 @@ CPU = Plan(
         "train.learner.warmup_steps=1",
         "train.eval.every=0",
     ),
-    budgets={"warm-up": 60, "inference": 20, "selfplay": 60, "inprocess": 30, "training": 120},
+    stand_ins=3,
+    budgets={
+        "warm-up": 60,
+        "inference": 20,
+        "selfplay": 60,
+        "devices": 60,
+        "ray": 90,
+        "inprocess": 30,
+        "training": 120,
+    },
 )
 
 
@@ -345,13 +369,43 @@ def _what(conf: Any, plan: Plan) -> str:
     return f"{' '.join(plan.selfplay)} ({conf.model.blocks}x{conf.model.channels}, {plan.games} games)"
 
 
+def served_figures(pool: Any, weights: Mapping[str, Any], plan: Plan, workers: int) -> dict[str, Any]:
+    """A served pool's start-up call, then `plan.games` games timed: positions/s (wall), the servers' mean
+    batch and that of their last tenth, seconds."""
+    pool.play(weights, seed=1, num_games=workers)  # start-up: the processes, their kernels, the device
+    t0 = time.perf_counter()
+    data = pool.play(weights, seed=0, num_games=plan.games)
+    seconds = time.perf_counter() - t0
+    positions = int(data.stats.positions)
+    return {
+        "processes": workers,
+        "positions": positions,
+        "positions_per_s": positions / seconds,
+        "mean_batch": pool.server_counts.get("mean_batch", 0.0),
+        "tail_mean_batch": pool.server_counts.get("tail_mean_batch", 0.0),
+        "seconds": seconds,
+    }
+
+
+def served_text(got: Mapping[str, Any]) -> str:
+    """`served_figures` as a row's result."""
+    return (
+        f"{got['positions_per_s']:,.0f} positions/s, mean server batch {got['mean_batch']:,.0f} (last tenth "
+        f"{got['tail_mean_batch']:,.0f}) ({got['positions']} positions in {got['seconds']:.1f} s)"
+    )
+
+
+def _weights(conf: Any) -> dict[str, Any]:
+    torch.manual_seed(0)
+    return build_network(conf.model).state_dict()
+
+
 def selfplay_rows(plan: Plan) -> list[Row]:
     """Positions/s of served self-play by the number of self-play processes feeding one server."""
     conf = selfplay_config(plan)
     settings = _settings(conf, plan)
     inference = InferenceSettings(device=resolve_device(plan.device))
-    torch.manual_seed(0)
-    weights = build_network(conf.model).state_dict()
+    weights = _weights(conf)
     deadline = time.monotonic() + plan.budgets["selfplay"]
     rows = []
     for w in plan.processes:
@@ -359,29 +413,104 @@ def selfplay_rows(plan: Plan) -> list[Row]:
             rows.append(Row(f"served self-play {_what(conf, plan)}", processes(w), SKIPPED))
             continue
         with make_selfplay_pool("process", w, settings, inference=inference) as pool:
-            pool.play(weights, seed=1, num_games=w)  # start-up: the processes, their kernels, the device
-            t0 = time.perf_counter()
-            data = pool.play(weights, seed=0, num_games=plan.games)
-            seconds = time.perf_counter() - t0
-        positions = int(data.stats.positions)
-        batch = pool.server_counts.get("mean_batch", 0.0)
-        tail = pool.server_counts.get("tail_mean_batch", 0.0)
-        rows.append(
-            Row(
-                f"served self-play {_what(conf, plan)}",
-                processes(w),
-                f"{positions / seconds:,.0f} positions/s, mean server batch {batch:,.0f} (last tenth {tail:,.0f}) "
-                f"({positions} positions in {seconds:.1f} s)",
-                {
-                    "processes": w,
-                    "positions_per_s": positions / seconds,
-                    "mean_batch": batch,
-                    "tail_mean_batch": tail,
-                    "seconds": seconds,
-                },
-            )
-        )
+            got = served_figures(pool, weights, plan, w)
+        rows.append(Row(f"served self-play {_what(conf, plan)}", processes(w), served_text(got), got))
     return rows
+
+
+def server_devices(plan: Plan) -> list[tuple[str, Optional[tuple[torch.device, ...]], str]]:
+    """The `devices` step's rows: (setting, the servers' devices or None to skip, the reason to skip): 2
+    devices and all of them; on CPU, 2 and `plan.stand_ins` CPU servers."""
+    if plan.stand_ins:
+        cpu = torch.device("cpu")
+        return [(f"{n} CPU servers", (cpu,) * n, "") for n in (2, plan.stand_ins)]
+    gpus = torch.cuda.device_count()
+    every = tuple(torch.device("cuda", i) for i in range(gpus))
+    return [
+        ("2 GPUs", every[:2] if gpus >= 2 else None, f"skipped: this machine has {gpus} GPU{'s' * (gpus != 1)}"),
+        (
+            "all GPUs",
+            every if gpus > 2 else None,
+            f"skipped: this machine has {gpus} GPU{'s' * (gpus != 1)}"
+            + (" (the row above is all of them)" if gpus == 2 else ""),
+        ),
+    ]
+
+
+def devices_rows(plan: Plan) -> list[Row]:
+    """Served self-play with one server a device (`train.inference.devices`), the workers split among them:
+    the largest process count of the plan (at least one a server)."""
+    conf = selfplay_config(plan)
+    settings = _settings(conf, plan)
+    weights = _weights(conf)
+    deadline = time.monotonic() + plan.budgets["devices"]
+    rows = []
+    for setting, devices, reason in server_devices(plan):
+        check = f"served self-play, one server a device {_what(conf, plan)}"
+        if devices is None:
+            rows.append(Row(check, setting, reason))
+            continue
+        if over(deadline):
+            rows.append(Row(check, setting, SKIPPED))
+            continue
+        w = max(max(plan.processes), len(devices))
+        inference = InferenceSettings(device=devices[0], devices=devices)
+        with make_selfplay_pool("process", w, settings, inference=inference) as pool:
+            got = served_figures(pool, weights, plan, w)
+        got["servers"] = len(devices)
+        rows.append(Row(check, f"{setting}, {processes(w)}", served_text(got), got))
+    return rows
+
+
+RAY_PROBE = "ray probe:"
+"""How `--ray-probe` (the `ray` step's run inside the namespace) prints its figures: this, then JSON."""
+
+
+def ray_workers(plan: Plan) -> int:
+    """The `ray` step's self-play actors: the plan's largest process count, within the CPUs the local Ray's
+    servers leave (one a GPU, or one CPU server)."""
+    servers = torch.cuda.device_count() if plan.device == "cuda" else 1
+    return max(1, min(max(plan.processes), (os.cpu_count() or 1) - servers))
+
+
+def ray_probe(plan: Plan) -> None:
+    """The `ray` step's games on a local Ray (`RayPool`, served per node), printed after `RAY_PROBE`."""
+    conf = selfplay_config(plan)
+    settings = _settings(conf, plan)
+    settings = replace(settings, selfplay=replace(settings.selfplay, carry_over=False))  # not on Ray
+    w = ray_workers(plan)
+    inference = InferenceSettings(device=resolve_device(plan.device))
+    with make_selfplay_pool("ray", w, settings, inference=inference) as pool:
+        got = served_figures(pool, _weights(conf), plan, w)
+        got["servers"] = len(pool.placement.servers)
+    print(RAY_PROBE + json.dumps(got), flush=True)
+
+
+def ray_rows(plan: Plan) -> list[Row]:
+    """Served self-play on a local Ray, in a loopback-only network namespace: this script again with
+    `--ray-probe`, Ray's files in a directory of its own (so it neither finds nor joins another instance)."""
+    import importlib.util
+
+    from agents.common.loopback import run_on_loopback
+
+    conf = selfplay_config(plan)
+    check = f"Ray-served self-play {_what(conf, plan)}"
+    setting = f"local Ray, {processes(ray_workers(plan))}"
+    if importlib.util.find_spec("ray") is None:
+        return [Row(check, setting, "skipped: Ray is not installed (pip install -e '.[distributed]')")]
+    with tempfile.TemporaryDirectory(prefix="ray-") as temp:  # short: Ray's socket paths live under it
+        env = dict(os.environ, RAY_TMPDIR=temp, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+        argv = [sys.executable, __file__, "--ray-probe", *(["--cpu"] if plan.device == "cpu" else [])]
+        try:
+            run = run_on_loopback(argv, timeout=plan.budgets["ray"] + 120, env=env, cwd=str(ROOT))
+        except RuntimeError as e:  # no unshare or ip here
+            return [Row(check, setting, f"skipped: {e}")]
+    found = [line[len(RAY_PROBE) :] for line in run.stdout.splitlines() if line.startswith(RAY_PROBE)]
+    if run.returncode != 0 or not found:
+        tail = " / ".join(run.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"the Ray run failed ({how_it_ended(run.returncode)}): {tail}")
+    got = json.loads(found[0])
+    return [Row(check, setting, served_text(got) + f"; {got['servers']} server(s)", got)]
 
 
 def inprocess_rows(plan: Plan) -> list[Row]:
@@ -511,6 +640,8 @@ STEP_ROWS: dict[str, Callable[[Plan], list[Row]]] = {
     "warm-up": warm_up_rows,
     "inference": inference_rows,
     "selfplay": selfplay_rows,
+    "devices": devices_rows,
+    "ray": ray_rows,
     "inprocess": inprocess_rows,
     "training": training_rows,
 }
@@ -578,9 +709,13 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--json", type=Path, help="append one record a row to this JSON file (written atomically)")
     ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated steps (default all: {','.join(STEPS)})")
     ap.add_argument("--warm-up-probe", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ray-probe", action="store_true", help=argparse.SUPPRESS)  # the ray step's own run
     args = ap.parse_args(argv)
     if args.warm_up_probe:
         return warm_up_probe()
+    if args.ray_probe:
+        torch.set_num_threads(1 if args.cpu else min(4, os.cpu_count() or 1))
+        return ray_probe(CPU if args.cpu else GPU)
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in steps if s not in STEPS]
     if unknown or not steps:

@@ -93,12 +93,40 @@ def test_every_step_of_the_cpu_check_records_its_rows(tmp_path: Path, gpu_check:
     assert [r["setting"] for r in served] == [gpu_check.processes(w) for w in plan.processes]
     assert served[0]["figures"]["positions_per_s"] > 0 and served[0]["figures"]["mean_batch"] >= 1
     assert by_step["inprocess"][0]["figures"]["positions_per_s"] > 0
+    devices = by_step["devices"]
+    assert [r["setting"] for r in devices] == [
+        "2 CPU servers, 2 processes",
+        f"{plan.stand_ins} CPU servers, 3 processes",
+    ]
+    assert [r["figures"]["servers"] for r in devices] == [2, plan.stand_ins]
+    assert all(r["figures"]["positions_per_s"] > 0 and r["figures"]["mean_batch"] >= 1 for r in devices)
+    (ray,) = by_step["ray"]
+    if not ray["result"].startswith("skipped:"):  # a machine without Ray or unshare says why instead
+        assert ray["setting"] == "local Ray, 1 process" and ray["figures"]["servers"] == 1
+        assert ray["figures"]["positions_per_s"] > 0 and ray["figures"]["mean_batch"] >= 1
     training = by_step["training"][0]["figures"]
     assert training["iterations"] == 3 and len(training["loss_total"]) == 3
     assert training["loss_finite"] and all(math.isfinite(t) for t in training["loss_total"])
     assert training["learner_ms_per_step"] and all(m > 0 for m in training["learner_ms_per_step"])
     assert training["loads_on_cpu"], by_step["training"][0]["result"]
     assert isinstance(training["loss_falling"], bool)
+
+
+@pytest.mark.parametrize(
+    "gpus, shown",
+    [
+        (1, ["skipped: this machine has 1 GPU", "skipped: this machine has 1 GPU"]),
+        (2, [["cuda:0", "cuda:1"], "skipped: this machine has 2 GPUs (the row above is all of them)"]),
+        (4, [["cuda:0", "cuda:1"], ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]]),
+    ],
+)
+def test_the_devices_step_serves_on_2_and_all_gpus_or_says_why_not(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch, gpus: int, shown: list
+) -> None:
+    monkeypatch.setattr(gpu_check.torch.cuda, "device_count", lambda: gpus)
+    rows = gpu_check.server_devices(gpu_check.GPU)
+    assert [setting for setting, _, _ in rows] == ["2 GPUs", "all GPUs"]
+    assert [reason if devices is None else [str(d) for d in devices] for _, devices, reason in rows] == shown
 
 
 def test_the_table_is_one_markdown_table(gpu_check: ModuleType) -> None:
