@@ -176,8 +176,8 @@ def kernels_only_row(args: argparse.Namespace) -> tuple[Row, Any]:
 
 def _served(label: str, backend: str, workers: int, devices: int, args: argparse.Namespace) -> tuple[Row, Any]:
     """`--games` games over `workers` self-play processes or actors of `backend`, their leaves answered by
-    servers with the free network (`InferenceSettings.free_network`; `devices` CPU servers, 0: one on the
-    run's device), after a warm-up call; the pool's start and end are not timed."""
+    servers with the free network (`InferenceSettings.free_network`; `devices` CPU servers, 0: one CPU server
+    by `train.inference.server`), after a warm-up call; the pool's start and end are not timed."""
     import torch
 
     from agents.alphazero.distributed.pools import make_selfplay_pool
