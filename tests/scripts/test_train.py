@@ -153,13 +153,18 @@ def test_an_unknown_config_key_is_an_error() -> None:
     assert "huge" in refused("model=huge")
 
 
+def pretend_one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process sees a machine of one CUDA device (for configs that serve on every GPU)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+
+
 @pytest.mark.parametrize("group", ["default", "gpu", "tiny", "opponents"])
 def test_every_train_group_composes(group: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each configs/train/*.yaml composes into the structured config (no unknown or mistyped keys); the gpu
     group (a server on every GPU) is checked as on a machine of one GPU, whatever this one has."""
     if group == "gpu":
-        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-        monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+        pretend_one_gpu(monkeypatch)
     cfg = train_config.compose_config([f"train={group}"])
     text = OmegaConf.to_yaml(cfg)
     assert "iterations:" in text
@@ -324,9 +329,11 @@ def repeated_defaults(values: dict[str, Any], defaults: dict[str, Any], where: s
 
 @pytest.mark.slow
 @pytest.mark.parametrize("group", sorted(train_config.SCHEMAS))
-def test_group_files_hold_only_what_differs_from_their_schema(group: str) -> None:
-    """Every option of a group composes alone and passes the checks, sets only its own node, and states
-    only the values that differ from its dataclass's defaults."""
+def test_group_files_hold_only_what_differs_from_their_schema(group: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every option of a group composes alone and passes the checks (train=gpu, a server on every GPU, as on a
+    machine of one GPU, whatever this one has), sets only its own node, and states only the values that
+    differ from its dataclass's defaults."""
+    pretend_one_gpu(monkeypatch)
     defaults = defaults_of(train_config.SCHEMAS[group])
     base = OmegaConf.to_container(train_config.compose_config([]))
     for option in group_options(group):
@@ -360,8 +367,7 @@ def test_the_dataclasses_defaults_are_the_default_run() -> None:
 
 @pytest.mark.slow
 def test_presets_set_several_nodes_and_the_command_line_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a machine of one GPU (preset=gpu serves on all)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    pretend_one_gpu(monkeypatch)  # preset=gpu serves on every GPU
     default = train_config.checked_config(train_config.compose_config([]))
     assert (default.model.blocks, default.mcts.num_simulations, default.threads) == (3, 32, 1)  # preset=cpu
     assert default.mcts.gumbel.max_actions == 4
