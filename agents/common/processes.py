@@ -19,7 +19,9 @@ answers would be dropped.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import traceback
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
@@ -37,10 +39,21 @@ def _end_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+def _exit_when_swallowed(unraisable: Any) -> None:
+    """`sys.unraisablehook` of a worker process: the SystemExit of a SIGTERM that arrived inside a callback
+    Python cannot unwind (numba writing its cache through an LLVM callback, say) would only be printed, with
+    its traceback, and the work would go on; the process exits at once instead, quietly, with its status."""
+    if isinstance(unraisable.exc_value, SystemExit):
+        code = unraisable.exc_value.code
+        os._exit(code if isinstance(code, int) else 1)
+    sys.__unraisablehook__(unraisable)
+
+
 def _serve_calls(conn: Connection, factory: Callable[..., Any], args: tuple[Any, ...]) -> None:
     """A worker process: builds ``factory(*args)``, then answers each ``(method, index, args)`` on `conn` with
     ``(index, result, None)`` or ``(index, exception, its traceback)`` until None or end-of-file."""
     signal.signal(signal.SIGTERM, _end_on_sigterm)
+    sys.unraisablehook = _exit_when_swallowed
     try:
         held, failed = factory(*args), None
     except Exception as e:  # every call answers with it

@@ -8,11 +8,13 @@ import signal
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agents.arena.settings import TournamentSettings
 from agents.arena.tournament import run_tournament
+from agents.common import processes
 from agents.common.child import ChildDiedError
 from agents.common.processes import WorkerProcesses
 from tests.support.processes import Napper, children
@@ -120,3 +122,26 @@ def test_closing_stops_at_once_the_processes_still_working_for_an_abandoned_run(
     pool.close()
     # the sleeper ended by SIGTERM: cleanly (143) once its handler is in place, by the signal (-15) before that
     assert processes[0].exitcode == 0 and processes[1].exitcode in (128 + signal.SIGTERM, -signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_a_stop_that_arrives_inside_a_callback_ends_the_worker_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    """A SIGTERM whose SystemExit is raised inside a C callback (numba writing its cache when a tournament is
+    stopped) ends the worker at once with the stop's status, no traceback printed; before, Python printed the
+    swallowed exception's traceback and the call went on."""
+    with WorkerProcesses(1, Napper, "napper", role="test worker") as pool:
+        pid = pool.pids[0]
+        with pytest.raises(ChildDiedError, match=rf"^test worker 0 \(pid {pid}\) died: exit code 143$"):
+            for _ in pool.run("stopped_inside_a_callback", [()]):
+                pass
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_any_other_unraisable_exception_is_reported_as_python_reports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    reported: list[object] = []
+    monkeypatch.setattr(processes.sys, "__unraisablehook__", reported.append)
+    other = SimpleNamespace(
+        exc_type=ValueError, exc_value=ValueError("x"), exc_traceback=None, err_msg=None, object=None
+    )
+    processes._exit_when_swallowed(other)
+    assert reported == [other]
