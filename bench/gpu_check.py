@@ -132,7 +132,7 @@ CPU = Plan(
     seconds=0.05,
     compiled=(),
     selfplay=("preset=smoke",),
-    processes=(2, 1),
+    processes=(2,),
     games=4,
     plies=6,
     training=(
