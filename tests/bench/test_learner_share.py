@@ -3,27 +3,13 @@ one line."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
 from tests.support import ROOT
-
-
-def _refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
-    """The exit status and stderr of the bench's own command line, run in this process (nothing starts)."""
-    spec = importlib.util.spec_from_file_location("learner_share", ROOT / "bench" / "learner_share.py")
-    assert spec is not None and spec.loader is not None
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))  # as when run as a script: its sibling modules import
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "learner_share", bench)
-    spec.loader.exec_module(bench)
-    monkeypatch.setattr(sys, "argv", ["learner_share.py", *args])
-    with pytest.raises(SystemExit) as stopped:
-        bench.main()
-    return stopped.value.code, capsys.readouterr().err.strip()
+from tests.support.bench_scripts import refused
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -62,4 +48,4 @@ def test_the_bench_prints_a_row_a_model_with_the_learners_share() -> None:
 def test_bad_input_is_refused_in_one_line(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert _refused(capsys, monkeypatch, *args) == (2, f"learner_share.py: error: {message}")
+    assert refused("learner_share", capsys, monkeypatch, *args) == (2, f"learner_share.py: error: {message}")

@@ -4,7 +4,6 @@ line."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
@@ -13,20 +12,7 @@ import pytest
 from agents.alphazero.distributed.slots import ROW_BYTES
 from agents.alphazero.net.packing import PACKED_MASK_BYTES, PACKED_OBS_BYTES
 from tests.support import ROOT
-
-
-def _refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
-    """The exit status and stderr of the bench's own command line, run in this process (nothing starts)."""
-    spec = importlib.util.spec_from_file_location("pipeline_ceiling", ROOT / "bench" / "pipeline_ceiling.py")
-    assert spec is not None and spec.loader is not None
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))  # as when run as a script: its sibling modules import
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "pipeline_ceiling", bench)
-    spec.loader.exec_module(bench)
-    monkeypatch.setattr(sys, "argv", ["pipeline_ceiling.py", *args])
-    with pytest.raises(SystemExit) as stopped:
-        bench.main()
-    return stopped.value.code, capsys.readouterr().err.strip()
+from tests.support.bench_scripts import refused
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -117,4 +103,4 @@ def test_the_bench_prints_the_free_pipelines_served_rows_and_the_costs_of_a_leaf
 def test_bad_input_is_refused_in_one_line(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert _refused(capsys, monkeypatch, *args) == (2, f"pipeline_ceiling.py: error: {message}")
+    assert refused("pipeline_ceiling", capsys, monkeypatch, *args) == (2, f"pipeline_ceiling.py: error: {message}")
