@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional, Sequence
 
@@ -177,27 +178,28 @@ class RayPool(SelfPlayPool):
         try:
             self.placement = place(cluster_nodes(ray), workers, inference)
             self._nodes = {node: k for k, node in enumerate(dict.fromkeys(n for n, _ in self.placement.workers))}
-            for node, device in self.placement.servers:
-                clients = sum(1 for _, s in self.placement.workers if s == len(self._servers))
+            self._clients: list[Optional[int]] = []
+            """Each worker's client index at its server, counted per server (None: it holds its own network)."""
+            taken: Counter[int] = Counter()
+            for _, s in self.placement.workers:
+                self._clients.append(None if s is None else taken[s])
+                if s is not None:
+                    taken[s] += 1
+            for index, (node, device) in enumerate(self.placement.servers):
                 server = ray.remote(
                     num_cpus=1,
                     num_gpus=int(device != "cpu"),
-                    max_concurrency=clients + 2,  # a thread a client's
+                    max_concurrency=taken[index] + 2,  # a thread a client's
                 )(NodeInferenceServer)  # call and one for the pool's own calls
                 assert inference is not None
                 served = replace(inference, device=torch.device(device))
                 self._servers.append(server.options(scheduling_strategy=on_node(ray, node)).remote(settings, served))
-            self._clients: list[Optional[int]] = []
-            """Each worker's client index at its server (None: it holds its own network)."""
-            for node, s in self.placement.workers:
+            for (node, s), client in zip(self.placement.workers, self._clients):
                 where = on_node(ray, node)
                 if s is None:
-                    self._clients.append(None)
                     actor = ray.remote(num_cpus=1)(NodeSelfPlayWorker).options(scheduling_strategy=where)
                     self._actors.append(actor.remote(settings))
                 else:
-                    client = sum(1 for c, (_, t) in zip(self._clients, self.placement.workers) if t == s)
-                    self._clients.append(client)
                     actor = ray.remote(num_cpus=1)(NodeServedActor).options(scheduling_strategy=where)
                     self._actors.append(actor.remote(settings, self._servers[s], client))
         except BaseException:
