@@ -54,7 +54,7 @@ from envs.tablebase import TablebaseError, default_tablebase
 class EvalConfig:
     """How the network is measured during training."""
 
-    every: int = 30
+    every: int = 60
     """Evaluate every this many iterations (and at the last one); 0 switches evaluation off. >= 0."""
     games: int = 24
     """Games per opponent (colours alternate; pairs share a random opening); 1 to 100000."""
@@ -100,7 +100,7 @@ DRAW_BREAKERS: dict[str, Any] = {"random_plies": 6, "draw_contempt": 0.3, "conte
 class TrainConfig:
     """The self-play / learning loop (group `train`)."""
 
-    iterations: int = 150
+    iterations: int = 180
     """Iterations of {self-play, learn, evaluate, checkpoint}; >= 1.
     A resumed run goes on to a larger value (``python train.py resume=<run> train.iterations=N``) on the same
     learning-rate schedule (`learner`)."""
