@@ -17,6 +17,11 @@ mover's Rat .. Elephant, then the opponent's), whether it is still on the
 board when the game ends: `JungleNet.forward_with_survival` gives its 16
 logits to the learner; `forward` and the search never see it.
 
+With ``global_pool`` on (KataGo-style global pooling), each residual block takes the mean and the max over
+the 63 squares of its first convolution's output, per channel, and adds a linear map of them to every square
+as a per-channel bias before its second convolution (`pooled_bias`): every square sees the whole board in
+one block, where a block's two 3x3 convolutions alone reach two squares further.
+
 Illegal actions are masked with the dtype's most negative finite number
 (`mask_logits`), never ``-inf``: a softmax over a row stays finite, and a row
 with every action masked becomes the uniform distribution over all 252
@@ -26,7 +31,7 @@ actions (every entry is equal), so no NaN can appear downstream.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 import numpy as np
 import torch
@@ -75,6 +80,10 @@ class NetworkConfig:
     input_planes: int = N_PLANES
     """Observation planes the network reads, the first ones (`envs.encoding`): 32, the rule planes
     included, or 24, without them (a network stored before the rule planes); 24 to 32."""
+    global_pool: bool = False
+    """Global pooling in every residual block (KataGo-style): the mean and the max of the first convolution's
+    output over the board, per channel, mapped by a linear layer to a bias per channel added before the second
+    convolution, so every square sees the whole board in one block; off: the plain residual tower."""
 
     def __post_init__(self) -> None:
         for key in SHAPE_BOUNDS:
@@ -83,13 +92,14 @@ class NetworkConfig:
                 raise NetworkShapeError(f"model.{key}={shown(v)} must be an integer")
         check_range(self, "model", NetworkShapeError, **SHAPE_BOUNDS)
         check_choice(self, "model", NetworkShapeError, value_head=VALUE_HEADS)
-        if not isinstance(self.survival_head, bool):
-            raise NetworkShapeError(f"network survival_head={self.survival_head!r} must be true or false")
+        for key in ("survival_head", "global_pool"):
+            if not isinstance(getattr(self, key), bool):
+                raise NetworkShapeError(f"network {key}={getattr(self, key)!r} must be true or false")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "NetworkConfig":
         """Build from a mapping (a Hydra node or a checkpoint); unknown keys are errors, missing ones take
-        their defaults (a checkpoint older than `survival_head` has none)."""
+        their defaults (a checkpoint older than `survival_head` or `global_pool` has none: off)."""
         return cls(**config_kwargs(cls, values, "network", NetworkShapeError))
 
     @classmethod
@@ -105,7 +115,8 @@ class NetworkConfig:
 
 
 class ResidualBlock(nn.Module):
-    """conv-bn-relu-conv-bn plus the input, then relu."""
+    """conv-bn-relu-conv-bn plus the input, then relu; with a global pool (`add_global_pool`), the board's
+    pooled bias (`pooled_bias`) added after the first relu."""
 
     def __init__(self, channels: int) -> None:
         super().__init__()
@@ -113,11 +124,28 @@ class ResidualBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(channels)
         self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(channels)
+        self.pool_fc: nn.Linear | None = None
+        """The global pool's linear layer, [B, 2C] -> [B, C]; None without one (`NetworkConfig.global_pool`)."""
+
+    def add_global_pool(self) -> None:
+        """Give the block its global pool's linear layer, drawing its initial weights now (`JungleNet` draws
+        them after every other layer's)."""
+        channels = self.conv1.out_channels
+        self.pool_fc = nn.Linear(2 * channels, channels, device=self.conv1.weight.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.relu(self.bn1(self.conv1(x)))
+        if self.pool_fc is not None:
+            y = y + pooled_bias(y, self.pool_fc.weight, self.pool_fc.bias)
         y = self.bn2(self.conv2(y))
         return F.relu(x + y)
+
+
+def pooled_bias(y: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """The global pool's bias of activations y [B, C, 9, 7]: the linear layer (`weight` [C, 2C], `bias` [C]) of
+    their mean and max over the board per channel ([B, 2C], the means first), as [B, C, 1, 1] to add to y."""
+    pooled = torch.cat([y.mean(dim=(2, 3)), y.amax(dim=(2, 3))], dim=1)
+    return F.linear(pooled, weight, bias)[:, :, None, None]
 
 
 SURVIVAL_PIECES = 16
@@ -149,6 +177,10 @@ class JungleNet(nn.Module):
         if config.survival_head:
             self.survival_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
             self.survival_fc = nn.Linear(2 * squares, SURVIVAL_PIECES)
+        # Last of all: the pools leave every other layer the weights a seed gives the plain network.
+        if config.global_pool:
+            for block in cast(list[ResidualBlock], list(self.tower)):
+                block.add_global_pool()
 
     def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.policy_fc(self.policy_conv(x).flatten(1))

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.alphazero.net.device import channels_last, cuda_defaults, inference_dtype, native_bf16
-from agents.alphazero.net.network import JungleNet, ResidualBlock, mask_logits, scalar_value
+from agents.alphazero.net.network import JungleNet, ResidualBlock, mask_logits, pooled_bias, scalar_value
 from agents.alphazero.net.packing import BINARY_PLANES, unpack_masks, unpack_observations
 from agents.alphazero.net.planestem import PlaneStem
 from agents.alphazero.search import Evaluator
@@ -70,7 +70,8 @@ _NONE = [0, 0]
 
 class FusedCPUForward:
     """`JungleNet.forward` of a batch-norm-folded copy (`fuse_for_inference`) on a CPU, each convolution one
-    oneDNN kernel with its ReLU, and a residual block's second one with the skip addition and ReLU too.
+    oneDNN kernel with its ReLU, and a residual block's second one with the skip addition and ReLU too (a
+    block's global pool, where it has one, adds its bias between the two).
 
     Eager PyTorch runs the ReLUs and additions as separate passes over the activations; fused, the
     forward pass saves them, as torch.compile does, without a compile per set of weights
@@ -88,10 +89,10 @@ class FusedCPUForward:
         self.conv_add = ops._convolution_pointwise.binary
         # Every tensor the pass reads, looked up once: module attribute lookups are a measurable share of a call.
         self.stem_conv = self._weights(net.stem[0])
-        self.blocks = [
-            self._weights(block.conv1) + self._weights(block.conv2)
-            for block in cast(list[ResidualBlock], list(net.tower))
-        ]
+        blocks = cast(list[ResidualBlock], list(net.tower))
+        self.blocks = [self._weights(block.conv1) + self._weights(block.conv2) for block in blocks]
+        self.pools = [None if block.pool_fc is None else self._weights(block.pool_fc) for block in blocks]
+        """Each block's global pool's linear layer (weight, bias) (`NetworkConfig.global_pool`), or None."""
         self.policy_conv = self._weights(net.policy_conv[0])
         self.value_conv = self._weights(net.value_conv[0])
         # The heads' first linear layers with their inputs in channels-last order, so a head's 1x1
@@ -144,8 +145,10 @@ class FusedCPUForward:
 
     def _tower_and_heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         conv, conv_add = self.conv, self.conv_add
-        for w1, b1, w2, b2 in self.blocks:
+        for (w1, b1, w2, b2), pool in zip(self.blocks, self.pools):
             y = conv(x, w1, b1, _SAME, _ONE, _ONE, 1, "relu", [], "")
+            if pool is not None:  # after the relu, as in `ResidualBlock.forward`
+                y = y + pooled_bias(y, *pool)
             x = conv_add(y, x, w2, b2, _SAME, _ONE, _ONE, 1, "add", 1.0, "relu", [], "")
         w, b = self.policy_conv
         logits = F.linear(self._flat(conv(x, w, b, _NONE, _ONE, _ONE, 1, "relu", [], "")), *self.policy_fc)

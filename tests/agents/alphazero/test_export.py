@@ -36,12 +36,18 @@ ATOL = 1e-4
 """float32 rounding: the exported graph folds each batch norm into its convolution, PyTorch's does not."""
 
 
-def random_checkpoint(path: Path, value_head: str, input_planes: int = N_PLANES) -> Path:
+def random_checkpoint(path: Path, value_head: str, input_planes: int = N_PLANES, global_pool: bool = False) -> Path:
     """A small network whose every weight and batch-norm statistic is drawn at random (so folding the batch norms
     changes numbers), stored as a checkpoint trained on the rule sets default and keeps_rank."""
     torch.manual_seed(1)
     shape = NetworkConfig(
-        blocks=2, channels=8, value_head=value_head, value_hidden=8, policy_channels=2, input_planes=input_planes
+        blocks=2,
+        channels=8,
+        value_head=value_head,
+        value_hidden=8,
+        policy_channels=2,
+        input_planes=input_planes,
+        global_pool=global_pool,
     )
     net = build_network(shape)
     weights = {
@@ -83,11 +89,18 @@ def run_torchscript(path: Path, planes: np.ndarray) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("value_head", ["scalar", "wdl"])
+@pytest.mark.parametrize(
+    "value_head, global_pool",
+    [("scalar", False), ("wdl", False), ("scalar", True)],
+    ids=["scalar", "wdl", "global_pool"],
+)
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
-def test_the_exported_network_computes_what_pytorch_computes(fmt: str, value_head: str, tmp_path: Path) -> None:
-    """On legal positions of a random game, whole and one by one (the batch axis is free), to float32 rounding."""
-    checkpoint = random_checkpoint(tmp_path / "net.pt", value_head)
+def test_the_exported_network_computes_what_pytorch_computes(
+    fmt: str, value_head: str, global_pool: bool, tmp_path: Path
+) -> None:
+    """On legal positions of a random game, whole and one by one (the batch axis is free), to float32 rounding;
+    both value heads, and a network with global pooling."""
+    checkpoint = random_checkpoint(tmp_path / "net.pt", value_head, global_pool=global_pool)
     out = tmp_path / f"net.{fmt}"
     export_checkpoint(checkpoint, out, fmt)
     planes = positions()

@@ -1,5 +1,7 @@
 """Network shapes, safe masking (dtype minimum, all-masked rows) and the evaluator."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -21,6 +23,12 @@ from tests.support.cpu import BOTH, native_cpu_bf16
 from tests.support.positions import position_batch
 
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
+SHAPES = pytest.mark.parametrize(
+    "shape",
+    ({"value_head": "scalar"}, {"value_head": "wdl"}, {"global_pool": True}),
+    ids=("scalar", "wdl", "global_pool"),
+)
+"""The shapes whose inference copies are checked against the module: both value heads, and global pooling."""
 
 
 @pytest.mark.parametrize("head", ["scalar", "wdl"])
@@ -114,11 +122,11 @@ def _selfplay_positions(model: torch.nn.Module, n: int, games: int = 20) -> tupl
     return obs, mask
 
 
-@pytest.mark.parametrize("value_head", ("scalar", "wdl"))
-def test_fused_copy_computes_the_same_function(value_head: str) -> None:
-    """The batch-norm-folded copy computes the model's function, with either value head."""
+@SHAPES
+def test_fused_copy_computes_the_same_function(shape: dict[str, Any]) -> None:
+    """The batch-norm-folded copy computes the model's function, with either value head and with global pooling."""
     torch.manual_seed(3)
-    net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
+    net = build_network(NetworkConfig(blocks=2, channels=16, **shape))
     net.train()
     net(torch.rand(32, *OBS_SHAPE))  # move the running statistics away from their defaults
     net.eval()
@@ -130,12 +138,13 @@ def test_fused_copy_computes_the_same_function(value_head: str) -> None:
     torch.testing.assert_close(b_v, a_v, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("value_head", ("scalar", "wdl"))
-def test_fused_cpu_kernels_compute_the_same_function(value_head: str) -> None:
+@SHAPES
+def test_fused_cpu_kernels_compute_the_same_function(shape: dict[str, Any]) -> None:
     """bf16 inference on a CPU runs each convolution as one oneDNN kernel with its ReLU (and a block's skip
-    addition): the folded module's function to bf16 rounding, with either value head."""
+    addition, and a global pool's bias between a block's two): the folded module's function to bf16 rounding, with
+    either value head and with global pooling."""
     torch.manual_seed(5)
-    net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
+    net = build_network(NetworkConfig(blocks=2, channels=16, **shape))
     net.train()
     net(torch.rand(32, *OBS_SHAPE))
     net.eval()
@@ -173,12 +182,13 @@ def test_bf16_without_onednn_bf16_runs_the_module(monkeypatch: pytest.MonkeyPatc
     assert np.isfinite(logits[mask]).all()
 
 
-@pytest.mark.parametrize("value_head", ("scalar", "wdl"))
-def test_fast_fp32_kernels_compute_the_same_function(value_head: str) -> None:
+@SHAPES
+def test_fast_fp32_kernels_compute_the_same_function(shape: dict[str, Any]) -> None:
     """``auto`` float32 on a CPU runs the fused oneDNN kernels for calls of `FUSED_FP32_MIN_BATCH` positions
-    or more, the module below: the module's function to float32 rounding either way."""
+    or more, the module below: the module's function to float32 rounding either way, with either value head and
+    with global pooling."""
     torch.manual_seed(7)
-    net = build_network(NetworkConfig(blocks=2, channels=16, value_head=value_head))
+    net = build_network(NetworkConfig(blocks=2, channels=16, **shape))
     net.train()
     net(torch.rand(32, *OBS_SHAPE))
     net.eval()
