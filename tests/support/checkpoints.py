@@ -29,3 +29,13 @@ def mixed_checkpoint(path: Path, names: Sequence[str], seed: int = 0) -> Path:
             "config": "",
         },
     )
+
+
+def randomise_norms(model: torch.nn.Module) -> None:
+    """Give every batch norm of `model` running statistics far from their fresh 0 and 1, the same for a seed, so
+    that folding them into the convolutions (or not) shows in a network's outputs."""
+    gen = torch.Generator().manual_seed(7)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.3)
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)

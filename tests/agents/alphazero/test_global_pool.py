@@ -23,6 +23,7 @@ from agents.alphazero.training.replay import ReplayBuffer
 from envs import Board, RuleSet
 from envs.encoding import OBS_SHAPE, encode_observation
 from tests.support import ROOT
+from tests.support.checkpoints import randomise_norms
 from tests.support.positions import position_batch
 
 RULES = RuleSet()
@@ -100,14 +101,6 @@ def test_the_switch_is_a_bool_and_older_shapes_read_it_off() -> None:
     assert NetworkConfig.from_dict(POOLED.to_dict()) == POOLED
 
 
-def _randomise_norms(model: torch.nn.Module) -> None:
-    gen = torch.Generator().manual_seed(7)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.3)
-            m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
-
-
 # -- checkpoints --------------------------------------------------------------------------------
 def _state(model: torch.nn.Module, network: dict) -> dict:
     return {"model": model.state_dict(), "network": network, "rules": RULES.to_dict()}
@@ -116,7 +109,7 @@ def _state(model: torch.nn.Module, network: dict) -> dict:
 def test_a_checkpoint_keeps_the_switch_and_its_weights(tmp_path: Path) -> None:
     torch.manual_seed(2)
     net = build_network(POOLED)
-    _randomise_norms(net)
+    randomise_norms(net)
     path = save_checkpoint(tmp_path / "pooled.pt", _state(net, POOLED.to_dict()))
     model, stored = load_model(path)
     assert model.config == POOLED

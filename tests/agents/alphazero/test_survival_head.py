@@ -23,6 +23,7 @@ from envs import Board, Move, RuleSet
 from envs import kernels as K
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
 from tests.support import ROOT
+from tests.support.checkpoints import randomise_norms
 
 RULES = RuleSet()
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
@@ -189,14 +190,6 @@ def test_the_head_exists_only_when_switched_on() -> None:
     assert NetworkConfig().survival_head is False
 
 
-def _randomise_norms(model: torch.nn.Module) -> None:
-    gen = torch.Generator().manual_seed(7)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.3)
-            m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
-
-
 def test_the_head_changes_neither_the_other_weights_nor_the_evaluator() -> None:
     torch.manual_seed(0)
     off = build_network(TINY)
@@ -204,8 +197,8 @@ def test_the_head_changes_neither_the_other_weights_nor_the_evaluator() -> None:
     on = build_network(WITH_HEAD)
     shared = off.state_dict()
     assert all(torch.equal(shared[k], on.state_dict()[k]) for k in shared)  # the same draws for the same layers
-    _randomise_norms(off)
-    _randomise_norms(on)
+    randomise_norms(off)
+    randomise_norms(on)
     on.load_state_dict(off.state_dict(), strict=False)
     obs, mask, _ = _positions(6, seed=5)
     a, b = make_evaluator(off)(obs, mask), make_evaluator(on)(obs, mask)
