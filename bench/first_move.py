@@ -32,10 +32,10 @@ DEFAULT_LEVELS = ("network", "variants")
 
 def level_spec(text: str) -> tuple[str, float]:
     """The spec the page plays for `text` (a level's name or a player spec) and its seconds a move."""
-    from agents.play.levels import LEVELS, level_seconds
+    from agents.play.levels import level_seconds
     from agents.play.specs import bounded_spec, opponent_spec
 
-    spec = next((level.spec for level in LEVELS if level.name == text), None) or opponent_spec(text)
+    spec = opponent_spec(text)  # a level's name is its spec
     seconds = level_seconds(spec)
     return bounded_spec(spec, seconds), seconds
 
