@@ -118,7 +118,7 @@ def measure(name: str, args: argparse.Namespace, device: Any) -> dict[str, Any]:
     tc = conf.train
     batch = args.batch_size or tc.batch_size
     replay = ReplayBuffer(max(len(data), 1), mirror=tc.mirror, seed=0)
-    replay.add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival)
+    replay.add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival, data.trains_value)
     learner = Learner(model, tc.learner, device=device, amp=conf.amp)
     learner.learn(replay, 2, batch)  # warm-up: the optimizer's state, the first autocast
     _, cpu, wall = timed(lambda: learner.learn(replay, args.steps, batch))

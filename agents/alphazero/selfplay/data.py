@@ -39,7 +39,10 @@ class SelfPlayStats:
     """Games cut at `SelfPlayConfig.max_plies` (counted among the draws)."""
     left_out: int = 0
     """Positions played (counted in `positions`) but not among the rows: drawn games that
-    `SelfPlayConfig.draw_keep` leaves out of training."""
+    `SelfPlayConfig.draw_keep` leaves out of training (less the rows `SelfPlayConfig.draw_policy` keeps)."""
+    policy_only: int = 0
+    """Rows without a value target (`SelfPlayData.trains_value` False): the positions of left-out draws that
+    train the policy (`SelfPlayConfig.draw_policy`)."""
     opponent_games: int = 0
     opponent_score: float = math.nan
     """The network's mean score (1 win, 0.5 draw, 0 loss) in its opponent games; NaN when there were none."""
@@ -96,6 +99,7 @@ class SelfPlayStats:
             draws=sum(p.draws for p in parts),
             truncated=sum(p.truncated for p in parts),
             left_out=sum(p.left_out for p in parts),
+            policy_only=sum(p.policy_only for p in parts),
             opponent_games=opponent_games,
             opponent_score=points / opponent_games if opponent_games else math.nan,
             terminations=terminations,
@@ -117,6 +121,8 @@ class Rows(Protocol):
     def full_search(self) -> np.ndarray: ...
     @property
     def survival(self) -> np.ndarray: ...
+    @property
+    def trains_value(self) -> np.ndarray: ...
 
 
 @dataclass
@@ -137,6 +143,9 @@ class SelfPlayData:
     survival: np.ndarray
     """float32 [N, 16]: 1 for each piece on the board in the game's last position (a cut game's too), the
     side to move's Rat .. Elephant then the opponent's (observation planes 0-15); the survival head's target."""
+    trains_value: np.ndarray
+    """bool [N]: False for rows that train the policy only (`SelfPlayConfig.draw_policy`), whose value
+    target is not used."""
     records: list[GameRecord] = field(default_factory=list)
     stats: SelfPlayStats = field(default_factory=SelfPlayStats)
 
@@ -153,6 +162,7 @@ class SelfPlayData:
             value=np.concatenate([p.value for p in parts]),
             full_search=np.concatenate([p.full_search for p in parts]),
             survival=np.concatenate([p.survival for p in parts]),
+            trains_value=np.concatenate([p.trains_value for p in parts]),
             records=records,
             stats=stats,
         )

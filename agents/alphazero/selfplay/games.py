@@ -134,6 +134,11 @@ class SelfPlayConfig:
     whose positions train: each such game's positions go to the replay buffer or are all left out, by a coin
     drawn from the game's seed; left out, the game is still recorded and counted (`SelfPlayStats.left_out`).
     In [0, 1]; 1 trains on every game, 0 on decisive games only."""
+    draw_policy: float = 0.0
+    """Of a game without a winner that `draw_keep` leaves out, this fraction of its fully searched positions
+    (each by a coin drawn from the game's seed) still trains the policy: their rows go to the replay buffer
+    without a value target (`SelfPlayData.trains_value` False), so the search's work in those games is not
+    thrown away while their drawn result stays out of the value head. In [0, 1]; 0 leaves such games out whole."""
     playout_cap_fraction: float = 0.0
     """Fraction of moves searched cheaply (playout-cap randomisation), in [0, 1]; those positions train
     the value only."""
@@ -181,6 +186,7 @@ class SelfPlayConfig:
             draw_contempt=(0, 1),
             draw_score=(0, 1),
             draw_keep=(0, 1),
+            draw_policy=(0, 1),
         )
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         check_choice(self, "train.selfplay", SelfPlayConfigError, contempt_sides=CONTEMPT_SIDES)
@@ -255,12 +261,13 @@ class _Finished(NamedTuple):
     value: np.ndarray
     full_search: np.ndarray
     survival: np.ndarray
+    trains_value: np.ndarray
     truncated: bool
     """Cut at `SelfPlayConfig.max_plies`."""
     opponent_point: Optional[float]
     """The network's score in an opponent game (None: self-play)."""
     left_out: int = 0
-    """Positions played and not kept as rows (`SelfPlayConfig.draw_keep`); the rows are then empty."""
+    """Positions played and not kept as rows (`SelfPlayConfig.draw_keep`, `SelfPlayConfig.draw_policy`)."""
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -597,19 +604,27 @@ class SelfPlayLoop:
         if g.opponent is not None:
             mine = np.flatnonzero(sides != g.opponent_side)
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
-        kept = plies if record.result != "1/2-1/2" or keeps_draw(g.seed, self.settings.draw_keep) else 0
-        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], kept, games.game_flags[s])
+        full = samples.full[s, :plies].copy()
+        if record.result != "1/2-1/2" or keeps_draw(g.seed, self.settings.draw_keep):
+            rows = np.arange(plies)
+            trains_value = np.ones(plies, np.bool_)
+        else:  # left out, but for the positions whose policy targets still train (`draw_policy`)
+            rows = np.flatnonzero(policy_rows(g.seed, full, self.settings.draw_policy))
+            trains_value = np.zeros(len(rows), np.bool_)
+        upto = int(rows[-1]) + 1 if len(rows) else 0  # replay only as far as the last row
+        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], upto, games.game_flags[s])
         self.finished[g.index] = _Finished(
             record,
-            obs,
-            mask,
-            policy,
-            values[:kept],
-            samples.full[s, :kept].copy(),
-            survival_targets(games.state[s], sides[:kept]),
+            obs[rows],
+            mask[rows],
+            policy[rows],
+            values[rows],
+            full[rows],
+            survival_targets(games.state[s], sides[rows]),
+            trains_value,
             bool(games.truncated[s]),
             point,
-            plies - kept,
+            plies - len(rows),
         )
         self.order.append(g.index)
         assert self.bar is not None
@@ -634,6 +649,7 @@ class SelfPlayLoop:
         done = [self.finished[k] for k in sorted(indices)]
         stats.games = len(done)
         stats.left_out = int(sum(d.left_out for d in done))
+        stats.policy_only = int(sum(int((~d.trains_value).sum()) for d in done))
         stats.positions = int(sum(len(d.value) for d in done)) + stats.left_out
         stats.full_search_positions = int(sum(int(d.full_search.sum()) for d in done))
         stats.seconds = seconds
@@ -647,6 +663,16 @@ def keeps_draw(seed: int, keep: float) -> bool:
     if keep >= 1.0:
         return True
     return bool(np.random.default_rng(derive_seed(seed, "draw keep")).random() < keep)
+
+
+def policy_rows(seed: int, full_search: np.ndarray, fraction: float) -> np.ndarray:
+    """bool [n]: which positions of a game without a winner, seeded `seed`, that `draw_keep` leaves out still
+    train the policy (`SelfPlayConfig.draw_policy`): a coin of probability `fraction` each, among those
+    searched in full (`full_search` [n]; the others have no policy target)."""
+    if fraction <= 0.0:
+        return np.zeros(len(full_search), np.bool_)
+    coins = np.random.default_rng(derive_seed(seed, "draw policy")).random(len(full_search))
+    return full_search & (coins < fraction)
 
 
 def value_targets(

@@ -3,8 +3,9 @@
 Loss = policy cross-entropy against the search policy (positions searched
 in full only; playout-cap cheap searches train the value alone)
 + ``value_weight`` x value loss (MSE of the tanh value against the final
-outcome, or cross-entropy of WDL logits against the outcome class). Values
-and outcomes are from the side to move. A network with the survival head
+outcome, or cross-entropy of WDL logits against the outcome class; over the
+positions whose value target trains: not those kept for their policy alone,
+`SelfPlayConfig.draw_policy`). Values and outcomes are from the side to move. A network with the survival head
 (`NetworkConfig.survival_head`) adds ``survival_weight`` x the binary
 cross-entropy of its 16 survival logits against which pieces are still on
 the board at the game's end (mean over pieces and positions). Weight decay
@@ -233,9 +234,16 @@ _FIGURES = ("policy", "value", "total", "policy_entropy", "survival")
 
 
 def host_tensors(batch: Batch, device: torch.device, *, survival: bool) -> tuple[torch.Tensor, ...]:
-    """The batch as CPU tensors (obs, mask, policy, value, full search, and the survival targets when
-    `survival`), in pinned memory when `device` is CUDA (so a non-blocking copy overlaps the device's work)."""
-    arrays = [batch.obs, batch.mask, batch.policy, batch.value.astype(np.float32), batch.full_search]
+    """The batch as CPU tensors (obs, mask, policy, value, full search, trains value, and the survival targets
+    when `survival`), in pinned memory when `device` is CUDA (so a non-blocking copy overlaps the device's work)."""
+    arrays = [
+        batch.obs,
+        batch.mask,
+        batch.policy,
+        batch.value.astype(np.float32),
+        batch.full_search,
+        batch.trains_value,
+    ]
     if survival:
         arrays.append(batch.survival.astype(np.float32))
     tensors = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
@@ -243,13 +251,14 @@ def host_tensors(batch: Batch, device: torch.device, *, survival: bool) -> tuple
 
 
 DeviceBatch = tuple[tuple[torch.Tensor, ...], "torch.Tensor | None"]
-"""A training batch on the device: (obs, mask, policy, value, full search), and the survival targets or None."""
+"""A training batch on the device: (obs, mask, policy, value, full search, trains value), and the survival
+targets or None."""
 
 
 def on_device(host: tuple[torch.Tensor, ...], device: torch.device, *, survival: bool) -> DeviceBatch:
     """`host_tensors`'s batch copied to `device` (non-blocking: from pinned memory on CUDA it overlaps)."""
     moved = tuple(t.to(device, non_blocking=True) for t in host)
-    return moved[:5], moved[5] if survival else None
+    return moved[:6], moved[6] if survival else None
 
 
 def prefetched_batches(
@@ -315,11 +324,13 @@ def alphazero_loss(
     value_weight: float = 1.0,
     survival: torch.Tensor | None = None,
     survival_weight: float = 1.0,
+    trains_value: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Total loss and its parts (detached) for one batch; see the module doc.
 
     `survival` [B, 16] (0/1 floats) trains the survival head of a model that has one (part
-    ``survival``); it is ignored for a model without."""
+    ``survival``); it is ignored for a model without. `trains_value` [B] bool (default all True) marks the
+    positions the value loss is averaged over."""
     survival_logits = None
     if survival is not None and isinstance(model, JungleNet) and model.config.survival_head:
         logits, v, survival_logits = model.forward_with_survival(obs)
@@ -332,9 +343,14 @@ def alphazero_loss(
     weight = full_search.float()
     policy_loss = (ce * weight).sum() / weight.sum().clamp_min(1.0)
     if v.dim() == 2:
-        value_loss = F.cross_entropy(v.float(), outcome_class(value))
+        value_errors = F.cross_entropy(v.float(), outcome_class(value), reduction="none")
     else:
-        value_loss = F.mse_loss(v.float(), value)
+        value_errors = F.mse_loss(v.float(), value, reduction="none")
+    if trains_value is None:
+        value_loss = value_errors.mean()
+    else:
+        counted = trains_value.float()
+        value_loss = (value_errors * counted).sum() / counted.sum().clamp_min(1.0)
     total = policy_loss + value_weight * value_loss
     survival_loss = None
     if survival_logits is not None and survival is not None:
@@ -422,7 +438,7 @@ class Learner:
 
         One host sync: whether the loss and the gradient norm are finite, read together with whether the
         previous step left the weights finite (that check waits for this step's read, or `_check_weights`)."""
-        obs, mask, policy, value, full = tensors
+        obs, mask, policy, value, full, trains_value = tensors
         lr = lr_at(self.step_count, self.config)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
@@ -440,6 +456,7 @@ class Learner:
                 self.config.value_weight,
                 survival,
                 self.config.survival_weight,
+                trains_value,
             )
         self.optimizer.zero_grad(set_to_none=True)
         loss_finite = torch.isfinite(total.detach())
@@ -536,9 +553,18 @@ class Learner:
     def evaluate_loss(self, batch: Batch) -> LossParts:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
-        (obs, mask, policy, value, full), survival = self._tensors(batch)
+        (obs, mask, policy, value, full, trains_value), survival = self._tensors(batch)
         _, parts = self._loss(
-            self.model, obs, mask, policy, value, full, self.config.value_weight, survival, self.config.survival_weight
+            self.model,
+            obs,
+            mask,
+            policy,
+            value,
+            full,
+            self.config.value_weight,
+            survival,
+            self.config.survival_weight,
+            trains_value,
         )
         return LossParts.of(parts)
 

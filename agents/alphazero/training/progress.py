@@ -119,6 +119,8 @@ def log_selfplay(writer: SummaryWriter, it: int, s: SelfPlayStats, seconds: floa
     writer.add_scalar("selfplay/draws", s.draws / games, it)
     if s.left_out:
         writer.add_scalar("selfplay/left_out_positions", s.left_out, it)
+    if s.policy_only:
+        writer.add_scalar("selfplay/policy_only_positions", s.policy_only, it)
     if opponents:
         writer.add_scalar("selfplay/opponent_games", s.opponent_games, it)
         if s.opponent_games:
@@ -155,6 +157,8 @@ def iteration_line(
     parts = [f"iter {it}/{iterations}"]
     if s is not None:
         left_out = f", {s.left_out} positions of draws left out" if s.left_out else ""
+        if s.policy_only:
+            left_out += f", {s.policy_only} trained for the policy only"
         parts.append(
             f"{s.games} games {s.positions} positions ({s.positions / max(seconds, 1e-9):.0f} pos/s, "
             f"{s.simulations / max(seconds, 1e-9):.0f} sims/s, len {s.mean_length:.0f}, red/blue/draw "

@@ -5,7 +5,9 @@ the search policy target, the final outcome from the mover's view and
 whether the policy target came from a full search (playout-cap
 randomisation marks cheap searches, which train the value only), and which
 of the 16 pieces (observation planes 0-15: the mover's, then the
-opponent's) survive to the game's end, the survival head's target.
+opponent's) survive to the game's end, the survival head's target, and
+whether the value target trains (positions of left-out draws kept for their
+policy alone, `SelfPlayConfig.draw_policy`, do not).
 
 Observations are stored compactly: planes 0-20 are 0/1 and packed to bits,
 planes 21-31 (the counters, the colour and the rule set) are constant per
@@ -25,6 +27,9 @@ Sampling mirrors each position left-right with probability 1/2 (a symmetry
 of the rules): planes flip files, and the policy and mask are permuted by
 `envs.encoding.MIRROR_ACTION` (an involution, so it is its own inverse); the
 survival targets name pieces, not squares, and stay as they are.
+
+A replay state saved before the value flag existed loads with every
+position's value target in training, as it was.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from agents.alphazero.net.packing import (
 )
 from envs.encoding import MIRROR_ACTION, N_ACTIONS, OBS_SHAPE
 
-POSITION_BYTES = PACKED_OBS_BYTES + (OBS_SHAPE[0] - BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + PIECE_PLANES
+POSITION_BYTES = PACKED_OBS_BYTES + (OBS_SHAPE[0] - BINARY_PLANES) * 4 + N_ACTIONS * (1 + 2) + 4 + 1 + PIECE_PLANES + 1
 """Bytes one position takes in the buffer (its arrays are allocated whole when the buffer is made)."""
 
 
@@ -57,7 +62,8 @@ class ReplayError(ValueError):
 class Batch:
     """A training batch (numpy): obs [B,32,9,7] f32, mask [B,252] bool, policy [B,252] f32,
     value [B] f32 (outcome, mover's view), full_search [B] bool, survival [B,16] f32 (1: piece k of
-    observation plane k is on the board at the game's end)."""
+    observation plane k is on the board at the game's end), trains_value [B] bool (False: the value
+    target is not trained on)."""
 
     obs: np.ndarray
     mask: np.ndarray
@@ -65,6 +71,7 @@ class Batch:
     value: np.ndarray
     full_search: np.ndarray
     survival: np.ndarray
+    trains_value: np.ndarray
 
     def __len__(self) -> int:
         return len(self.value)
@@ -91,6 +98,7 @@ class ReplayBuffer:
         self.value = np.zeros(capacity, np.float32)
         self.full_search = np.zeros(capacity, np.bool_)
         self.survival = np.zeros((capacity, PIECE_PLANES), np.bool_)
+        self.trains_value = np.zeros(capacity, np.bool_)
         self.add_count = 0
 
     def __len__(self) -> int:
@@ -104,13 +112,17 @@ class ReplayBuffer:
         value: np.ndarray,
         full_search: np.ndarray | None = None,
         survival: np.ndarray | None = None,
+        trains_value: np.ndarray | None = None,
     ) -> None:
         """Append n positions: obs [n,32,9,7], mask [n,252], policy [n,252], value [n], full_search [n]
         (default all True), survival [n,16] (nonzero: the piece survives the game; default the pieces on
-        the board in `obs`). ReplayError, adding nothing, for a wrong shape or a non-finite entry."""
+        the board in `obs`), trains_value [n] (default all True). ReplayError, adding nothing, for a wrong
+        shape or a non-finite entry."""
         n = len(obs)
         if full_search is None:
             full_search = np.ones(n, np.bool_)
+        if trains_value is None:
+            trains_value = np.ones(n, np.bool_)
         if obs.shape[1:] != OBS_SHAPE:
             raise ReplayError(f"observations must be [n, {', '.join(map(str, OBS_SHAPE))}], got {list(obs.shape)}")
         bits, scalars = pack_observations(obs)
@@ -122,6 +134,7 @@ class ReplayBuffer:
             ("value", value, (n,)),
             ("full_search", full_search, (n,)),
             ("survival", survival, (n, PIECE_PLANES)),
+            ("trains_value", trains_value, (n,)),
         ):
             if arr.shape != shape:
                 raise ReplayError(f"replay {name} must have shape {list(shape)}, got {list(arr.shape)}")
@@ -134,8 +147,8 @@ class ReplayBuffer:
         if n == 0:
             return
         if n > self.capacity:  # only the newest fit
-            bits, scalars, mask, policy, value, full_search, survival = (
-                a[-self.capacity :] for a in (bits, scalars, mask, policy, value, full_search, survival)
+            bits, scalars, mask, policy, value, full_search, survival, trains_value = (
+                a[-self.capacity :] for a in (bits, scalars, mask, policy, value, full_search, survival, trains_value)
             )
             self.add_count += n - self.capacity
             n = self.capacity
@@ -147,6 +160,7 @@ class ReplayBuffer:
         self.value[idx] = value
         self.full_search[idx] = full_search
         self.survival[idx] = survival != 0
+        self.trains_value[idx] = trains_value
         self.add_count += n
 
     def get(self, idx: np.ndarray, mirror: np.ndarray | None = None) -> Batch:
@@ -165,6 +179,7 @@ class ReplayBuffer:
             self.value[idx].copy(),
             self.full_search[idx].copy(),
             self.survival[idx].astype(np.float32),
+            self.trains_value[idx].copy(),
         )
 
     def sample(self, batch_size: int) -> Batch:
@@ -201,6 +216,7 @@ class ReplayBuffer:
                 value=torch.from_numpy(self.value[:n].copy()),
                 full_search=torch.from_numpy(self.full_search[:n].copy()),
                 survival=torch.from_numpy(self.survival[:n].copy()),
+                trains_value=torch.from_numpy(self.trains_value[:n].copy()),
             )
         return state
 
@@ -230,5 +246,7 @@ class ReplayBuffer:
                 self.survival[:n] = state["survival"].numpy()
             else:  # saved before survival targets: the pieces on the board at each position (module doc)
                 self.survival[:n] = pieces_on_board(self.bits[:n])
+            # saved before the value flag: every value target trained (module doc)
+            self.trains_value[:n] = state["trains_value"].numpy() if "trains_value" in state else True
         else:
             self.add_count = 0  # contents were not saved: start empty, keep sampling the same way

@@ -410,7 +410,9 @@ class TrainingRun:
         assert self.parts is not None and self.writer is not None
         for record in data.records:
             record.extra["iteration"] = it
-        self.parts[2].add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival)
+        self.parts[2].add(
+            data.obs, data.mask, data.policy, data.value, data.full_search, data.survival, data.trains_value
+        )
         if self.conf.train.write_games:
             append_jsonl(self.run_dir / "games.jsonl", data.records)
         s = data.stats

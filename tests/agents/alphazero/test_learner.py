@@ -214,7 +214,13 @@ def test_a_step_with_a_non_finite_loss_is_skipped_and_counted_then_the_run_stops
     learner.step(batch)
     before, optimizer = _snapshot(model), repr(learner.optimizer.state_dict()["state"])
     poisoned = Batch(
-        batch.obs, batch.mask, np.full_like(batch.policy, np.nan), batch.value, batch.full_search, batch.survival
+        batch.obs,
+        batch.mask,
+        np.full_like(batch.policy, np.nan),
+        batch.value,
+        batch.full_search,
+        batch.survival,
+        batch.trains_value,
     )
     for k in (1, 2):
         assert learner.step(poisoned).tags() == {"loss/nonfinite_steps": 1.0, "lr": lr_at(1, learner.config)}

@@ -15,6 +15,7 @@ from agents.alphazero.selfplay.games import (
     game_seed,
     keeps_draw,
     play_games,
+    policy_rows,
     value_targets,
 )
 from agents.alphazero.selfplay.rules_mix import RulesMixError, draw_rules, parse_rules_mix
@@ -617,3 +618,64 @@ def test_draw_keep_leaves_drawn_games_out_of_the_rows_only() -> None:
     assert full.stats.left_out == 0
     with pytest.raises(SelfPlayConfigError, match="draw_keep"):
         SelfPlayConfig(draw_keep=1.5)
+
+
+def test_draw_policy_keeps_fully_searched_positions_of_left_out_draws_for_the_policy_alone() -> None:
+    # draw_policy: of each draw that draw_keep leaves out, the fully searched positions a coin from the game's
+    # seed picks come back as rows without a value target; decisive games' rows are untouched.
+    def run(policy: float):
+        settings = SelfPlayConfig(
+            parallel=16,
+            max_plies=30,
+            draw_keep=0.0,
+            draw_policy=policy,
+            playout_cap_fraction=0.5,
+            start_jfen="6l/7/7/3e3/7/7/7/7/L6 r 0 1",
+        )
+        return play_games(
+            uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RuleSet(), num_games=16, seed=5
+        )
+
+    off, half, all_ = run(0.0), run(0.5), run(1.0)
+    reference = play_games(  # every position of every game, to cut the expected rows from
+        uniform_evaluator,
+        SelfPlayConfig(parallel=16, max_plies=30, playout_cap_fraction=0.5, start_jfen="6l/7/7/3e3/7/7/7/7/L6 r 0 1"),
+        mcts=MCTSConfig(num_simulations=8),
+        rules=RuleSet(),
+        num_games=16,
+        seed=5,
+    )
+    assert [r.moves for r in all_.records] == [r.moves for r in reference.records]
+    drawn = [r.result == "1/2-1/2" for r in reference.records]
+    assert 0 < sum(drawn) < len(drawn)
+    plies = [int(r.extra["plies"]) for r in reference.records]
+    starts = np.concatenate([[0], np.cumsum(plies)])
+    decisive = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in range(16) if not drawn[i]])
+    np.testing.assert_array_equal(off.obs, reference.obs[decisive])  # 0: draw_keep alone, as before
+    assert off.trains_value.all() and off.stats.policy_only == 0
+    for data, fraction in ((half, 0.5), (all_, 1.0)):
+        rows, value_rows = [], []
+        for i, record in enumerate(reference.records):
+            game = np.arange(starts[i], starts[i + 1])
+            if not drawn[i]:
+                rows.append(game)
+                value_rows.append(np.ones(len(game), np.bool_))
+                continue
+            picked = game[policy_rows(record.seed, reference.full_search[game], fraction)]
+            rows.append(picked)
+            value_rows.append(np.zeros(len(picked), np.bool_))
+        taken = np.concatenate(rows)
+        np.testing.assert_array_equal(data.obs, reference.obs[taken])
+        np.testing.assert_array_equal(data.policy, reference.policy[taken])
+        np.testing.assert_array_equal(data.trains_value, np.concatenate(value_rows))
+        assert data.full_search[~data.trains_value].all()  # a cheap search has no policy target to give
+        assert data.stats.policy_only == int((~data.trains_value).sum()) > 0
+        assert data.stats.left_out == len(reference) - len(taken)
+        assert data.stats.positions == len(reference)
+        np.testing.assert_array_equal(data.value[data.trains_value], off.value)
+    assert half.stats.policy_only < all_.stats.policy_only
+    # every fully searched position of the left-out draws, and no other
+    drawn_rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in range(16) if drawn[i]])
+    assert all_.stats.policy_only == int(reference.full_search[drawn_rows].sum()) < len(drawn_rows)
+    with pytest.raises(SelfPlayConfigError, match="draw_policy"):
+        SelfPlayConfig(draw_policy=-0.1)
