@@ -2,6 +2,7 @@
 the docs point at tests that exist."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -47,8 +48,10 @@ def test_the_config_groups_are_found_as_package_data() -> None:
     assert shipped == ["*/*.yaml"] and not list((ROOT / "configs").glob("*/*/*.yaml"))  # one level of groups
 
 
-def run(*cmd: object, cwd: Path, code: int = 0, stdin: str = "") -> str:
-    r = subprocess.run([str(c) for c in cmd], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=600)
+def run(*cmd: object, cwd: Path, code: int = 0, stdin: str = "", env: dict[str, str] | None = None) -> str:
+    r = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=600, env=env
+    )
     assert r.returncode == code, f"{cmd}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return r.stdout + r.stderr
 
@@ -89,6 +92,8 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
 
     away = tmp_path / "elsewhere"
     away.mkdir()
+    # The installed package's numba cache starts empty: its kernels compile at NUMBA_OPT=1, in less time.
+    compile_fast = dict(os.environ, NUMBA_OPT="1")
     where = run(
         python,
         "-c",
@@ -97,7 +102,7 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
         cwd=away,
     )
     assert where.count(str(site)) == 2 and where.split()[-1] == "enemy_rat"
-    out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rules", "dog_over_wolf", cwd=away)
+    out = run(bin_dir / "jungle-perft", "perft", START, "2", "--rules", "dog_over_wolf", cwd=away, env=compile_fast)
     assert out.split() == [str(perft(Board(START, rules=load_rules("dog_over_wolf")), 2))]
     out = run(bin_dir / "jungle-train", "preset=smoke", "rules=enemy_rat", "--cfg", "job", cwd=away)
     assert "jump_blocking: enemy_rat" in out and "blocks: 1" in out and "num_simulations: 4" in out
@@ -115,6 +120,7 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
         "image=false",
         "out_dir=tour",
         cwd=away,
+        env=compile_fast,
     )
     assert (away / "tour" / "results.json").is_file() and "alphabeta:depth=1" in out
     stored = json.loads((away / "tour" / "tournament.json").read_text())["rules"]
@@ -127,6 +133,7 @@ def test_a_wheel_installed_outside_the_checkout_runs_its_console_scripts(tmp_pat
         "hundred_rounds",
         cwd=away,
         stdin="a3a4\nquit\n",
+        env=compile_fast,
     )
     assert "a3a4" in out
     run(bin_dir / "jungle-play", "--terminal", "--rules", "no_such_rules", cwd=away, code=2)

@@ -656,8 +656,12 @@ def test_a_run_with_carry_over_records_each_game_once_and_resumes_with_new_games
     assert [g.extra["iteration"] for g in games] == [1] * 4 + [2] * 4 + [3] * 4
     assert max(indices[:8]) < next_game <= min(indices[8:])
     assert next_game > 8  # games were in play at the checkpoint
-    refused = ["train.selfplay.carry_over=true", "train.workers=2", "train.worker_backend=ray"]
-    r = run_train(*TINY, f"out_dir={tmp_path}", "name=refused", *refused)
+
+
+@pytest.mark.slow
+def test_carry_over_on_ray_workers_is_refused_in_one_line(tmp_path: Path) -> None:
+    on_ray = ["train.selfplay.carry_over=true", "train.workers=2", "train.worker_backend=ray"]
+    r = run_train(*TINY, f"out_dir={tmp_path}", "name=refused", *on_ray)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "carry_over" in r.stderr
 
 
