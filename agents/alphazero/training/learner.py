@@ -438,7 +438,6 @@ class Learner:
 
         One host sync: whether the loss and the gradient norm are finite, read together with whether the
         previous step left the weights finite (that check waits for this step's read, or `_check_weights`)."""
-        obs, mask, policy, value, full, trains_value = tensors
         lr = lr_at(self.step_count, self.config)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
@@ -446,18 +445,7 @@ class Learner:
         statistics = [b.detach().clone() for b in self._buffers]  # the forward pass updates batch-norm statistics
         ctx = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
         with ctx:
-            total, parts = self._loss(
-                self.model,
-                obs,
-                mask,
-                policy,
-                value,
-                full,
-                self.config.value_weight,
-                survival,
-                self.config.survival_weight,
-                trains_value,
-            )
+            total, parts = self._batch_loss(tensors, survival)
         self.optimizer.zero_grad(set_to_none=True)
         loss_finite = torch.isfinite(total.detach())
         if self.scaler.is_enabled() and not self._read_flags(loss_finite)[0]:
@@ -553,8 +541,15 @@ class Learner:
     def evaluate_loss(self, batch: Batch) -> LossParts:
         """The loss parts on `batch` without training (eval mode)."""
         self.model.eval()
-        (obs, mask, policy, value, full, trains_value), survival = self._tensors(batch)
-        _, parts = self._loss(
+        _, parts = self._batch_loss(*self._tensors(batch))
+        return LossParts.of(parts)
+
+    def _batch_loss(
+        self, tensors: Sequence[torch.Tensor], survival: torch.Tensor | None
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """`alphazero_loss` of the model on a batch on the device (`DeviceBatch`), with the config's weights."""
+        obs, mask, policy, value, full, trains_value = tensors
+        return self._loss(
             self.model,
             obs,
             mask,
@@ -566,7 +561,6 @@ class Learner:
             self.config.survival_weight,
             trains_value,
         )
-        return LossParts.of(parts)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -11,34 +11,14 @@ from agents.alphazero.net.network import NetworkConfig, build_network
 from agents.alphazero.training import config as train_config
 from agents.alphazero.training.learner import Learner, LearnerConfig, alphazero_loss, host_tensors
 from agents.alphazero.training.replay import Batch, ReplayBuffer, ReplayError
-from envs import Board, Move
-from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
+from tests.support.positions import played_positions
 
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
 WDL = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2, value_head="wdl")
 
 
-def _positions(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observations, masks and one-hot policies of positions of random games."""
-    rng = np.random.default_rng(seed)
-    obs = np.zeros((n,) + OBS_SHAPE, np.float32)
-    mask = np.zeros((n, N_ACTIONS), np.bool_)
-    policy = np.zeros((n, N_ACTIONS), np.float32)
-    board = Board()
-    for i in range(n):
-        if board.is_game_over() or board.ply > 60:
-            board = Board()
-        encode_observation(board.state, board.hashes, board.flags, obs[i])
-        legal_action_mask(board.state, board.hist, board.flags, mask[i])
-        moves = board.legal_move_ints()
-        m = int(moves[rng.integers(len(moves))])
-        policy[i, move_to_action(m, int(board.side_to_move))] = 1.0
-        board.push(Move.from_int(m))
-    return obs, mask, policy
-
-
 def _buffer(n: int = 40) -> tuple[ReplayBuffer, np.ndarray]:
-    obs, mask, policy = _positions(n)
+    obs, mask, policy = played_positions(n)
     trains_value = np.arange(n) % 3 != 0
     buf = ReplayBuffer(64, seed=0)
     value = np.where(np.arange(n) % 2 == 0, 1.0, -1.0).astype(np.float32)
@@ -55,7 +35,7 @@ def test_the_flag_goes_through_the_buffer_its_mirror_and_its_state() -> None:
     again.load_state_dict(buf.state_dict())
     np.testing.assert_array_equal(again.get(idx).trains_value, trains_value)
     plain = ReplayBuffer(8)
-    obs, mask, policy = _positions(3)
+    obs, mask, policy = played_positions(3)
     plain.add(obs, mask, policy, np.zeros(3, np.float32))
     assert plain.get(np.arange(3)).trains_value.all()  # by default every row trains the value
     with pytest.raises(ReplayError, match="trains_value"):

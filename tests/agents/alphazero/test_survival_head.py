@@ -19,11 +19,12 @@ from agents.alphazero.selfplay.games import SelfPlayConfig, play_games
 from agents.alphazero.training import config as train_config
 from agents.alphazero.training.learner import Learner, LearnerConfig, alphazero_loss
 from agents.alphazero.training.replay import ReplayBuffer, ReplayError
-from envs import Board, Move, RuleSet
+from envs import Board, RuleSet
 from envs import kernels as K
-from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask, move_to_action
+from envs.encoding import N_ACTIONS, OBS_SHAPE
 from tests.support import ROOT
 from tests.support.checkpoints import randomise_norms
+from tests.support.positions import played_positions
 
 RULES = RuleSet()
 TINY = NetworkConfig(blocks=1, channels=8, value_hidden=8, policy_channels=2)
@@ -101,31 +102,12 @@ def test_targets_of_games_played_apart_merge_into_those_played_together(data: Se
 
 
 # -- replay -------------------------------------------------------------------------------------
-def _positions(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observations, masks and one-hot policies of positions of random games (captures among them)."""
-    rng = np.random.default_rng(seed)
-    obs = np.zeros((n,) + OBS_SHAPE, np.float32)
-    mask = np.zeros((n, N_ACTIONS), np.bool_)
-    policy = np.zeros((n, N_ACTIONS), np.float32)
-    board = Board()
-    for i in range(n):
-        if board.is_game_over() or board.ply > 80:
-            board = Board()
-        encode_observation(board.state, board.hashes, board.flags, obs[i])
-        legal_action_mask(board.state, board.hist, board.flags, mask[i])
-        moves = board.legal_move_ints()
-        m = int(moves[rng.integers(len(moves))])
-        policy[i, move_to_action(m, int(board.side_to_move))] = 1.0
-        board.push(Move.from_int(m))
-    return obs, mask, policy
-
-
 def _pieces_in(obs: np.ndarray) -> np.ndarray:
     return obs[:, :16].reshape(len(obs), 16, -1).max(axis=2) > 0
 
 
 def test_replay_keeps_survival_through_mirror_and_state_dict() -> None:
-    obs, mask, policy = _positions(40)
+    obs, mask, policy = played_positions(40)
     survival = np.random.default_rng(1).random((40, 16)) < 0.5
     buf = ReplayBuffer(64, seed=0)
     buf.add(obs, mask, policy, np.zeros(40, np.float32), np.ones(40, np.bool_), survival.astype(np.float32))
@@ -163,7 +145,7 @@ def test_an_older_replay_state_without_survival_loads_from_its_observations(data
 
 
 def test_the_newest_survival_rows_fit_when_more_positions_come_than_the_capacity() -> None:
-    obs, mask, policy = _positions(12, seed=4)
+    obs, mask, policy = played_positions(12, seed=4)
     survival = np.eye(12, 16, dtype=np.float32)
     buf = ReplayBuffer(5)
     buf.add(obs, mask, policy, np.zeros(12, np.float32), None, survival)
@@ -200,7 +182,7 @@ def test_the_head_changes_neither_the_other_weights_nor_the_evaluator() -> None:
     randomise_norms(off)
     randomise_norms(on)
     on.load_state_dict(off.state_dict(), strict=False)
-    obs, mask, _ = _positions(6, seed=5)
+    obs, mask, _ = played_positions(6, seed=5)
     a, b = make_evaluator(off)(obs, mask), make_evaluator(on)(obs, mask)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
@@ -232,7 +214,7 @@ def test_checkpoints_keep_the_switch_and_older_ones_load_without_it(tmp_path: Pa
 
 # -- learner ------------------------------------------------------------------------------------
 def _batch(seed: int = 6):
-    obs, mask, policy = _positions(32, seed=seed)
+    obs, mask, policy = played_positions(32, seed=seed)
     buf = ReplayBuffer(32, mirror=False)
     rng = np.random.default_rng(seed)
     buf.add(
