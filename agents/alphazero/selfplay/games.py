@@ -605,13 +605,15 @@ class SelfPlayLoop:
             mine = np.flatnonzero(sides != g.opponent_side)
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
         full = samples.full[s, :plies].copy()
+        rows: slice | np.ndarray
         if record.result != "1/2-1/2" or keeps_draw(g.seed, self.settings.draw_keep):
-            rows = np.arange(plies)
+            rows, count, upto = slice(0, plies), plies, plies  # the whole game: views, no copies
             trains_value = np.ones(plies, np.bool_)
         else:  # left out, but for the positions whose policy targets still train (`draw_policy`)
             rows = np.flatnonzero(policy_rows(g.seed, full, self.settings.draw_policy))
-            trains_value = np.zeros(len(rows), np.bool_)
-        upto = int(rows[-1]) + 1 if len(rows) else 0  # replay only as far as the last row
+            count = len(rows)
+            upto = int(rows[-1]) + 1 if count else 0  # replay only as far as the last row
+            trains_value = np.zeros(count, np.bool_)
         obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], upto, games.game_flags[s])
         self.finished[g.index] = _Finished(
             record,
@@ -624,7 +626,7 @@ class SelfPlayLoop:
             trains_value,
             bool(games.truncated[s]),
             point,
-            plies - len(rows),
+            plies - count,
         )
         self.order.append(g.index)
         assert self.bar is not None
