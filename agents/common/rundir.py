@@ -155,6 +155,9 @@ def claim_run_dir(
     except BaseException:
         os.close(fd)
         raise
+    # The pid goes in at once, so a process refused while `check` runs can name the holder.
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     if check is not None:
         try:
             check()
@@ -162,8 +165,6 @@ def claim_run_dir(
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
             raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     remove_stale_temp_files(d)
     return RunDirLock(d, fd)
 

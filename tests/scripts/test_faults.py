@@ -811,6 +811,19 @@ def test_atomic_writes_follow_the_umask_and_stale_temp_files_are_cleared(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [".hidden.tmp", "latest.pt", "notes.tmp", "result.json"]
 
 
+def test_a_process_refused_while_the_holder_runs_its_check_names_the_holder(tmp_path: Path) -> None:
+    d = tmp_path / "out"
+    refused: list[str] = []
+
+    def check() -> None:
+        with pytest.raises(RunDirBusyError) as e:
+            claim_run_dir(d)
+        refused.append(str(e.value))
+
+    claim_run_dir(d, check=check).release()
+    assert len(refused) == 1 and f"in use by process {os.getpid()}" in refused[0], refused
+
+
 @pytest.mark.slow
 def test_the_run_directory_lock_names_its_holder_and_dies_with_it(tmp_path: Path) -> None:
     d = tmp_path / "run"
