@@ -80,10 +80,21 @@ class GumbelConfig:
     """c_visit of sigma(q) = (c_visit + max N) * c_scale * q01; >= 0."""
     c_scale: float = 1.0
     """c_scale of sigma(q); >= 0."""
+    root_uniform: float = 0.0
+    """Weight of the uniform policy mixed into the prior at a root searched with noise (self-play): its
+    Gumbel-top-k samples, and sequential halving ranks, the legal moves by
+    g + log((1 - w) prior + w / moves) + sigma(q), so a move the network gives almost nothing is still
+    searched now and then; the improved-policy target stays on the network's own prior. 0 (off) to 1."""
 
     def __post_init__(self) -> None:
         check_range(
-            self, "mcts.gumbel", MCTSConfigError, max_actions=(1, N_ACTIONS), c_visit=(0, None), c_scale=(0, None)
+            self,
+            "mcts.gumbel",
+            MCTSConfigError,
+            max_actions=(1, N_ACTIONS),
+            c_visit=(0, None),
+            c_scale=(0, None),
+            root_uniform=(0, 1),
         )
 
 

@@ -170,20 +170,45 @@ class Gumbel(RootPolicy):
         """g ~ Gumbel(0, 1) per root child (MAX_MOVES a search)."""
         return rng.gumbel(size=(searches, K.MAX_MOVES))
 
+    def allocate(self, n: int) -> None:
+        self._noisy = np.zeros(n, dtype=np.bool_)
+        """Whether each slot's search in progress was begun with noise (`draw_noise`)."""
+
     def draw_noise(self, games: Any, idx: np.ndarray, noisy: np.ndarray, rows: np.ndarray, roots: Roots) -> None:
         """The noisy games' Gumbel noise from their rows; 0 for the others."""
         roots.gumbel[idx] = 0.0
         roots.gumbel[noisy] = rows[noisy]
+        self._noisy[idx] = False
+        self._noisy[noisy] = True
 
     def after_root_evaluation(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
         """Row b of the schedule: sequential halving for game b's simulation count and its number of
-        sampled root actions (min(gumbel.max_actions, legal moves))."""
+        sampled root actions (min(gumbel.max_actions, legal moves)); the noisy roots' floor of the prior
+        (`GumbelConfig.root_uniform`)."""
+        if self.config.gumbel.root_uniform > 0:
+            self._floor_priors(tree, roots, idx[self._noisy[idx]])
         considered = np.minimum(self.config.gumbel.max_actions, tree.num_children[idx, ROOT])
         sims = roots.sims_target[idx]
         for count in np.unique(sims).tolist():
             sel = sims == count
             table = self._table(int(count))
             roots.schedule[idx[sel], : table.shape[1]] = table[considered[sel]]
+
+    def _floor_priors(self, tree: Tree, roots: Roots, idx: np.ndarray) -> None:
+        """Add log((1 - w) p + w / n) - log p to the Gumbel noise of each root child of the games `idx`
+        (p its prior, n the root's children, w `root_uniform`): the root's selection and move, which rank
+        g + log p + sigma, then rank by the floored prior; the improved policy reads the prior alone."""
+        if not len(idx):
+            return
+        w = self.config.gumbel.root_uniform
+        n = tree.num_children[idx, ROOT].astype(np.int64)
+        j = np.arange(K.MAX_MOVES)
+        valid = j[None, :] < n[:, None]
+        nodes = np.minimum(tree.first_child[idx, ROOT].astype(np.int64)[:, None] + j, tree.prior.shape[1] - 1)
+        prior = tree.prior[idx[:, None], nodes].astype(np.float64)
+        floored = (1.0 - w) * prior + w / np.maximum(n, 1)[:, None]
+        shift = np.log(floored) - np.log(np.maximum(prior, 1e-30))
+        roots.gumbel[idx] += np.where(valid, shift, 0.0)
 
     def _table(self, sims: int) -> np.ndarray:
         if sims not in self._tables:

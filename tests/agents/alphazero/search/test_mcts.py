@@ -482,6 +482,7 @@ def test_the_flat_keys_of_a_stored_config_are_read_into_their_nodes() -> None:
         ),
         (lambda: MCTSConfig.from_dict({"gumbel_max_action": 3}), "unknown mcts key(s) gumbel_max_action"),
         (lambda: MCTSConfig(puct={"c_puct": 2.0}), "mcts.puct must be a PuctConfig"),  # type: ignore[arg-type]
+        (lambda: GumbelConfig(root_uniform=1.5), "mcts.gumbel.root_uniform=1.5 must lie in [0, 1]"),
     ],
 )
 def test_a_bad_value_names_its_node(build: Any, words: str) -> None:
@@ -906,3 +907,45 @@ def test_a_draw_value_keeps_its_subtree_when_the_turn_comes_back() -> None:
     assert out.visits[0].sum() > 32
     fresh = mcts.search(games, add_noise=False, num_simulations=10, draw_value=0.0)
     assert fresh.visits[0].sum() == 10
+
+
+def two_move_evaluator(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A prior on two legal moves of each position (logits 30 and 20, every other move 0: a prior of about
+    1e-13 each), value 0."""
+    logits = np.zeros(mask.shape, dtype=np.float32)
+    for row, legal in enumerate(mask):
+        first, second = np.flatnonzero(legal)[:2]
+        logits[row, first], logits[row, second] = 30.0, 20.0
+    return logits, np.zeros(len(mask), dtype=np.float32)
+
+
+def _root_searches(root_uniform: float, add_noise: bool, n: int = 32) -> tuple[GameBatch, Any]:
+    games = GameBatch(n, RULES)
+    cfg = MCTSConfig(
+        algorithm="gumbel", num_simulations=4, gumbel=GumbelConfig(max_actions=2, root_uniform=root_uniform)
+    )
+    return games, BatchedMCTS(two_move_evaluator, make_policy(cfg), FLAGS, seed=3).search(games, add_noise=add_noise)
+
+
+def test_a_root_uniform_floor_searches_the_moves_the_prior_gives_nothing() -> None:
+    """Gumbel-top-2 over a prior with two strong moves never samples a third; mixed with the uniform policy
+    at noisy roots it does. The improved-policy target is the network's prior with sigma(completed Q) (every
+    value here is 0, so the prior alone): the floor does not enter it."""
+    games, plain = _root_searches(0.0, add_noise=True)
+    favoured = np.zeros_like(plain.visits, dtype=np.bool_)
+    for row, legal in enumerate(games.masks()):
+        favoured[row, np.flatnonzero(legal)[:2]] = True
+    assert plain.visits[~favoured].sum() == 0
+    _, floored = _root_searches(0.5, add_noise=True)
+    others = floored.visits * ~favoured
+    assert others.sum() > 0 and (others > 0).any(axis=1).sum() >= 4
+    np.testing.assert_allclose(floored.policy, plain.policy, rtol=1e-5, atol=1e-12)
+
+
+def test_a_root_uniform_floor_leaves_searches_without_noise_as_they_were() -> None:
+    """Evaluation play (no noise) searches the network's prior whatever the floor."""
+    _, plain = _root_searches(0.0, add_noise=False, n=4)
+    _, floored = _root_searches(0.5, add_noise=False, n=4)
+    np.testing.assert_array_equal(plain.visits, floored.visits)
+    np.testing.assert_array_equal(plain.policy, floored.policy)
+    np.testing.assert_array_equal(plain.action, floored.action)
