@@ -225,7 +225,8 @@ def _settings(network: dict, mcts: dict, rules: dict, args: argparse.Namespace) 
 
 def _compile_refills(settings: Any, mcts: Any, rules: Any) -> None:
     """Compile the kernels of refilling a finished game's slot (two short games in one slot), which the
-    warm-up round (fewer games than slots) never calls: once `_time_numba_calls` has put Python wrappers
+    warm-up round (fewer games than slots) never calls in commits whose GameBatch constructor does not
+    reset its games through them (this tree's does): once `_time_numba_calls` has put Python wrappers
     in the modules, a kernel compiled later could not call the ones it names."""
     try:
         from agents.alphazero.search import uniform_evaluator
