@@ -163,6 +163,7 @@ def run(cfg: DictConfig) -> None:
                     stop.waiting_for = f"the learning of iteration {it}"
                     t1 = time.time()
                     if len(replay) >= tc.min_replay:
+                        training.reanalysed(it, evaluator, len(data.value))
                         steps = min(
                             tc.max_steps_per_iteration, max(1, round(len(data.value) * tc.train_ratio / tc.batch_size))
                         )

@@ -31,6 +31,7 @@ from envs.batch_kernels import (
     mask_batch,
     play_action,
     play_batch,
+    play_moves,
     reset_batch,
 )
 from envs.board import Board, IllegalMoveError
@@ -172,6 +173,25 @@ class GameBatch:
         self.truncated[i] = False
         self._boards.pop(i, None)
         self._update_outcome(i)
+
+    def load_moves(self, i: int, jfen: str, moves: np.ndarray, rules: Optional[RuleSet] = None) -> None:
+        """Make game `i` the game that starts from `jfen` under `rules` (default: its previous rules) and plays the
+        kernel moves `moves` (int [n], `Move.to_int`), replayed in one kernel call: a position of a recorded
+        game with its whole history, as `load_board` of that game's Board, without a Board. JFENError on a bad
+        JFEN; IllegalMoveError naming the first move that is not legal (the game then stands before it); ValueError
+        for more moves than `max_plies`."""
+        moves = np.ascontiguousarray(moves, dtype=np.int64).reshape(-1)
+        if self.max_plies is not None and len(moves) > self.max_plies:
+            raise ValueError(f"{len(moves)} moves are more than this GameBatch's max_plies={self.max_plies}")
+        self.reset(i, jfen, rules)
+        self.grow(len(moves))
+        played = play_moves(self.state[i], self.hist[i], self.hashes[i], self.game_flags[i], moves)
+        self._update_outcome(i)
+        if played < len(moves):
+            raise IllegalMoveError(
+                f"move {played + 1} ({Move.from_int(int(moves[played]))}) is not legal in game {i} "
+                f"({state_to_jfen(self.state[i])!r})"
+            )
 
     def play(self, i: int, action: int) -> None:
         """Play canonical `action` in game `i`; IllegalMoveError if it is not legal there."""

@@ -161,6 +161,24 @@ def play_action(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: 
 
 
 @njit(cache=True)
+def play_moves(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, moves: np.ndarray) -> int:
+    """Play the kernel moves `moves` (int64 [n]) one after the other, each if legal under `flags` (one game's);
+    return how many were played (n, or the index of the first illegal one)."""
+    buf = np.empty(K.MAX_MOVES, dtype=np.int64)
+    for k in range(moves.shape[0]):
+        n = K.generate_moves(state, hist, flags, buf)
+        legal = False
+        for j in range(n):
+            if buf[j] == moves[k]:
+                legal = True
+                break
+        if not legal:
+            return k
+        K.make_move(state, hist, hashes, moves[k])
+    return moves.shape[0]
+
+
+@njit(cache=True)
 def judge(
     state: np.ndarray,
     hist: np.ndarray,

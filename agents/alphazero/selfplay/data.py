@@ -123,6 +123,12 @@ class Rows(Protocol):
     def survival(self) -> np.ndarray: ...
     @property
     def trains_value(self) -> np.ndarray: ...
+    @property
+    def ply(self) -> np.ndarray: ...
+    @property
+    def game(self) -> np.ndarray: ...
+    @property
+    def game_count(self) -> int: ...
 
 
 @dataclass
@@ -146,15 +152,29 @@ class SelfPlayData:
     trains_value: np.ndarray
     """bool [N]: False for rows that train the policy only (`SelfPlayConfig.draw_policy`), whose value
     target is not used."""
+    ply: np.ndarray
+    """int16 [N]: the ply of each row's position in its game (0: the game's first position)."""
+    game: np.ndarray
+    """int32 [N]: each row's game, an index into `records` (the record the row's position is replayed from:
+    its start, then its first `ply` moves)."""
     records: list[GameRecord] = field(default_factory=list)
     stats: SelfPlayStats = field(default_factory=SelfPlayStats)
 
     def __len__(self) -> int:
         return int(self.value.shape[0])
 
+    @property
+    def game_count(self) -> int:
+        """The games of `records` (those without rows included)."""
+        return len(self.records)
+
     @classmethod
     def joined(cls, parts: Sequence[Rows], records: list[GameRecord], stats: SelfPlayStats) -> SelfPlayData:
-        """The rows of `parts` one after the other, with the games' `records` and `stats`."""
+        """The rows of `parts` one after the other, with the games' `records` (each part's `game_count` of them,
+        in the parts' order) and `stats`."""
+        offsets = np.cumsum([0] + [p.game_count for p in parts])
+        if offsets[-1] != len(records):
+            raise ValueError(f"the parts hold {offsets[-1]} games, the records {len(records)}")
         return cls(
             obs=np.concatenate([p.obs for p in parts]),
             mask=np.concatenate([p.mask for p in parts]),
@@ -163,6 +183,8 @@ class SelfPlayData:
             full_search=np.concatenate([p.full_search for p in parts]),
             survival=np.concatenate([p.survival for p in parts]),
             trains_value=np.concatenate([p.trains_value for p in parts]),
+            ply=np.concatenate([p.ply for p in parts]).astype(np.int16),
+            game=np.concatenate([p.game.astype(np.int32) + k for p, k in zip(parts, offsets)]).astype(np.int32),
             records=records,
             stats=stats,
         )

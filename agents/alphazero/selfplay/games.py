@@ -262,12 +262,23 @@ class _Finished(NamedTuple):
     full_search: np.ndarray
     survival: np.ndarray
     trains_value: np.ndarray
+    ply: np.ndarray
+    """int16 [n]: the ply of each row in the game."""
     truncated: bool
     """Cut at `SelfPlayConfig.max_plies`."""
     opponent_point: Optional[float]
     """The network's score in an opponent game (None: self-play)."""
     left_out: int = 0
     """Positions played and not kept as rows (`SelfPlayConfig.draw_keep`, `SelfPlayConfig.draw_policy`)."""
+
+    @property
+    def game(self) -> np.ndarray:
+        """int32 [n]: each row's game among this one's records (the one: 0)."""
+        return np.zeros(len(self.value), np.int32)
+
+    @property
+    def game_count(self) -> int:
+        return 1
 
 
 def game_seed(seed: int, index: int) -> int:
@@ -624,6 +635,7 @@ class SelfPlayLoop:
             full[rows],
             survival_targets(games.state[s], sides[rows]),
             trains_value,
+            np.arange(plies, dtype=np.int16)[rows],
             bool(games.truncated[s]),
             point,
             plies - count,

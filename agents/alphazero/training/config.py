@@ -142,6 +142,10 @@ class TrainConfig:
     """Upper bound on learner steps per iteration; >= 1."""
     mirror: bool = True
     """Left-right mirror augmentation when sampling (a symmetry of the rules)."""
+    reanalyse: float = 0.0
+    """Reanalysis: each iteration, before learning, the newest network searches this many older replay positions
+    per new self-play position again (as self-play searches) and their policy targets become that search's
+    (`agents.alphazero.training.reanalyse`); 0 to 100, 0 off."""
     learner: LearnerConfig = field(default_factory=lambda: LearnerConfig(total_steps=80000))
     """Optimizer, schedule and loss weights.
     A training run's cosine schedule runs over more steps (`total_steps`) than the default run takes, so
@@ -174,6 +178,7 @@ class TrainConfig:
             batch_size=(1, 65536),
             train_ratio=(0, None),
             max_steps_per_iteration=(1, None),
+            reanalyse=(0, 100),
             checkpoint_every=(1, None),
             replay_in_checkpoint_mb=(0, None),
         )

@@ -34,6 +34,7 @@ from agents.alphazero.net.checkpoint import (
     widened_input_planes,
 )
 from agents.alphazero.net.network import count_parameters
+from agents.alphazero.search.base import Evaluator
 from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
 from agents.alphazero.training.config import Config, checked_run_config, resumed_config
@@ -47,6 +48,7 @@ from agents.alphazero.training.progress import (
     log_server,
     process_tree_cpu_seconds,
 )
+from agents.alphazero.training.reanalyse import GameStore, Reanalyser, reanalyse_count
 from agents.alphazero.training.replay import ReplayBuffer
 from agents.arena.records import append_jsonl, is_game_record
 from agents.common.child import ChildDiedError
@@ -133,6 +135,9 @@ class TrainingRun:
         self.saved = (0, False)
         """What latest.pt holds: (iteration, its evaluation still to do)."""
         self.checkpointed = self.in_place
+        self.store = GameStore(conf.train.replay_capacity) if conf.train.reanalyse > 0 else None
+        """The games of the replay's positions, for reanalysis (`train.reanalyse`; None when it is off)."""
+        self.reanalyser: Optional[Reanalyser] = None
 
     @classmethod
     def open(cls, cfg: DictConfig, task_overrides: Sequence[str]) -> tuple[TrainingRun, Config]:
@@ -207,6 +212,9 @@ class TrainingRun:
             restore_part(path, "model", lambda: model.load_state_dict(state["model"]))
             restore_part(path, "learner", lambda: learner.load_state_dict(state["learner"]))
             restore_part(path, "replay", lambda: replay.load_state_dict(state["replay"]))
+            store = self.store
+            if store is not None and "reanalyse" in state and state["replay"].get("has_contents"):
+                restore_part(path, "reanalyse", lambda: store.load_state_dict(state["reanalyse"]))
             restore_part(path, "counters", lambda: counters.update(checked_counters(state["counters"])))
             restore_part(path, "extra", lambda: history.update(checked_extra(state["extra"])["history"]))
             restore_part(path, "extra", lambda: previous.load_state_dict(state["extra"]["previous_model"]))
@@ -410,9 +418,11 @@ class TrainingRun:
         assert self.parts is not None and self.writer is not None
         for record in data.records:
             record.extra["iteration"] = it
-        self.parts[2].add(
-            data.obs, data.mask, data.policy, data.value, data.full_search, data.survival, data.trains_value
-        )
+        replay = self.parts[2]
+        before = replay.add_count
+        replay.add(data.obs, data.mask, data.policy, data.value, data.full_search, data.survival, data.trains_value)
+        if self.store is not None:
+            self.store.add(before, data)
         if self.conf.train.write_games:
             append_jsonl(self.run_dir / "games.jsonl", data.records)
         s = data.stats
@@ -427,6 +437,30 @@ class TrainingRun:
         if self.server_counts:
             log.info("%s", log_server(self.writer, it, self.server_counts))
         return seconds
+
+    def reanalysed(self, it: int, evaluator: Evaluator, new_positions: int) -> None:
+        """With `train.reanalyse`: iteration `it`'s reanalysis (that many older positions per one of the
+        `new_positions` the iteration added), searched by `evaluator`, into the logs."""
+        tc = self.conf.train
+        if self.store is None:
+            return
+        assert self.parts is not None and self.writer is not None
+        if self.reanalyser is None:
+            self.reanalyser = Reanalyser(
+                evaluator,
+                self.conf.mcts,
+                self.rules,
+                parallel=tc.selfplay.parallel,
+                max_plies=tc.selfplay.max_plies,
+                seed=self.conf.seed,
+            )
+        count = reanalyse_count(tc.reanalyse, new_positions)
+        r = self.reanalyser.reanalyse(self.parts[2], self.store, count, newest=new_positions, iteration=it)
+        self.writer.add_scalar("reanalyse/positions", r.positions, it)
+        if r.positions:
+            self.writer.add_scalar("reanalyse/policy_change", r.policy_change, it)
+            self.writer.add_scalar("perf/seconds_reanalyse", r.seconds, it)
+        self.counters["simulations"] += r.simulations
 
     def learned(self, it: int, metrics: LearnMetrics, started: float, learning: float) -> None:
         """Iteration `it`'s learning (since `learning`) into the logs; the iteration (since `started`) is done
@@ -493,6 +527,7 @@ class TrainingRun:
                 self.weights_state(),
                 learner=learner.state_dict(),
                 replay=replay.state_dict(contents=keep_contents),
+                **({"reanalyse": self.store.state_dict()} if self.store is not None and keep_contents else {}),
                 rng=rng if rng is not None else rng_state(),
                 extra={
                     "history": dict(self.history, phase_seconds=self.clock.state_dict()),
