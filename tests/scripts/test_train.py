@@ -374,6 +374,7 @@ def test_presets_set_several_nodes_and_the_command_line_wins(monkeypatch: pytest
     sp = default.train.selfplay  # the default run's recipe (TrainConfig's defaults; docs/results.md)
     assert (default.train.iterations, default.train.workers, default.train.learner.total_steps) == (180, 2, 80000)
     assert default.train.eval.every == 60  # three evaluations: the run's 60 minutes go to self-play
+    assert default.train.reanalyse == 0.25  # a quarter of an older position reanalysed per new one
     assert (sp.random_plies, sp.draw_contempt, sp.contempt_sides, sp.draw_keep) == (6, 0.3, "one", 0.2)
     gpu = train_config.checked_config(
         train_config.compose_config(["preset=gpu", "device=cpu"])

@@ -142,10 +142,11 @@ class TrainConfig:
     """Upper bound on learner steps per iteration; >= 1."""
     mirror: bool = True
     """Left-right mirror augmentation when sampling (a symmetry of the rules)."""
-    reanalyse: float = 0.0
+    reanalyse: float = 0.25
     """Reanalysis: each iteration, before learning, the newest network searches this many older replay positions
     per new self-play position again (as self-play searches) and their policy targets become that search's
-    (`agents.alphazero.training.reanalyse`); 0 to 100, 0 off."""
+    (`agents.alphazero.training.reanalyse`); 0 to 100, 0 off. The default run reanalyses a quarter of a
+    position per new one. A resumed run whose stored config predates the key plays on without it."""
     learner: LearnerConfig = field(default_factory=lambda: LearnerConfig(total_steps=80000))
     """Optimizer, schedule and loss weights.
     A training run's cosine schedule runs over more steps (`total_steps`) than the default run takes, so
@@ -488,6 +489,7 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
         base = OmegaConf.structured(Config)
         # a self-play key the stored config lacks came later and the run played without it: plain self-play's value
         base.train.selfplay = OmegaConf.structured(SelfPlayConfig)
+        base.train.reanalyse = 0.0  # likewise: a run stored before reanalysis trained without it
         stored = OmegaConf.merge(base, stored)
     except OmegaConfBaseException as e:
         raise CheckpointError(

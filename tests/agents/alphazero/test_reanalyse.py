@@ -1,4 +1,4 @@
-"""Reanalysis (`train.reanalyse`, off by default): self-play rows that name their game and ply, a GameBatch that
+"""Reanalysis (`train.reanalyse`, a quarter by default): self-play rows that name their game and ply, a GameBatch that
 loads a recorded game's position in one call, the store of the replay's games beside the buffer, the search that
 replaces the policy targets, and the switch in train.py (logged, saved with the replay, restored on resume)."""
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.alphazero.net.checkpoint import load_checkpoint
@@ -195,10 +196,19 @@ def test_a_store_that_does_not_match_its_buffer_stops_reanalysis(data: SelfPlayD
     np.testing.assert_array_equal(replay.policy, before)  # nothing of the batch was written
 
 
-def test_the_switch_is_checked() -> None:
-    assert train_config.TrainConfig().reanalyse == 0.0
+def test_the_switch_is_checked_and_a_run_stored_before_it_resumes_without_it(tmp_path: Path) -> None:
+    assert train_config.TrainConfig().reanalyse == 0.25
     with pytest.raises(ConfigError, match="train.reanalyse"):
         train_config.checked_config(train_config.compose_config(["train.reanalyse=-0.5"]))
+    stored = OmegaConf.to_container(train_config.compose_config(["name=old"]))
+    assert isinstance(stored, dict)
+    del stored["train"]["reanalyse"]  # the config of a run started before the key
+    old = train_config.resumed_config(OmegaConf.to_yaml(stored), tmp_path / "latest.pt", [])
+    assert old.train.reanalyse == 0.0
+    on = train_config.resumed_config(OmegaConf.to_yaml(stored), tmp_path / "latest.pt", ["train.reanalyse=0.5"])
+    assert on.train.reanalyse == 0.5
+    stored["train"]["reanalyse"] = 0.25
+    assert train_config.resumed_config(OmegaConf.to_yaml(stored), tmp_path / "latest.pt", []).train.reanalyse == 0.25
 
 
 def _scalars(run_dir: Path) -> dict[str, dict[int, float]]:
