@@ -144,6 +144,20 @@ def mask_batch(state: np.ndarray, hist: np.ndarray, flags: np.ndarray, idx: np.n
         legal_action_mask(state[i], hist[i], flags[i], out[k])
 
 
+@njit(cache=True, inline="always")
+def _play_if_legal(
+    state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, m: int, buf: np.ndarray
+) -> bool:
+    """Play kernel move `m` if it is among the legal moves under `flags` (`buf`: scratch of K.MAX_MOVES);
+    return whether it was played."""
+    n = K.generate_moves(state, hist, flags, buf)
+    for j in range(n):
+        if buf[j] == m:
+            K.make_move(state, hist, hashes, m)
+            return True
+    return False
+
+
 @njit(cache=True)
 def play_action(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: np.ndarray, action: int) -> int:
     """Play `action` (canonical index) if legal under `flags` (one game's, int64 [N_FLAGS]); return the
@@ -152,12 +166,7 @@ def play_action(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: 
     if m < 0:
         return -1
     buf = np.empty(K.MAX_MOVES, dtype=np.int64)
-    n = K.generate_moves(state, hist, flags, buf)
-    for j in range(n):
-        if buf[j] == m:
-            K.make_move(state, hist, hashes, m)
-            return m
-    return -1
+    return m if _play_if_legal(state, hist, hashes, flags, m, buf) else -1
 
 
 @njit(cache=True)
@@ -166,15 +175,8 @@ def play_moves(state: np.ndarray, hist: np.ndarray, hashes: np.ndarray, flags: n
     return how many were played (n, or the index of the first illegal one)."""
     buf = np.empty(K.MAX_MOVES, dtype=np.int64)
     for k in range(moves.shape[0]):
-        n = K.generate_moves(state, hist, flags, buf)
-        legal = False
-        for j in range(n):
-            if buf[j] == moves[k]:
-                legal = True
-                break
-        if not legal:
+        if not _play_if_legal(state, hist, hashes, flags, moves[k], buf):
             return k
-        K.make_move(state, hist, hashes, moves[k])
     return moves.shape[0]
 
 
