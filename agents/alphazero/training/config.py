@@ -435,6 +435,17 @@ new name (`move_renamed_keys`); given on a command line, the old name is refused
 (`refuse_renamed_keys`)."""
 
 
+LATER_KEYS: dict[str, Any] = {
+    "train.selfplay": SelfPlayConfig(),
+    "train.reanalyse": 0.0,
+    "model.input_planes": LEGACY_PLANES,
+}
+"""Keys (or nodes) that came after a run could store its config, each with the value such a run played
+with, which is not always today's default: a stored config that lacks one resumes with that value (a
+self-play key with plain self-play's, a run before reanalysis without it, a network before the rule planes
+with its 24 planes), a stored config that has it keeps its own (`resumed_config`)."""
+
+
 def refuse_renamed_keys(overrides: Sequence[str]) -> None:
     """ConfigError naming the new key for an override that sets a key by its old name (`RENAMED_KEYS`)."""
     for item in overrides:
@@ -484,12 +495,9 @@ def resumed_config(stored_yaml: str, path: Path, overrides: Sequence[str]) -> Di
         move_renamed_keys(stored)
         if isinstance(stored.get("mcts"), DictConfig):  # the flat search keys of earlier versions, into their nodes
             stored.mcts = migrate_flat_mcts(stored.mcts)
-        if isinstance(stored.get("model"), DictConfig) and "input_planes" not in stored.model:
-            stored.model.input_planes = LEGACY_PLANES  # a run started before the rule planes keeps its network
         base = OmegaConf.structured(Config)
-        # a self-play key the stored config lacks came later and the run played without it: plain self-play's value
-        base.train.selfplay = OmegaConf.structured(SelfPlayConfig)
-        base.train.reanalyse = 0.0  # likewise: a run stored before reanalysis trained without it
+        for key, value in LATER_KEYS.items():
+            OmegaConf.update(base, key, value, merge=False)
         stored = OmegaConf.merge(base, stored)
     except OmegaConfBaseException as e:
         raise CheckpointError(
