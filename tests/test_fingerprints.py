@@ -114,9 +114,9 @@ def _plain(value: Any) -> Any:
 
 
 def record_fields(rec: GameRecord) -> dict[str, Any]:
-    """A game record's fields without its timing (``extra["seconds"]``)."""
+    """A game record's fields without its timing (``extra["seconds"]`` and ``extra["think"]``)."""
     fields = dataclasses.asdict(rec)
-    fields["extra"] = {k: v for k, v in rec.extra.items() if k != "seconds"}
+    fields["extra"] = {k: v for k, v in rec.extra.items() if k not in ("seconds", "think")}
     return fields
 
 

@@ -170,9 +170,24 @@ class TournamentResult:
             w, d, l_ = w + (s == 1.0), d + (s == 0.5), l_ + (s == 0.0)
         return w, d, l_
 
+    def move_seconds(self, name: str) -> Optional[float]:
+        """Mean seconds a move of one player took (its `select_move`, the openings' moves excluded), over the
+        games that recorded it (``extra["think"]``, `play_game`); None where none did."""
+        seconds = moves = 0.0
+        for rec in self.games:
+            think = rec.extra.get("think")
+            if not isinstance(think, dict):
+                continue
+            for side, who in (("red", rec.red), ("blue", rec.blue)):
+                if who == name and isinstance(think.get(side), dict):
+                    seconds += float(think[side]["seconds"])
+                    moves += int(think[side]["moves"])
+        return seconds / moves if moves else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "players": self.players,
+            "move_seconds": {name: _round(self.move_seconds(name)) for name in self.players},
             "settings": self._settings_dict(),
             "seconds": round(self.seconds, 3),
             "ratings": self.ratings.to_dict(),
@@ -241,6 +256,11 @@ class TournamentResult:
             f"\nRatings (Bradley-Terry, Elo scale, anchor {label[rt.anchor]} = {rt.elo(rt.anchor):+.0f}, 95% CI)\n"
         )
         out.write("\n".join(rows) + "\n")
+        timed = {name: self.move_seconds(name) for name in self.players}
+        if any(v is not None for v in timed.values()):
+            each = [f"{label[n]} {'-' if v is None else f'{v:.3f}'}" for n, v in timed.items()]
+            out.write(textwrap.fill("Seconds per move: " + ", ".join(each), TABLE_WIDTH, subsequent_indent="  "))
+            out.write("\n")
         bounds = f"SPRT({self.sprt['elo0']:g},{self.sprt['elo1']:g})"
         out.write(
             f"\nPairings (first player's view; p = sign-test p-value of 'first is stronger'; {bounds} verdict;\n"
@@ -520,3 +540,7 @@ def summarize(
         pentanomial=[by_pairs[(p.a, p.b)] for p in pairings if (p.a, p.b) in by_pairs],
         sprt_stops=list(sprt_stops),
     )
+
+
+def _round(value: Optional[float]) -> Optional[float]:
+    return None if value is None else round(value, 4)

@@ -143,6 +143,9 @@ def play_game(
 ) -> GameRecord:
     """Play one game from `opening` (None: the start position) and return its record.
 
+    ``extra["seconds"]`` is the game's wall clock, ``extra["think"]`` each side's time in `select_move`
+    (``{"red": {"seconds": ..., "moves": ...}, "blue": ...}``: its moves and the seconds they took, the opening's
+    excluded).
     `max_plies` counts the players' moves (the opening excluded); a game
     that reaches it, or whose counters reach their limit (`Board.at_counter_limit`), is scored a draw with
     termination ``ply_cap``. A player
@@ -158,12 +161,15 @@ def play_game(
     termination: Optional[str] = None
     result: Optional[str] = None
     plies = 0
+    think = {Side.RED: 0.0, Side.BLUE: 0.0}
+    moved = {Side.RED: 0, Side.BLUE: 0}
     while board.outcome() is None:
         if plies >= max_plies or board.at_counter_limit():
             termination, result = "ply_cap", "1/2-1/2"
             break
         side = board.side_to_move
         player = red if side == Side.RED else blue
+        t_move = time.perf_counter()
         try:
             move = player.select_move(board.copy())
         except EngineFault as e:
@@ -172,6 +178,8 @@ def play_game(
             break
         if not board.is_legal(move):
             raise TournamentError(f"player {names[side]!r} chose illegal move {move} in {board.jfen()!r}")
+        think[side] += time.perf_counter() - t_move
+        moved[side] += 1
         board.push(move)
         plies += 1
     return GameRecord.from_board(
@@ -184,6 +192,10 @@ def play_game(
         result=result,
         opening_plies=len(opening.moves),
         seconds=round(time.perf_counter() - t0, 4),
+        think={
+            side.name.lower(): {"seconds": round(think[side], 4), "moves": moved[side]}
+            for side in (Side.RED, Side.BLUE)
+        },
         **extra,
     )
 
