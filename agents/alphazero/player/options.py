@@ -41,6 +41,9 @@ which a long search turns greedy with (docs/search.md, "Search by time")."""
 MAX_SECONDS = 3600
 """The longest ``time`` and ``guard`` per move."""
 
+MAX_STRETCH = 16.0
+"""The largest ``stretch``: the longest move a time bank may pay for, in move times."""
+
 MAX_GUARD_MARGIN = 100_000
 """The largest ``guard_margin`` (alpha-beta's scores: a Dog is 300)."""
 
@@ -71,6 +74,13 @@ class CheckpointOptions(PlayerOptions):
         "seconds per move: rounds of `sims` on one tree while the next fits (0: by `sims`)",
         group="limits",
         bounds=(0, MAX_SECONDS),
+    )
+    stretch: float = option(
+        1.0,
+        "with `time`: an unsettled move may search up to `stretch` x `time`, paid for by time settled moves "
+        "saved, a game's moves averaging at most `time` (1: each move `time`)",
+        group="limits",
+        bounds=(1, MAX_STRETCH),
     )
     # search
     algorithm: Optional[str] = option(
@@ -148,6 +158,13 @@ class CheckpointOptions(PlayerOptions):
             raise PlayerSpecError(
                 f"{where}guard={self.guard} must be less than time={self.time}: the guard's alpha-beta search "
                 "is part of the move's time"
+            )
+        if self.stretch > 1 and not self.time > 0:
+            raise PlayerSpecError(f"{where}stretch={self.stretch} needs time=<seconds per move>")
+        if self.stretch > 1 and self.guard > 0:
+            raise PlayerSpecError(
+                f"{where}stretch={self.stretch} and guard={self.guard}: the guard's checks are paid from a fixed "
+                "move time; use one of them"
             )
         try:
             resolve_device(self.device)

@@ -10,7 +10,8 @@ ends within the budget (at least one round runs); such a search defaults to `TIM
 `TIMED_C_SCALE`: with thousands of simulations, sigma(Q) = (c_visit + max N) * c_scale * q
 grows with the visits until the selection below the root follows the best Q found so far and
 stops looking at other replies; a smaller c_scale keeps it looking (docs/search.md, "Search by time").
-``guard`` checks each move with an alpha-beta search (`guard.AlphaBetaGuard`); ``any_rules=true`` plays
+``stretch`` (with ``time``) moves time from settled moves to unsettled ones within the game's average
+(`timebank`). ``guard`` checks each move with an alpha-beta search (`guard.AlphaBetaGuard`); ``any_rules=true`` plays
 rules the network was not trained on, else the game's rules must be one of the rule sets the checkpoint
 was trained on (`checkpoint.trained_rule_sets`), or it is refused with a line naming them.
 The search is deterministic (no exploration noise). A missing or unreadable
@@ -39,6 +40,7 @@ from agents.alphazero.net.device import resolve_device
 from agents.alphazero.net.runtime import make_evaluator
 from agents.alphazero.player.guard import GUARD_CANDIDATES, AlphaBetaGuard
 from agents.alphazero.player.options import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointOptions
+from agents.alphazero.player.timebank import MoveTimer, TimeBank
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
 from agents.alphazero.search.cache import CachedEvaluator
 from agents.alphazero.search.tree import ROOT, UNVISITED
@@ -117,6 +119,12 @@ class CheckpointPlayer:
         """The alpha-beta check of each move (None without ``guard``): its `checks` and `vetoes` count moves."""
         self.last_simulations = 0
         """Simulations of the last move's search."""
+        self.bank = TimeBank(self.time, o.stretch) if self.time > 0 and o.stretch > 1 else None
+        """With ``stretch``: the seconds this game's moves left unspent (`timebank`); None without."""
+        self._previous_value: Optional[float] = None
+        """The root value of this player's previous search (None at a game's first move)."""
+        self._banked_ply: Optional[int] = None
+        """With ``stretch``: the ply of this player's previous move, to tell a game's next move from another's."""
         self.last_rounds = 0
         """Rounds of `sims` simulations the last move's search ran (1 for a search by ``sims``)."""
         self.last_visits = 0
@@ -132,6 +140,7 @@ class CheckpointPlayer:
         on one tree until its `depth` rounds, `nodes` simulations (the last round cut to fit) or `time`
         seconds (a round starts only while it fits) is reached, or `stop` is set (checked between rounds),
         or the tree is full (`LIMITED_MAX_SIMULATIONS`); at least one round runs."""
+        timer: Optional[MoveTimer] = None
         games = self._batch_for(board)
         games.load_board(0, board)
         if games.done[0]:
@@ -146,6 +155,13 @@ class CheckpointPlayer:
             limit = limit if limit is not None else Limit()
             budget = None if limit.time is None else limit.time - (time.perf_counter() - start) - check
             out = self._rounds(games, budget, rounds=limit.depth, sims=limit.nodes, stop=stop)
+        elif self.bank is not None:
+            if self._banked_ply is None or board.ply != self._banked_ply + 2:  # another game, or moves taken back
+                self.bank.reset()
+                self._previous_value = None
+            self._banked_ply = board.ply
+            timer = self.bank.start_move(time.perf_counter() - start, self._previous_value)
+            out = self._rounds(games, None, timer=timer)
         elif self.time > 0:
             out = self._timed_search(games, self.time - (time.perf_counter() - start) - check)
         else:
@@ -160,7 +176,11 @@ class CheckpointPlayer:
         if self.mcts.reuse_tree:
             self.search.advance(0, action)
             self._after = (board.ply + 1, 1 - int(board.side_to_move))
-        return Move.from_int(int(action_to_move(games.state[0], action)))
+        move = Move.from_int(int(action_to_move(games.state[0], action)))
+        if self.bank is not None and timer is not None:
+            self.bank.end_move(time.perf_counter() - start, timer)
+        self._previous_value = self.last_value
+        return move
 
     def _follow(self, board: Board) -> None:
         """With `reuse`, move the kept tree on by the opponent's reply when `board` is the position one ply
@@ -198,11 +218,13 @@ class CheckpointPlayer:
         rounds: Optional[int] = None,
         sims: Optional[int] = None,
         stop: Optional[StopSignal] = None,
+        timer: Optional[MoveTimer] = None,
     ) -> SearchOutput:
         """Rounds of `sims` simulations on one tree until the next round would not fit in `budget` seconds, or
         `rounds` rounds ran, or `sims` simulations (the last round cut to fit), or `stop` is set, or the tree
-        has no room for another round (None: no such limit; at least one round runs). The tree grows for the
-        rounds up to `LIMITED_MAX_SIMULATIONS` unless its size was fixed (``time``: `TIMED_NODES`)."""
+        has no room for another round (None: no such limit; at least one round runs), or `timer` (``stretch``)
+        says the move is done. The tree grows for the rounds up to `LIMITED_MAX_SIMULATIONS` unless its size
+        was fixed (``time``: `TIMED_NODES`)."""
         start = time.perf_counter()
         per_round = self.mcts.num_simulations
         done = count = 0
@@ -222,6 +244,7 @@ class CheckpointPlayer:
                 or (rounds is not None and count >= rounds)
                 or (sims is not None and done >= sims)
                 or (stop is not None and stop.is_set())
+                or (timer is not None and not timer.go_on(int(out.action[0]), float(out.root_value[0]), spent, count))
                 or room < (per_round + 1) * K.MAX_MOVES
             ):
                 break
@@ -258,6 +281,9 @@ class CheckpointPlayer:
 
     def reset(self) -> None:
         self._after = None
+        self._previous_value = self._banked_ply = None
+        if self.bank is not None:
+            self.bank.reset()
         self.search.advance(0, -1)
         if self.guard is not None:
             self.guard.reset()

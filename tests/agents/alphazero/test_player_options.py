@@ -29,6 +29,7 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "path": ("shipped:default-180", None),
     "sims": (200, 0),
     "time": (0.5, -1.0),
+    "stretch": (2.0, 0.5),
     "algorithm": ("puct", "alphabeta"),
     "leaf_batch": (8, 1000),
     "max_actions": (4, 0),
@@ -47,6 +48,10 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
 }
 
 
+NEEDS: dict[str, dict[str, Any]] = {"stretch": {"time": 1.0}}
+"""Options that are refused without another one."""
+
+
 def _spelled(value: Any) -> str:
     """`value` as a spec writes it."""
     return str(value).lower() if isinstance(value, bool) else str(value)
@@ -61,7 +66,7 @@ def test_keywords_and_spec_give_the_same_options(key: str) -> None:
     """Each option, given as a keyword or as a spec's string, makes the same resolved options (alone and with a
     time budget, whose defaults depend on it), and a refused value the same one line from both routes."""
     good, bad = SAMPLES[key]
-    base = {"path": str(SHIPPED)}
+    base = {"path": str(SHIPPED), **NEEDS.get(key, {})}
     for extra in ({}, {"time": 2.0}):
         keywords = {**base, **extra, key: good}
         spec = {k: _spelled(v) for k, v in keywords.items()}
