@@ -244,12 +244,17 @@ class CheckpointPlayer:
                 or (rounds is not None and count >= rounds)
                 or (sims is not None and done >= sims)
                 or (stop is not None and stop.is_set())
-                or (timer is not None and not timer.go_on(int(out.action[0]), float(out.root_value[0]), spent, count))
+                or (timer is not None and not self._go_on(timer, out, spent, count))
                 or room < (per_round + 1) * K.MAX_MOVES
             ):
                 break
         self.last_simulations, self.last_rounds = done, count
         return out
+
+    @staticmethod
+    def _go_on(timer: MoveTimer, out: SearchOutput, spent: float, rounds: int) -> bool:
+        action = int(out.action[0])
+        return timer.go_on(action, float(out.policy[0, action]), float(out.root_value[0]), spent, rounds)
 
     def principal_variation(self, first: Move, length: int = 8) -> list[Move]:
         """The last search's expected line: `first` (the move played), then the most visited child at each

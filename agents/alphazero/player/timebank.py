@@ -6,14 +6,17 @@ move searches in rounds (`CheckpointPlayer`); after each round `MoveTimer.go_on`
 
 - a round that would end past the move's **hard** limit, min(S x T, T + the bank), never starts;
 - before the move's **soft** limit, T (less any overrun still owed), the search goes on, unless the move
-  is **settled**: at least `EARLY_FRACTION` of T spent, and the last `SETTLED_ROUNDS` rounds chose one
-  action while the root value did not fall; it then ends, and what it left goes to the bank;
+  is **settled**: at least `EARLY_FRACTION` of T spent, the last `SETTLED_ROUNDS` rounds chose one
+  action, the search's policy gives it `CLEAR` or more and the root value did not fall; it then ends, and
+  what it left goes to the bank;
 - past the soft limit it goes on only while the move is **unsettled**: the last round chose another action
-  than the round before, or the root value lies `FALL` or more below the value this player's previous
-  search ended with (the opponent's reply found something).
+  than the round before, or the search's policy gives its choice less than `CLOSE` (another move is
+  nearly as good), or the root value lies `FALL` or more below the value this player's previous search
+  ended with (the opponent's reply found something).
 
 So a game's moves take T each on average at most (the bank never lends; an overrun of the last round is
-paid back by the next move's soft limit), and the time goes where the search still changes its mind.
+paid back by the next moves' soft limits, each at least half of T; an overrun past `MAX_DEBT` move times,
+such as a first move's compiling, is not), and the time goes where the search is unsure.
 ``stretch=1`` is a plain search by time: every move runs rounds while the next fits in T.
 """
 
@@ -27,9 +30,20 @@ SETTLED_ROUNDS = 4
 EARLY_FRACTION = 0.5
 """The share of the move time a settled move searches at least."""
 
+CLEAR = 0.9
+"""The search policy's share of its choice (Gumbel: the completed-Q policy) from which a move may settle."""
+
+CLOSE = 0.6
+"""The share below which a move is unsettled: another move is nearly as good, and more search may tell."""
+
 FALL = 0.1
 """How far below the previous search's root value (the same side's view, values in [-1, 1]) the root value
 must lie to keep a move searching past its time."""
+
+
+MAX_DEBT = 1.0
+"""The most move times of overrun the bank asks back: the rest of a longer one (a first search compiling, a
+stalled machine) is not the search's doing, and paying it back would starve the moves after it."""
 
 
 class MoveTimer:
@@ -46,22 +60,25 @@ class MoveTimer:
     def falling(self, value: float) -> bool:
         return self.last_value is not None and value <= self.last_value - FALL
 
-    def go_on(self, action: int, value: float, spent: float, rounds: int) -> bool:
-        """After a round that chose `action` with root value `value`, `spent` seconds into the search's
-        `rounds` rounds: whether to run another (the next round is taken to cost the mean round so far)."""
+    def go_on(self, action: int, share: float, value: float, spent: float, rounds: int) -> bool:
+        """After a round that chose `action`, which the search's policy gives `share`, with root value
+        `value`, `spent` seconds into the search's `rounds` rounds: whether to run another (the next round is
+        taken to cost the mean round so far)."""
         self.actions.append(action)
         end = spent + spent / max(1, rounds)
         if end > self.hard:
             return False
         if end <= self.soft:
             recent = self.actions[-SETTLED_ROUNDS:]
-            settled = len(recent) == SETTLED_ROUNDS and len(set(recent)) == 1 and not self.falling(value)
+            settled = (
+                len(recent) == SETTLED_ROUNDS and len(set(recent)) == 1 and share >= CLEAR and not self.falling(value)
+            )
             if settled and spent >= self.early:
                 self.stopped_early = True
                 return False
             return True
         changed = len(self.actions) >= 2 and self.actions[-1] != self.actions[-2]
-        if changed or self.falling(value):
+        if changed or share < CLOSE or self.falling(value):
             self.extended = True
             return True
         return False
@@ -80,7 +97,7 @@ class TimeBank:
 
     def limits(self) -> tuple[float, float]:
         """(soft, hard) seconds for the next move."""
-        soft = self.seconds + min(0.0, self.balance)
+        soft = self.seconds + max(-0.5 * self.seconds, min(0.0, self.balance))
         hard = max(soft, min(self.stretch * self.seconds, self.seconds + self.balance))
         return soft, hard
 
@@ -92,7 +109,7 @@ class TimeBank:
 
     def end_move(self, spent: float, timer: MoveTimer) -> None:
         """Book a move that took `spent` seconds in all."""
-        self.balance += self.seconds - spent
+        self.balance = max(-MAX_DEBT * self.seconds, self.balance + self.seconds - spent)
         self.moves += 1
         self.early += timer.stopped_early
         self.extended += timer.extended

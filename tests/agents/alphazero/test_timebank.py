@@ -3,14 +3,14 @@ what they saved, and a game's moves average at most the move time."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 import pytest
 
 from agents.alphazero.player import player as player_module
 from agents.alphazero.player.player import CheckpointPlayer
-from agents.alphazero.player.timebank import EARLY_FRACTION, FALL, SETTLED_ROUNDS, MoveTimer, TimeBank
+from agents.alphazero.player.timebank import CLEAR, CLOSE, EARLY_FRACTION, FALL, MAX_DEBT, MoveTimer, TimeBank
 from envs import Board, Move
 from envs.players import PlayerSpecError, RandomPlayer
 from tests import support
@@ -21,42 +21,46 @@ SHIPPED = support.ROOT / "checkpoints" / "shipped" / "results-only-60.pt"
 def test_a_settled_move_ends_once_it_has_searched_the_early_share() -> None:
     timer = MoveTimer(soft=1.0, hard=2.0, early=0.5, last_value=0.0)
     rounds = 1
-    while timer.go_on(7, 0.0, 0.1 * rounds, rounds):
+    while timer.go_on(7, CLEAR, 0.0, 0.1 * rounds, rounds):
         rounds += 1
     # rounds 1-4 choose 7 but before 0.5 s; round 5 (0.5 s) is settled: it stops there, half its time unspent
     assert rounds == 5
     assert timer.stopped_early and not timer.extended
 
 
-def test_a_move_whose_choice_moves_is_not_settled_and_searches_on() -> None:
+@pytest.mark.parametrize(
+    "actions, share, value",
+    [
+        ([1, 2] * 5, 1.0, 0.0),  # the choice moves from round to round
+        ([7] * 10, CLEAR - 0.01, 0.0),  # the search's policy is not sure of it
+        ([7] * 10, 1.0, -FALL),  # the value fell since this player's last move
+    ],
+)
+def test_a_move_that_is_not_settled_searches_its_time(actions: list[int], share: float, value: float) -> None:
     timer = MoveTimer(soft=1.0, hard=2.0, early=0.5, last_value=0.0)
-    actions = [1, 2, 1, 2, 1, 2, 1, 2, 1, 2]
-    assert all(timer.go_on(a, 0.0, 0.1 * (k + 1), k + 1) for k, a in enumerate(actions[:9]))
+    assert all(timer.go_on(a, share, value, 0.1 * (k + 1), k + 1) for k, a in enumerate(actions[:9]))
     assert not timer.stopped_early
 
 
 def test_past_its_time_a_move_goes_on_only_while_unsettled_and_never_past_hard() -> None:
-    changed = MoveTimer(soft=1.0, hard=1.5, early=0.5, last_value=None)
-    changed.actions = [3] * 9
-    assert changed.go_on(4, 0.0, 1.0, 10)  # next round ends at 1.1 > soft, the choice just changed
+    def past(last_value: Optional[float] = None, hard: float = 1.5) -> MoveTimer:
+        timer = MoveTimer(soft=1.0, hard=hard, early=2.0, last_value=last_value)
+        timer.actions = [3] * 9
+        return timer
+
+    changed = past()
+    assert changed.go_on(4, 1.0, 0.0, 1.0, 10)  # next round ends at 1.1 > soft, the choice just changed
     assert changed.extended
-    assert not changed.go_on(4, 0.0, 1.1, 11)  # the same choice twice: done
-    stable = MoveTimer(soft=1.0, hard=1.5, early=2.0, last_value=None)
-    stable.actions = [3] * 9
-    assert not stable.go_on(3, 0.0, 1.0, 10) and not stable.extended
-    falling = MoveTimer(soft=1.0, hard=1.5, early=2.0, last_value=0.3)
-    falling.actions = [3] * 9
-    assert falling.go_on(3, 0.3 - FALL, 1.0, 10)  # the value fell since this player's last move
-    assert not falling.go_on(3, 0.3 - FALL, 1.45, 14)  # the next round would end past hard (1.5)
-    flip = MoveTimer(soft=1.0, hard=1.0, early=2.0, last_value=None)
-    flip.actions = [1]
-    assert not flip.go_on(2, 0.0, 1.0, 10)  # no bank: hard = soft
-
-
-def test_a_falling_value_is_never_settled() -> None:
-    timer = MoveTimer(soft=1.0, hard=2.0, early=0.1, last_value=0.5)
-    assert all(timer.go_on(7, 0.5 - FALL, 0.1 * k, k) for k in range(1, SETTLED_ROUNDS + 3))
-    assert not timer.stopped_early
+    assert not changed.go_on(4, 1.0, 0.0, 1.1, 11)  # the same choice twice and clear: done
+    stable = past()
+    assert not stable.go_on(3, CLOSE, 0.0, 1.0, 10) and not stable.extended
+    close = past()
+    assert close.go_on(3, CLOSE - 0.01, 0.0, 1.0, 10) and close.extended  # another move nearly as good
+    falling = past(last_value=0.3)
+    assert falling.go_on(3, 1.0, 0.3 - FALL, 1.0, 10)  # the value fell since this player's last move
+    assert not falling.go_on(3, 1.0, 0.3 - FALL, 1.45, 14)  # the next round would end past hard (1.5)
+    no_bank = past(hard=1.0)
+    assert not no_bank.go_on(2, 0.1, 0.0, 1.0, 10)  # nothing saved: hard = soft
 
 
 def test_the_bank_lends_nothing_and_an_overrun_is_paid_back() -> None:
@@ -70,8 +74,10 @@ def test_the_bank_lends_nothing_and_an_overrun_is_paid_back() -> None:
     assert bank.limits() == pytest.approx((0.5, 1.5))  # stretch x time at most, whatever is saved
     bank.balance = -0.1  # a round ran past the move's time
     assert bank.limits() == pytest.approx((0.4, 0.4))
+    bank.end_move(10.0, timer)  # a move far past its time (a first search compiling): one move time owed
+    assert bank.balance == pytest.approx(-MAX_DEBT * 0.5) and bank.limits() == pytest.approx((0.25, 0.25))
     timer = bank.start_move(0.05, 0.2)
-    assert (timer.soft, timer.hard, timer.early) == pytest.approx((0.35, 0.35, EARLY_FRACTION * 0.5 - 0.05))
+    assert (timer.soft, timer.hard, timer.early) == pytest.approx((0.2, 0.2, EARLY_FRACTION * 0.5 - 0.05))
     bank.reset()
     assert bank.balance == 0 and bank.moves == 0
     with pytest.raises(ValueError, match="stretch"):
