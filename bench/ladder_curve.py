@@ -1,7 +1,8 @@
 """Strength by CPU-hour on the fixed alpha-beta ladder: checkpoints of one or more runs as Elo on one scale.
 
     python bench/ladder_curve.py checkpoints/<run> [more runs] --results runs/<gauntlet> [--results ...]
-                                 [--cores 2] [--ratings bench/ladder_ratings.json] [--label NAME ...] [--out PNG]
+                                 [--alias OLD=NEW ...] [--cores 2] [--ratings bench/ladder_ratings.json]
+                                 [--label NAME ...] [--out PNG]
 
 The alpha-beta levels were rated once, together, by bench/ladder.py; their ratings
 (bench/ladder_ratings.json, or `--ratings` with a file of that shape or a tournament's
@@ -157,10 +158,12 @@ def search_options(spec: str) -> str:
     return ",".join(sorted(o for o in options if o and not o.startswith("path=")))
 
 
-def gauntlet_records(paths: Sequence[Path], search: str) -> Record:
+def gauntlet_records(paths: Sequence[Path], search: str, aliases: Optional[dict[str, str]] = None) -> Record:
     """(run directory name, iteration) -> opponent spec -> [wins, draws, losses], from every pairing in the
     results.json files (or folders holding them) in which one side is a run's `iter_NNNNNN.pt` searching with
-    exactly the options `search` (e.g. `sims=128`)."""
+    exactly the options `search` (e.g. `sims=128`). `aliases`: directory names whose checkpoints count as
+    another run's (old name -> the run's name: a run continued in another directory)."""
+    aliases = aliases or {}
     wanted = search_options("checkpoint:" + search)
     files: list[Path] = []
     for path in paths:
@@ -184,7 +187,8 @@ def gauntlet_records(paths: Sequence[Path], search: str) -> Record:
                 m = CHECKPOINT.match(me)
                 it = m and ITERATION_FILE.match(Path(m.group(1)).name)
                 if m and it and search_options(me) == wanted:
-                    key = (Path(m.group(1)).parent.name, int(it.group(1)))
+                    run = Path(m.group(1)).parent.name
+                    key = (aliases.get(run, run), int(it.group(1)))
                     tally = out.setdefault(key, {}).setdefault(other, [0, 0, 0])
                     for k in range(3):
                         tally[k] += wdl[k]
@@ -289,6 +293,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         default=[],
         help="evaluate.py results.json (or a folder of them) with gauntlets of the runs' checkpoints",
     )
+    parser.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="gauntlets of OLD/iter_*.pt count as run NEW's (a run continued in another directory)",
+    )
     parser.add_argument("--search", default="sims=128", help="the checkpoints' search options in the results to use")
     parser.add_argument(
         "--cores",
@@ -306,10 +317,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.cores <= 0:
         print(f"ladder_curve.py: error: --cores must be > 0 (got {args.cores})", file=sys.stderr)
         return 2
+    aliases = dict(a.split("=", 1) for a in args.alias if "=" in a)
+    if len(aliases) != len(args.alias) or not all(k and v for k, v in aliases.items()):
+        print(f"ladder_curve.py: error: --alias takes OLD=NEW, two directory names (got {args.alias})", file=sys.stderr)
+        return 2
     try:
         ratings = load_ratings(args.ratings)
         names = args.label or [r.resolve().name for r in args.runs]
-        records = gauntlet_records(args.results, args.search) if args.results else None
+        records = gauntlet_records(args.results, args.search, aliases) if args.results else None
         curves = {name: run_curve(run, ratings, args.cores, records) for name, run in zip(names, args.runs)}
     except CurveError as e:
         print(f"ladder_curve.py: error: {e}", file=sys.stderr)

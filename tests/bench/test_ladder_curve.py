@@ -110,6 +110,39 @@ def test_gauntlets_of_a_runs_checkpoints_become_points_by_cpu_hour(
         assert img.format == "PNG" and img.size == (curve.WIDTH, curve.HEIGHT)
 
 
+def test_an_alias_counts_a_continued_runs_earlier_gauntlets_as_its_own(
+    curve: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run continued in another directory: the gauntlets of its checkpoints under the old directory's name
+    count as the new run's with `--alias OLD=NEW`, and are not its without."""
+    run = make_run(tmp_path, "campaign", {"perf/seconds_selfplay": [(s, 60.0) for s in range(1, 21)]})
+    results = tmp_path / "runs"
+    write_results(
+        results / "old", [("checkpoint:path=runs/first/iter_000010.pt,sims=128", "alphabeta:depth=1", 6, 0, 4)]
+    )
+    write_results(
+        results / "new", [("checkpoint:path=runs/campaign/iter_000020.pt,sims=128", "alphabeta:depth=2", 5, 0, 5)]
+    )
+    argv = [
+        str(run),
+        "--results",
+        str(results),
+        "--ratings",
+        str(ratings_file(tmp_path)),
+        "--out",
+        str(tmp_path / "c.png"),
+    ]
+    assert curve.main(argv) == 0
+    assert [line.split(" | ")[1] for line in capsys.readouterr().out.splitlines() if line.startswith("| campaign")] == [
+        "20"
+    ]
+    assert curve.main([*argv, "--alias", "first=campaign"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| campaign")]
+    assert [row.split(" | ")[1] for row in rows] == ["10", "20"] and "alphabeta:depth=1 0.60 of 10" in rows[0]
+    assert curve.main([*argv, "--alias", "first"]) == 2
+    assert "--alias takes OLD=NEW" in capsys.readouterr().err
+
+
 def test_without_results_the_in_training_evaluations_are_rated(
     curve: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
