@@ -15,11 +15,13 @@ from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.alphazero.distributed.settings import InferenceConfig
-from agents.alphazero.net.checkpoint import load_checkpoint
+from agents.alphazero.net.checkpoint import load_checkpoint, save_checkpoint
+from agents.alphazero.net.network import build_network
 from agents.alphazero.training import config as train_config
 from agents.alphazero.training.learner import LearnMetrics
 from agents.alphazero.training.run import TrainingRun
 from agents.arena.records import read_jsonl
+from agents.common.rundir import RunDirError
 from envs.config import config_dir, group_options, read_config_file
 from envs.rules import RuleSet
 from tests.support import ROOT
@@ -443,6 +445,27 @@ def test_resume_applies_key_value_overrides_to_the_stored_config(tmp_path: Path)
     ):
         with pytest.raises(train_config.ConfigError, match=words):
             train_config.resumed_config(stored, tmp_path, [bad])
+
+
+def test_a_run_moved_to_another_machine_resumes_where_its_latest_pt_lies(tmp_path: Path) -> None:
+    """A campaign committed to git and cloned elsewhere: its stored config names the out_dir it began in (here
+    one that cannot be made); the resume goes on in the directory of its latest.pt and checks only that one."""
+    composed = train_config.compose_config(["train=tiny", "model=tiny", "name=moved", "out_dir=/proc/gone/runs"])
+    conf = train_config.checked_config(composed)
+    net = build_network(conf.model)
+    state = {"model": net.state_dict(), "network": conf.model.to_dict(), "rules": RuleSet().to_dict()}
+    run_dir = tmp_path / "clone" / "checkpoints" / "moved"
+    save_checkpoint(
+        run_dir / "latest.pt",
+        dict(state, config=OmegaConf.to_yaml(composed), learner={}, replay={}, rng={}, counters={}, extra={}),
+    )
+    overrides = [f"resume={run_dir}"]
+    run, resumed = TrainingRun.open(train_config.compose_config(overrides), overrides)
+    assert run.run_dir == run_dir and (resumed.out_dir, resumed.name) == (str(run_dir.parent), "moved")
+    assert not Path("/proc/gone").exists()
+    with pytest.raises(RunDirError, match="cannot be written"):  # a fresh run still checks its out_dir
+        fresh = ["train=tiny", "model=tiny", "name=new", "out_dir=/proc/gone/runs"]
+        TrainingRun.open(train_config.compose_config(fresh), fresh)
 
 
 def test_a_stored_config_in_the_flat_search_layout_resumes_as_it_meant(tmp_path: Path) -> None:

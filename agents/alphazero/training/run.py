@@ -159,7 +159,8 @@ class TrainingRun:
                 check_run_name(cfg.name)  # name= given empty
             cfg.name = time.strftime("az-%Y%m%d-%H%M%S")
         conf, device, servers = checked_run_config(cfg)
-        check_writable_dir(conf.out_dir)
+        if resume_from is None:
+            check_writable_dir(conf.out_dir)
         tc = conf.train
         if tc.inference.server and tc.worker_backend == "process":  # their leaf slots, in shared memory
             check_shared_memory(tc.workers, slot_capacity(tc.selfplay.parallel, conf.mcts))
@@ -175,6 +176,7 @@ class TrainingRun:
             run_dir = resume_dir(resume_path, Path(conf.out_dir) / conf.name if given & {"name", "out_dir"} else None)
             cfg.name, cfg.out_dir = run_dir.name, str(run_dir.parent)
             conf.name, conf.out_dir = cfg.name, cfg.out_dir
+            check_writable_dir(conf.out_dir)  # where it goes on, not where its stored config says it began
             if run_dir.resolve() != resume_path.parent.resolve():
                 fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # a copy starts in a directory of its own
         else:
