@@ -157,8 +157,7 @@ class CheckpointPlayer:
             out = self._rounds(games, budget, rounds=limit.depth, sims=limit.nodes, stop=stop)
         elif self.bank is not None:
             if self._banked_ply is None or board.ply != self._banked_ply + 2:  # another game, or moves taken back
-                self.bank.reset()
-                self._previous_value = None
+                self._forget_game()
             self._banked_ply = board.ply
             timer = self.bank.start_move(time.perf_counter() - start, self._previous_value)
             out = self._rounds(games, None, timer=timer)
@@ -284,11 +283,15 @@ class CheckpointPlayer:
                 return child
         return None
 
-    def reset(self) -> None:
-        self._after = None
+    def _forget_game(self) -> None:
+        """A new game: no previous search's value, nothing banked."""
         self._previous_value = self._banked_ply = None
         if self.bank is not None:
             self.bank.reset()
+
+    def reset(self) -> None:
+        self._after = None
+        self._forget_game()
         self.search.advance(0, -1)
         if self.guard is not None:
             self.guard.reset()
