@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
@@ -110,13 +111,13 @@ class ThreadedRay:
 
                 class Method:
                     @staticmethod
-                    def remote(*args: Any) -> Future:
+                    def remote(*args: Any, **kwargs: Any) -> Future:
                         if handle.dead:
                             f: Future = Future()
                             f.set_exception(fake.exceptions.RayActorError(ACTOR_DIED))
                             return f
                         args = tuple(a.result() if isinstance(a, Future) else a for a in args)
-                        return fake._threads.submit(fake._on_node, handle.node_id, fn, *args)
+                        return fake._threads.submit(fake._on_node, handle.node_id, partial(fn, **kwargs), *args)
 
                 return Method
 

@@ -74,6 +74,7 @@ from agents.alphazero.distributed.workers import (
     next_game_after,
     play_range,
     portable_state,
+    refuse_carried_floor,
     split_games,
 )
 from agents.alphazero.net.packing import pack_masks, pack_observations
@@ -341,9 +342,12 @@ class ServedPool(SelfPlayPool):
         num_games: int,
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         if self._broken or not self._clients:
             raise RuntimeError("this self-play pool is closed (or stopped by an error)")
+        if self.carry:
+            refuse_carried_floor(root_uniform)
         t0 = time.perf_counter()
         ranges = split_games(num_games, self.workers)
         halves = [[(first + a, n) for a, n in split_games(count, self.halves)] for first, count in ranges]
@@ -370,6 +374,9 @@ class ServedPool(SelfPlayPool):
             loops = self.workers * self.halves
             for k, shares in enumerate(halves):
                 calls = [dict(seed=seed, first_game=first, num_games=n, opponent_seeds=seeds) for first, n in shares]
+                if root_uniform is not None:
+                    for call in calls:
+                        call["root_uniform"] = root_uniform
                 if self.carry:  # the count alone: the indices are the loop's own
                     for j, call in enumerate(calls):
                         call.update(first_game=self.first_game + k * self.halves + j, stride=loops)
@@ -458,7 +465,12 @@ class ServedSelfPlayActor:
         self.evaluator = RayServedEvaluator(workers_module.import_ray(), server, client)
 
     def play(
-        self, seed: int, first_game: int, num_games: int, opponent_seeds: Optional[Sequence[int]] = None
+        self,
+        seed: int,
+        first_game: int,
+        num_games: int,
+        opponent_seeds: Optional[Sequence[int]] = None,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         try:
             return play_range(
@@ -468,6 +480,7 @@ class ServedSelfPlayActor:
                 first_game=first_game,
                 num_games=num_games,
                 opponent_seeds=opponent_seeds,
+                root_uniform=root_uniform,
             )
         finally:
             self.evaluator.idle()

@@ -240,6 +240,7 @@ class RayPool(SelfPlayPool):
         num_games: int,
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         if not self._actors:
             raise RuntimeError("this self-play pool is closed")
@@ -254,7 +255,9 @@ class RayPool(SelfPlayPool):
             playing = [self._clients[k] for k in range(len(ranges)) if self.placement.workers[k][1] == s]
             self._get(server.expect.remote(playing), name)
         refs = [
-            actor.play.remote(*(() if c is not None else (weights,)), seed, first, count, seeds)  # served: no network
+            actor.play.remote(  # served: no network
+                *(() if c is not None else (weights,)), seed, first, count, seeds, root_uniform=root_uniform
+            )
             for actor, c, (first, count) in zip(self._actors, self._clients, ranges)
         ]
         parts = [self._get(ref, self._who(k)) for k, ref in enumerate(refs)]

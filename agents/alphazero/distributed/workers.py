@@ -43,6 +43,7 @@ depends on the position alone, and the pure self-play games, do not.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -87,6 +88,15 @@ def portable_state(model_state: Mapping[str, Any]) -> dict[str, np.ndarray]:
     }
 
 
+def with_root_floor(settings: WorkerSettings, root_uniform: Optional[float]) -> WorkerSettings:
+    """`settings` with the Gumbel search's root floor `root_uniform` (checked as the config checks it); the same
+    settings for None."""
+    if root_uniform is None or root_uniform == settings.mcts.gumbel.root_uniform:
+        return settings
+    gumbel = replace(settings.mcts.gumbel, root_uniform=float(root_uniform))
+    return replace(settings, mcts=replace(settings.mcts, gumbel=gumbel))
+
+
 def play_range(
     evaluator: Evaluator,
     settings: WorkerSettings,
@@ -96,9 +106,12 @@ def play_range(
     num_games: int,
     opponent_seeds: Optional[Sequence[int]] = None,
     progress: bool = False,
+    root_uniform: Optional[float] = None,
 ) -> SelfPlayData:
     """Games `first_game` .. `first_game + num_games - 1` of the call seeded `seed` on `evaluator`, opponents
-    built from the specs of `settings` (what every worker plays)."""
+    built from the specs of `settings` (what every worker plays); `root_uniform`, when given, is the call's
+    floor under the roots' prior in place of the settings' (``train.draw_control``)."""
+    settings = with_root_floor(settings, root_uniform)
     opponents = build_opponents(settings.selfplay, settings.rules, seed, opponent_seeds)
     return play_games(
         evaluator,
@@ -141,9 +154,10 @@ class SelfPlayWorker:
         num_games: int,
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         """Load `model_state` (None: keep the current weights) and play games `first_game` ..
-        `first_game + num_games - 1` of the call seeded `seed`."""
+        `first_game + num_games - 1` of the call seeded `seed` (at the root floor `root_uniform`, when given)."""
         if model_state is not None:
             self.load_weights(model_state)
         return play_range(
@@ -154,6 +168,7 @@ class SelfPlayWorker:
             num_games=num_games,
             opponent_seeds=opponent_seeds,
             progress=progress,
+            root_uniform=root_uniform,
         )
 
     def play_on(
@@ -194,9 +209,11 @@ class SelfPlayPool:
         num_games: int,
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         """Games ``0 .. num_games - 1`` of the call seeded `seed`, with the weights `model_state` (a state_dict),
-        in game-index order; stats ``seconds`` and the rates are the call's wall time."""
+        in game-index order; stats ``seconds`` and the rates are the call's wall time. `root_uniform`, when given,
+        is the call's root floor in place of the settings' (``train.draw_control``; not with carry_over)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -252,6 +269,12 @@ class CarriedGames:
         return data
 
 
+def refuse_carried_floor(root_uniform: Optional[float]) -> None:
+    """ValueError for a call's own root floor where the games carry over (their searches keep the first call's)."""
+    if root_uniform is not None:
+        raise ValueError("a call's root floor (root_uniform) cannot reach games carried over from the last call")
+
+
 def next_game_after(first_game: int, stride: int, started: Sequence[int]) -> int:
     """The lowest index above every game started by `stride` interleaved loops (the l-th numbering its games
     ``first_game + l``, ``+ stride`` ...) whose next indices are `started`: where a resumed run starts."""
@@ -294,13 +317,15 @@ class InProcessPool(SelfPlayPool):
         num_games: int,
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         if self.settings.selfplay.carry_over:
+            refuse_carried_floor(root_uniform)
             if self.worker is not None:
                 self.worker.load_weights(model_state)
             return self.carried.play(seed, num_games, opponent_seeds, progress)
         if self.worker is not None:
-            return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress)
+            return self.worker.play(model_state, seed, 0, num_games, opponent_seeds, progress, root_uniform)
         assert self.evaluator is not None
         return play_range(
             self.evaluator,
@@ -310,6 +335,7 @@ class InProcessPool(SelfPlayPool):
             num_games=num_games,
             opponent_seeds=opponent_seeds,
             progress=progress,
+            root_uniform=root_uniform,
         )
 
 
@@ -343,9 +369,12 @@ class ProcessPool(SelfPlayPool):
         num_games: int,
         opponent_seeds: Optional[Sequence[int]] = None,
         progress: bool = False,
+        root_uniform: Optional[float] = None,
     ) -> SelfPlayData:
         if self._pool is None:
             raise RuntimeError("this self-play pool is closed")
+        if self.carry:
+            refuse_carried_floor(root_uniform)
         t0 = time.perf_counter()
         weights = portable_state(model_state)
         seeds = list(opponent_seeds) if opponent_seeds is not None else None
@@ -354,7 +383,7 @@ class ProcessPool(SelfPlayPool):
         if self.carry:  # call w goes to worker w: the pool is idle between calls, and closed after one cut short
             calls = [(weights, seed, self.first_game + w, self.workers, n, seeds) for w, (_, n) in enumerate(shares)]
         else:
-            calls = [(weights, seed, first, count, seeds) for first, count in shares]
+            calls = [(weights, seed, first, count, seeds, False, root_uniform) for first, count in shares]
         parts: dict[int, SelfPlayData] = {}
         try:
             with tqdm(total=num_games, desc="self-play", unit="game", disable=not progress) as bar:

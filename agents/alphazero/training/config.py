@@ -29,6 +29,7 @@ from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay.games import SelfPlayConfig
 from agents.alphazero.selfplay.rules_mix import RulesMixError, check_mix_compatible, parse_rules_mix
+from agents.alphazero.training.draws import DrawControlConfig
 from agents.alphazero.training.learner import LearnerConfig
 from agents.alphazero.training.replay import POSITION_BYTES
 from agents.common.rundir import check_run_name
@@ -147,6 +148,12 @@ class TrainConfig:
     per new self-play position again (as self-play searches) and their policy targets become that search's
     (`agents.alphazero.training.reanalyse`); 0 to 100, 0 off. The default run reanalyses a quarter of a
     position per new one. A resumed run whose stored config predates the key plays on without it."""
+    draw_control: DrawControlConfig = field(default_factory=DrawControlConfig)
+    """A root floor that follows the self-play draw rate: with `target` below 1, the uniform floor under the
+    self-play roots' prior (`mcts.gumbel.root_uniform`, where it starts and its lowest) rises by `step` after an
+    iteration whose games drew more than `target` of the time and falls by `step` after one that drew less, up to
+    `max_floor`; saved with the run's counters (see agents.alphazero.training.draws). Gumbel search only, not with
+    `selfplay.carry_over`. Off by default (target 1)."""
     learner: LearnerConfig = field(default_factory=lambda: LearnerConfig(total_steps=80000))
     """Optimizer, schedule and loss weights.
     A training run's cosine schedule runs over more steps (`total_steps`) than the default run takes, so
@@ -284,6 +291,18 @@ class Config:
             )
         if self.name:
             check_run_name(self.name)
+        if self.train.draw_control.on:
+            if self.mcts.algorithm != "gumbel":
+                raise ConfigError(
+                    f"train.draw_control moves the Gumbel root floor (mcts.gumbel.root_uniform): it needs "
+                    f"mcts.algorithm=gumbel (got {self.mcts.algorithm!r})"
+                )
+            if self.train.selfplay.carry_over:
+                raise ConfigError(
+                    "train.draw_control sets each iteration's root floor, which the games carried over from the "
+                    "last iteration (train.selfplay.carry_over=true) could not follow"
+                )
+            self.train.draw_control.check_base(self.mcts.gumbel.root_uniform)
         if self.train.rules_mix:
             check_mix_compatible(self.mcts, self.train.selfplay)
             changed = sorted(k for k, v in self.rules.rule_set().to_dict().items() if v != DEFAULT_RULES.to_dict()[k])

@@ -38,6 +38,7 @@ from agents.alphazero.search.base import Evaluator
 from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
 from agents.alphazero.training.config import Config, checked_run_config, resumed_config
+from agents.alphazero.training.draws import draw_share, next_root_floor
 from agents.alphazero.training.ladder import evaluate_ladder
 from agents.alphazero.training.learner import Learner, LearnMetrics
 from agents.alphazero.training.progress import (
@@ -222,6 +223,9 @@ class TrainingRun:
             restore_part(path, "extra", lambda: previous.load_state_dict(state["extra"]["previous_model"]))
             restore_part(path, "rng", lambda: set_rng_state(state["rng"]))
             self.pending_eval = bool(state["extra"].get("pending_eval"))  # stopped before it evaluated
+        control, base = self.conf.train.draw_control, self.conf.mcts.gumbel.root_uniform
+        if control.on:  # a run that turns the control on starts at the base; a floor out of today's bounds is clamped
+            counters["root_floor"] = min(control.max_floor, max(base, float(counters.get("root_floor", base))))
         self.parts = model, learner, replay, previous
         self.clock = PhaseClock(history.get("phase_seconds"))  # seconds per phase, for the ETA
         self.saved = (counters["iteration"], self.pending_eval)
@@ -350,6 +354,7 @@ class TrainingRun:
         numbered and seeded over the run). Changes nothing of the run's."""
         seed, tc = self.conf.seed, self.conf.train
         carry = tc.selfplay.carry_over
+        floor = self.counters["root_floor"] if tc.draw_control.on else None
         data = pool.play(
             model.state_dict(),
             seed=derive_seed(seed, "selfplay") if carry else derive_seed(seed, "selfplay", it),
@@ -359,6 +364,7 @@ class TrainingRun:
                 for k in range(len(tc.selfplay.opponents))
             ],
             progress=progress,
+            **({"root_uniform": floor} if floor is not None else {}),
         )
         self.server_counts = dict(getattr(pool, "server_counts", {}))  # logged with the games (`played`)
         self.next_game = getattr(pool, "next_game", 0)  # counted with the games (`played`)
@@ -436,9 +442,26 @@ class TrainingRun:
         seconds = time.time() - started
         self.clock.add("selfplay", seconds)
         log_selfplay(self.writer, it, s, seconds, self.conf.train.selfplay.opponent_fraction > 0)
+        self.follow_draws(it, s)
         if self.server_counts:
             log.info("%s", log_server(self.writer, it, self.server_counts))
         return seconds
+
+    def follow_draws(self, it: int, s: SelfPlayStats) -> None:
+        """With `train.draw_control`: the root floor iteration `it` played at into the logs, and the next
+        iteration's floor, by the share of its games drawn, into the counters."""
+        control = self.conf.train.draw_control
+        if not control.on:
+            return
+        assert self.writer is not None
+        floor, share = float(self.counters["root_floor"]), draw_share(s)
+        self.writer.add_scalar("selfplay/root_floor", floor, it)
+        after = next_root_floor(floor, self.conf.mcts.gumbel.root_uniform, share, control)
+        if after != floor:
+            log.info(
+                "root floor %.2f -> %.2f: %.2f of the games drawn, target %.2f", floor, after, share, control.target
+            )
+        self.counters["root_floor"] = after
 
     def reanalysed(self, it: int, evaluator: Evaluator, new_positions: int) -> None:
         """With `train.reanalyse`: iteration `it`'s reanalysis (that many older positions per one of the
@@ -646,7 +669,7 @@ def restore_part(path: Path, part: str, action: Callable[[], Any]) -> None:
 
 def checked_counters(counters: Any) -> dict[str, Any]:
     """A checkpoint's counters (iteration, positions, games, simulations, next_game: integers >= 0; seconds and
-    cpu_seconds: finite numbers); ValueError naming the first that is not."""
+    cpu_seconds: finite numbers; root_floor: in [0, 1]); ValueError naming the first that is not."""
     if not isinstance(counters, dict):
         raise TypeError(f"a mapping is expected, got {type(counters).__name__}")
     for key in ("iteration", "positions", "games", "simulations", "learner_steps", "next_game"):
@@ -657,6 +680,9 @@ def checked_counters(counters: Any) -> dict[str, Any]:
         seconds = counters.get(key, 0.0)
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
             raise ValueError(f"{key}={shown(seconds)} is not a finite number")
+    floor = counters.get("root_floor", 0.0)
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor <= 1.0:
+        raise ValueError(f"root_floor={shown(floor)} is not a number in [0, 1]")
     return counters
 
 
