@@ -178,3 +178,7 @@ def test_a_run_raises_its_floor_while_its_games_draw_logs_it_and_resumes_from_it
     assert [s for s, _ in logged] == [1, 2, 3]
     assert [v for _, v in logged] == pytest.approx([0.1, 0.3, 0.45])
     assert load_checkpoint(run / "latest.pt")["counters"]["root_floor"] == pytest.approx(0.45)
+    # A lower max_floor given at a resume clamps the stored floor into it.
+    r = run_train(f"resume={run}", "train.iterations=4", "train.draw_control.max_floor=0.35")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [v for _, v in scalars(run)["selfplay/root_floor"]] == pytest.approx([0.1, 0.3, 0.45, 0.35])
