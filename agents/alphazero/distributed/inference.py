@@ -373,7 +373,9 @@ class ServedPool(SelfPlayPool):
             seeds = list(opponent_seeds) if opponent_seeds is not None else None
             loops = self.workers * self.halves
             for k, shares in enumerate(halves):
-                calls = [dict(seed=seed, first_game=first, num_games=n, opponent_seeds=seeds) for first, n in shares]
+                calls: list[dict[str, Any]] = [
+                    dict(seed=seed, first_game=first, num_games=n, opponent_seeds=seeds) for first, n in shares
+                ]
                 if root_uniform is not None:
                     for call in calls:
                         call["root_uniform"] = root_uniform

@@ -133,7 +133,13 @@ class SelfPlayConfig:
     """Fraction of the games without a winner (drawn by the rules, cut at `max_plies`, or drawn by the tables)
     whose positions train: each such game's positions go to the replay buffer or are all left out, by a coin
     drawn from the game's seed; left out, the game is still recorded and counted (`SelfPlayStats.left_out`).
-    In [0, 1]; 1 trains on every game, 0 on decisive games only."""
+    In [0, 1]; 1 trains on every game, 0 on decisive games only. `cut_keep`, when set, decides for the games
+    cut at `max_plies` instead."""
+    cut_keep: Optional[float] = None
+    """Fraction of the games cut at `max_plies` whose positions train, in place of `draw_keep` for them (their
+    value targets follow `truncated_value`, so a cut game need not teach that every position is level): each
+    such game's positions go to the replay buffer or are all left out, by the coin `draw_keep` draws from the
+    game's seed. In [0, 1]; null (the default): `draw_keep` decides for cut games too."""
     draw_policy: float = 0.0
     """Of a game without a winner that `draw_keep` leaves out, this fraction of its fully searched positions
     (each by a coin drawn from the game's seed) still trains the policy: their rows go to the replay buffer
@@ -188,6 +194,8 @@ class SelfPlayConfig:
             draw_keep=(0, 1),
             draw_policy=(0, 1),
         )
+        if self.cut_keep is not None:
+            check_range(self, "train.selfplay", SelfPlayConfigError, cut_keep=(0, 1))
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         check_choice(self, "train.selfplay", SelfPlayConfigError, contempt_sides=CONTEMPT_SIDES)
         if isinstance(self.opponents, str):
@@ -617,7 +625,10 @@ class SelfPlayLoop:
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
         full = samples.full[s, :plies].copy()
         rows: slice | np.ndarray
-        if record.result != "1/2-1/2" or keeps_draw(g.seed, self.settings.draw_keep):
+        cut, keep = bool(games.truncated[s]), self.settings.draw_keep
+        if cut and self.settings.cut_keep is not None:
+            keep = self.settings.cut_keep
+        if record.result != "1/2-1/2" or keeps_draw(g.seed, keep):
             rows, count, upto = slice(0, plies), plies, plies  # the whole game: views, no copies
             trains_value = np.ones(plies, np.bool_)
         else:  # left out, but for the positions whose policy targets still train (`draw_policy`)
@@ -636,7 +647,7 @@ class SelfPlayLoop:
             survival_targets(games.state[s], sides[rows]),
             trains_value,
             np.arange(plies, dtype=np.int16)[rows],
-            bool(games.truncated[s]),
+            cut,
             point,
             plies - count,
         )

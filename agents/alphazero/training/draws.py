@@ -45,8 +45,8 @@ class DrawControlConfig:
         """ConfigError unless the floor may start at `base` (``mcts.gumbel.root_uniform``)."""
         if self.on and base > self.max_floor:
             raise ConfigError(
-                f"train.draw_control.max_floor={shown(self.max_floor)} is below mcts.gumbel.root_uniform={shown(base)}, "
-                "where the floor starts"
+                f"train.draw_control.max_floor={shown(self.max_floor)} is below "
+                f"mcts.gumbel.root_uniform={shown(base)}, where the floor starts"
             )
 
 

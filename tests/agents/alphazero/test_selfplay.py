@@ -620,6 +620,39 @@ def test_draw_keep_leaves_drawn_games_out_of_the_rows_only() -> None:
         SelfPlayConfig(draw_keep=1.5)
 
 
+def test_cut_keep_decides_for_the_games_cut_at_max_plies_and_draw_keep_for_the_rules_draws() -> None:
+    # cut_keep=1 with draw_keep=0: the games cut at the ply cap train whole, the draws by the rules stay out;
+    # cut_keep=0 with draw_keep=1 the other way round; unset, draw_keep decides for both, as before.
+    def run(**keep: float):
+        settings = SelfPlayConfig(parallel=16, max_plies=30, start_jfen="6l/7/7/3e3/7/7/7/7/L6 r 0 1", **keep)
+        return play_games(
+            uniform_evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RuleSet(), num_games=16, seed=5
+        )
+
+    every = run()
+    terminations = [str(r.termination) for r in every.records]
+    cut = [t == "ply_cap" for t in terminations]
+    ruled = [r.result == "1/2-1/2" and not c for r, c in zip(every.records, cut)]
+    assert any(cut) and any(ruled), terminations
+    starts = np.concatenate([[0], np.cumsum([int(r.extra["plies"]) for r in every.records])])
+
+    def rows(keeps: list[bool]) -> np.ndarray:
+        return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in range(16) if keeps[i]])
+
+    for keep, expected in (
+        (dict(draw_keep=0.0, cut_keep=1.0), [not r for r in ruled]),
+        (dict(draw_keep=1.0, cut_keep=0.0), [not c for c in cut]),
+        (dict(draw_keep=0.0), [not r and not c for r, c in zip(ruled, cut)]),
+    ):
+        data = run(**keep)
+        assert [r.moves for r in data.records] == [r.moves for r in every.records]
+        np.testing.assert_array_equal(data.obs, every.obs[rows(expected)], err_msg=str(keep))
+        np.testing.assert_array_equal(data.value, every.value[rows(expected)], err_msg=str(keep))
+        assert data.stats.left_out == len(every) - len(rows(expected))
+    with pytest.raises(SelfPlayConfigError, match="cut_keep"):
+        SelfPlayConfig(cut_keep=1.5)
+
+
 def test_draw_policy_keeps_fully_searched_positions_of_left_out_draws_for_the_policy_alone() -> None:
     # draw_policy: of each draw that draw_keep leaves out, the fully searched positions a coin from the game's
     # seed picks come back as rows without a value target; decisive games' rows are untouched.
