@@ -364,7 +364,7 @@ class TrainingRun:
                 for k in range(len(tc.selfplay.opponents))
             ],
             progress=progress,
-            **({"root_uniform": floor} if floor is not None else {}),
+            root_uniform=floor,
         )
         self.server_counts = dict(getattr(pool, "server_counts", {}))  # logged with the games (`played`)
         self.next_game = getattr(pool, "next_game", 0)  # counted with the games (`played`)
