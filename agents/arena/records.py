@@ -8,7 +8,8 @@ Fields of a record:
 ``result``       ``"1-0"`` Red won, ``"0-1"`` Blue won, ``"1/2-1/2"``, ``"*"`` unfinished
 ``termination``  ``den``, ``all_captured``, ``no_moves``, ``repetition``,
                  ``no_capture_limit``, ``ply_cap``, ``resign``, ``tablebase`` (self-play
-                 adjudicated by the endgame tables), ``engine_fault`` (a tournament game an
+                 adjudicated by the endgame tables), ``level`` (self-play ended a long game
+                 its searches judged level), ``engine_fault`` (a tournament game an
                  ``engine:`` player lost by its own fault; ``extra["fault"]`` says which side
                  and what it did) or null
 ``red``/``blue`` player names (specs)
@@ -39,6 +40,7 @@ TERMINATIONS = (
     "ply_cap",
     "resign",
     "tablebase",
+    "level",
     "engine_fault",
     None,
 )

@@ -21,6 +21,7 @@ _TERMINATION_TEXT = {
     "repetition": "the same position occurred for the third time",
     "no_capture_limit": "{limit} plies passed without a capture",
     "ply_cap": "the game was stopped at its ply cap",
+    "level": "self-play stopped the game, judged level by its searches",
     "resign": "{loser} resigned",
 }
 

@@ -36,7 +36,8 @@ class SelfPlayStats:
     blue_wins: int = 0
     draws: int = 0
     truncated: int = 0
-    """Games cut at `SelfPlayConfig.max_plies` (counted among the draws)."""
+    """Games cut at `SelfPlayConfig.max_plies` or judged level (`SelfPlayConfig.level_plies`), counted among the
+    draws."""
     left_out: int = 0
     """Positions played (counted in `positions`) but not among the rows: drawn games that
     `SelfPlayConfig.draw_keep` leaves out of training (less the rows `SelfPlayConfig.draw_policy` keeps)."""

@@ -140,6 +140,17 @@ class SelfPlayConfig:
     value targets follow `truncated_value`, so a cut game need not teach that every position is level): each
     such game's positions go to the replay buffer or are all left out, by the coin `draw_keep` draws from the
     game's seed. In [0, 1]; null (the default): `draw_keep` decides for cut games too."""
+    level_plies: int = 0
+    """From this ply on, a game whose last `level_window` searched root values all lie within `level_margin` of
+    0 (seen from each searching side to move) ends there, cut as at `max_plies`: termination ``level``,
+    recorded as a draw, its value targets by `truncated_value`, kept by `cut_keep` (or `draw_keep`). So the
+    long even games that would shuffle on to the cap stop early and their plies go to other games. 0 to
+    30000; 0: never (the default)."""
+    level_window: int = 20
+    """Searched positions in a row whose root values must lie within `level_margin` of 0 for `level_plies` to
+    end a game; 1 to 30000."""
+    level_margin: float = 0.1
+    """How near 0 each of the last `level_window` root values must be for `level_plies` to end a game; in [0, 1]."""
     draw_policy: float = 0.0
     """Of a game without a winner that `draw_keep` leaves out, this fraction of its fully searched positions
     (each by a coin drawn from the game's seed) still trains the policy: their rows go to the replay buffer
@@ -193,6 +204,9 @@ class SelfPlayConfig:
             draw_score=(0, 1),
             draw_keep=(0, 1),
             draw_policy=(0, 1),
+            level_plies=(0, COUNTER_LIMIT),
+            level_window=(1, COUNTER_LIMIT),
+            level_margin=(0, 1),
         )
         if self.cut_keep is not None:
             check_range(self, "train.selfplay", SelfPlayConfigError, cut_keep=(0, 1))
@@ -391,6 +405,8 @@ class SelfPlayLoop:
         )
         self.verdict = np.full(n, UNKNOWN, dtype=np.int64)
         """Each slot's tables' verdict of its position when `tablebase_adjudicate` ended its game there."""
+        self.level = np.zeros(n, dtype=np.bool_)
+        """Each slot's game ended by `level_plies` (its searches judged it level)."""
         self.first = parse_jfen(settings.start_jfen)
         self.samples = new_samples(n, settings.max_plies)
         self.slots: list[Optional[_Game]] = [None] * n
@@ -503,6 +519,7 @@ class SelfPlayLoop:
             self.games.reset_many(np.array([slot]), self.settings.start_jfen, rules=entry.rules)
         self.slots[slot] = g
         self.occupied[slot] = True
+        self.level[slot] = False
         self.opponent_side[slot] = g.opponent_side
         if self.settings.draw_contempt and self.settings.contempt_sides == "one":
             self.contempt_side[slot] = int(np.random.default_rng(derive_seed(g.seed, "contempt side")).integers(2))
@@ -589,14 +606,23 @@ class SelfPlayLoop:
             self.search.advance(s, -1)
 
     def _adjudicate(self, idx: np.ndarray) -> np.ndarray:
-        """bool [len(idx)]: which games of the slots `idx` (not over) the tables end now (`tablebase_adjudicate`),
-        their verdicts kept in `verdict`; none when the switch is off."""
-        if not self.settings.tablebase_adjudicate:
-            return np.zeros(len(idx), dtype=np.bool_)
-        assert self.tables is not None
-        live = idx[~self.games.done[idx]]
-        self.verdict[live] = table_verdicts(self.games.state[live], self.games.flags, self.tables)
-        return ~self.games.done[idx] & (self.verdict[idx] != UNKNOWN)
+        """bool [len(idx)]: which games of the slots `idx` (not over) end now before the rules end them: by the
+        tables (`tablebase_adjudicate`, their verdicts kept in `verdict`) or judged level by their searches
+        (`level_plies`, marked in `level`); none when both are off."""
+        settings, games = self.settings, self.games
+        ended = np.zeros(len(idx), dtype=np.bool_)
+        if settings.tablebase_adjudicate:
+            assert self.tables is not None
+            live = idx[~games.done[idx]]
+            self.verdict[live] = table_verdicts(games.state[live], games.flags, self.tables)
+            ended = ~games.done[idx] & (self.verdict[idx] != UNKNOWN)
+        if settings.level_plies > 0:
+            plies = games.state[idx, K.S_PLY]
+            for row in np.flatnonzero(~games.done[idx] & ~ended & (plies >= settings.level_plies)).tolist():
+                s = int(idx[row])
+                if level_reached(self.samples.root_value[s], int(plies[row]), settings):
+                    self.level[s] = ended[row] = True
+        return ended
 
     def _finish_game(self, s: int, g: _Game) -> None:
         """The record and training rows of game `g`, over in slot `s`."""
@@ -606,11 +632,11 @@ class SelfPlayLoop:
             names = (g.opponent.name, name) if g.opponent_side == K.RED else (name, g.opponent.name)
         plies = games.plies(s)
         sides = samples.side[s, :plies].astype(np.int64)
-        adjudged = not games.done[s]  # ended by `_adjudicate`
-        verdict = int(self.verdict[s]) if adjudged else UNKNOWN
+        level = bool(self.level[s])  # ended by `_adjudicate`: judged level, or by the tables
+        verdict = int(self.verdict[s]) if not games.done[s] and not level else UNKNOWN
         rules = self.rules if g.rules is None else g.rules
         values, record = _finish(
-            games, s, g, sides, samples.root_value[s, :plies], rules, names, self.settings, verdict
+            games, s, g, sides, samples.root_value[s, :plies], rules, names, self.settings, verdict, level
         )
         if g.rules is not None:
             record.extra["rules_name"] = g.rules_name
@@ -625,7 +651,7 @@ class SelfPlayLoop:
             point = 0.5 * (1.0 + float(values[mine[0]])) if len(mine) else 0.5
         full = samples.full[s, :plies].copy()
         rows: slice | np.ndarray
-        cut, keep = bool(games.truncated[s]), self.settings.draw_keep
+        cut, keep = bool(games.truncated[s]) or level, self.settings.draw_keep
         if cut and self.settings.cut_keep is not None:
             keep = self.settings.cut_keep
         if record.result != "1/2-1/2" or keeps_draw(g.seed, keep):
@@ -681,6 +707,16 @@ class SelfPlayLoop:
         stats.opponent_games = len(points)
         stats.opponent_score = float(np.mean(points)) if points else float("nan")
         return SelfPlayData.joined(done, [d.record for d in done], stats)
+
+
+def level_reached(root_value: np.ndarray, plies: int, settings: SelfPlayConfig) -> bool:
+    """Whether a game of `plies` positions so far, whose root values are `root_value` (float [>= plies], NaN
+    where no search chose the move), is judged level: its last `settings.level_window` searched root values all
+    lie within `settings.level_margin` of 0. The ply (`level_plies`) is the caller's test."""
+    seen = root_value[:plies]
+    seen = seen[~np.isnan(seen)]
+    window = settings.level_window
+    return len(seen) >= window and bool(np.all(np.abs(seen[-window:]) <= settings.level_margin))
 
 
 def keeps_draw(seed: int, keep: float) -> bool:
@@ -759,19 +795,22 @@ def _finish(
     player_names: tuple[str, str],
     settings: SelfPlayConfig,
     verdict: int = UNKNOWN,
+    level: bool = False,
 ) -> tuple[np.ndarray, GameRecord]:
     """Value targets (from each position's side to move) and the record of the game in slot `s`, whose
     positions had the sides to move `sides` and the root values `root_value` (NaN: an opponent's move).
-    A game the tables ended (`verdict`, for the side to move in its last position) scores their result."""
+    A game the tables ended (`verdict`, for the side to move in its last position) scores their result;
+    one judged level (`level`, `SelfPlayConfig.level_plies`) is cut as at the ply cap."""
     if verdict != UNKNOWN:
         term, winner = -1, table_winner(verdict, int(games.state[s, K.S_SIDE]))
     else:
         term, winner = games.outcome(s)
-    values = value_targets(
-        sides, root_value, winner, bool(games.truncated[s]), settings, material_balance(games.state[s])
-    )
+    cut = bool(games.truncated[s]) or level
+    values = value_targets(sides, root_value, winner, cut, settings, material_balance(games.state[s]))
     if verdict != UNKNOWN:
         result, termination = RESULT_OF_WINNER[winner], "tablebase"
+    elif level:
+        result, termination = "1/2-1/2", "level"
     elif games.truncated[s]:
         result, termination = "1/2-1/2", "ply_cap"
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from agents.alphazero.selfplay.games import (
     SelfPlayConfigError,
     game_seed,
     keeps_draw,
+    level_reached,
     play_games,
     policy_rows,
     value_targets,
@@ -651,6 +653,51 @@ def test_cut_keep_decides_for_the_games_cut_at_max_plies_and_draw_keep_for_the_r
         assert data.stats.left_out == len(every) - len(rows(expected))
     with pytest.raises(SelfPlayConfigError, match="cut_keep"):
         SelfPlayConfig(cut_keep=1.5)
+
+
+def test_level_plies_ends_a_game_once_its_last_searched_root_values_lie_near_zero() -> None:
+    # The same games with and without level_plies: a game ends at the first ply from level_plies on where its
+    # last level_window root values (the value targets here: value_q_weight=1, nothing cut bootstrapped) lie
+    # within level_margin of 0, else as before; a level game is cut (a draw, termination "level", cut_keep
+    # decides whether it trains).
+    evaluator = linear_evaluator(0, 0.03)
+    base = SelfPlayConfig(
+        parallel=16, max_plies=40, value_q_weight=1.0, truncated_value="draw", start_jfen="6l/7/7/3e3/7/7/7/7/L6 r 0 1"
+    )
+    level = dataclasses.replace(base, level_plies=6, level_window=4, level_margin=0.03)
+
+    def run(settings: SelfPlayConfig) -> SelfPlayData:
+        return play_games(
+            evaluator, settings, mcts=MCTSConfig(num_simulations=8), rules=RuleSet(), num_games=16, seed=5
+        )
+
+    off, on = run(base), run(level)
+    starts = np.concatenate([[0], np.cumsum([len(r.moves) for r in off.records])])
+    rows, ended = [], 0
+    for i, (before, after) in enumerate(zip(off.records, on.records)):
+        values = off.value[starts[i] : starts[i + 1]]
+        cut = next((p for p in range(6, len(values)) if level_reached(values, p, level)), None)
+        if cut is None:
+            assert after.moves == before.moves and after.termination == before.termination
+            rows.append(np.arange(starts[i], starts[i + 1]))
+            continue
+        assert np.all(np.abs(values[cut - 4 : cut]) <= 0.03)
+        assert after.moves == before.moves[:cut], i
+        assert (after.termination, after.result) == ("level", "1/2-1/2")
+        assert GameRecord.from_dict(json.loads(after.to_json())).termination == "level"
+        rows.append(np.arange(starts[i], starts[i] + cut))
+        ended += 1
+    others = {r.termination for r in on.records} - {"level"}
+    assert 0 < ended < 16 and {"den", "repetition", "ply_cap"} <= others, [r.termination for r in on.records]
+    np.testing.assert_array_equal(on.obs, off.obs[np.concatenate(rows)])
+    np.testing.assert_array_equal(on.value, off.value[np.concatenate(rows)])
+    assert on.stats.truncated == ended + [r.termination for r in on.records].count("ply_cap")
+    assert on.stats.terminations["level"] == ended
+    dropped = run(dataclasses.replace(level, cut_keep=0.0))
+    assert len(dropped) == len(on) - sum(len(r.moves) for r in on.records if r.termination in ("level", "ply_cap"))
+    for bad in (dict(level_plies=-1), dict(level_window=0), dict(level_margin=1.5)):
+        with pytest.raises(SelfPlayConfigError, match=next(iter(bad))):
+            SelfPlayConfig(**bad)
 
 
 def test_draw_policy_keeps_fully_searched_positions_of_left_out_draws_for_the_policy_alone() -> None:
