@@ -5,7 +5,8 @@ cut short that went on to a win.
     python bench/level_cut.py runs/my-run/latest.pt --games 128 --plies 80 120 --window 10 20 --margin 0.05 0.1
 
 Plays self-play games as the checkpoint's run plays them (its `train.selfplay` settings, its search, its rule
-mix; the same seed gives the same games), with the level rule off, and keeps every searched position's root value.
+mix; the same seed gives the same games), with the level rule off and without playout caps or opponent games (so
+that every position is fully searched by the network), and keeps every searched position's root value.
 Then, for each setting of the grid (`level_plies`, `level_window`, `level_margin`), it finds where the rule would
 have ended each game (`level_reached` at each ply from `level_plies` on, as self-play checks it) and prints: the
 games it ends; the share of all positions played that it saves; how the games it ends did end (cut at the ply
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Root values as the rows' value targets: the value targets change, the games do not.
     settings = dataclasses.replace(
         cfg.train.selfplay, value_q_weight=1.0, truncated_value="draw", draw_keep=1.0, cut_keep=None,
-        draw_policy=0.0, level_plies=0, playout_cap_fraction=0.0, opponent_fraction=0.0,
+        draw_policy=0.0, level_plies=0, playout_cap_fraction=0.0, opponent_fraction=0.0, tablebase_rescore=False,
     )  # fmt: skip
     mix = parse_rules_mix(cfg.train.rules_mix) if cfg.train.rules_mix else []
     evaluator = make_evaluator(model, "cpu", "fp32")
