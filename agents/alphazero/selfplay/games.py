@@ -60,6 +60,7 @@ from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.endgames import game_table_values, rescore, table_verdicts, table_winner
 from agents.alphazero.selfplay.rules_mix import MixEntry, check_mix_compatible, draw_rules
 from agents.alphazero.selfplay.samples import game_samples, new_samples, record_samples
+from agents.alphazero.selfplay.starts import load_starts
 from agents.arena.records import GameRecord
 from envs import kernels as K
 from envs.batch import GameBatch
@@ -169,7 +170,15 @@ class SelfPlayConfig:
     player_name: str = "selfplay"
     """The network's name in the game records, for both colours (train.py gives the run name)."""
     start_jfen: str = START_JFEN
-    """The position every game starts from."""
+    """The position every game starts from (but those `starts` gives)."""
+    starts: Optional[str] = None
+    """A file of start positions, one JFEN a line (blank lines and lines starting with ``#`` skipped), such as the
+    positions where the network's move and a shallow alpha-beta search disagree (``python -m agents.alphazero
+    mine-starts``): a fraction `starts_fraction` of the games, by a coin from each game's seed, starts from one
+    of them (drawn from the same seed) in place of `start_jfen`, and plays no `random_plies`. Read once, when the
+    settings are made: the positions travel with them to the workers (`start_positions`). null: none."""
+    starts_fraction: float = 0.0
+    """Fraction of the games started from a position of `starts`, in [0, 1]; more than 0 needs `starts`."""
     tablebase_adjudicate: bool = False
     """A game that reaches a position the endgame tables hold (with a result under the no-capture rule
     at its clock) ends there with the tables' result: termination ``tablebase``, the value targets
@@ -207,19 +216,36 @@ class SelfPlayConfig:
             level_plies=(0, COUNTER_LIMIT),
             level_window=(1, COUNTER_LIMIT),
             level_margin=(0, 1),
+            starts_fraction=(0, 1),
         )
+        self._start_positions: tuple[str, ...] = ()
+        if (self.starts is None) != (self.starts_fraction == 0):
+            raise SelfPlayConfigError(
+                f"train.selfplay.starts={self.starts!r} and starts_fraction={self.starts_fraction} go together: "
+                "a file of start positions and the fraction of games started from them (more than 0)"
+            )
+        if self.starts is not None:
+            self._start_positions = load_starts(self.starts)
         if self.cut_keep is not None:
             check_range(self, "train.selfplay", SelfPlayConfigError, cut_keep=(0, 1))
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)
         check_choice(self, "train.selfplay", SelfPlayConfigError, contempt_sides=CONTEMPT_SIDES)
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
-        start = parse_jfen(self.start_jfen)  # a JFENError (a ValueError) names what is wrong
-        if max(int(start[K.S_CLOCK]), int(start[K.S_MOVENO]) // 2) + self.max_plies > COUNTER_LIMIT:
-            raise SelfPlayConfigError(
-                f"train.selfplay.start_jfen's counters ({self.start_jfen.split()[2:]}) plus "
-                f"max_plies={self.max_plies} would pass {COUNTER_LIMIT}"
-            )
+        for where, jfen in (("start_jfen", self.start_jfen),) + tuple(
+            (f"starts ({self.starts}, position {i + 1})", j) for i, j in enumerate(self._start_positions)
+        ):
+            start = parse_jfen(jfen)  # a JFENError (a ValueError) names what is wrong
+            if max(int(start[K.S_CLOCK]), int(start[K.S_MOVENO]) // 2) + self.max_plies > COUNTER_LIMIT:
+                raise SelfPlayConfigError(
+                    f"train.selfplay.{where}: the counters ({jfen.split()[2:]}) plus "
+                    f"max_plies={self.max_plies} would pass {COUNTER_LIMIT}"
+                )
+
+    @property
+    def start_positions(self) -> tuple[str, ...]:
+        """The positions of `starts`, read when the settings were made (empty without `starts`)."""
+        return self._start_positions
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "SelfPlayConfig":
@@ -266,6 +292,10 @@ class _Game:
         self.rules: Optional[RuleSet] = None
         """The game's rules when it plays one of a mix (None: the call's rules)."""
         self.rules_name = ""
+        self.start = START_JFEN
+        """The game's first position."""
+        self.start_index = -1
+        """The position of `SelfPlayConfig.starts` the game started from (-1: `start_jfen`)."""
 
     def random_move(self, mask: np.ndarray) -> int:
         """A uniformly random action of the legal `mask` [252] from the game's opening generator."""
@@ -408,6 +438,9 @@ class SelfPlayLoop:
         self.level = np.zeros(n, dtype=np.bool_)
         """Each slot's game ended by `level_plies` (its searches judged it level)."""
         self.first = parse_jfen(settings.start_jfen)
+        self.starts = settings.start_positions
+        self.opening_plies = np.full(n, settings.random_plies, dtype=np.int64)
+        """Each slot's game's random opening plies (`SelfPlayConfig.random_plies`; 0 from a `starts` position)."""
         self.samples = new_samples(n, settings.max_plies)
         self.slots: list[Optional[_Game]] = [None] * n
         self.occupied = np.zeros(n, dtype=np.bool_)
@@ -513,10 +546,19 @@ class SelfPlayLoop:
             g.opponent = self.opponents[int(draw.integers(len(self.opponents)))]
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
             g.opponent.reset()
+        g.start = self.settings.start_jfen
+        if self.starts:
+            pick = np.random.default_rng(derive_seed(g.seed, "start position"))
+            if pick.random() < self.settings.starts_fraction:
+                g.start_index = int(pick.integers(len(self.starts)))
+                g.start = self.starts[g.start_index]
+        self.opening_plies[slot] = self.settings.random_plies if g.start_index < 0 else 0
         if self.rules_mix:
             entry = draw_rules(self.rules_mix, g.seed)
             g.rules, g.rules_name = entry.rules, entry.name
-            self.games.reset_many(np.array([slot]), self.settings.start_jfen, rules=entry.rules)
+            self.games.reset_many(np.array([slot]), g.start, rules=entry.rules)
+        elif g.start != self.games.start[slot]:
+            self.games.reset_many(np.array([slot]), g.start)
         self.slots[slot] = g
         self.occupied[slot] = True
         self.level[slot] = False
@@ -565,7 +607,7 @@ class SelfPlayLoop:
         """In `actions`, a uniformly random legal move (from each game's own generator) for the games of `moved`
         still in their first `random_plies` plies."""
         games = self.games
-        opening = moved[games.state[moved, K.S_PLY] < self.settings.random_plies]
+        opening = moved[games.state[moved, K.S_PLY] < self.opening_plies[moved]]
         if len(opening) == 0:
             return
         masks = games.masks(opening)
@@ -589,7 +631,7 @@ class SelfPlayLoop:
                     self.samples, np.array([s]), games.state, self.no_policy, self.no_value, self.neither, self.neither
                 )
                 side = games.side_to_move(s)
-                if games.state[s, K.S_PLY] < self.settings.random_plies:
+                if games.state[s, K.S_PLY] < self.opening_plies[s]:
                     action = g.random_move(games.masks(np.array([s]))[0])
                 else:
                     action = int(move_to_action(g.opponent.select_move(games.board(s)).to_int(), side))
@@ -602,7 +644,9 @@ class SelfPlayLoop:
                 self.occupied[s] = False
                 return
             self._start_game(s)
-            games.reset_many(np.array([s]), self.settings.start_jfen)
+            started = self.slots[s]
+            assert started is not None
+            games.reset_many(np.array([s]), started.start)
             self.search.advance(s, -1)
 
     def _adjudicate(self, idx: np.ndarray) -> np.ndarray:
@@ -642,9 +686,13 @@ class SelfPlayLoop:
             record.extra["rules_name"] = g.rules_name
         if self.contempt_side[s] >= 0:
             record.extra["contempt_side"] = "red" if self.contempt_side[s] == K.RED else "blue"
+        first = self.first
+        if g.start_index >= 0:
+            record.extra["start_index"] = g.start_index
+            first = parse_jfen(g.start)
         if self.settings.tablebase_rescore:
             assert self.tables is not None
-            rescore(values, game_table_values(self.first, games.hist[s], plies, games.flags, self.tables))
+            rescore(values, game_table_values(first, games.hist[s], plies, games.flags, self.tables))
         point: Optional[float] = None
         if g.opponent is not None:
             mine = np.flatnonzero(sides != g.opponent_side)
@@ -662,7 +710,7 @@ class SelfPlayLoop:
             count = len(rows)
             upto = int(rows[-1]) + 1 if count else 0  # replay only as far as the last row
             trains_value = np.zeros(count, np.bool_)
-        obs, mask, policy = game_samples(samples, s, self.first, games.hist[s], upto, games.game_flags[s])
+        obs, mask, policy = game_samples(samples, s, first, games.hist[s], upto, games.game_flags[s])
         self.finished[g.index] = _Finished(
             record,
             obs[rows],

@@ -37,6 +37,7 @@ from agents.alphazero.net.network import count_parameters
 from agents.alphazero.search.base import Evaluator
 from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
+from agents.alphazero.selfplay.starts import starts_digest
 from agents.alphazero.training.config import Config, checked_run_config, resumed_config
 from agents.alphazero.training.draws import draw_share, next_root_floor
 from agents.alphazero.training.ladder import evaluate_ladder
@@ -346,6 +347,15 @@ class TrainingRun:
             (f"on {pool.workers} {pool.backend} workers" if pool.workers else "in this process")
             + (f" feeding {served(self.servers or (self.device,))}" if tc.inference.server else ""),
         )
+        if tc.selfplay.starts is not None:
+            positions = tc.selfplay.start_positions
+            log.info(
+                "self-play starts %.0f%% of its games from the %d positions of %s (sha256 %s)",
+                100 * tc.selfplay.starts_fraction,
+                len(positions),
+                tc.selfplay.starts,
+                starts_digest(positions),
+            )
         return pool
 
     def play_iteration(self, pool: SelfPlayPool, model: torch.nn.Module, it: int, progress: bool) -> SelfPlayData:

@@ -1,0 +1,188 @@
+"""Start positions for self-play: a file of JFENs (`SelfPlayConfig.starts`), and the positions where a game's
+move and a shallow alpha-beta search disagree (`mine_starts`), which such a file is made of.
+
+    found = mine_starts(read_jsonl("runs/x/games.jsonl"), depth=4, margin=300, plies=(0, 60))
+    write_starts("holes.txt", found, header="from runs/x/games.jsonl")
+    load_starts("holes.txt")        # ('<jfen>', ...); StartsError names the file and line of a bad one
+
+A position is kept when the move played there scores more than `margin` evaluation units (a Dog = 300)
+below alpha-beta's best at `depth` plies: the score after the move is searched one ply shallower from the
+opponent's side, as the player's guard checks a move (`agents.alphazero.player.guard`). Self-play started
+from such positions plays the network's tactical holes again and again, where from the opening it meets
+each one rarely (docs/training.md, "Start positions").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Iterable, Iterator, Optional, Sequence
+
+from tqdm import tqdm
+
+from agents.alphabeta.search import MATE, AlphaBeta
+from agents.arena.records import GameRecord
+from agents.common.io import atomic_write_text
+from envs import Board, Move, RuleSet
+from envs.config import ConfigError
+from envs.notation import JFENError, parse_jfen
+
+MAX_STARTS = 1_000_000
+"""The most positions a start file may hold (they travel with the self-play settings to every worker)."""
+
+
+class StartsError(ConfigError):
+    """A start-position file that is missing, empty or holds a line that is no JFEN."""
+
+
+def parse_starts(lines: Iterable[str], where: str) -> tuple[str, ...]:
+    """The JFENs of `lines` (blank lines and lines starting with ``#`` skipped), each checked by the JFEN
+    parser; StartsError naming `where` and the line of the first bad one, or an empty list."""
+    found: list[str] = []
+    for i, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            parse_jfen(text)
+        except JFENError as e:
+            raise StartsError(f"{where}:{i}: not a JFEN position ({e})") from None
+        found.append(text)
+        if len(found) > MAX_STARTS:
+            raise StartsError(f"{where}: more than {MAX_STARTS} start positions")
+    if not found:
+        raise StartsError(f"{where}: no start positions (one JFEN a line; '#' starts a comment line)")
+    return tuple(found)
+
+
+def load_starts(path: str | Path) -> tuple[str, ...]:
+    """The start positions of the file at `path` (`parse_starts`); StartsError when it cannot be read."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise StartsError(f"cannot read the start positions at {str(p)!r}: {e}") from None
+    return parse_starts(text.splitlines(), str(p))
+
+
+def starts_digest(positions: Sequence[str]) -> str:
+    """A short SHA-256 of the positions in order (the run's log names the file and this)."""
+    return hashlib.sha256("\n".join(positions).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A position of a game where the move played scored more than the margin below alpha-beta's best."""
+
+    jfen: str
+    """The position, before the move (its history is not kept: a repetition before it is forgotten)."""
+    played: str
+    """The move played there."""
+    best: str
+    """Alpha-beta's move."""
+    deficit: int
+    """Alpha-beta's best score minus the played move's (evaluation units, a Dog = 300; a mate is `MATE`)."""
+    game: int
+    """The game's index in the records given (from 0)."""
+    ply: int
+    """The position's ply in that game (0: its start)."""
+
+
+def _side_plays(record: GameRecord, side: int, players: Optional[Sequence[str]]) -> bool:
+    """Whether the player of `side` (0: Red) in `record` matches one of the shell patterns `players` (None: all)."""
+    if not players:
+        return True
+    name = record.red if side == 0 else record.blue
+    return any(fnmatchcase(name, pattern) for pattern in players)
+
+
+def mine_starts(
+    records: Iterable[GameRecord],
+    *,
+    depth: int = 4,
+    margin: int = 300,
+    plies: tuple[int, int] = (0, 60),
+    players: Optional[Sequence[str]] = None,
+    progress: bool = False,
+) -> Iterator[Disagreement]:
+    """The positions of `records` where the move played scores more than `margin` below alpha-beta's best
+    searched to `depth` plies, among the plies ``plies[0] <= ply < plies[1]`` of each game and the moves of
+    the players whose names match one of the shell patterns `players` (``checkpoint:*``; all moves when None),
+    each position once (the first game it occurs in).
+
+    A move that ends the game scores exactly (a win `MATE`, a draw 0); any other is searched from the
+    opponent's side to ``depth - 1`` plies (at least 1). ValueError for a depth below 1, a negative margin or an
+    empty ply range; RecordError for a record that does not replay."""
+    if depth < 1:
+        raise ValueError(f"depth={depth} must be >= 1")
+    if margin < 0:
+        raise ValueError(f"margin={margin} must be >= 0")
+    lo, hi = plies
+    if not 0 <= lo < hi:
+        raise ValueError(f"plies={lo}:{hi} must be a range 0 <= first < end")
+    engines: dict[RuleSet, AlphaBeta] = {}
+    seen: set[str] = set()
+    bar = tqdm(desc="mining", unit="game", disable=not progress)
+    for index, record in enumerate(records):
+        bar.update(1)
+        rules = RuleSet.from_dict(record.rules)
+        engine = engines.get(rules)
+        if engine is None:
+            engine = engines[rules] = AlphaBeta(rules, tt_bits=18)
+        engine.clear()
+        board = Board.from_jfen(record.start, rules=rules)
+        for ply, text in enumerate(record.moves[:hi]):
+            move = board.parse_move(text)
+            if ply >= lo and _side_plays(record, board.side_to_move, players):
+                jfen = board.jfen()
+                if jfen not in seen:
+                    found = _disagreement(engine, board, move, depth, margin)
+                    if found is not None:
+                        seen.add(jfen)
+                        yield Disagreement(jfen, text, found[0], found[1], index, ply)
+            board.push(move)
+    bar.close()
+
+
+def _disagreement(engine: AlphaBeta, board: Board, move: Move, depth: int, margin: int) -> Optional[tuple[str, int]]:
+    """(alpha-beta's move, the played move's deficit) when `move` scores more than `margin` below the best."""
+    best = engine.search(board, depth=depth)
+    if best.move is None or best.move == move:
+        return None
+    after = board.copy()
+    after.push(move)
+    outcome = after.outcome()
+    if outcome is not None:
+        score = 0 if outcome.winner is None else (MATE if outcome.winner == board.side_to_move else -MATE)
+    else:
+        score = -engine.search(after, depth=max(1, depth - 1)).score
+    deficit = best.score - score
+    return (str(best.move), int(deficit)) if deficit > margin else None
+
+
+def write_starts(path: str | Path, found: Iterable[Disagreement], header: str = "") -> int:
+    """Write the positions of `found` to `path` atomically, one JFEN a line after ``#`` comment lines (the
+    `header`, then one line naming the columns); each position's move, alpha-beta's move and the deficit
+    follow it on its own comment line. Returns the number of positions."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    count = 0
+    for d in found:
+        lines.append(f"# game {d.game} ply {d.ply}: played {d.played}, alpha-beta {d.best}, {d.deficit} below")
+        lines.append(d.jfen)
+        count += 1
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return count
+
+
+__all__ = [
+    "Disagreement",
+    "MAX_STARTS",
+    "StartsError",
+    "load_starts",
+    "mine_starts",
+    "parse_starts",
+    "starts_digest",
+    "write_starts",
+]
