@@ -146,11 +146,13 @@ def mine_starts(
     bar.close()
 
 
-def _disagreement(engine: AlphaBeta, board: Board, move: Move, depth: int, margin: int) -> Optional[tuple[str, int]]:
-    """(alpha-beta's move, the played move's deficit) when `move` scores more than `margin` below the best."""
+def move_deficit(engine: AlphaBeta, board: Board, move: Move, depth: int) -> tuple[Optional[Move], int]:
+    """Alpha-beta's best move on `board` at `depth` plies and how far `move` scores below it (evaluation units, a
+    Dog = 300; 0 for the best move itself): a move that ends the game scores exactly (a win `MATE`, a draw 0),
+    any other is searched from the opponent's side to ``depth - 1`` plies (at least 1)."""
     best = engine.search(board, depth=depth)
     if best.move is None or best.move == move:
-        return None
+        return best.move, 0
     after = board.copy()
     after.push(move)
     outcome = after.outcome()
@@ -158,8 +160,13 @@ def _disagreement(engine: AlphaBeta, board: Board, move: Move, depth: int, margi
         score = 0 if outcome.winner is None else (MATE if outcome.winner == board.side_to_move else -MATE)
     else:
         score = -engine.search(after, depth=max(1, depth - 1)).score
-    deficit = best.score - score
-    return (str(best.move), int(deficit)) if deficit > margin else None
+    return best.move, int(best.score - score)
+
+
+def _disagreement(engine: AlphaBeta, board: Board, move: Move, depth: int, margin: int) -> Optional[tuple[str, int]]:
+    """(alpha-beta's move, the played move's deficit) when `move` scores more than `margin` below the best."""
+    best, deficit = move_deficit(engine, board, move, depth)
+    return (str(best), deficit) if deficit > margin else None
 
 
 def write_starts(path: str | Path, found: Iterable[Disagreement], header: str = "") -> int:
@@ -182,6 +189,7 @@ __all__ = [
     "StartsError",
     "load_starts",
     "mine_starts",
+    "move_deficit",
     "parse_starts",
     "starts_digest",
     "write_starts",
