@@ -231,7 +231,7 @@ def _play_halves(
         finally:
             evaluators[0].idle()
     t0 = time.perf_counter()
-    share = replace(settings, selfplay=replace(settings.selfplay, parallel=-(-settings.selfplay.parallel // halves)))
+    share = replace(settings, selfplay=settings.selfplay.changed(parallel=-(-settings.selfplay.parallel // halves)))
     results: list[Optional[tuple[SelfPlayData, Optional[int]]]] = [None] * len(parts)
     errors: list[BaseException] = []
 

@@ -48,7 +48,7 @@ rarely makes, which pure self-play with little compute learns to meet late.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -246,6 +246,19 @@ class SelfPlayConfig:
     def start_positions(self) -> tuple[str, ...]:
         """The positions of `starts`, read when the settings were made (empty without `starts`)."""
         return self._start_positions
+
+    def changed(self, **changes: Any) -> "SelfPlayConfig":
+        """A copy with `changes` (not `starts`), its start positions carried over rather than read again: a worker
+        on another machine may not have the file (`dataclasses.replace` would read it)."""
+        if {"starts", "starts_fraction"} & set(changes):
+            raise ValueError("changed() carries the start positions over: make new settings to change them")
+        copy = replace(self, starts=None, starts_fraction=0.0, **changes)
+        copy.starts, copy.starts_fraction, copy._start_positions = (
+            self.starts,
+            self.starts_fraction,
+            self.start_positions,
+        )
+        return copy
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "SelfPlayConfig":

@@ -7,7 +7,6 @@ import logging
 import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
@@ -312,7 +311,7 @@ class TrainingRun:
             network=conf.model,
             mcts=conf.mcts,
             rules=self.rules,
-            selfplay=replace(tc.selfplay, player_name=conf.name),
+            selfplay=tc.selfplay.changed(player_name=conf.name),
             precision=conf.precision,
             rules_mix=tuple(self.mix),
         )

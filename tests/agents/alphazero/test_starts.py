@@ -150,3 +150,20 @@ def test_games_from_the_file_play_no_random_opening_plies(tmp_path) -> None:
     _, mixed = _play(tmp_path, fraction=0.5, random_plies=6)
     _, unopened = _play(tmp_path, fraction=0.5)
     assert any(r.moves != u.moves for r, u in zip(mixed.records, unopened.records) if "start_index" not in r.extra)
+
+
+def test_the_positions_travel_with_the_settings_without_the_file(tmp_path) -> None:
+    """A worker on another machine gets the positions with the settings (pickled) and may change them (its share
+    of the games at once) without the file, which only the trainer's machine has."""
+    import pickle
+
+    path = tmp_path / "starts.txt"
+    path.write_text(f"{HOLE}\n{START_JFEN}\n")
+    settings = SelfPlayConfig(starts=str(path), starts_fraction=0.25, parallel=8)
+    path.unlink()
+    sent = pickle.loads(pickle.dumps(settings))
+    half = sent.changed(parallel=4)
+    assert half.start_positions == (HOLE, START_JFEN) and (half.parallel, half.starts_fraction) == (4, 0.25)
+    assert half.starts == str(path) and settings.parallel == 8
+    with pytest.raises(ValueError, match="carries the start positions over"):
+        sent.changed(starts_fraction=0.5)
