@@ -60,7 +60,7 @@ from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.endgames import game_table_values, rescore, table_verdicts, table_winner
 from agents.alphazero.selfplay.rules_mix import MixEntry, check_mix_compatible, draw_rules
 from agents.alphazero.selfplay.samples import game_samples, new_samples, record_samples
-from agents.alphazero.selfplay.starts import load_starts
+from agents.alphazero.selfplay.starts import StartsError, load_starts
 from agents.arena.records import GameRecord
 from envs import kernels as K
 from envs.batch import GameBatch
@@ -225,7 +225,10 @@ class SelfPlayConfig:
                 "a file of start positions and the fraction of games started from them (more than 0)"
             )
         if self.starts is not None:
-            self._start_positions = load_starts(self.starts)
+            try:
+                self._start_positions = load_starts(self.starts)
+            except StartsError as e:
+                raise StartsError(f"train.selfplay.starts: {e}") from None
         if self.cut_keep is not None:
             check_range(self, "train.selfplay", SelfPlayConfigError, cut_keep=(0, 1))
         check_choice(self, "train.selfplay", SelfPlayConfigError, truncated_value=TRUNCATED_VALUES)

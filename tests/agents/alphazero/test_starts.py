@@ -92,7 +92,7 @@ def test_starts_and_their_fraction_go_together_and_their_counters_are_checked(tm
         SelfPlayConfig(starts=str(path))
     with pytest.raises(SelfPlayConfigError, match="go together"):
         SelfPlayConfig(starts_fraction=0.5)
-    with pytest.raises(StartsError, match="cannot read"):
+    with pytest.raises(StartsError, match="train.selfplay.starts: cannot read"):
         SelfPlayConfig(starts=str(tmp_path / "missing.txt"), starts_fraction=0.5)
     assert SelfPlayConfig(starts=str(path), starts_fraction=0.5).start_positions == (HOLE,)
     path.write_text("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 29900 1\n")
