@@ -9,8 +9,10 @@ than a margin below alpha-beta's best (docs/training.md, "Start positions"). Eac
 envs/players.py) chooses a move on every position, from a fresh game (no history before it); the move is a
 hole again when it scores more than `--margin` below alpha-beta's best at `--depth` plies, as the miner judged
 it (`agents.alphazero.selfplay.starts.move_deficit`). Printed per player: the positions, the holes, their share
-with a 95% Wilson interval, and the mean deficit. Mine the file from other games than those of the run being
-measured when it trains on starts (a held-out file), or the figure measures memory.
+with a 95% Wilson interval, and the mean deficit; then each player against the first on the same positions
+(paired): the positions only one of the two falls into, and McNemar's exact two-sided p of that split. Mine
+the file from other games than those of the run being measured when it trains on starts (a held-out file), or
+the figure measures memory.
 """
 
 from __future__ import annotations
@@ -66,8 +68,28 @@ def measure(spec: str, positions: tuple[str, ...], depth: int, margin: int, rule
         "share": holes / len(positions),
         "interval": [lo, hi],
         "mean_deficit": sum(deficits) / len(deficits),
+        "deficits": deficits,
         "seconds": time.perf_counter() - t0,
     }
+
+
+def mcnemar(only_a: int, only_b: int) -> float:
+    """McNemar's exact two-sided p: how likely a split at least this uneven of the positions where exactly one
+    of two players falls in, if each were as likely to be the one (a binomial test at 1/2)."""
+    n, k = only_a + only_b, min(only_a, only_b)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def paired(first: dict[str, Any], other: dict[str, Any], margin: int) -> tuple[int, int, float]:
+    """(positions only `other` falls into, positions only `first` falls into, McNemar's p)."""
+    a = [d > margin for d in first["deficits"]]
+    b = [d > margin for d in other["deficits"]]
+    only_b = sum(1 for x, y in zip(a, b) if y and not x)
+    only_a = sum(1 for x, y in zip(a, b) if x and not y)
+    return only_b, only_a, mcnemar(only_a, only_b)
 
 
 def main() -> None:
@@ -92,6 +114,12 @@ def main() -> None:
         print(
             f"{r['player']:<60} {r['holes']:>5}/{r['positions']:<5} {r['share']:>6.3f} "
             f"{f'[{lo:.3f}, {hi:.3f}]':>14} {r['mean_deficit']:>13.0f}"
+        )
+    for r in rows[1:]:
+        only, first_only, pvalue = paired(rows[0], r, args.margin)
+        print(
+            f"{r['player']}: {only} positions it alone falls into, {first_only} only {rows[0]['player']} does "
+            f"(McNemar p {pvalue:.3f})"
         )
     if args.json:
         atomic_write_text(args.json, json.dumps({"starts": args.starts, "depth": args.depth, "rows": rows}, indent=1))

@@ -53,3 +53,12 @@ def test_the_script_prints_and_writes_its_figures(tmp_path) -> None:
     assert "1 positions of" in r.stdout and "alphabeta:depth=4" in r.stdout
     rows = json.loads(out.read_text())["rows"]
     assert [(row["player"], row["holes"]) for row in rows] == [("alphabeta:depth=4", 0)]
+
+
+def test_the_paired_comparison_counts_the_positions_one_player_alone_falls_into() -> None:
+    first = {"deficits": [0, 400, 500, 0, 350]}
+    other = {"deficits": [301, 0, 600, 0, 0]}
+    assert holes.paired(first, other, 300) == (1, 2, 1.0)
+    assert holes.mcnemar(0, 0) == 1.0
+    assert abs(holes.mcnemar(0, 10) - 2 / 1024) < 1e-12  # all ten splits one way
+    assert abs(holes.mcnemar(3, 7) - 0.34375) < 1e-9
