@@ -553,7 +553,7 @@ class SelfPlayLoop:
             self._serve(s)
 
     def _start_game(self, slot: int) -> None:
-        """Game `started` into `slot` (its position and tree are reset afterwards, with the others')."""
+        """Game `started` into `slot`, its position set (its tree is reset afterwards, with the others')."""
         g = _Game(self.started, game_seed(self.seed, self.started))
         self.started += self.stride
         draw = np.random.default_rng(derive_seed(g.seed, "opponent game"))
@@ -572,9 +572,7 @@ class SelfPlayLoop:
         if self.rules_mix:
             entry = draw_rules(self.rules_mix, g.seed)
             g.rules, g.rules_name = entry.rules, entry.name
-            self.games.reset_many(np.array([slot]), g.start, rules=entry.rules)
-        elif g.start != self.games.start[slot]:
-            self.games.reset_many(np.array([slot]), g.start)
+        self.games.reset_many(np.array([slot]), g.start, rules=g.rules)
         self.slots[slot] = g
         self.occupied[slot] = True
         self.level[slot] = False
@@ -660,9 +658,6 @@ class SelfPlayLoop:
                 self.occupied[s] = False
                 return
             self._start_game(s)
-            started = self.slots[s]
-            assert started is not None
-            games.reset_many(np.array([s]), started.start)
             self.search.advance(s, -1)
 
     def _adjudicate(self, idx: np.ndarray) -> np.ndarray:
