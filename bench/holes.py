@@ -8,8 +8,9 @@ The file is one of ``python -m agents.alphazero mine-starts``: positions where s
 than a margin below alpha-beta's best (docs/training.md, "Start positions"). Each player (a spec of
 envs/players.py) chooses a move on every position, from a fresh game (no history before it); the move is a
 hole again when it scores more than `--margin` below alpha-beta's best at `--depth` plies, as the miner judged
-it (`agents.alphazero.selfplay.starts.move_deficit`). Printed per player: the positions, the holes, their share
-with a 95% Wilson interval, and the mean deficit; then each player against the first on the same positions
+it (`agents.alphazero.selfplay.starts.move_deficit`), under the rule set its line's ``rules=`` tag names (the
+default rules untagged; a tagged file is also counted by rule set). Printed per player: the positions, the
+holes, their share with a 95% Wilson interval, and the mean deficit; then each player against the first on the same positions
 (paired): the positions only one of the two falls into, and McNemar's exact two-sided p of that split. Mine
 the file from other games than those of the run being measured when it trains on starts (a held-out file), or
 the figure measures memory.
@@ -23,12 +24,12 @@ import math
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agents.alphabeta.search import AlphaBeta  # noqa: E402
-from agents.alphazero.selfplay.starts import load_starts, move_deficit  # noqa: E402
+from agents.alphazero.selfplay.starts import load_starts, move_deficit, split_start, start_rules  # noqa: E402
 from agents.common.io import atomic_write_text  # noqa: E402
 from envs import Board, RuleSet  # noqa: E402
 from envs.players import make_player  # noqa: E402
@@ -45,22 +46,35 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def measure(spec: str, positions: tuple[str, ...], depth: int, margin: int, rules: RuleSet) -> dict[str, Any]:
-    """One player's holes on `positions`."""
-    player = make_player(spec, rules=rules, seed=0)
-    engine = AlphaBeta(rules, tt_bits=18)
-    holes, deficits, t0 = 0, [], time.perf_counter()
-    for i, jfen in enumerate(positions, 1):
-        board = Board.from_jfen(jfen, rules=rules)
+    """One player's holes on `positions`, each under its line's rules tag (`split_start`; untagged: `rules`)."""
+    tagged = start_rules(positions, None)
+    players: dict[Optional[str], Any] = {}
+    engines: dict[Optional[str], AlphaBeta] = {}
+    holes, deficits, names, t0 = 0, [], [], time.perf_counter()
+    for i, line in enumerate(positions, 1):
+        jfen, name = split_start(line)
+        here = tagged[name] if name is not None else rules
+        if name not in players:  # one player and one alpha-beta a rule set
+            players[name] = make_player(spec, rules=here, seed=0)
+            engines[name] = AlphaBeta(here, tt_bits=18)
+        player, engine = players[name], engines[name]
+        board = Board.from_jfen(jfen, rules=here)
         player.reset()
         move = player.select_move(board)
         engine.clear()
         _, deficit = move_deficit(engine, board, move, depth)
         deficits.append(deficit)
+        names.append(name)
         holes += deficit > margin
         if i % 100 == 0:
             seconds = time.perf_counter() - t0
             print(f"  {spec}: {i}/{len(positions)} positions, {holes} holes, {seconds:.0f}s", flush=True)
     lo, hi = wilson(holes, len(positions))
+    by_rules: dict[str, list[int]] = {}
+    for name, deficit in zip(names, deficits):
+        counts = by_rules.setdefault(name or "untagged", [0, 0])
+        counts[0] += deficit > margin
+        counts[1] += 1
     return {
         "player": spec,
         "positions": len(positions),
@@ -69,6 +83,7 @@ def measure(spec: str, positions: tuple[str, ...], depth: int, margin: int, rule
         "interval": [lo, hi],
         "mean_deficit": sum(deficits) / len(deficits),
         "deficits": deficits,
+        "by_rules": {name: {"holes": k, "positions": n} for name, (k, n) in by_rules.items()},
         "seconds": time.perf_counter() - t0,
     }
 
@@ -115,6 +130,11 @@ def main() -> None:
             f"{r['player']:<60} {r['holes']:>5}/{r['positions']:<5} {r['share']:>6.3f} "
             f"{f'[{lo:.3f}, {hi:.3f}]':>14} {r['mean_deficit']:>13.0f}"
         )
+    if any(len(r["by_rules"]) > 1 for r in rows):
+        print("\nby rule set (the lines' rules= tags): holes / positions")
+        for r in rows:
+            cells = ", ".join(f"{name} {c['holes']}/{c['positions']}" for name, c in sorted(r["by_rules"].items()))
+            print(f"{r['player']}: {cells}")
     for r in rows[1:]:
         only, first_only, pvalue = paired(rows[0], r, args.margin)
         print(

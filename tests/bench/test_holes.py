@@ -62,3 +62,13 @@ def test_the_paired_comparison_counts_the_positions_one_player_alone_falls_into(
     assert holes.mcnemar(0, 0) == 1.0
     assert abs(holes.mcnemar(0, 10) - 2 / 1024) < 1e-12  # all ten splits one way
     assert abs(holes.mcnemar(3, 7) - 0.34375) < 1e-9
+
+
+def test_a_tagged_file_is_played_under_each_lines_rules_and_counted_by_rule_set() -> None:
+    tagged = (f"{POSITIONS[0]} rules=enemy_rat", f"{POSITIONS[1]} rules=keeps_rank", POSITIONS[2])
+    row = holes.measure("random", tagged, 4, 300, RuleSet())
+    counts = {name: c["positions"] for name, c in row["by_rules"].items()}
+    assert counts == {"enemy_rat": 1, "keeps_rank": 1, "untagged": 1}
+    assert sum(c["holes"] for c in row["by_rules"].values()) == row["holes"]
+    searched = holes.measure("alphabeta:depth=4", tagged, 4, 300, RuleSet())
+    assert searched["holes"] == 0  # the player and the judge play the same rules on each line

@@ -611,6 +611,17 @@ def test_a_bad_rules_mix_is_refused_with_one_line_naming_the_entry(overrides: li
     assert words in message and "\n" not in message
 
 
+def test_a_start_position_tagged_with_rules_the_run_does_not_play_is_refused(tmp_path: Path) -> None:
+    starts = tmp_path / "holes.txt"
+    starts.write_text("l5t/1d3c1/r1p1w1e/7/7/7/E1W1P1R/1C3D1/T5L r 0 1 rules=keeps_rank\n")
+    given = [f"train.selfplay.starts={starts}", "train.selfplay.starts_fraction=0.5"]
+    message = refused(*given, "train.rules_mix=[default,enemy_rat]")
+    assert "position 1: rules=keeps_rank is no rule set of train.rules_mix (default, enemy_rat)" in message
+    assert "rules=keeps_rank differs from the rules the run plays" in refused(*given)
+    conf = train_config.checked_config(train_config.compose_config(given + ["train.rules_mix=[default,keeps_rank]"]))
+    assert conf.train.selfplay.start_positions[0].endswith(" rules=keeps_rank")
+
+
 def test_a_rules_mix_composes_with_weights() -> None:
     conf = train_config.checked_config(
         train_config.compose_config(["train.rules_mix=[default,keeps_rank:2,dog_over_wolf:0.5]"])

@@ -60,7 +60,7 @@ from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.endgames import game_table_values, rescore, table_verdicts, table_winner
 from agents.alphazero.selfplay.rules_mix import MixEntry, check_mix_compatible, draw_rules
 from agents.alphazero.selfplay.samples import game_samples, new_samples, record_samples
-from agents.alphazero.selfplay.starts import StartsError, load_starts
+from agents.alphazero.selfplay.starts import StartsError, load_starts, split_start, start_rules
 from agents.arena.records import GameRecord
 from envs import kernels as K
 from envs.batch import GameBatch
@@ -175,8 +175,10 @@ class SelfPlayConfig:
     """A file of start positions, one JFEN a line (blank lines and lines starting with ``#`` skipped), such as the
     positions where the network's move and a shallow alpha-beta search disagree (``python -m agents.alphazero
     mine-starts``): a fraction `starts_fraction` of the games, by a coin from each game's seed, starts from one
-    of them (drawn from the same seed) in place of `start_jfen`, and plays no `random_plies`. Read once, when the
-    settings are made: the positions travel with them to the workers (`start_positions`). null: none."""
+    of them (drawn from the same seed) in place of `start_jfen`, and plays no `random_plies`. A line may end with
+    ``rules=<name>``, the rule set its game plays (an entry of `train.rules_mix`, or without a mix the run's
+    rules by name; `starts.start_rules`). Read once, when the settings are made: the positions travel with them
+    to the workers (`start_positions`). null: none."""
     starts_fraction: float = 0.0
     """Fraction of the games started from a position of `starts`, in [0, 1]; more than 0 needs `starts`."""
     tablebase_adjudicate: bool = False
@@ -236,7 +238,8 @@ class SelfPlayConfig:
         if isinstance(self.opponents, str):
             raise SelfPlayConfigError(f"selfplay opponents={self.opponents!r} must be a list of player specs")
         for where, jfen in (("start_jfen", self.start_jfen),) + tuple(
-            (f"starts ({self.starts}, position {i + 1})", j) for i, j in enumerate(self._start_positions)
+            (f"starts ({self.starts}, position {i + 1})", split_start(j)[0])
+            for i, j in enumerate(self._start_positions)
         ):
             start = parse_jfen(jfen)  # a JFENError (a ValueError) names what is wrong
             if max(int(start[K.S_CLOCK]), int(start[K.S_MOVENO]) // 2) + self.max_plies > COUNTER_LIMIT:
@@ -455,6 +458,11 @@ class SelfPlayLoop:
         """Each slot's game ended by `level_plies` (its searches judged it level)."""
         self.first = parse_jfen(settings.start_jfen)
         self.starts = settings.start_positions
+        self.mix_names = {entry.name: entry for entry in self.rules_mix}
+        self.start_rules = start_rules(
+            self.starts, rules, {e.name: e.rules for e in self.rules_mix}, f"train.selfplay.starts ({settings.starts})"
+        )
+        """The rules of each tag of `starts` (`starts.start_rules`)."""
         self.opening_plies = np.full(n, settings.random_plies, dtype=np.int64)
         """Each slot's game's random opening plies (`SelfPlayConfig.random_plies`; 0 from a `starts` position)."""
         self.samples = new_samples(n, settings.max_plies)
@@ -562,15 +570,15 @@ class SelfPlayLoop:
             g.opponent = self.opponents[int(draw.integers(len(self.opponents)))]
             g.opponent_side = int(draw.integers(2))  # K.RED or K.BLUE
             g.opponent.reset()
-        g.start = self.settings.start_jfen
+        g.start, tag = self.settings.start_jfen, None
         if self.starts:
             pick = np.random.default_rng(derive_seed(g.seed, "start position"))
             if pick.random() < self.settings.starts_fraction:
                 g.start_index = int(pick.integers(len(self.starts)))
-                g.start = self.starts[g.start_index]
+                g.start, tag = split_start(self.starts[g.start_index])
         self.opening_plies[slot] = self.settings.random_plies if g.start_index < 0 else 0
         if self.rules_mix:
-            entry = draw_rules(self.rules_mix, g.seed)
+            entry = self.mix_names[tag] if tag is not None else draw_rules(self.rules_mix, g.seed)
             g.rules, g.rules_name = entry.rules, entry.name
         self.games.reset_many(np.array([slot]), g.start, rules=g.rules)
         self.slots[slot] = g

@@ -3,7 +3,13 @@ move and a shallow alpha-beta search disagree (`mine_starts`), which such a file
 
     found = mine_starts(read_jsonl("runs/x/games.jsonl"), depth=4, margin=300, plies=(0, 60))
     write_starts("holes.txt", found, header="from runs/x/games.jsonl")
-    load_starts("holes.txt")        # ('<jfen>', ...); StartsError names the file and line of a bad one
+    load_starts("holes.txt")        # ('<jfen>', '<jfen> rules=enemy_rat', ...); StartsError names a bad line
+    split_start("<jfen> rules=enemy_rat")   # ('<jfen>', 'enemy_rat')
+
+A line may name the rule set its position is played under after the JFEN, ``rules=<name>`` (a rule set of
+`configs/rules/`, or the name of an entry of the run's `train.rules_mix`): a game started there plays those
+rules, where an untagged line plays the run's rules (with a mix, the rule set the game draws). The miner tags
+every position when any game it mined plays rules other than the default ones.
 
 A position is kept when the move played there scores more than `margin` evaluation units (a Dog = 300)
 below alpha-beta's best at `depth` plies: the score after the move is searched one ply shallower from the
@@ -15,6 +21,7 @@ each one rarely (docs/training.md, "Start positions").
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -28,28 +35,56 @@ from agents.common.io import atomic_write_text
 from envs import Board, Move, RuleSet
 from envs.config import ConfigError
 from envs.notation import JFENError, parse_jfen
+from envs.rules import RuleSetError, load_rules, rule_set_names
 
 MAX_STARTS = 1_000_000
 """The most positions a start file may hold (they travel with the self-play settings to every worker)."""
 
 
+RULES_TAG = "rules="
+"""What starts the optional last field of a start line: the name of the rule set its position is played under."""
+
+_TAG_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
 class StartsError(ConfigError):
-    """A start-position file that is missing, empty or holds a line that is no JFEN."""
+    """A start-position file that is missing, empty or holds a line that is no JFEN (with an optional rules tag),
+    or a tag naming rules the run does not play."""
+
+
+def split_start(line: str) -> tuple[str, Optional[str]]:
+    """(the JFEN, the rule-set name of its ``rules=`` tag or None) of a start line as `parse_starts` keeps it."""
+    jfen, sep, name = line.partition(f" {RULES_TAG}")
+    return (jfen, name) if sep else (line, None)
+
+
+def _start_line(text: str) -> str:
+    """`text` (a start line) with its JFEN checked and its fields joined by single spaces; JFENError or
+    ValueError for a bad JFEN or tag."""
+    fields = text.split()
+    name = None
+    if fields and fields[-1].startswith(RULES_TAG):
+        name = fields.pop()[len(RULES_TAG) :]
+        if not _TAG_NAME.fullmatch(name):
+            raise ValueError(f"{RULES_TAG}{name} names no rule set (a name such as {RULES_TAG}enemy_rat)")
+    jfen = " ".join(fields)
+    parse_jfen(jfen)
+    return jfen if name is None else f"{jfen} {RULES_TAG}{name}"
 
 
 def parse_starts(lines: Iterable[str], where: str) -> tuple[str, ...]:
-    """The JFENs of `lines` (blank lines and lines starting with ``#`` skipped), each checked by the JFEN
-    parser; StartsError naming `where` and the line of the first bad one, or an empty list."""
+    """The start lines of `lines` (blank lines and lines starting with ``#`` skipped): each a JFEN checked by the
+    JFEN parser, optionally followed by ``rules=<name>`` (`split_start`); StartsError naming `where` and the
+    line of the first bad one, or an empty list."""
     found: list[str] = []
     for i, line in enumerate(lines, 1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         try:
-            parse_jfen(text)
-        except JFENError as e:
-            raise StartsError(f"{where}:{i}: not a JFEN position ({e})") from None
-        found.append(text)
+            found.append(_start_line(text))
+        except (JFENError, ValueError) as e:
+            raise StartsError(f"{where}:{i}: not a JFEN position with an optional {RULES_TAG}<name> ({e})") from None
         if len(found) > MAX_STARTS:
             raise StartsError(f"{where}: more than {MAX_STARTS} start positions")
     if not found:
@@ -65,6 +100,52 @@ def load_starts(path: str | Path) -> tuple[str, ...]:
     except (OSError, UnicodeDecodeError) as e:
         raise StartsError(f"cannot read the start positions at {str(p)!r}: {e}") from None
     return parse_starts(text.splitlines(), str(p))
+
+
+def start_rules(
+    positions: Sequence[str],
+    rules: Optional[RuleSet],
+    mix: Optional[dict[str, RuleSet]] = None,
+    where: str = "starts",
+) -> dict[str, RuleSet]:
+    """The rules each tag of `positions` names (`split_start`), for a run playing `rules` or, with `mix` (each
+    entry's name and rules), the mix: a tag names an entry of the mix, or without one a rule set of
+    `configs/rules/` equal to `rules` (any such rule set when `rules` is None). StartsError naming the first
+    tag that is neither, and `where`."""
+    found: dict[str, RuleSet] = {}
+    for i, line in enumerate(positions, 1):
+        name = split_start(line)[1]
+        if name is None or name in found:
+            continue
+        if mix:
+            if name not in mix:
+                raise StartsError(
+                    f"{where}, position {i}: {RULES_TAG}{name} is no rule set of train.rules_mix ({', '.join(mix)})"
+                )
+            found[name] = mix[name]
+            continue
+        try:
+            tagged = load_rules(name)
+        except RuleSetError as e:
+            raise StartsError(f"{where}, position {i}: {RULES_TAG}{name}: {e}") from None
+        if rules is not None and tagged != rules:
+            raise StartsError(
+                f"{where}, position {i}: {RULES_TAG}{name} differs from the rules the run plays; a run of "
+                "several rule sets names them in train.rules_mix"
+            )
+        found[name] = tagged
+    return found
+
+
+def rules_name(rules: RuleSet, cache: Optional[dict[RuleSet, Optional[str]]] = None) -> Optional[str]:
+    """The name of the rule set of `configs/rules/` that equals `rules` (``default`` first), or None."""
+    if cache is not None and rules in cache:
+        return cache[rules]
+    names = sorted(rule_set_names(), key=lambda n: n != "default")
+    name = next((n for n in names if load_rules(n) == rules), None)
+    if cache is not None:
+        cache[rules] = name
+    return name
 
 
 def starts_digest(positions: Sequence[str]) -> str:
@@ -88,6 +169,8 @@ class Disagreement:
     """The game's index in the records given (from 0)."""
     ply: int
     """The position's ply in that game (0: its start)."""
+    rules: Optional[str] = "default"
+    """The name of the game's rule set (`rules_name`; None: rules no file of `configs/rules/` holds)."""
 
 
 def _side_plays(record: GameRecord, side: int, players: Optional[Sequence[str]]) -> bool:
@@ -110,7 +193,7 @@ def mine_starts(
     """The positions of `records` where the move played scores more than `margin` below alpha-beta's best
     searched to `depth` plies, among the plies ``plies[0] <= ply < plies[1]`` of each game and the moves of
     the players whose names match one of the shell patterns `players` (``checkpoint:*``; all moves when None),
-    each position once (the first game it occurs in).
+    each position once a rule set (the first game it occurs in).
 
     A move that ends the game scores exactly (a win `MATE`, a draw 0); any other is searched from the
     opponent's side to ``depth - 1`` plies (at least 1). ValueError for a depth below 1, a negative margin or an
@@ -123,7 +206,8 @@ def mine_starts(
     if not 0 <= lo < hi:
         raise ValueError(f"plies={lo}:{hi} must be a range 0 <= first < end")
     engines: dict[RuleSet, AlphaBeta] = {}
-    seen: set[str] = set()
+    names: dict[RuleSet, Optional[str]] = {}
+    seen: set[tuple[str, RuleSet]] = set()
     bar = tqdm(desc="mining", unit="game", disable=not progress)
     for index, record in enumerate(records):
         bar.update(1)
@@ -137,11 +221,11 @@ def mine_starts(
             move = board.parse_move(text)
             if ply >= lo and _side_plays(record, board.side_to_move, players):
                 jfen = board.jfen()
-                if jfen not in seen:
+                if (jfen, rules) not in seen:
                     found = _disagreement(engine, board, move, depth, margin)
                     if found is not None:
-                        seen.add(jfen)
-                        yield Disagreement(jfen, text, found[0], found[1], index, ply)
+                        seen.add((jfen, rules))
+                        yield Disagreement(jfen, text, found[0], found[1], index, ply, rules_name(rules, names))
             board.push(move)
     bar.close()
 
@@ -171,26 +255,37 @@ def _disagreement(engine: AlphaBeta, board: Board, move: Move, depth: int, margi
 
 def write_starts(path: str | Path, found: Iterable[Disagreement], header: str = "") -> int:
     """Write the positions of `found` to `path` atomically, one JFEN a line after ``#`` comment lines (the
-    `header`, then one line naming the columns); each position's move, alpha-beta's move and the deficit
-    follow it on its own comment line. Returns the number of positions."""
+    `header`); each position's move, alpha-beta's move and the deficit come on the comment line before it.
+    When any position was mined from a game of other rules than the default ones, every line ends with its
+    rule set's tag (``rules=<name>``). Returns the number of positions; ValueError, and nothing written, when
+    a tag is needed for a game whose rules no file of `configs/rules/` holds."""
+    found = list(found)
+    tagged = any(d.rules != "default" for d in found)
     lines = [f"# {line}" for line in header.splitlines()]
-    count = 0
     for d in found:
+        if tagged and d.rules is None:
+            raise ValueError(
+                f"game {d.game} plays rules that no rule set of configs/rules/ holds: its positions cannot be "
+                f"tagged {RULES_TAG}<name>"
+            )
         lines.append(f"# game {d.game} ply {d.ply}: played {d.played}, alpha-beta {d.best}, {d.deficit} below")
-        lines.append(d.jfen)
-        count += 1
+        lines.append(f"{d.jfen} {RULES_TAG}{d.rules}" if tagged else d.jfen)
     atomic_write_text(path, "\n".join(lines) + "\n")
-    return count
+    return len(found)
 
 
 __all__ = [
     "Disagreement",
     "MAX_STARTS",
+    "RULES_TAG",
     "StartsError",
     "load_starts",
     "mine_starts",
     "move_deficit",
     "parse_starts",
+    "rules_name",
+    "split_start",
+    "start_rules",
     "starts_digest",
     "write_starts",
 ]

@@ -29,6 +29,7 @@ from agents.alphazero.search.config import MAX_SIMULATIONS
 from agents.alphazero.search.tree import NODE_BYTES, default_nodes
 from agents.alphazero.selfplay.games import SelfPlayConfig
 from agents.alphazero.selfplay.rules_mix import RulesMixError, check_mix_compatible, parse_rules_mix
+from agents.alphazero.selfplay.starts import start_rules
 from agents.alphazero.training.draws import DrawControlConfig
 from agents.alphazero.training.learner import LearnerConfig
 from agents.alphazero.training.replay import POSITION_BYTES
@@ -303,6 +304,14 @@ class Config:
                     "last iteration (train.selfplay.carry_over=true) could not follow"
                 )
             self.train.draw_control.check_base(self.mcts.gumbel.root_uniform)
+        if self.train.selfplay.start_positions:  # a tag naming rules the run does not play, before any game
+            mix = {e.name: e.rules for e in parse_rules_mix(self.train.rules_mix)}
+            start_rules(
+                self.train.selfplay.start_positions,
+                self.rules.rule_set(),
+                mix,
+                f"train.selfplay.starts ({self.train.selfplay.starts})",
+            )
         if self.train.rules_mix:
             check_mix_compatible(self.mcts, self.train.selfplay)
             changed = sorted(k for k, v in self.rules.rule_set().to_dict().items() if v != DEFAULT_RULES.to_dict()[k])

@@ -9,11 +9,21 @@ import pytest
 from agents.alphazero.__main__ import main
 from agents.alphazero.search import MCTSConfig, uniform_evaluator
 from agents.alphazero.selfplay.games import SelfPlayConfig, SelfPlayConfigError, game_seed, play_games
-from agents.alphazero.selfplay.starts import StartsError, load_starts, mine_starts, write_starts
+from agents.alphazero.selfplay.rules_mix import parse_rules_mix
+from agents.alphazero.selfplay.starts import (
+    StartsError,
+    load_starts,
+    mine_starts,
+    parse_starts,
+    split_start,
+    start_rules,
+    write_starts,
+)
 from agents.arena.records import GameRecord, write_jsonl
 from envs import Board, RuleSet
 from envs.encoding import N_ACTIONS, OBS_SHAPE, encode_observation, legal_action_mask
 from envs.notation import START_JFEN
+from envs.rules import load_rules
 
 RULES = RuleSet(no_capture_draw=40)
 
@@ -29,8 +39,10 @@ def _opening(moves: int) -> str:
     return board.jfen()
 
 
-def _record(start: str, moves: list[str], red: str = "net", blue: str = "net") -> GameRecord:
-    return GameRecord(start=start, moves=moves, red=red, blue=blue)
+def _record(
+    start: str, moves: list[str], red: str = "net", blue: str = "net", rules: RuleSet | None = None
+) -> GameRecord:
+    return GameRecord(start=start, moves=moves, red=red, blue=blue, rules=(rules or RuleSet()).to_dict())
 
 
 def test_a_move_that_leaves_a_capture_is_mined_and_the_capture_is_not() -> None:
@@ -167,3 +179,76 @@ def test_the_positions_travel_with_the_settings_without_the_file(tmp_path) -> No
     assert half.starts == str(path) and settings.parallel == 8
     with pytest.raises(ValueError, match="carries the start positions over"):
         sent.changed(starts_fraction=0.5)
+
+
+ENEMY_RAT = load_rules("enemy_rat")
+
+
+def test_a_line_may_name_its_rule_set_and_a_bad_tag_is_named() -> None:
+    lines = [f"  {HOLE}   rules=enemy_rat ", START_JFEN]
+    assert parse_starts(lines, "f") == (f"{HOLE} rules=enemy_rat", START_JFEN)
+    assert [split_start(line) for line in parse_starts(lines, "f")] == [(HOLE, "enemy_rat"), (START_JFEN, None)]
+    for bad in (f"{HOLE} rules=", f"{HOLE} rules=a/b", f"{HOLE} enemy_rat"):
+        with pytest.raises(StartsError, match="f:1: not a JFEN position with an optional rules="):
+            parse_starts([bad], "f")
+
+
+def test_a_tag_names_a_rule_set_the_run_plays() -> None:
+    tagged = (f"{HOLE} rules=enemy_rat", HOLE)
+    mix = {e.name: e.rules for e in parse_rules_mix(["default", "enemy_rat"])}
+    assert start_rules(tagged, RuleSet(), mix) == {"enemy_rat": ENEMY_RAT}
+    assert start_rules(tagged, ENEMY_RAT) == {"enemy_rat": ENEMY_RAT}  # one rule set, named by the tag
+    assert start_rules(tagged, None) == {"enemy_rat": ENEMY_RAT}  # any named set
+    with pytest.raises(StartsError, match="where, position 1: rules=enemy_rat differs from the rules the run"):
+        start_rules(tagged, RuleSet(), where="where")
+    with pytest.raises(StartsError, match=r"position 1: rules=enemy_rat is no rule set of train.rules_mix \(default"):
+        start_rules(tagged, RuleSet(), {"default": RuleSet(), "keeps_rank": load_rules("keeps_rank")})
+    with pytest.raises(StartsError, match="rules=bogus: unknown rule set 'bogus'"):
+        start_rules((f"{HOLE} rules=bogus",), RuleSet())
+
+
+def test_positions_mined_from_other_rules_are_tagged_with_their_rule_set(tmp_path) -> None:
+    plain, other = _record(HOLE, ["a7a6"]), _record(HOLE, ["a7a6"], rules=ENEMY_RAT)
+    found = list(mine_starts([plain, other]))
+    assert [(d.game, d.rules) for d in found] == [(0, "default"), (1, "enemy_rat")]  # once a rule set
+    path = tmp_path / "holes.txt"
+    assert write_starts(path, found) == 2
+    assert load_starts(path) == (f"{HOLE} rules=default", f"{HOLE} rules=enemy_rat")
+    write_starts(path, found[:1])  # all default: untagged, as before tags
+    assert load_starts(path) == (HOLE,)
+    unnamed = list(mine_starts([_record(HOLE, ["a7a6"], rules=RuleSet(no_capture_draw=77))]))
+    assert unnamed[0].rules is None
+    with pytest.raises(ValueError, match="game 0 plays rules that no rule set of configs/rules/ holds"):
+        write_starts(path, found + unnamed)
+    assert load_starts(path) == (HOLE,)  # nothing written
+
+
+def _play_mix(tmp_path, lines: list[str], fraction: float, num_games: int = 8):
+    path = tmp_path / "starts.txt"
+    path.write_text("\n".join(lines) + "\n")
+    settings = SelfPlayConfig(parallel=4, max_plies=20, starts=str(path), starts_fraction=fraction)
+    return play_games(
+        uniform_evaluator,
+        settings,
+        mcts=MCTSConfig(algorithm="gumbel", num_simulations=4),
+        rules=RuleSet(),
+        num_games=num_games,
+        seed=3,
+        rules_mix=parse_rules_mix(["default", "enemy_rat"]),
+    )
+
+
+def test_a_game_from_a_tagged_position_plays_the_tagged_rules_of_the_mix(tmp_path) -> None:
+    tagged = _play_mix(tmp_path, [f"{HOLE} rules=default", f"{_opening(4)} rules=default"], fraction=1.0)
+    assert {r.extra["rules_name"] for r in tagged.records} == {"default"}
+    assert all(RuleSet.from_dict(r.rules) == RuleSet() for r in tagged.records)
+    untagged = _play_mix(tmp_path, [HOLE, _opening(4)], fraction=1.0)  # the same seeds draw both rule sets
+    assert {r.extra["rules_name"] for r in untagged.records} == {"default", "enemy_rat"}
+    half = _play_mix(tmp_path, [f"{HOLE} rules=enemy_rat"], fraction=0.5, num_games=12)
+    started = {"start_index" in r.extra for r in half.records}
+    assert started == {True, False}
+    for r in half.records:
+        if "start_index" in r.extra:
+            assert r.extra["rules_name"] == "enemy_rat" and r.start == HOLE
+    with pytest.raises(StartsError, match="rules=keeps_rank is no rule set of train.rules_mix"):
+        _play_mix(tmp_path, [f"{HOLE} rules=keeps_rank"], fraction=1.0)
