@@ -4,16 +4,16 @@ shallow alpha-beta search.
     python bench/holes.py --starts holes.txt 'checkpoint:path=runs/a/latest.pt,sims=128' \
         'checkpoint:path=runs/b/latest.pt,sims=128' [--depth 4] [--margin 300] [--json holes.json]
 
-The file is one of ``python -m agents.alphazero mine-starts``: positions where some player's move scored more
-than a margin below alpha-beta's best (docs/training.md, "Start positions"). Each player (a spec of
-envs/players.py) chooses a move on every position, from a fresh game (no history before it); the move is a
-hole again when it scores more than `--margin` below alpha-beta's best at `--depth` plies, as the miner judged
-it (`agents.alphazero.selfplay.starts.move_deficit`), under the rule set its line's ``rules=`` tag names (the
-default rules untagged; a tagged file is also counted by rule set). Printed per player: the positions, the
-holes, their share with a 95% Wilson interval, and the mean deficit; then each player against the first on
-the same positions (paired): the positions only one of the two falls into, and McNemar's exact two-sided p of
-that split. Mine the file from other games than those of the run being measured when it trains on starts (a held-out file), or
-the figure measures memory.
+The file is one of ``python -m agents.alphazero mine-starts``: positions where some player's move scored more than
+a margin below alpha-beta's best (docs/training.md, "Start positions"). Each player (a spec of envs/players.py)
+chooses a move on every position, from a fresh game (no history before it); the move is a hole again when it
+scores more than `--margin` below alpha-beta's best at `--depth` plies, as the miner judged it
+(`agents.alphazero.selfplay.starts.move_deficit`), under the rule set its line's ``rules=`` tag names (the default
+rules untagged; a tagged file is also counted by rule set). Printed per player: the positions, the holes, their
+share with a 95% Wilson interval, and the mean deficit; then each player against the first on the same positions
+(paired): the positions only one of the two falls into, and McNemar's exact two-sided p of that split. Mine the
+file from other games than those of the run being measured when it trains on starts (a held-out file), or the
+figure measures memory.
 """
 
 from __future__ import annotations
