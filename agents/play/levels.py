@@ -152,7 +152,7 @@ LEVELS: tuple[Level, ...] = (
     Level(
         "variants",
         "Network, variants",
-        "checkpoint:path=shipped:variants-cut-300,time=1,leaf_batch=8",
+        "checkpoint:path=shipped:variants-st-440,time=1,leaf_batch=8",
         "one shipped AlphaZero network for six rule variants, 1 s a move",
         seconds=5.0,
     ),
