@@ -459,10 +459,11 @@ class SelfPlayLoop:
         self.first = parse_jfen(settings.start_jfen)
         self.starts = settings.start_positions
         self.mix_names = {entry.name: entry for entry in self.rules_mix}
-        self.start_rules = start_rules(
+        """The mix's entries by name: a `starts` line's ``rules=`` tag names the one its game plays."""
+        # StartsError before any game for a tag naming rules this loop does not play:
+        start_rules(
             self.starts, rules, {e.name: e.rules for e in self.rules_mix}, f"train.selfplay.starts ({settings.starts})"
         )
-        """The rules of each tag of `starts` (`starts.start_rules`)."""
         self.opening_plies = np.full(n, settings.random_plies, dtype=np.int64)
         """Each slot's game's random opening plies (`SelfPlayConfig.random_plies`; 0 from a `starts` position)."""
         self.samples = new_samples(n, settings.max_plies)
