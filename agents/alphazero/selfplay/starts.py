@@ -30,12 +30,13 @@ from typing import Iterable, Iterator, Optional, Sequence
 from tqdm import tqdm
 
 from agents.alphabeta.search import MATE, AlphaBeta
+from agents.alphazero.net.checkpoint import rule_set_name
 from agents.arena.records import GameRecord
 from agents.common.io import atomic_write_text
 from envs import Board, Move, RuleSet
 from envs.config import ConfigError
 from envs.notation import JFENError, parse_jfen
-from envs.rules import RuleSetError, load_rules, rule_set_names
+from envs.rules import RuleSetError, load_rules
 
 MAX_STARTS = 1_000_000
 """The most positions a start file may hold (they travel with the self-play settings to every worker)."""
@@ -138,14 +139,14 @@ def start_rules(
 
 
 def rules_name(rules: RuleSet, cache: Optional[dict[RuleSet, Optional[str]]] = None) -> Optional[str]:
-    """The name of the rule set of `configs/rules/` that equals `rules` (``default`` first), or None."""
+    """The name of the rule set of `configs/rules/` that equals `rules` (`rule_set_name`), or None."""
     if cache is not None and rules in cache:
         return cache[rules]
-    names = sorted(rule_set_names(), key=lambda n: n != "default")
-    name = next((n for n in names if load_rules(n) == rules), None)
+    name = rule_set_name(rules)
+    found = None if name == "custom" else name
     if cache is not None:
-        cache[rules] = name
-    return name
+        cache[rules] = found
+    return found
 
 
 def starts_digest(positions: Sequence[str]) -> str:
