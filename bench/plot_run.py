@@ -97,10 +97,13 @@ def cumulative_minutes(scalars: Series) -> dict[int, float]:
 
 def cumulative_cpu_hours(scalars: Series) -> Optional[dict[int, float]]:
     """CPU-hours at the end of each iteration, the running sum of `perf/cpu_seconds` (the run's process tree as
-    measured); None unless every iteration with a wall clock has one (a run of an older kit, or off Linux)."""
+    measured); None unless every iteration with a wall clock up to the last one measured has one (a run of an
+    older kit, or off Linux). A live run's iteration in progress, its phases logged before its CPU seconds, is
+    left out rather than sending the whole run to the wall clock."""
     cpu = dict(scalars.get("perf/cpu_seconds", []))
+    last = max(cpu, default=0)
     walls = {step for tag, points in scalars.items() if tag.startswith("perf/seconds_") for step, _ in points}
-    if not cpu or set(cpu) != walls:
+    if not cpu or set(cpu) != {step for step in walls if step <= last}:
         return None
     out, total = {}, 0.0
     for step in sorted(cpu):

@@ -178,11 +178,17 @@ def test_a_run_that_measured_its_cpu_seconds_is_placed_by_them_not_by_wall_times
         "gap",
         {**scores, "perf/seconds_selfplay": walls, "perf/cpu_seconds": [(s, 72.0) for s in range(2, 6)]},
     )
+    live = make_run(  # iteration 6 in progress: its self-play logged, its CPU seconds not yet
+        tmp_path,
+        "live",
+        {**scores, "perf/seconds_selfplay": [*walls, (6, 60.0)], "perf/cpu_seconds": [(s, 72.0) for s in range(1, 6)]},
+    )
     argv = ["--ratings", str(ratings_file(tmp_path)), "--out", str(tmp_path / "c.png")]
-    assert curve.main([str(shared), str(gap), *argv]) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| shared", "| gap"))]
+    assert curve.main([str(shared), str(gap), str(live), *argv]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| shared", "| gap", "| live"))]
     assert rows[0].startswith("| shared | 5 | 0.10 | 0.08 | +1200 [")  # 5 x 72 CPU seconds, whatever the wall clock
     assert rows[1].startswith("| gap | 5 | 0.17 | 0.08 | +1200 [")  # iteration 1 unmeasured: the wall clock for all
+    assert rows[2].startswith("| live | 5 | 0.10 | 0.08 | +1200 [")  # still by its CPU seconds
 
 
 def test_a_run_without_points_or_a_bad_ratings_file_is_refused_in_one_line(
