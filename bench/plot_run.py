@@ -102,8 +102,8 @@ def cumulative_cpu_hours(scalars: Series) -> Optional[dict[int, float]]:
     left out rather than sending the whole run to the wall clock."""
     cpu = dict(scalars.get("perf/cpu_seconds", []))
     last = max(cpu, default=0)
-    walls = {step for tag, points in scalars.items() if tag.startswith("perf/seconds_") for step, _ in points}
-    if not cpu or set(cpu) != {step for step in walls if step <= last}:
+    walls = {s for tag, points in scalars.items() if tag.startswith("perf/seconds_") for s, _ in points if s <= last}
+    if not cpu or set(cpu) != walls:
         return None
     out, total = {}, 0.0
     for step in sorted(cpu):

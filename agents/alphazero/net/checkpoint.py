@@ -360,8 +360,12 @@ def rules_of(state: Mapping[str, Any]) -> RuleSet:
     return RuleSet.from_dict(dict(state["rules"]))
 
 
+CUSTOM_RULES = "custom"
+"""What `rule_set_name` calls rules that no set of `configs/rules/` equals."""
+
+
 def rule_set_name(rules: RuleSet) -> str:
-    """The name of the set of `configs/rules/` that equals `rules` (``default`` first), else ``custom``."""
+    """The name of the set of `configs/rules/` that equals `rules` (``default`` first), else `CUSTOM_RULES`."""
     if rules == DEFAULT_RULES:
         return "default"
     for name in rule_set_names():
@@ -370,7 +374,7 @@ def rule_set_name(rules: RuleSet) -> str:
                 return name
         except RuleSetError:
             continue
-    return "custom"
+    return CUSTOM_RULES
 
 
 def trained_rule_sets(state: Mapping[str, Any], path: PathLike = "") -> list[tuple[str, RuleSet]]:

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from tqdm import tqdm
 
 from agents.alphabeta.search import MATE, AlphaBeta
-from agents.alphazero.net.checkpoint import rule_set_name
+from agents.alphazero.net.checkpoint import CUSTOM_RULES, rule_set_name
 from agents.arena.records import GameRecord
 from agents.common.io import atomic_write_text
 from envs import Board, Move, RuleSet
@@ -143,7 +143,7 @@ def rules_name(rules: RuleSet, cache: Optional[dict[RuleSet, Optional[str]]] = N
     if cache is not None and rules in cache:
         return cache[rules]
     name = rule_set_name(rules)
-    found = None if name == "custom" else name
+    found = None if name == CUSTOM_RULES else name
     if cache is not None:
         cache[rules] = found
     return found
