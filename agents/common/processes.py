@@ -33,19 +33,32 @@ STOP_GRACE = 2.0
 """Seconds a process told to stop (SIGTERM) has to end cleanly before it is killed."""
 
 
+_stopping = False
+"""Whether this worker process is unwinding from its SIGTERM."""
+
+
 def _end_on_sigterm(signum: int, frame: Any) -> None:
     """SIGTERM in a worker process: unwind and exit (status 128 + signal), so that multiprocessing's finalizers
     run and the named semaphores it made (tqdm's lock) are given back instead of reported leaked."""
+    global _stopping
+    _stopping = True
     raise SystemExit(128 + signum)
 
 
 def _exit_when_swallowed(unraisable: Any) -> None:
-    """`sys.unraisablehook` of a worker process: the SystemExit of a SIGTERM that arrived inside a callback
-    Python cannot unwind (numba writing its cache through an LLVM callback, say) would only be printed, with
-    its traceback, and the work would go on; the process exits at once instead, quietly, with its status."""
+    """`sys.unraisablehook` of a worker process.
+
+    The SystemExit of a SIGTERM that arrived inside a callback Python cannot unwind (numba writing its cache
+    through an LLVM callback, say) would only be printed, with its traceback, and the work would go on; the
+    process exits at once instead, quietly, with its status. Once the stop unwinds, the errors of destructors
+    of objects it cut short halfway through their construction (an llvmlite string whose ``__init__`` never
+    set its pointer, while numba compiled) are dropped: they say nothing about the work, only that it
+    stopped. Any other unraisable exception is reported as Python reports it."""
     if isinstance(unraisable.exc_value, SystemExit):
         code = unraisable.exc_value.code
         os._exit(code if isinstance(code, int) else 1)
+    if _stopping:
+        return
     sys.__unraisablehook__(unraisable)
 
 

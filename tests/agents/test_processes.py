@@ -137,6 +137,22 @@ def test_a_stop_that_arrives_inside_a_callback_ends_the_worker_quietly(capfd: py
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.slow
+def test_a_stop_that_cuts_an_object_short_ends_the_worker_without_its_destructors_traceback(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A SIGTERM that lands halfway through a constructor (a tournament stopped while a worker's numba
+    compiles): the half-built object's destructor fails as the stop unwinds; the worker ends with the stop's
+    status and prints nothing. Before, Python printed that destructor's AttributeError with its traceback."""
+    with WorkerProcesses(1, Napper, "napper", role="test worker") as pool:
+        pid = pool.pids[0]
+        with pytest.raises(ChildDiedError, match=rf"^test worker 0 \(pid {pid}\) died: exit code 143$"):
+            for _ in pool.run("stopped_while_building", [()]):
+                pass
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "_handle" not in err
+
+
 def test_any_other_unraisable_exception_is_reported_as_python_reports_it(monkeypatch: pytest.MonkeyPatch) -> None:
     reported: list[object] = []
     monkeypatch.setattr(processes.sys, "__unraisablehook__", reported.append)
@@ -145,3 +161,14 @@ def test_any_other_unraisable_exception_is_reported_as_python_reports_it(monkeyp
     )
     processes._exit_when_swallowed(other)
     assert reported == [other]
+
+
+def test_once_the_stop_unwinds_a_destructors_error_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    reported: list[object] = []
+    monkeypatch.setattr(processes.sys, "__unraisablehook__", reported.append)
+    monkeypatch.setattr(processes, "_stopping", True)
+    cut_short = SimpleNamespace(
+        exc_type=AttributeError, exc_value=AttributeError("_ptr"), exc_traceback=None, err_msg=None, object=None
+    )
+    processes._exit_when_swallowed(cut_short)
+    assert reported == []

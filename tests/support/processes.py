@@ -72,3 +72,23 @@ class Napper:
 
         ctypes.CFUNCTYPE(None)(body)()
         return "went on"
+
+    def stopped_while_building(self) -> str:
+        """SIGTERM this process halfway through an object's construction, before it sets the attribute its
+        destructor reads (as llvmlite's strings are cut short while numba compiles): unwinding the stop
+        collects the half-built object, whose destructor fails."""
+        Unfinished()
+        return "went on"
+
+
+class Unfinished:
+    """An object whose construction is stopped before it sets `_handle`, which its destructor reads."""
+
+    def __init__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+        self._handle: int | None = 1
+
+    def __del__(self) -> None:
+        if self._handle is not None:
+            self._handle = None
