@@ -44,6 +44,10 @@ MAX_SECONDS = 3600
 MAX_STRETCH = 16.0
 """The largest ``stretch``: the longest move a time bank may pay for, in move times."""
 
+MIN_POLICY_TEMPERATURE = 0.1
+MAX_POLICY_TEMPERATURE = 10.0
+"""The bounds of ``policy_temperature``."""
+
 MAX_GUARD_MARGIN = 100_000
 """The largest ``guard_margin`` (alpha-beta's scores: a Dog is 300)."""
 
@@ -104,6 +108,13 @@ class CheckpointOptions(PlayerOptions):
         shown_default=f"the run's own ({TIMED_C_SCALE:g} with `time`)",
     )
     reuse: bool = option(False, "keep the search tree from one move to the next", group="search")
+    policy_temperature: float = option(
+        1.0,
+        "softmax temperature of the network's move priors at every node (above 1: flatter, a move it "
+        "underrates is searched sooner)",
+        group="search",
+        bounds=(MIN_POLICY_TEMPERATURE, MAX_POLICY_TEMPERATURE),
+    )
     draw_value: Optional[float] = option(
         None,
         "the worth of a drawn end to the player (below 0: contempt for draws)",

@@ -42,6 +42,7 @@ from agents.alphazero.player.guard import GUARD_CANDIDATES, AlphaBetaGuard
 from agents.alphazero.player.options import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointOptions
 from agents.alphazero.player.timebank import MoveTimer, TimeBank
 from agents.alphazero.search import BatchedMCTS, SearchOutput, make_policy, search_tables
+from agents.alphazero.search.base import TemperedEvaluator
 from agents.alphazero.search.cache import CachedEvaluator
 from agents.alphazero.search.tree import ROOT, UNVISITED
 from envs import Board, Move, RuleSet
@@ -104,10 +105,14 @@ class CheckpointPlayer:
         self.time = float(o.time)
         """Seconds per move (0: a fixed `sims` per move)."""
         self.evaluator = make_evaluator(self.model, device_t, o.precision)
-        self.cache = CachedEvaluator(self.evaluator, o.cache) if o.cache > 0 else None
+        """The network's own answers (the search reads them through `policy_temperature`)."""
+        searched = (
+            self.evaluator if o.policy_temperature == 1 else TemperedEvaluator(self.evaluator, o.policy_temperature)
+        )
+        self.cache = CachedEvaluator(searched, o.cache) if o.cache > 0 else None
         """The evaluation cache (`cache` positions; None without): its `hits` and `misses` count positions."""
         self.search = BatchedMCTS(
-            self.cache if self.cache is not None else self.evaluator,
+            self.cache if self.cache is not None else searched,
             make_policy(self.mcts),
             self.rules.flags(),
             seed=0 if seed is None else seed,

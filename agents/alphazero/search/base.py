@@ -36,6 +36,24 @@ uniform_evaluator = UniformEvaluator()
 """The uniform evaluator (an `Evaluator` with `runs_in_kernels`)."""
 
 
+class TemperedEvaluator:
+    """`evaluator` with its logits divided by `temperature`: the softmax temperature of the move priors at
+    every node of a search. Above 1 the priors flatten (a move the network gives little is searched
+    sooner: a reply it underrates is found in fewer simulations), below 1 they sharpen; the values are the
+    evaluator's own. Illegal entries stay at or above the dtype's minimum (finite)."""
+
+    def __init__(self, evaluator: Evaluator, temperature: float) -> None:
+        if not temperature > 0 or not np.isfinite(temperature):
+            raise ValueError(f"a policy temperature must be a positive number, got {temperature!r}")
+        self.evaluator = evaluator
+        self.temperature = float(temperature)
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        logits, values = self.evaluator(obs, mask)
+        low = np.finfo(np.float32).min
+        return np.maximum(np.asarray(logits, dtype=np.float32) / np.float32(self.temperature), low), values
+
+
 @dataclass
 class SearchOutput:
     """Result of one `BatchedMCTS.search` for B games (rows of inactive games are zero, action -1)."""

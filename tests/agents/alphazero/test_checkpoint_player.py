@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 
 from agents.alphazero.net import shipped
 from agents.alphazero.player.player import DEFAULT_CACHE, TIMED_C_SCALE, TIMED_MAX_ACTIONS, CheckpointPlayer
+from agents.alphazero.search.base import TemperedEvaluator
 from agents.alphazero.search.tree import ROOT
 from envs import Board, RuleSet
 from envs.players import PlayerSpecError, make_player
@@ -103,6 +104,22 @@ def test_c_scale_overrides_the_runs_own_search() -> None:
     assert (chosen.mcts.gumbel.c_scale, chosen.mcts.gumbel.max_actions) == (2.0, 4)
 
 
+def test_a_policy_temperature_spreads_the_search_over_more_replies() -> None:
+    """`policy_temperature` above 1 flattens the priors at every node: at the same simulations the search
+    visits more of the opponent's replies than with the network's own priors (1, the default, searches the
+    network's answers as they are). The move found against a den entry stays the capture."""
+    plain = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4", seed=0)
+    hot = make_player(f"checkpoint:path={SHIPPED},sims=512,max_actions=4,policy_temperature=3", seed=0)
+    assert plain.options.policy_temperature == 1.0
+    assert plain.cache is not None and hot.cache is not None and plain.cache.evaluator is plain.evaluator
+    assert isinstance(hot.cache.evaluator, TemperedEvaluator) and hot.cache.evaluator.evaluator is hot.evaluator
+    for player in (plain, hot):
+        player.select_move(Board())
+    assert _grandchildren_visited(hot) > _grandchildren_visited(plain)
+    spec = f"checkpoint:path={SHIPPED},time=0.3,leaf_batch=8,policy_temperature=1.5"
+    assert str(make_player(spec, seed=0).select_move(Board.from_jfen(STOP_DEN_ENTRY))) == "d3d2"
+
+
 def _stored_mcts(net: shipped.ShippedNetwork) -> dict:
     config = torch.load(shipped.SHIPPED_DIR / net.file, weights_only=True)["config"]
     stored = OmegaConf.to_container(OmegaConf.create(config).mcts)
@@ -180,6 +197,7 @@ def test_bad_time_and_leaf_batch_are_refused() -> None:
         ("threads=100000", "threads=100000 must lie in [0, 1024]"),
         ("time=nan", "time=nan"),
         ("cache=-1", "cache=-1 must lie in [0, 4194304]"),
+        ("policy_temperature=0.05", "policy_temperature=0.05 must lie in [0.1, 10]"),
         ("device=gpu9", "unknown device 'gpu9'"),
         ("device=cuda:99", "device='cuda:99' is not available"),
     ],

@@ -35,6 +35,7 @@ SAMPLES: dict[str, tuple[Any, Any]] = {
     "max_actions": (4, 0),
     "c_scale": (0.5, -1.0),
     "reuse": (True, "yes"),
+    "policy_temperature": (1.5, 0.0),
     "draw_value": (-0.5, 2.0),
     "tablebase": (True, "yes"),
     "device": ("cpu", "gpu9"),
