@@ -50,8 +50,9 @@ class TemperedEvaluator:
 
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         logits, values = self.evaluator(obs, mask)
-        low = np.finfo(np.float32).min
-        return np.maximum(np.asarray(logits, dtype=np.float32) / np.float32(self.temperature), low), values
+        tempered = np.asarray(logits, dtype=np.float32) / np.float32(self.temperature)  # a new array: the cache's stay
+        np.maximum(tempered, np.finfo(np.float32).min, out=tempered)
+        return tempered, values
 
 
 @dataclass
