@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import io
 import random
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -43,6 +42,7 @@ import numpy as np
 import torch
 
 from agents.alphazero.net import shipped
+from agents.alphazero.net.grow import grow_weights, growth_of
 from agents.alphazero.net.network import JungleNet, NetworkConfig, build_network
 from agents.alphazero.search.config import MCTSConfig
 from agents.common.io import PathLike, atomic_write_bytes
@@ -204,24 +204,23 @@ def resume_dir(path: PathLike, new_run: Optional[PathLike] = None) -> Path:
     return target
 
 
-STEM_WEIGHT = "stem.0.weight"
-"""The stem convolution's weight [C, input_planes, 3, 3] in a network's state_dict (`JungleNet.stem`)."""
-
-
-def widened_input_planes(state: Mapping[str, Any], path: PathLike, network: NetworkConfig) -> dict[str, Any]:
-    """`state` made to start a new run of shape `network` (``train.py init=``): a checkpoint whose network reads
-    fewer observation planes (24, stored before the rule planes) and is otherwise of that shape gets its stem
-    widened, the new planes' weights 0 as in a fresh network, so it computes what it computed on any position.
-    Any other checkpoint comes back as it is, for `check_compatible` to judge; CheckpointError when its weights
-    do not fit its stated shape (`check_weights`)."""
+def grown_network(state: Mapping[str, Any], path: PathLike, network: NetworkConfig, seed: int) -> dict[str, Any]:
+    """`state` made to start a new run of shape `network` (``train.py init=``). A checkpoint of a smaller network
+    (fewer blocks, channels or input planes, no global pool or survival head where `network` has one) is grown into
+    `network`'s shape computing what it computed on any position, its new parts drawn from `seed`
+    (`agents.alphazero.net.grow`); one of the same shape comes back as it is. CheckpointError when its weights do
+    not fit its stated shape (`check_weights`), or when its shape cannot grow into `network` (naming why)."""
     stored = check_weights(state, path)
-    if stored.input_planes >= network.input_planes or replace(stored, input_planes=network.input_planes) != network:
+    try:
+        grown = growth_of(stored, network)
+    except ValueError as e:
+        diff = _differences(stored.to_dict(), network.to_dict())
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} holds another network shape ({diff}), which cannot start a run of this one: {e}"
+        ) from None
+    if not grown:
         return dict(state)
-    weights = dict(state["model"])
-    narrow = weights[STEM_WEIGHT]
-    wide = narrow.new_zeros((narrow.shape[0], network.input_planes, *narrow.shape[2:]))
-    wide[:, : stored.input_planes] = narrow
-    weights[STEM_WEIGHT] = wide
+    weights = grow_weights(state["model"], stored, network, seed)
     return dict(state, model=weights, network=network.to_dict())
 
 
