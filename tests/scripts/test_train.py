@@ -1,6 +1,7 @@
 """train.py: smoke runs in a subprocess (events, checkpoints, resume, clear errors); its config composed
 and checked in-process with Hydra's compose API (groups, presets, bad values refused before any work)."""
 
+import logging
 import re
 import subprocess
 import sys
@@ -729,6 +730,39 @@ def test_init_from_a_24_plane_network_widens_its_stem_and_computes_what_it_compu
             for a, b in zip(widened(torch.from_numpy(obs)), old(torch.from_numpy(obs))):
                 torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
         assert not (tmp_path / "ft").exists()  # nothing written before the run claims its directory
+
+
+def test_init_from_a_smaller_network_grows_it_into_the_runs_shape_computing_what_it_computed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`init=` of a 1 x 8 network into a run of `model=small` (3 x 32, a global pool added): the run starts from
+    the grown weights, which answer as the given network did; the log says what grew; the new parts come from
+    the run's seed."""
+    from agents.alphazero.net.checkpoint import load_model
+    from agents.alphazero.net.network import NetworkConfig
+    from tests.support.positions import position_batch
+
+    narrow = NetworkConfig(blocks=1, channels=8)
+    torch.manual_seed(0)
+    given = tmp_path / "narrow.pt"
+    save_checkpoint(given, {"model": build_network(narrow).state_dict(), "network": narrow.to_dict(), "rules": {}})
+    old, _ = load_model(given)
+    obs = torch.from_numpy(position_batch(16)[0])
+    starts = []
+    for seed in (0, 0, 1):
+        overrides = [f"init={given}", "name=grown", f"out_dir={tmp_path}", "model=small", "model.global_pool=true"]
+        with caplog.at_level(logging.INFO, logger="train"):
+            run, conf = TrainingRun.open(train_config.compose_config([*overrides, f"seed={seed}"]), overrides)
+        assert "grown in blocks, channels, global_pool into this run's network" in caplog.text
+        assert run.init_from is not None and run.init_from["network"] == conf.model.to_dict()
+        grown = build_network(conf.model).eval()
+        grown.load_state_dict(run.init_from["model"])
+        with torch.no_grad():
+            for a, b in zip(grown(obs), old(obs)):
+                torch.testing.assert_close(a, b)
+        starts.append(run.init_from["model"]["tower.2.conv1.weight"])
+    assert torch.equal(starts[0], starts[1]) and not torch.equal(starts[0], starts[2])
+    assert not (tmp_path / "grown").exists()
 
 
 def test_a_group_option_must_be_one_of_the_groups_files_and_a_group_one_the_script_has() -> None:

@@ -28,7 +28,7 @@ Only a ``latest.pt`` holds the training state a run resumes from
 (`require_training_state`), and a resumed run writes to that file's own
 directory (`resume_dir`): resuming a copy kept elsewhere never writes to the
 run it was copied from. The weights of any checkpoint can start a new run
-(``train.py init=<file>``).
+(``train.py init=<file>``) of its network shape or a larger one (`grown_network`).
 """
 
 from __future__ import annotations
