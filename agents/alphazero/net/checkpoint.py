@@ -204,11 +204,14 @@ def resume_dir(path: PathLike, new_run: Optional[PathLike] = None) -> Path:
     return target
 
 
-def grown_network(state: Mapping[str, Any], path: PathLike, network: NetworkConfig, seed: int) -> dict[str, Any]:
+def grown_network(
+    state: Mapping[str, Any], path: PathLike, network: NetworkConfig, seed: int
+) -> tuple[dict[str, Any], list[str]]:
     """`state` made to start a new run of shape `network` (``train.py init=``). A checkpoint of a smaller network
     (fewer blocks, channels or input planes, no global pool or survival head where `network` has one) is grown into
     `network`'s shape computing what it computed on any position, its new parts drawn from `seed`
-    (`agents.alphazero.net.grow`); one of the same shape comes back as it is. CheckpointError when its weights do
+    (`agents.alphazero.net.grow`); one of the same shape comes back as it is. With it, the fields that grew
+    (`growth_of`; [] for none). CheckpointError when its weights do
     not fit its stated shape (`check_weights`), or when its shape cannot grow into `network` (naming why)."""
     stored = check_weights(state, path)
     try:
@@ -219,9 +222,9 @@ def grown_network(state: Mapping[str, Any], path: PathLike, network: NetworkConf
             f"checkpoint {str(path)!r} holds another network shape ({diff}), which cannot start a run of this one: {e}"
         ) from None
     if not grown:
-        return dict(state)
+        return dict(state), grown
     weights = grow_weights(state["model"], stored, network, seed)
-    return dict(state, model=weights, network=network.to_dict())
+    return dict(state, model=weights, network=network.to_dict()), grown
 
 
 def check_compatible(

@@ -32,8 +32,7 @@ from agents.alphazero.net.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agents.alphazero.net.grow import growth_of
-from agents.alphazero.net.network import NetworkConfig, count_parameters
+from agents.alphazero.net.network import count_parameters
 from agents.alphazero.search.base import Evaluator
 from agents.alphazero.selfplay.data import SelfPlayData, SelfPlayStats
 from agents.alphazero.selfplay.rules_mix import mix_state, parse_rules_mix
@@ -186,9 +185,8 @@ class TrainingRun:
             fresh_run_leftovers(run_dir, LOGS, kept=(CONFIG_FILE,))  # refuses a directory holding what it did not write
             if conf.init:
                 init_path = resolve_checkpoint_path(conf.init, conf.out_dir)
-                given_weights = load_checkpoint(init_path)
-                init_from = grown_network(given_weights, init_path, conf.model, derive_seed(conf.seed, "grow"))
-                grown = growth_of(NetworkConfig.from_stored(given_weights["network"]), conf.model)
+                seed = derive_seed(conf.seed, "grow")
+                init_from, grown = grown_network(load_checkpoint(init_path), init_path, conf.model, seed)
                 if grown:
                     log.info(
                         "%s grown in %s into this run's network; its new parts add nothing at first",

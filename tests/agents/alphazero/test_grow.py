@@ -128,5 +128,5 @@ def test_a_checkpoint_that_cannot_grow_into_the_run_is_refused_naming_why() -> N
         "checkpoint 'small.pt' holds another network shape (blocks: checkpoint 2 vs wanted 1, channels: checkpoint 8 "
         "vs wanted 12), which cannot start a run of this one: blocks: 2 cannot shrink to 1"
     )
-    same = grown_network(state, "small.pt", SMALL, seed=0)
+    same, grown = grown_network(state, "small.pt", SMALL, seed=0)
     assert same["network"] == SMALL.to_dict() and same["model"] is state["model"]
