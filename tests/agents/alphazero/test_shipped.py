@@ -130,7 +130,8 @@ def copy_of_the_shipped_networks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_a_shipped_file_that_differs_from_its_manifest_entry_is_refused_when_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copy_of_the_shipped_networks(tmp_path, monkeypatch, "default-60", "default-120", "campaign-1084")
+    level = shipped.strongest().name  # the network level's entry
+    copy_of_the_shipped_networks(tmp_path, monkeypatch, "default-60", "default-120", level)
     load_model("shipped:default-60")
     (tmp_path / "default-60.pt").write_bytes((tmp_path / "default-120.pt").read_bytes())  # another network's bytes
     for load in (
@@ -143,8 +144,8 @@ def test_a_shipped_file_that_differs_from_its_manifest_entry_is_refused_when_loa
         assert "'default-60'" in line and "default-60.pt" in line and "sha256" in line and "\n" not in line
     load_model("shipped:default-120")  # the other entries still load
     # The play page refuses the level of a bad network when it is chosen, in one line.
-    (tmp_path / "campaign-1084.pt").write_bytes(b"PK\x03\x04 not the network")
-    with pytest.raises(play_errors.PlayError, match="campaign-1084.pt.*sha256"):
+    (tmp_path / f"{level}.pt").write_bytes(b"PK\x03\x04 not the network")
+    with pytest.raises(play_errors.PlayError, match=rf"{level}\.pt.*sha256"):
         play_specs.opponent_spec("network", play_specs.CHECKPOINT_DIRS)
 
 
@@ -186,7 +187,7 @@ def test_a_malformed_manifest_entry_is_one_line_and_the_others_still_load(
         with pytest.raises(play_errors.PlayError, match="the network level cannot play: .* is malformed: its 'rules'"):
             choose()
     manifest.write_text(json.dumps({"format": shipped.FORMAT, "networks": entries[:1]}))
-    with pytest.raises(shipped.ShippedError, match=r"alone; shipped: none; malformed: campaign-1084$"):
+    with pytest.raises(shipped.ShippedError, match=rf"alone; shipped: none; malformed: {entries[0]['name']}$"):
         shipped.strongest()
     # A manifest that cannot be read at all is one ShippedError, never another exception; the page's network
     # level then names no entry, is not offered, and is refused when chosen.
